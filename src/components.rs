@@ -1,0 +1,136 @@
+//! The data dictionary: every component and resource the step schedule shares, grouped by role.
+//!
+//! Layout rule: all agents of a batch are spawned arena-major with one identical bundle, so they
+//! sit in one bevy table and every agent component is one contiguous column of `B * M` values
+//! (M agents per arena, slot order). Arena components are likewise one column of `B` values.
+//! Systems take these columns whole and split them into per-arena chunks (see `systems`).
+
+use bevy_ecs::prelude::*;
+use bytemuck::{Pod, Zeroable};
+use rand_chacha::ChaCha8Rng;
+
+// ---------------------------------------------------------------------------------------------
+// Agents (one entity per agent, M per arena)
+// ---------------------------------------------------------------------------------------------
+
+/// Who an agent is: its arena, its slot in the arena (learners first) and its role.
+/// Written at spawn, never changed.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentId {
+    /// Arena index in the batch.
+    pub arena: u32,
+    /// Slot within the arena; slots `0..N` are the learners, in observation/action order.
+    pub slot: u16,
+    /// Index into `Scenario::roles`.
+    pub role: u16,
+}
+
+/// Cell an agent stands on; x is the column, y the row (down). Written by `apply_moves` and
+/// `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Pod, Zeroable)]
+#[repr(C)]
+pub struct GridPos {
+    /// Column.
+    pub x: i16,
+    /// Row, growing downwards.
+    pub y: i16,
+}
+const _: () = assert!(size_of::<GridPos>() == 4);
+
+/// Whether the agent is still in the arena (caught evaders leave). Written by
+/// `resolve_interactions` and `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Alive(pub bool);
+
+/// The action applied this step after slip and scripted control: a chance outcome resolved.
+/// Written by `draw_chance`, read by `apply_moves` and the recorder.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AppliedAction(pub u8);
+
+/// This step's reward before sharing. Written by `resolve_interactions` and `assign_rewards`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepReward(pub f32);
+
+// ---------------------------------------------------------------------------------------------
+// Arenas (one entity per arena)
+// ---------------------------------------------------------------------------------------------
+
+/// Arena index in the batch. Written at spawn.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArenaId(pub u32);
+
+/// The arena's random streams, one per purpose, keyed by (run seed, arena, purpose) so results
+/// do not depend on thread count. Advanced only by `draw_chance` and `auto_reset`.
+#[derive(Component, Debug, Clone)]
+pub struct ArenaRng {
+    /// Start positions at every reset.
+    pub spawn: ChaCha8Rng,
+    /// Slip outcomes of learners.
+    pub slip: ChaCha8Rng,
+    /// Moves of random-walking agents.
+    pub walk: ChaCha8Rng,
+}
+
+/// Step count within the current episode and episodes finished. Written by `check_episode_end`
+/// and `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EpisodeClock {
+    /// Steps taken in the current episode.
+    pub t: u32,
+    /// Episodes finished in this arena.
+    pub episode: u32,
+}
+
+/// Per-episode substrate counters. Written by `resolve_interactions`, cleared by `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArenaStats {
+    /// Evaders still in the arena.
+    pub evaders_left: u16,
+    /// Evaders caught this episode.
+    pub caught: u16,
+}
+
+/// The arena's cell layer: a padded `[H + 2r, W + 2r, 3]` u8 grid of (obstacle, pursuers,
+/// evaders) per cell, r the observation radius; the padding is obstacle. Rebuilt by
+/// `tally_cells` after moves, updated by `resolve_interactions`, read by rewards and
+/// observations (an observation row is one contiguous slice of it).
+#[derive(Component, Debug, Clone)]
+pub struct Cells(pub Vec<u8>);
+
+/// Scratch permutation of spawn cells, one segment per role kind (partial Fisher-Yates at every
+/// reset, so resets allocate nothing). Written by `auto_reset`.
+#[derive(Component, Debug, Clone)]
+pub struct SpawnDeck(pub Vec<u16>);
+
+/// Channels per cell of [`Cells`].
+pub const CELL_CHANNELS: usize = 3;
+/// Offset of the obstacle flag in a [`Cells`] cell.
+pub const CELL_OBSTACLE: usize = 0;
+/// Offset of the pursuer count in a [`Cells`] cell.
+pub const CELL_PURSUERS: usize = 1;
+/// Offset of the evader count in a [`Cells`] cell.
+pub const CELL_EVADERS: usize = 2;
+
+// ---------------------------------------------------------------------------------------------
+// Batch-wide resources
+// ---------------------------------------------------------------------------------------------
+
+/// The dense step buffers learners and benchmarks read without copies. Shapes use B arenas,
+/// N learners per arena, O = observation bytes per learner.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct StepBuffers {
+    /// `[B, N, O]` u8 observation channels; written by `write_observations` and `auto_reset`.
+    pub obs: Vec<u8>,
+    /// `[B, N]` action indices; written by the caller before each step.
+    pub actions: Vec<u8>,
+    /// `[B, N]` rewards of the last step; written by `assign_rewards`.
+    pub rewards: Vec<f32>,
+    /// `[B]` 1 when the last step ended the episode by the rules; written by `check_episode_end`.
+    pub terminated: Vec<u8>,
+    /// `[B]` 1 when the last step hit `max_steps`; written by `check_episode_end`.
+    pub truncated: Vec<u8>,
+}
+
+/// When set, the next run of the reset schedule respawns every arena.
+#[derive(Resource, Debug, Clone, Copy, Default)]
+pub struct ResetAll(pub bool);

@@ -1,0 +1,222 @@
+//! The `gridarena` command line: a thin layer over the library.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use gridarena::bench::{EnvBenchConfig, bench_env};
+use gridarena::engine::EnvBatch;
+use gridarena::error::human_bytes;
+use gridarena::scenario::{
+    Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario, Substrate,
+};
+
+/// A batched ECS engine for multi-agent reinforcement learning in gridworlds.
+#[derive(Parser, Debug)]
+#[command(name = "gridarena", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a scenario asset; every problem is reported as file:line:column.
+    Check {
+        /// Scenario file (RON).
+        scenario: PathBuf,
+    },
+    /// Throughput benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Record a random-policy rollout of one arena to a file (atomically written).
+    Rollout(RolloutArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Environment steps per second under a uniformly random policy.
+    Env(BenchEnvArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchEnvArgs {
+    /// Scenario file; the embedded default Pursuit scenario when omitted.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Arenas stepped together.
+    #[arg(long, default_value_t = 1024)]
+    arenas: usize,
+    /// Timed steps per repeat.
+    #[arg(long, default_value_t = 1000)]
+    steps: usize,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Repeats; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// Untimed warm-up steps before each repeat.
+    #[arg(long, default_value_t = 50)]
+    warmup: usize,
+    /// Run seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Args, Debug)]
+struct RolloutArgs {
+    /// Scenario file; the embedded default Pursuit scenario when omitted.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Run seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Steps to record.
+    #[arg(long, default_value_t = 500)]
+    steps: usize,
+    /// Output file (.ron).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check { scenario } => Ok(check(&scenario)),
+        Command::Bench(BenchCommand::Env(args)) => bench(args).map(|()| ExitCode::SUCCESS),
+        Command::Rollout(args) => rollout(args).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn load(path: Option<&Path>) -> Result<(LoadedScenario, String)> {
+    match path {
+        None => Ok((Scenario::default_pursuit(), DEFAULT_SCENARIO_NAME.to_string())),
+        Some(p) => Ok((Scenario::load(p)?, p.display().to_string())),
+    }
+}
+
+fn check(path: &Path) -> ExitCode {
+    match Scenario::load(path) {
+        Ok(loaded) => {
+            println!("ok: {}", describe(&loaded));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One line a human can check a scenario against.
+fn describe(loaded: &LoadedScenario) -> String {
+    let s = &loaded.scenario;
+    let roles: Vec<String> = s
+        .roles
+        .iter()
+        .map(|r| {
+            let control = match r.control {
+                Control::Learner => "learning",
+                Control::RandomWalk => "random-walking",
+            };
+            format!("{} {} {}s", r.count, control, r.kind.name())
+        })
+        .collect();
+    let Substrate::Pursuit(p) = &s.substrate;
+    let catch = if p.surround { "surround".to_string() } else { format!("n_catch {}", p.n_catch) };
+    format!(
+        "{} ({}): {}x{} map, {} open cells, {}; {catch}; slip {}; {} steps; {}x{}x{} observation ({} B)",
+        s.name,
+        s.substrate.name(),
+        loaded.grid.width,
+        loaded.grid.height,
+        loaded.grid.open_cells(),
+        roles.join(", "),
+        s.slip,
+        s.max_steps,
+        s.observation.side(),
+        s.observation.side(),
+        s.observation.channels.len(),
+        s.observation.len(),
+    )
+}
+
+fn with_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> Result<T> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(t) = threads {
+        anyhow::ensure!(t >= 1, "--threads must be at least 1");
+        builder = builder.num_threads(t);
+    }
+    let pool = builder.build().context("cannot start the worker threads")?;
+    Ok(pool.install(f))
+}
+
+fn bench(args: BenchEnvArgs) -> Result<()> {
+    let (loaded, name) = load(args.scenario.as_deref())?;
+    anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
+    let cfg = EnvBenchConfig {
+        arenas: args.arenas,
+        steps: args.steps,
+        warmup: args.warmup,
+        repeat: args.repeat.max(1),
+        seed: args.seed,
+    };
+    println!("scenario: {name}\n  {}", describe(&loaded));
+    let result = with_pool(args.threads, || bench_env(&loaded, &cfg))?
+        .with_context(|| format!("benchmarking {name}"))?;
+    let rates: Vec<String> = result.env_steps_per_s.iter().map(|r| format!("{r:.0}")).collect();
+    println!(
+        "arenas {}  steps {}  threads {}  repeats {}",
+        cfg.arenas, cfg.steps, result.threads, cfg.repeat
+    );
+    println!("env-steps/s per repeat: [{}]", rates.join(", "));
+    println!("env-steps/s (median):   {:.0}", result.median_env_steps());
+    println!(
+        "agent-steps/s (median): {:.0}  ({} learning agents per arena)",
+        result.median_agent_steps(),
+        result.learners
+    );
+    println!(
+        "resident memory: {} (peak {})",
+        result.rss_bytes.map_or("n/a".into(), human_bytes),
+        result.peak_rss_bytes.map_or("n/a".into(), human_bytes)
+    );
+    Ok(())
+}
+
+fn rollout(args: RolloutArgs) -> Result<()> {
+    let (loaded, name) = load(args.scenario.as_deref())?;
+    let mut batch = EnvBatch::new(&loaded, 1, args.seed)?;
+    let mut policy =
+        gridarena::bench::RandomPolicy::new(args.seed, 1, batch.layout().actions);
+    batch.start_recording(0);
+    for _ in 0..args.steps {
+        policy.act(batch.actions_mut());
+        batch.step()?;
+    }
+    let rollout = batch.finish_recording().context("recorder missing")?;
+    rollout.save(&args.out).with_context(|| format!("writing the rollout of {name}"))?;
+    let episodes = rollout.frames.iter().filter(|f| f.terminated || f.truncated).count();
+    println!(
+        "wrote {}: {} frames, {} steps, {} finished episodes, scenario {}",
+        args.out.display(),
+        rollout.frames.len(),
+        args.steps,
+        episodes,
+        rollout.scenario.name
+    );
+    Ok(())
+}

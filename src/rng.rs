@@ -1,0 +1,37 @@
+//! Keyed random streams: one ChaCha8 stream per (run seed, arena, purpose), never a global RNG.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+/// Why a stream is drawn from; part of its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Purpose {
+    /// Start positions at resets.
+    Spawn = 1,
+    /// Slip outcomes.
+    Slip = 2,
+    /// Random-walker moves.
+    Walk = 3,
+    /// Actions of the benchmark's random policy.
+    Policy = 4,
+}
+
+/// The stream for (seed, arena, purpose): the seed keys ChaCha, arena and purpose pick the stream.
+pub fn stream(seed: u64, arena: u64, purpose: Purpose) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream((arena << 8) | purpose as u64);
+    rng
+}
+
+/// An unbiased-enough draw in `0..n` from 32 random bits (Lemire's multiply-shift; the bias is
+/// below n / 2^32, far under any statistical test here).
+#[inline]
+pub fn below(bits: u32, n: u32) -> u32 {
+    ((bits as u64 * n as u64) >> 32) as u32
+}
+
+/// The 2^32-scaled threshold for an event of probability `p` compared against 32 random bits.
+pub fn threshold(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
+}

@@ -1,0 +1,81 @@
+//! The step, on one screen. Every system runs once per step over the whole batch of arenas
+//! (in parallel inside the system), in this order:
+
+use bevy_ecs::prelude::*;
+use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
+use bevy_ecs::schedule::SingleThreadedExecutor;
+
+use crate::systems::chance::draw_chance;
+use crate::systems::episode::{auto_reset, check_episode_end};
+use crate::systems::interactions::{assign_rewards, resolve_interactions};
+use crate::systems::movement::{apply_moves, tally_cells};
+use crate::systems::observations::write_observations;
+use crate::systems::record::{Recorder, record_reset, record_step};
+
+/// Label of the per-step schedule.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Step;
+
+/// Label of the schedule that respawns every arena.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reset;
+
+/// Label of the schedule that recomputes cells and observations after a state was set by hand.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Refresh;
+
+/// Builds the step schedule.
+pub fn step_schedule() -> Schedule {
+    let mut schedule = new_schedule(Step);
+    schedule.add_systems(
+        (
+            // act + slip: chance outcomes are drawn first; every rule below is deterministic.
+            draw_chance,
+            // move: simultaneous moves, walls and the map edge block.
+            apply_moves,
+            // cells: the per-arena layer the rules and observations read.
+            tally_cells,
+            // substrate rules: tags, catches, removal of caught evaders.
+            resolve_interactions,
+            // rewards: per-step terms, sharing, published to the reward buffer.
+            assign_rewards,
+            // episode end: terminated / truncated flags.
+            check_episode_end,
+            // observe: every learner's window, terminal state included.
+            write_observations,
+            // record: the terminal state must be seen before it is respawned.
+            record_step.run_if(resource_exists::<Recorder>),
+            // auto-reset: respawn finished arenas and rewrite their observations.
+            auto_reset,
+            record_reset.run_if(resource_exists::<Recorder>),
+        )
+            .chain(),
+    );
+    schedule
+}
+
+/// Builds the schedule that respawns every arena (with `ResetAll` set).
+pub fn reset_schedule() -> Schedule {
+    let mut schedule = new_schedule(Reset);
+    schedule.add_systems(auto_reset);
+    schedule
+}
+
+/// Builds the schedule that recomputes cells and observations from positions.
+pub fn refresh_schedule() -> Schedule {
+    let mut schedule = new_schedule(Refresh);
+    schedule.add_systems((tally_cells, write_observations).chain());
+    schedule
+}
+
+/// The systems parallelise internally over arenas; between systems the order is total, so the
+/// single-threaded executor is the right one, and any ambiguity is a build error.
+fn new_schedule(label: impl ScheduleLabel) -> Schedule {
+    let mut schedule = Schedule::new(label);
+    schedule.set_executor(SingleThreadedExecutor::new());
+    schedule.set_build_settings(ScheduleBuildSettings {
+        ambiguity_detection: LogLevel::Error,
+        ..Default::default()
+    });
+    schedule
+}

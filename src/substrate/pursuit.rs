@@ -1,0 +1,204 @@
+//! Pursuit rules (PettingZoo SISL Pursuit v5, simultaneous moves), written once over one arena's
+//! state. The ECS systems call these for every arena in parallel; exact analysis calls them on a
+//! single decoded state. Given (state, applied actions) everything here is deterministic: all
+//! randomness was drawn before, by `chance`.
+//!
+//! Where we differ from PettingZoo's sequential agent cycle: every agent (pursuers and evaders)
+//! moves at once, then tag rewards, catches and removal are evaluated on the post-move state.
+//! PettingZoo moves pursuers one at a time, checks catches after the last pursuer moved, then
+//! moves evaders; it also divides the tag part of the reward by the number of pursuers.
+
+use crate::components::{
+    Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
+};
+use crate::layout::Layout;
+use crate::scenario::{Control, RoleKind};
+
+/// Move deltas per action: left, right, up (row - 1), down, stay.
+pub const MOVES: [(i16, i16); 5] = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)];
+
+/// The four orthogonal neighbours.
+const NEIGHBOURS: [(i16, i16); 4] = [(-1, 0), (1, 0), (0, -1), (0, 1)];
+
+/// Moves every live agent by its applied action; a move into an obstacle or off the map leaves
+/// the agent in place. Any number of agents may share a cell.
+pub fn apply_moves(layout: &Layout, pos: &mut [GridPos], alive: &[Alive], act: &[AppliedAction]) {
+    for ((p, a), act) in pos.iter_mut().zip(alive).zip(act) {
+        if !a.0 {
+            continue;
+        }
+        let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
+        let (nx, ny) = (p.x + dx, p.y + dy);
+        if layout.is_open(nx as i32, ny as i32) {
+            *p = GridPos { x: nx, y: ny };
+        }
+    }
+}
+
+/// Rebuilds the cell layer from the live agents' positions.
+pub fn tally_cells(layout: &Layout, pos: &[GridPos], alive: &[Alive], cells: &mut [u8]) {
+    cells.copy_from_slice(&layout.cells_template);
+    for (slot, (p, a)) in pos.iter().zip(alive).enumerate() {
+        if a.0 {
+            let channel = match layout.slot_kind[slot] {
+                RoleKind::Pursuer => CELL_PURSUERS,
+                RoleKind::Evader => CELL_EVADERS,
+            };
+            let c = &mut cells[layout.cell_index(p.x, p.y) + channel];
+            *c = c.saturating_add(1);
+        }
+    }
+}
+
+/// Tags, catches and removal. Sets every agent's reward to its tag reward (pursuers: `tag_reward`
+/// per evader on their four neighbouring cells, counted before removal), then for each caught
+/// evader adds `catch_reward` to every pursuer on a catching cell and `-catch_reward` to the
+/// evader. Caught evaders leave the arena and the cell layer. Returns the number caught.
+///
+/// Catching cells: with `surround`, the evader's open orthogonal neighbours (all of which hold a
+/// pursuer); otherwise the evader's own cell (holding at least `n_catch` pursuers).
+pub fn resolve_interactions(
+    layout: &Layout,
+    pos: &[GridPos],
+    alive: &mut [Alive],
+    cells: &mut [u8],
+    reward: &mut [StepReward],
+) -> u16 {
+    let params = &layout.pursuit;
+    let stride = layout.padded_width * crate::components::CELL_CHANNELS;
+    let offset = |i: usize, dx: i16, dy: i16| -> usize {
+        (i as isize + dy as isize * stride as isize + dx as isize * 3) as usize
+    };
+
+    // Tag rewards from the post-move, pre-removal cell layer.
+    for slot in 0..layout.agents {
+        let r = if alive[slot].0 && layout.slot_kind[slot] == RoleKind::Pursuer {
+            let i = layout.cell_index(pos[slot].x, pos[slot].y);
+            let evaders: u32 = NEIGHBOURS
+                .iter()
+                .map(|&(dx, dy)| cells[offset(i, dx, dy) + CELL_EVADERS] as u32)
+                .sum();
+            params.tag_reward * evaders as f32
+        } else {
+            0.0
+        };
+        reward[slot] = StepReward(r);
+    }
+
+    // Catches. A judgement reads only obstacles and pursuer counts, which removing an evader
+    // does not change, so evaders can leave as soon as they are judged.
+    let mut caught = 0u16;
+    for slot in 0..layout.agents {
+        if !alive[slot].0 || layout.slot_kind[slot] != RoleKind::Evader {
+            continue;
+        }
+        let i = layout.cell_index(pos[slot].x, pos[slot].y);
+        let is_caught = if params.surround {
+            NEIGHBOURS.iter().all(|&(dx, dy)| {
+                let n = offset(i, dx, dy);
+                cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
+            })
+        } else {
+            cells[i + CELL_PURSUERS] as u16 >= params.n_catch
+        };
+        if !is_caught {
+            continue;
+        }
+        // Credit the pursuers on the catching cells.
+        let (ex, ey) = (pos[slot].x, pos[slot].y);
+        for p in 0..layout.agents {
+            if !alive[p].0 || layout.slot_kind[p] != RoleKind::Pursuer {
+                continue;
+            }
+            let (dx, dy) = (pos[p].x - ex, pos[p].y - ey);
+            let on_catching_cell =
+                if params.surround { dx.abs() + dy.abs() == 1 } else { dx == 0 && dy == 0 };
+            if on_catching_cell {
+                reward[p].0 += params.catch_reward;
+            }
+        }
+        if layout.slot_control[slot] == Control::Learner {
+            reward[slot].0 -= params.catch_reward;
+        }
+        alive[slot] = Alive(false);
+        cells[i + CELL_EVADERS] = cells[i + CELL_EVADERS].saturating_sub(1);
+        caught += 1;
+    }
+    caught
+}
+
+/// Adds the per-step terms (`urgency_reward` to every pursuer, `escape_reward` to every live
+/// learning evader) and, with `shared_reward`, replaces each pursuer's reward by the pursuers'
+/// mean.
+pub fn assign_rewards(layout: &Layout, alive: &[Alive], reward: &mut [StepReward]) {
+    let params = &layout.pursuit;
+    let mut sum = 0.0f32;
+    let mut pursuers = 0usize;
+    for slot in 0..layout.agents {
+        match layout.slot_kind[slot] {
+            RoleKind::Pursuer => {
+                reward[slot].0 += params.urgency_reward;
+                sum += reward[slot].0;
+                pursuers += 1;
+            }
+            RoleKind::Evader => {
+                if alive[slot].0 && layout.slot_control[slot] == Control::Learner {
+                    reward[slot].0 += params.escape_reward;
+                }
+            }
+        }
+    }
+    if params.shared_reward && pursuers > 0 {
+        let mean = sum / pursuers as f32;
+        for slot in 0..layout.agents {
+            if layout.slot_kind[slot] == RoleKind::Pursuer {
+                reward[slot].0 = mean;
+            }
+        }
+    }
+}
+
+/// Whether the episode ended by the rules: no evader left.
+pub fn terminated(layout: &Layout, alive: &[Alive]) -> bool {
+    !(0..layout.agents).any(|s| alive[s].0 && layout.slot_kind[s] == RoleKind::Evader)
+}
+
+/// Writes the learners' egocentric windows `[side, side, channels]` from the cell layer; a
+/// removed learner sees zeros.
+pub fn write_observations(
+    layout: &Layout,
+    pos: &[GridPos],
+    alive: &[Alive],
+    cells: &[u8],
+    obs: &mut [u8],
+) {
+    let side = layout.side;
+    let row_bytes = side * crate::components::CELL_CHANNELS;
+    let stride = layout.padded_width * crate::components::CELL_CHANNELS;
+    for (slot, out) in obs.chunks_exact_mut(layout.obs_len).enumerate() {
+        if !alive[slot].0 {
+            out.fill(0);
+            continue;
+        }
+        // The window's top-left in padded coordinates is the agent's map position.
+        let top_left = (pos[slot].y as usize * layout.padded_width + pos[slot].x as usize)
+            * crate::components::CELL_CHANNELS;
+        if layout.obs_is_cell_layout {
+            for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
+                let start = top_left + r * stride;
+                row.copy_from_slice(&cells[start..start + row_bytes]);
+            }
+        } else {
+            let channels = layout.channel_offsets.len();
+            for r in 0..side {
+                for c in 0..side {
+                    let cell = top_left + r * stride + c * crate::components::CELL_CHANNELS;
+                    let o = (r * side + c) * channels;
+                    for (k, off) in layout.channel_offsets.iter().enumerate() {
+                        out[o + k] = cells[cell + off];
+                    }
+                }
+            }
+        }
+    }
+}
