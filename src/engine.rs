@@ -174,6 +174,14 @@ impl EnvBatch {
         r[arena * m..(arena + 1) * m].iter().map(|r| r.0).collect()
     }
 
+    /// Actions applied in the last step (after slip) for one arena's agents, by slot.
+    pub fn applied_actions(&mut self, arena: usize) -> Vec<u8> {
+        let m = self.layout().agents;
+        let mut q = self.world.query::<&AppliedAction>();
+        let a = q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
+        a[arena * m..(arena + 1) * m].iter().map(|a| a.0).collect()
+    }
+
     /// The episode clock of one arena.
     pub fn clock(&mut self, arena: usize) -> EpisodeClock {
         let mut q = self.world.query::<&EpisodeClock>();

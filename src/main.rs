@@ -132,7 +132,8 @@ fn describe(loaded: &LoadedScenario) -> String {
                 Control::Learner => "learning",
                 Control::RandomWalk => "random-walking",
             };
-            format!("{} {} {}s", r.count, control, r.kind.name())
+            let plural = if r.count == 1 { "" } else { "s" };
+            format!("{} {} {}{plural}", r.count, control, r.kind.name())
         })
         .collect();
     let Substrate::Pursuit(p) = &s.substrate;

@@ -81,7 +81,7 @@ impl Rollout {
     pub fn save(&self, path: &Path) -> Result<(), ArtifactError> {
         let text = ron::ser::to_string_pretty(
             self,
-            ron::ser::PrettyConfig::default().depth_limit(3).compact_arrays(true),
+            ron::ser::PrettyConfig::default().depth_limit(2),
         )
         .map_err(|e| ArtifactError::Format { path: path.into(), reason: e.to_string() })?;
         crate::atomic::write_atomic(path, text.as_bytes())

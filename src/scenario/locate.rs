@@ -61,14 +61,16 @@ struct Entry {
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
     entries: Vec<Entry>,
+    /// Closing brackets, with the path of the value they close.
+    closes: Vec<Entry>,
 }
 
 #[derive(Debug)]
 enum Frame {
     /// `( ... )` or `{ ... }`: fields set a key.
-    Group { key: Option<String> },
+    Group { key: Option<String>, opened_at: Vec<PathSeg> },
     /// `[ ... ]`: commas advance the index.
-    List { index: usize },
+    List { index: usize, opened_at: Vec<PathSeg> },
 }
 
 impl SourceMap {
@@ -76,6 +78,7 @@ impl SourceMap {
     pub fn scan(src: &str) -> SourceMap {
         let chars: Vec<char> = src.chars().collect();
         let mut entries = Vec::new();
+        let mut closes = Vec::new();
         let mut stack: Vec<Frame> = Vec::new();
         let (mut i, mut line, mut col) = (0usize, 1usize, 1usize);
         // Whether the next token starts a value (after `:`, `,`, an opening bracket, or at top).
@@ -85,9 +88,9 @@ impl SourceMap {
             let mut path = Vec::new();
             for frame in stack {
                 match frame {
-                    Frame::Group { key: Some(k) } => path.push(PathSeg::Field(k.clone())),
-                    Frame::Group { key: None } => {}
-                    Frame::List { index } => path.push(PathSeg::Index(*index)),
+                    Frame::Group { key: Some(k), .. } => path.push(PathSeg::Field(k.clone())),
+                    Frame::Group { key: None, .. } => {}
+                    Frame::List { index, .. } => path.push(PathSeg::Index(*index)),
                 }
             }
             path
@@ -147,26 +150,32 @@ impl SourceMap {
             }
             match c {
                 '(' | '{' | '[' => {
+                    let opened_at = current_path(&stack);
                     if expecting_value {
-                        entries.push(Entry { path: current_path(&stack), start: here });
+                        entries.push(Entry { path: opened_at.clone(), start: here });
                     }
                     stack.push(if c == '[' {
-                        Frame::List { index: 0 }
+                        Frame::List { index: 0, opened_at }
                     } else {
-                        Frame::Group { key: None }
+                        Frame::Group { key: None, opened_at }
                     });
                     expecting_value = true;
                     advance!();
                 }
                 ')' | '}' | ']' => {
-                    stack.pop();
+                    // Closing returns to the level the group was opened at.
+                    if let Some(Frame::Group { opened_at, .. } | Frame::List { opened_at, .. }) =
+                        stack.pop()
+                    {
+                        closes.push(Entry { path: opened_at, start: here });
+                    }
                     expecting_value = false;
                     advance!();
                 }
                 ',' => {
                     match stack.last_mut() {
-                        Some(Frame::List { index }) => *index += 1,
-                        Some(Frame::Group { key }) => *key = None,
+                        Some(Frame::List { index, .. }) => *index += 1,
+                        Some(Frame::Group { key, .. }) => *key = None,
                         None => {}
                     }
                     expecting_value = true;
@@ -237,7 +246,7 @@ impl SourceMap {
                     let is_key = chars.get(j) == Some(&':')
                         && matches!(stack.last(), Some(Frame::Group { .. }));
                     if is_key {
-                        if let Some(Frame::Group { key }) = stack.last_mut() {
+                        if let Some(Frame::Group { key, .. }) = stack.last_mut() {
                             *key = Some(token);
                         }
                         let path = current_path(&stack);
@@ -260,7 +269,7 @@ impl SourceMap {
                 }
             }
         }
-        SourceMap { entries }
+        SourceMap { entries, closes }
     }
 
     /// Where the value (or key) at `path` first appears.
@@ -276,10 +285,12 @@ impl SourceMap {
             .unwrap_or(Pos { line: 1, col: 1 })
     }
 
-    /// The path of the innermost value starting at or before `pos`.
+    /// The path of the value being read at `pos`: the last value start or bracket close at or
+    /// before it.
     pub fn path_at(&self, pos: Pos) -> Vec<PathSeg> {
         self.entries
             .iter()
+            .chain(&self.closes)
             .filter(|e| e.start <= pos)
             .max_by_key(|e| e.start)
             .map(|e| e.path.clone())

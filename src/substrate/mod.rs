@@ -11,6 +11,53 @@ use crate::layout::Layout;
 use crate::rng::below;
 use crate::scenario::{Control, RoleKind};
 
+/// One arena's state held by itself, outside any World: what exact analysis decodes a state
+/// index into. The same rule functions the systems call run on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArenaState {
+    /// Position per slot.
+    pub pos: Vec<GridPos>,
+    /// Alive flag per slot.
+    pub alive: Vec<Alive>,
+    /// The cell layer (see `components::Cells`).
+    pub cells: Vec<u8>,
+}
+
+/// What one step did to an arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepOutcome {
+    /// Evaders caught this step.
+    pub caught: u16,
+    /// No evader is left.
+    pub terminated: bool,
+}
+
+impl ArenaState {
+    /// A state with the given agents; the cell layer is computed.
+    pub fn new(layout: &Layout, pos: Vec<GridPos>, alive: Vec<Alive>) -> ArenaState {
+        let mut cells = layout.cells_template.clone();
+        pursuit::tally_cells(layout, &pos, &alive, &mut cells);
+        ArenaState { pos, alive, cells }
+    }
+}
+
+/// The rules of one step on one arena, given the applied actions (chance already resolved):
+/// move, cells, interactions, rewards, termination. The step schedule runs exactly these
+/// functions, one system each, over every arena.
+pub fn transition(
+    layout: &Layout,
+    state: &mut ArenaState,
+    applied: &[AppliedAction],
+    reward: &mut [crate::components::StepReward],
+) -> StepOutcome {
+    pursuit::apply_moves(layout, &mut state.pos, &state.alive, applied);
+    pursuit::tally_cells(layout, &state.pos, &state.alive, &mut state.cells);
+    let caught =
+        pursuit::resolve_interactions(layout, &state.pos, &mut state.alive, &mut state.cells, reward);
+    pursuit::assign_rewards(layout, &state.alive, reward);
+    StepOutcome { caught, terminated: pursuit::terminated(layout, &state.alive) }
+}
+
 /// Draws this step's chance outcomes into the applied actions: a learner's action is kept, or
 /// with probability `slip` replaced by a uniformly random one (possibly the same); a random
 /// walker's action is uniform. Removed agents draw nothing. This is the only place a step

@@ -1,0 +1,43 @@
+//! Helpers shared by the integration tests: tiny inline scenarios.
+#![allow(dead_code, missing_docs)]
+
+use gridarena::components::GridPos;
+use gridarena::engine::EnvBatch;
+use gridarena::scenario::{LoadedScenario, Scenario};
+
+/// A Pursuit scenario from a map, a substrate parameter list and a role list (RON fragments).
+pub fn pursuit(map: &[&str], params: &str, roles: &str, extra: &str) -> LoadedScenario {
+    let rows: Vec<String> = map.iter().map(|r| format!("\"{r}\"")).collect();
+    let src = format!(
+        "Scenario(name: \"test\", substrate: Pursuit(({params})), map: [{}], roles: [{roles}], \
+         max_steps: 100, observation: (radius: 1, channels: [obstacle, pursuers, evaders]), {extra})",
+        rows.join(", ")
+    );
+    Scenario::parse(&src, "<test>").unwrap_or_else(|e| panic!("test scenario invalid: {e}\n{src}"))
+}
+
+pub fn at(x: i16, y: i16) -> (GridPos, bool) {
+    (GridPos { x, y }, true)
+}
+
+/// One arena, agents placed by hand.
+pub fn batch_with(loaded: &LoadedScenario, agents: &[(GridPos, bool)]) -> EnvBatch {
+    let mut b = EnvBatch::new(loaded, 1, 7).unwrap();
+    b.set_agents(0, agents).unwrap();
+    b
+}
+
+/// Sets every learner's action in every arena and steps once.
+pub fn step(b: &mut EnvBatch, actions: &[u8]) {
+    let n = actions.len();
+    for chunk in b.actions_mut().chunks_mut(n) {
+        chunk.copy_from_slice(actions);
+    }
+    b.step().unwrap();
+}
+
+pub const LEFT: u8 = 0;
+pub const RIGHT: u8 = 1;
+pub const UP: u8 = 2;
+pub const DOWN: u8 = 3;
+pub const STAY: u8 = 4;
