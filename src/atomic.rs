@@ -15,7 +15,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -43,7 +47,10 @@ mod tests {
         write_atomic(&target, b"first").unwrap();
         write_atomic(&target, b"second").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"second");
-        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
         fs::remove_dir_all(&dir).unwrap();
     }

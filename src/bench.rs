@@ -61,7 +61,11 @@ pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let k = v.len() / 2;
-    if v.len() % 2 == 1 { v[k] } else { 0.5 * (v[k - 1] + v[k]) }
+    if v.len() % 2 == 1 {
+        v[k]
+    } else {
+        0.5 * (v[k - 1] + v[k])
+    }
 }
 
 /// A uniformly random policy with one stream per arena.
@@ -74,7 +78,9 @@ impl RandomPolicy {
     /// One stream per arena keyed by (seed, arena, Policy).
     pub fn new(seed: u64, arenas: usize, actions: usize) -> RandomPolicy {
         RandomPolicy {
-            rngs: (0..arenas).map(|a| stream(seed, a as u64, Purpose::Policy)).collect(),
+            rngs: (0..arenas)
+                .map(|a| stream(seed, a as u64, Purpose::Policy))
+                .collect(),
             actions: actions as u32,
         }
     }
@@ -83,16 +89,23 @@ impl RandomPolicy {
     pub fn act(&mut self, out: &mut [u8]) {
         let n = out.len() / self.rngs.len();
         let k = self.actions;
-        self.rngs.par_iter_mut().zip(out.par_chunks_mut(n)).with_min_len(64).for_each(|(rng, a)| {
-            for x in a {
-                *x = below(rng.next_u32(), k) as u8;
-            }
-        });
+        self.rngs
+            .par_iter_mut()
+            .zip(out.par_chunks_mut(n))
+            .with_min_len(64)
+            .for_each(|(rng, a)| {
+                for x in a {
+                    *x = below(rng.next_u32(), k) as u8;
+                }
+            });
     }
 }
 
 /// Runs the benchmark in the current rayon pool.
-pub fn bench_env(loaded: &LoadedScenario, cfg: &EnvBenchConfig) -> Result<EnvBenchResult, EngineError> {
+pub fn bench_env(
+    loaded: &LoadedScenario,
+    cfg: &EnvBenchConfig,
+) -> Result<EnvBenchResult, EngineError> {
     let mut batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
     let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, batch.layout().actions);
     let mut rates = Vec::with_capacity(cfg.repeat);

@@ -62,7 +62,11 @@ impl EnvBatch {
         let slot_role = layout.slot_role.clone();
         world.spawn_batch((0..arenas * m).map(move |i| {
             (
-                AgentId { arena: (i / m) as u32, slot: (i % m) as u16, role: slot_role[i % m] },
+                AgentId {
+                    arena: (i / m) as u32,
+                    slot: (i % m) as u16,
+                    role: slot_role[i % m],
+                },
                 GridPos::default(),
                 Alive(false),
                 AppliedAction(0),
@@ -108,7 +112,12 @@ impl EnvBatch {
         let mut q = self.world.query::<&ArenaId>();
         let chunks: Vec<&[ArenaId]> = q.contiguous_iter(&self.world).expect("dense").collect();
         assert_eq!(chunks.len(), 1, "arenas must share one table");
-        assert!(chunks[0].iter().enumerate().all(|(i, id)| id.0 as usize == i));
+        assert!(
+            chunks[0]
+                .iter()
+                .enumerate()
+                .all(|(i, id)| id.0 as usize == i)
+        );
     }
 
     /// The shared static data of this batch.
@@ -133,10 +142,18 @@ impl EnvBatch {
 
     /// The `[B, N]` action buffer to fill before [`EnvBatch::step`].
     pub fn actions_mut(&mut self) -> &mut [u8] {
-        &mut self.world.resource_mut::<StepBuffers>().into_inner().actions
+        &mut self
+            .world
+            .resource_mut::<StepBuffers>()
+            .into_inner()
+            .actions
     }
 
     /// Advances every arena by one step, after checking every action is in range.
+    ///
+    /// Systems split their work over the current rayon pool; call this from inside
+    /// `pool.install(..)` (as the CLI does): dispatching from a worker thread is much cheaper
+    /// than injecting every system's work into the pool from outside.
     pub fn step(&mut self) -> Result<(), EngineError> {
         let (n, actions) = (self.layout().learners, self.layout().actions);
         let buf = &self.buffers().actions;
@@ -162,15 +179,25 @@ impl EnvBatch {
     pub fn agents(&mut self, arena: usize) -> Vec<(GridPos, bool)> {
         let m = self.layout().agents;
         let mut q = self.world.query::<(&GridPos, &Alive)>();
-        let (pos, alive) = q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
-        (arena * m..(arena + 1) * m).map(|i| (pos[i], alive[i].0)).collect()
+        let (pos, alive) = q
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
+        (arena * m..(arena + 1) * m)
+            .map(|i| (pos[i], alive[i].0))
+            .collect()
     }
 
     /// Step rewards of one arena's agents by slot (after sharing), from the last step.
     pub fn agent_rewards(&mut self, arena: usize) -> Vec<f32> {
         let m = self.layout().agents;
         let mut q = self.world.query::<&StepReward>();
-        let r = q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
+        let r = q
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
         r[arena * m..(arena + 1) * m].iter().map(|r| r.0).collect()
     }
 
@@ -178,37 +205,61 @@ impl EnvBatch {
     pub fn applied_actions(&mut self, arena: usize) -> Vec<u8> {
         let m = self.layout().agents;
         let mut q = self.world.query::<&AppliedAction>();
-        let a = q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
+        let a = q
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
         a[arena * m..(arena + 1) * m].iter().map(|a| a.0).collect()
     }
 
     /// The episode clock of one arena.
     pub fn clock(&mut self, arena: usize) -> EpisodeClock {
         let mut q = self.world.query::<&EpisodeClock>();
-        q.contiguous_iter(&self.world).expect("dense").next().expect("arenas")[arena]
+        q.contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("arenas")[arena]
     }
 
     /// The substrate counters of one arena.
     pub fn stats(&mut self, arena: usize) -> ArenaStats {
         let mut q = self.world.query::<&ArenaStats>();
-        q.contiguous_iter(&self.world).expect("dense").next().expect("arenas")[arena]
+        q.contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("arenas")[arena]
     }
 
     /// Places one arena's agents by hand (tests, exact analysis), then recomputes its cells,
     /// counters and observations. Every live agent must stand on an open cell.
-    pub fn set_agents(&mut self, arena: usize, agents: &[(GridPos, bool)]) -> Result<(), EngineError> {
+    pub fn set_agents(
+        &mut self,
+        arena: usize,
+        agents: &[(GridPos, bool)],
+    ) -> Result<(), EngineError> {
         let layout = self.layout().clone();
         let m = layout.agents;
         assert_eq!(agents.len(), m, "one entry per agent slot");
         for (slot, (p, alive)) in agents.iter().enumerate() {
             if *alive && !layout.is_open(p.x as i32, p.y as i32) {
-                return Err(EngineError::BadPosition { slot, x: p.x as i32, y: p.y as i32 });
+                return Err(EngineError::BadPosition {
+                    slot,
+                    x: p.x as i32,
+                    y: p.y as i32,
+                });
             }
         }
         let mut q = self.world.query::<(&mut GridPos, &mut Alive)>();
-        let (mut pos, mut alive) =
-            q.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("agents");
-        let (pos, alive) = (pos.bypass_change_detection(), alive.bypass_change_detection());
+        let (mut pos, mut alive) = q
+            .contiguous_iter_mut(&mut self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
+        let (pos, alive) = (
+            pos.bypass_change_detection(),
+            alive.bypass_change_detection(),
+        );
         for (slot, (p, a)) in agents.iter().enumerate() {
             pos[arena * m + slot] = *p;
             alive[arena * m + slot] = Alive(*a);
@@ -217,7 +268,11 @@ impl EnvBatch {
             .filter(|&s| agents[s].1 && layout.slot_kind[s] == RoleKind::Evader)
             .count() as u16;
         let mut q = self.world.query::<&mut ArenaStats>();
-        let mut stats = q.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("arenas");
+        let mut stats = q
+            .contiguous_iter_mut(&mut self.world)
+            .expect("dense")
+            .next()
+            .expect("arenas");
         stats.bypass_change_detection()[arena].evaders_left = evaders;
         self.refresh.run(&mut self.world);
         Ok(())
@@ -228,9 +283,16 @@ impl EnvBatch {
         let layout = self.layout().clone();
         let clock = self.clock(arena);
         let mut q = self.world.query::<(&GridPos, &Alive)>();
-        let (pos, alive) = q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
+        let (pos, alive) = q
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
         let first = frame(&layout, arena, clock, pos, alive, None);
-        self.world.insert_resource(Recorder { arena, frames: vec![first] });
+        self.world.insert_resource(Recorder {
+            arena,
+            frames: vec![first],
+        });
     }
 
     /// Stops recording and returns the rollout.
@@ -284,7 +346,13 @@ fn preflight(layout: &Layout, arenas: usize) -> Result<(), EngineError> {
     let needed = per_arena as u64 * arenas as u64;
     let budget = crate::sys::available_memory_bytes().map_or(u64::MAX, |b| b / 2);
     if needed > budget {
-        return Err(EngineError::OverBudget { what: "env batch", arenas, per_arena, needed, budget });
+        return Err(EngineError::OverBudget {
+            what: "env batch",
+            arenas,
+            per_arena,
+            needed,
+            budget,
+        });
     }
     Ok(())
 }

@@ -52,7 +52,11 @@ pub struct ScenarioError {
 }
 
 fn field_note(field: &str) -> String {
-    if field.is_empty() { String::new() } else { format!(" (field `{field}`)") }
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!(" (field `{field}`)")
+    }
 }
 
 /// Errors of the simulation engine.
@@ -110,12 +114,12 @@ pub enum EngineError {
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     /// Filesystem problem.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file concerned.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Not a rollout, or unparsable.
     #[error("{path}: not a gridarena rollout: {reason}")]
@@ -126,7 +130,9 @@ pub enum ArtifactError {
         reason: String,
     },
     /// A rollout of another format version.
-    #[error("{path}: rollout format version {found}, this build reads version {supported}; re-record it with `gridarena rollout`")]
+    #[error(
+        "{path}: rollout format version {found}, this build reads version {supported}; re-record it with `gridarena rollout`"
+    )]
     Version {
         /// The file concerned.
         path: PathBuf,
@@ -146,5 +152,9 @@ pub fn human_bytes(b: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{b} B") } else { format!("{v:.2} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
 }

@@ -49,6 +49,10 @@ pub struct Layout {
     pub slot_control: Vec<Control>,
     /// Role index (into `scenario.roles`) per slot.
     pub slot_role: Vec<u16>,
+    /// Slots of pursuers, ascending.
+    pub pursuer_slots: Vec<u16>,
+    /// Slots of evaders, ascending.
+    pub evader_slots: Vec<u16>,
     /// Spawn groups, one per role kind present.
     pub spawn_groups: Vec<SpawnGroup>,
     /// Initial content of every arena's `SpawnDeck`.
@@ -121,7 +125,11 @@ impl Layout {
                     deck_template.push(i as u16);
                 }
             }
-            spawn_groups.push(SpawnGroup { kind: *kind, deck: start..deck_template.len(), slots });
+            spawn_groups.push(SpawnGroup {
+                kind: *kind,
+                deck: start..deck_template.len(),
+                slots,
+            });
         }
 
         let channel_offsets: Vec<usize> = scenario
@@ -136,7 +144,15 @@ impl Layout {
             .collect();
         let obs_is_cell_layout = channel_offsets == [CELL_OBSTACLE, CELL_PURSUERS, CELL_EVADERS];
 
+        let slots_of = |kind: RoleKind| -> Vec<u16> {
+            (0..slot_kind.len())
+                .filter(|&s| slot_kind[s] == kind)
+                .map(|s| s as u16)
+                .collect()
+        };
         Layout {
+            pursuer_slots: slots_of(RoleKind::Pursuer),
+            evader_slots: slots_of(RoleKind::Evader),
             scenario: scenario.clone(),
             pursuit: pursuit.clone(),
             width,

@@ -9,9 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use gridarena::bench::{EnvBenchConfig, bench_env};
 use gridarena::engine::EnvBatch;
 use gridarena::error::human_bytes;
-use gridarena::scenario::{
-    Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario, Substrate,
-};
+use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario, Substrate};
 
 /// A batched ECS engine for multi-agent reinforcement learning in gridworlds.
 #[derive(Parser, Debug)]
@@ -103,7 +101,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn load(path: Option<&Path>) -> Result<(LoadedScenario, String)> {
     match path {
-        None => Ok((Scenario::default_pursuit(), DEFAULT_SCENARIO_NAME.to_string())),
+        None => Ok((
+            Scenario::default_pursuit(),
+            DEFAULT_SCENARIO_NAME.to_string(),
+        )),
         Some(p) => Ok((Scenario::load(p)?, p.display().to_string())),
     }
 }
@@ -137,7 +138,11 @@ fn describe(loaded: &LoadedScenario) -> String {
         })
         .collect();
     let Substrate::Pursuit(p) = &s.substrate;
-    let catch = if p.surround { "surround".to_string() } else { format!("n_catch {}", p.n_catch) };
+    let catch = if p.surround {
+        "surround".to_string()
+    } else {
+        format!("n_catch {}", p.n_catch)
+    };
     format!(
         "{} ({}): {}x{} map, {} open cells, {}; {catch}; slip {}; {} steps; {}x{}x{} observation ({} B)",
         s.name,
@@ -178,7 +183,11 @@ fn bench(args: BenchEnvArgs) -> Result<()> {
     println!("scenario: {name}\n  {}", describe(&loaded));
     let result = with_pool(args.threads, || bench_env(&loaded, &cfg))?
         .with_context(|| format!("benchmarking {name}"))?;
-    let rates: Vec<String> = result.env_steps_per_s.iter().map(|r| format!("{r:.0}")).collect();
+    let rates: Vec<String> = result
+        .env_steps_per_s
+        .iter()
+        .map(|r| format!("{r:.0}"))
+        .collect();
     println!(
         "arenas {}  steps {}  threads {}  repeats {}",
         cfg.arenas, cfg.steps, result.threads, cfg.repeat
@@ -201,16 +210,21 @@ fn bench(args: BenchEnvArgs) -> Result<()> {
 fn rollout(args: RolloutArgs) -> Result<()> {
     let (loaded, name) = load(args.scenario.as_deref())?;
     let mut batch = EnvBatch::new(&loaded, 1, args.seed)?;
-    let mut policy =
-        gridarena::bench::RandomPolicy::new(args.seed, 1, batch.layout().actions);
+    let mut policy = gridarena::bench::RandomPolicy::new(args.seed, 1, batch.layout().actions);
     batch.start_recording(0);
     for _ in 0..args.steps {
         policy.act(batch.actions_mut());
         batch.step()?;
     }
     let rollout = batch.finish_recording().context("recorder missing")?;
-    rollout.save(&args.out).with_context(|| format!("writing the rollout of {name}"))?;
-    let episodes = rollout.frames.iter().filter(|f| f.terminated || f.truncated).count();
+    rollout
+        .save(&args.out)
+        .with_context(|| format!("writing the rollout of {name}"))?;
+    let episodes = rollout
+        .frames
+        .iter()
+        .filter(|f| f.terminated || f.truncated)
+        .count();
     println!(
         "wrote {}: {} frames, {} steps, {} finished episodes, scenario {}",
         args.out.display(),

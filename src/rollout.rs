@@ -79,24 +79,30 @@ struct Header {
 impl Rollout {
     /// Writes the rollout atomically.
     pub fn save(&self, path: &Path) -> Result<(), ArtifactError> {
-        let text = ron::ser::to_string_pretty(
-            self,
-            ron::ser::PrettyConfig::default().depth_limit(2),
-        )
-        .map_err(|e| ArtifactError::Format { path: path.into(), reason: e.to_string() })?;
-        crate::atomic::write_atomic(path, text.as_bytes())
-            .map_err(|source| ArtifactError::Io { path: path.into(), source })
+        let text =
+            ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().depth_limit(2))
+                .map_err(|e| ArtifactError::Format {
+                    path: path.into(),
+                    reason: e.to_string(),
+                })?;
+        crate::atomic::write_atomic(path, text.as_bytes()).map_err(|error| ArtifactError::Io {
+            path: path.into(),
+            error,
+        })
     }
 
     /// Reads a rollout, refusing other formats and versions with a clear message.
     pub fn load(path: &Path) -> Result<Rollout, ArtifactError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ArtifactError::Io { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| ArtifactError::Io {
+            path: path.into(),
+            error,
+        })?;
         // Check the header first so an old file gets a version message, not a field error.
         let opts = ron::Options::default();
-        let value: ron::Value = opts
-            .from_str(&text)
-            .map_err(|e| ArtifactError::Format { path: path.into(), reason: e.to_string() })?;
+        let value: ron::Value = opts.from_str(&text).map_err(|e| ArtifactError::Format {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
         let field = |name: &str| match &value {
             ron::Value::Map(m) => m.get(&ron::Value::String(name.into())).cloned(),
             _ => None,
@@ -114,7 +120,10 @@ impl Rollout {
         if header.format != ROLLOUT_FORMAT {
             return Err(ArtifactError::Format {
                 path: path.into(),
-                reason: format!("format tag is {:?}, expected {ROLLOUT_FORMAT:?}", header.format),
+                reason: format!(
+                    "format tag is {:?}, expected {ROLLOUT_FORMAT:?}",
+                    header.format
+                ),
             });
         }
         if header.version != ROLLOUT_VERSION {
@@ -124,8 +133,9 @@ impl Rollout {
                 supported: ROLLOUT_VERSION,
             });
         }
-        opts.from_str(&text)
-            .map_err(|e| ArtifactError::Format { path: path.into(), reason: e.to_string() })
+        opts.from_str(&text).map_err(|e| ArtifactError::Format {
+            path: path.into(),
+            reason: e.to_string(),
+        })
     }
 }
-

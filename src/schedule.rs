@@ -2,8 +2,8 @@
 //! (in parallel inside the system), in this order:
 
 use bevy_ecs::prelude::*;
-use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 use bevy_ecs::schedule::SingleThreadedExecutor;
+use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 
 use crate::systems::chance::draw_chance;
 use crate::systems::episode::{auto_reset, check_episode_end};
@@ -31,10 +31,9 @@ pub fn step_schedule() -> Schedule {
         (
             // act + slip: chance outcomes are drawn first; every rule below is deterministic.
             draw_chance,
-            // move: simultaneous moves, walls and the map edge block.
+            // move: simultaneous moves, walls and the map edge block; then the cell layer that
+            // the rules and observations read.
             apply_moves,
-            // cells: the per-arena layer the rules and observations read.
-            tally_cells,
             // substrate rules: tags, catches, removal of caught evaders.
             resolve_interactions,
             // rewards: per-step terms, sharing, published to the reward buffer.

@@ -18,6 +18,11 @@ pub fn peak_resident_bytes() -> Option<u64> {
 fn proc_kib(file: &str, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(file).ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
-    let kib: u64 = line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kib: u64 = line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(kib * 1024)
 }

@@ -7,7 +7,10 @@ use gridarena::scenario::{LoadedScenario, Scenario};
 
 /// Hash of the whole batch after every step of a random-policy rollout.
 fn rollout_hash(loaded: &LoadedScenario, seed: u64, threads: usize) -> Vec<u64> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     pool.install(|| {
         let arenas = 48; // several rayon tasks per thread
         let mut batch = EnvBatch::new(loaded, arenas, seed).unwrap();
@@ -31,7 +34,10 @@ fn shipped_scenarios() -> Vec<(String, LoadedScenario)> {
             out.push((path.display().to_string(), loaded));
         }
     }
-    assert!(out.len() >= 2, "expected the shipped scenarios under assets/scenarios");
+    assert!(
+        out.len() >= 2,
+        "expected the shipped scenarios under assets/scenarios"
+    );
     out
 }
 
@@ -40,9 +46,16 @@ fn one_and_two_threads_give_identical_trajectories_for_every_scenario() {
     for (name, loaded) in shipped_scenarios() {
         let one = rollout_hash(&loaded, 42, 1);
         let two = rollout_hash(&loaded, 42, 2);
-        assert_eq!(one, two, "{name}: trajectories differ between 1 and 2 threads");
+        assert_eq!(
+            one, two,
+            "{name}: trajectories differ between 1 and 2 threads"
+        );
         let other = rollout_hash(&loaded, 43, 2);
-        assert_ne!(one.last(), other.last(), "{name}: seed 43 gave seed 42's trajectory");
+        assert_ne!(
+            one.last(),
+            other.last(),
+            "{name}: seed 43 gave seed 42's trajectory"
+        );
     }
 }
 

@@ -7,7 +7,8 @@ use gridarena::components::GridPos;
 use gridarena::error::EngineError;
 
 const OPEN5: [&str; 5] = ["*****", "*****", "*****", "*****", "*****"];
-const NO_SHARE: &str = "surround: true, tag_reward: 0.0, catch_reward: 5.0, urgency_reward: 0.0, shared_reward: false";
+const NO_SHARE: &str =
+    "surround: true, tag_reward: 0.0, catch_reward: 5.0, urgency_reward: 0.0, shared_reward: false";
 
 fn roles(pursuers: usize, evaders: usize) -> String {
     format!("(kind: pursuer, count: {pursuers}), (kind: evader, count: {evaders})")
@@ -25,7 +26,11 @@ fn surround_catches_in_an_open_cell_with_four_pursuers() {
     assert!(!agents[4].1, "surrounded evader must be caught");
     assert!(agents[5].1, "the other evader is free");
     let r = b.agent_rewards(0);
-    assert_eq!(&r[..4], &[5.0; 4], "every surrounding pursuer gets catch_reward");
+    assert_eq!(
+        &r[..4],
+        &[5.0; 4],
+        "every surrounding pursuer gets catch_reward"
+    );
     assert_eq!(r[4], -5.0, "a learning evader gets -catch_reward");
     assert_eq!(b.buffers().terminated[0], 0, "one evader left");
     assert_eq!(b.stats(0).evaders_left, 1);
@@ -45,7 +50,10 @@ fn surround_at_a_corner_needs_two_pursuers() {
     let s = pursuit(&OPEN5, NO_SHARE, &roles(2, 2), "");
     let mut b = batch_with(&s, &[at(1, 0), at(0, 1), at(0, 0), at(4, 4)]);
     step(&mut b, &[STAY; 4]);
-    assert!(!b.agents(0)[2].1, "corner evader with both open neighbours held is caught");
+    assert!(
+        !b.agents(0)[2].1,
+        "corner evader with both open neighbours held is caught"
+    );
     assert_eq!(b.agent_rewards(0), vec![5.0, 5.0, -5.0, 0.0]);
     assert_eq!(b.buffers().terminated[0], 0, "one evader is left");
 }
@@ -60,7 +68,10 @@ fn surround_at_an_edge_needs_three_pursuers() {
 
     let mut b = batch_with(&s, &[at(1, 0), at(3, 0), at(4, 4), at(2, 0), at(0, 4)]);
     step(&mut b, &[STAY; 5]);
-    assert!(b.agents(0)[3].1, "two of three edge neighbours are not enough");
+    assert!(
+        b.agents(0)[3].1,
+        "two of three edge neighbours are not enough"
+    );
 }
 
 #[test]
@@ -71,7 +82,11 @@ fn obstacles_count_as_held_for_surround() {
     let mut b = batch_with(&s, &[at(0, 1), at(4, 2), at(0, 0)]);
     step(&mut b, &[STAY; 3]);
     assert_eq!(b.buffers().terminated[0], 1, "the only evader was caught");
-    assert_eq!(b.agent_rewards(0), vec![5.0, 0.0, -5.0], "only the pursuer on a catching cell is paid");
+    assert_eq!(
+        b.agent_rewards(0),
+        vec![5.0, 0.0, -5.0],
+        "only the pursuer on a catching cell is paid"
+    );
 }
 
 #[test]
@@ -80,15 +95,23 @@ fn n_catch_needs_that_many_pursuers_on_the_cell() {
     let s = pursuit(&OPEN5, params, &roles(3, 1), "");
     let mut b = batch_with(&s, &[at(2, 2), at(1, 2), at(0, 0), at(2, 2)]);
     step(&mut b, &[STAY, STAY, STAY, STAY]);
-    assert!(b.agents(0)[3].1, "one pursuer on the cell is not enough for n_catch 2");
+    assert!(
+        b.agents(0)[3].1,
+        "one pursuer on the cell is not enough for n_catch 2"
+    );
     step(&mut b, &[STAY, RIGHT, STAY, STAY]);
-    assert_eq!(b.buffers().terminated[0], 1, "two pursuers on the cell catch the only evader");
+    assert_eq!(
+        b.buffers().terminated[0],
+        1,
+        "two pursuers on the cell catch the only evader"
+    );
     assert_eq!(b.agent_rewards(0), vec![5.0, 5.0, 0.0, -5.0]);
 }
 
 #[test]
 fn tag_reward_counts_evaders_on_the_four_neighbouring_cells() {
-    let params = "surround: false, n_catch: 9, tag_reward: 0.25, urgency_reward: 0.0, shared_reward: false";
+    let params =
+        "surround: false, n_catch: 9, tag_reward: 0.25, urgency_reward: 0.0, shared_reward: false";
     let s = pursuit(&OPEN5, params, &roles(1, 4), "");
     // Pursuer at (2,2); evaders left, right, diagonal (not counted), and on its own cell (not counted).
     let mut b = batch_with(&s, &[at(2, 2), at(1, 2), at(3, 2), at(3, 3), at(2, 2)]);
@@ -105,8 +128,15 @@ fn urgency_is_paid_every_step_and_shared_reward_takes_the_pursuers_mean() {
     step(&mut b, &[STAY; 4]);
     let r = b.agent_rewards(0);
     // Pursuer 0 earned 4.0 - 0.1, pursuer 1 earned -0.1: both get the mean 1.9.
-    assert!((r[0] - 1.9).abs() < 1e-6 && (r[1] - 1.9).abs() < 1e-6, "{r:?}");
-    assert_eq!(&b.buffers().rewards[..2], &r[..2], "the reward buffer holds the learners' rewards");
+    assert!(
+        (r[0] - 1.9).abs() < 1e-6 && (r[1] - 1.9).abs() < 1e-6,
+        "{r:?}"
+    );
+    assert_eq!(
+        &b.buffers().rewards[..2],
+        &r[..2],
+        "the reward buffer holds the learners' rewards"
+    );
 }
 
 #[test]
@@ -118,10 +148,24 @@ fn walls_and_the_map_edge_block_moves() {
     // Pursuer 0 tries right into the wall, pursuer 1 tries right off the map, evader tries up.
     step(&mut b, &[RIGHT, RIGHT, UP]);
     let a = b.agents(0);
-    assert_eq!((a[0].0, a[1].0, a[2].0), (GridPos { x: 0, y: 0 }, GridPos { x: 2, y: 1 }, GridPos { x: 2, y: 0 }));
+    assert_eq!(
+        (a[0].0, a[1].0, a[2].0),
+        (
+            GridPos { x: 0, y: 0 },
+            GridPos { x: 2, y: 1 },
+            GridPos { x: 2, y: 0 }
+        )
+    );
     step(&mut b, &[DOWN, LEFT, LEFT]);
     let a = b.agents(0);
-    assert_eq!((a[0].0, a[1].0, a[2].0), (GridPos { x: 0, y: 1 }, GridPos { x: 1, y: 1 }, GridPos { x: 2, y: 0 }));
+    assert_eq!(
+        (a[0].0, a[1].0, a[2].0),
+        (
+            GridPos { x: 0, y: 1 },
+            GridPos { x: 1, y: 1 },
+            GridPos { x: 2, y: 0 }
+        )
+    );
 }
 
 #[test]
@@ -132,8 +176,16 @@ fn agents_may_share_a_cell_and_swap_places() {
     step(&mut b, &[RIGHT, LEFT, RIGHT, LEFT]);
     let a = b.agents(0);
     assert_eq!(a[0].0, GridPos { x: 2, y: 1 });
-    assert_eq!(a[1].0, GridPos { x: 2, y: 1 }, "two pursuers share the cell");
-    assert_eq!((a[2].0, a[3].0), (GridPos { x: 1, y: 4 }, GridPos { x: 0, y: 4 }), "moves are simultaneous");
+    assert_eq!(
+        a[1].0,
+        GridPos { x: 2, y: 1 },
+        "two pursuers share the cell"
+    );
+    assert_eq!(
+        (a[2].0, a[3].0),
+        (GridPos { x: 1, y: 4 }, GridPos { x: 0, y: 4 }),
+        "moves are simultaneous"
+    );
     // The shared cell shows a pursuer count of 2 in the observation of agent 0 (centre cell).
     let obs = &b.buffers().obs[..27];
     assert_eq!(obs[4 * 3 + 1], 2);
@@ -159,7 +211,12 @@ fn observation_window_marks_outside_as_obstacle_and_counts_agents() {
 #[test]
 fn slip_replaces_actions_at_the_stated_rate() {
     // slip 0.3: an intended `stay` becomes each of the 4 moves with probability 0.3/5 = 0.06.
-    let s = pursuit(&OPEN5, "surround: false, n_catch: 9", &roles(1, 1), "slip: 0.3");
+    let s = pursuit(
+        &OPEN5,
+        "surround: false, n_catch: 9",
+        &roles(1, 1),
+        "slip: 0.3",
+    );
     let arenas = 1024;
     let mut b = gridarena::engine::EnvBatch::new(&s, arenas, 11).unwrap();
     let mut counts = [0u64; 5];
@@ -177,15 +234,26 @@ fn slip_replaces_actions_at_the_stated_rate() {
     // Binomial standard deviation of a 0.06 frequency over n draws is about 0.0010; allow 5 sigma.
     for (action, &c) in counts[..4].iter().enumerate() {
         let f = c as f64 / n;
-        assert!((f - 0.06).abs() < 0.005, "action {action}: frequency {f}, expected 0.06");
+        assert!(
+            (f - 0.06).abs() < 0.005,
+            "action {action}: frequency {f}, expected 0.06"
+        );
     }
     let stay = counts[4] as f64 / n;
-    assert!((stay - 0.76).abs() < 0.008, "stay frequency {stay}, expected 0.76");
+    assert!(
+        (stay - 0.76).abs() < 0.008,
+        "stay frequency {stay}, expected 0.76"
+    );
 }
 
 #[test]
 fn zero_slip_applies_actions_exactly() {
-    let s = pursuit(&OPEN5, "surround: false, n_catch: 9", &roles(1, 1), "slip: 0.0");
+    let s = pursuit(
+        &OPEN5,
+        "surround: false, n_catch: 9",
+        &roles(1, 1),
+        "slip: 0.0",
+    );
     let mut b = gridarena::engine::EnvBatch::new(&s, 64, 3).unwrap();
     for action in [LEFT, RIGHT, UP, DOWN, STAY] {
         b.actions_mut().fill(action);
@@ -226,11 +294,22 @@ fn termination_respawns_every_agent_on_spawn_cells() {
     b.set_agents(0, &[at(1, 1), at(1, 1)]).unwrap();
     b.actions_mut().fill(STAY);
     b.step().unwrap();
-    assert_eq!(b.buffers().terminated[0], 1, "n_catch 1: the pursuer on the evader's cell catches");
+    assert_eq!(
+        b.buffers().terminated[0],
+        1,
+        "n_catch 1: the pursuer on the evader's cell catches"
+    );
     let a = b.agents(0);
     assert!(a.iter().all(|(_, alive)| *alive), "everyone is back");
-    assert_eq!(a[0].0, GridPos { x: 0, y: 0 }, "the pursuer's only spawn cell");
-    assert!([GridPos { x: 2, y: 0 }, GridPos { x: 0, y: 2 }].contains(&a[1].0), "an evader spawn cell");
+    assert_eq!(
+        a[0].0,
+        GridPos { x: 0, y: 0 },
+        "the pursuer's only spawn cell"
+    );
+    assert!(
+        [GridPos { x: 2, y: 0 }, GridPos { x: 0, y: 2 }].contains(&a[1].0),
+        "an evader spawn cell"
+    );
     assert_eq!(b.stats(0).evaders_left, 1);
     // The observation is the new episode's: the learner sees itself at its window centre.
     assert_eq!(b.buffers().obs[4 * 3 + 1], 1);
@@ -242,14 +321,27 @@ fn out_of_range_actions_are_refused() {
     let mut b = gridarena::engine::EnvBatch::new(&s, 2, 0).unwrap();
     b.actions_mut()[3] = 5;
     match b.step() {
-        Err(EngineError::InvalidAction { arena: 1, learner: 1, action: 5, actions: 5 }) => {}
+        Err(EngineError::InvalidAction {
+            arena: 1,
+            learner: 1,
+            action: 5,
+            actions: 5,
+        }) => {}
         other => panic!("expected InvalidAction, got {other:?}"),
     }
 }
 
 #[test]
 fn placing_an_agent_on_a_wall_is_refused() {
-    let s = pursuit(&["*#*", "***", "***"], "surround: false, n_catch: 9", &roles(1, 1), "");
+    let s = pursuit(
+        &["*#*", "***", "***"],
+        "surround: false, n_catch: 9",
+        &roles(1, 1),
+        "",
+    );
     let mut b = gridarena::engine::EnvBatch::new(&s, 1, 0).unwrap();
-    assert!(matches!(b.set_agents(0, &[at(1, 0), at(0, 0)]), Err(EngineError::BadPosition { slot: 0, .. })));
+    assert!(matches!(
+        b.set_agents(0, &[at(1, 0), at(0, 0)]),
+        Err(EngineError::BadPosition { slot: 0, .. })
+    ));
 }

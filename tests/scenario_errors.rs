@@ -21,7 +21,11 @@ fn bad_files() -> Vec<PathBuf> {
 fn expected_class(path: &PathBuf) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let first = text.lines().next().unwrap();
-    first.strip_prefix("// expect: ").expect("first line names the class").trim().to_string()
+    first
+        .strip_prefix("// expect: ")
+        .expect("first line names the class")
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -29,12 +33,28 @@ fn every_bad_file_is_refused_with_its_class_and_a_position() {
     let mut classes = std::collections::HashSet::new();
     for path in bad_files() {
         let err = Scenario::load(&path).expect_err(&path.display().to_string());
-        assert_eq!(format!("{:?}", err.class), expected_class(&path), "{}: {err}", path.display());
-        assert!(err.line >= 1 && err.column >= 1, "{}: no position in {err}", path.display());
-        assert!(!err.allowed.is_empty(), "{}: no allowed values in {err}", path.display());
+        assert_eq!(
+            format!("{:?}", err.class),
+            expected_class(&path),
+            "{}: {err}",
+            path.display()
+        );
+        assert!(
+            err.line >= 1 && err.column >= 1,
+            "{}: no position in {err}",
+            path.display()
+        );
+        assert!(
+            !err.allowed.is_empty(),
+            "{}: no allowed values in {err}",
+            path.display()
+        );
         classes.insert(format!("{:?}", err.class));
     }
-    assert!(classes.len() >= 9, "one file per error class, got {classes:?}");
+    assert!(
+        classes.len() >= 9,
+        "one file per error class, got {classes:?}"
+    );
 }
 
 #[test]
@@ -52,15 +72,26 @@ fn positions_point_at_the_offending_text() {
     ];
     for (file, line, column, field) in cases {
         let err = Scenario::load(&PathBuf::from("tests/data/bad").join(file)).unwrap_err();
-        assert_eq!((err.line, err.column, err.field.as_str()), (line, column, field), "{file}: {err}");
-        assert!(err.to_string().starts_with(&format!("tests/data/bad/{file}:{line}:{column}: ")));
+        assert_eq!(
+            (err.line, err.column, err.field.as_str()),
+            (line, column, field),
+            "{file}: {err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with(&format!("tests/data/bad/{file}:{line}:{column}: "))
+        );
     }
 }
 
 #[test]
 fn the_check_command_exits_nonzero_with_the_location_and_never_panics() {
     for path in bad_files() {
-        let out = Command::new(env!("CARGO_BIN_EXE_gridarena")).arg("check").arg(&path).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{}: {stderr}", path.display());
         assert!(!stderr.contains("panicked"), "{}: {stderr}", path.display());
@@ -73,8 +104,17 @@ fn the_check_command_exits_nonzero_with_the_location_and_never_panics() {
 fn the_check_command_accepts_every_shipped_scenario() {
     for entry in std::fs::read_dir("assets/scenarios").unwrap() {
         let path = entry.unwrap().path();
-        let out = Command::new(env!("CARGO_BIN_EXE_gridarena")).arg("check").arg(&path).output().unwrap();
-        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok: "));
     }
 }

@@ -68,9 +68,15 @@ pub struct SourceMap {
 #[derive(Debug)]
 enum Frame {
     /// `( ... )` or `{ ... }`: fields set a key.
-    Group { key: Option<String>, opened_at: Vec<PathSeg> },
+    Group {
+        key: Option<String>,
+        opened_at: Vec<PathSeg>,
+    },
     /// `[ ... ]`: commas advance the index.
-    List { index: usize, opened_at: Vec<PathSeg> },
+    List {
+        index: usize,
+        opened_at: Vec<PathSeg>,
+    },
 }
 
 impl SourceMap {
@@ -152,12 +158,21 @@ impl SourceMap {
                 '(' | '{' | '[' => {
                     let opened_at = current_path(&stack);
                     if expecting_value {
-                        entries.push(Entry { path: opened_at.clone(), start: here });
+                        entries.push(Entry {
+                            path: opened_at.clone(),
+                            start: here,
+                        });
                     }
                     stack.push(if c == '[' {
-                        Frame::List { index: 0, opened_at }
+                        Frame::List {
+                            index: 0,
+                            opened_at,
+                        }
                     } else {
-                        Frame::Group { key: None, opened_at }
+                        Frame::Group {
+                            key: None,
+                            opened_at,
+                        }
                     });
                     expecting_value = true;
                     advance!();
@@ -167,7 +182,10 @@ impl SourceMap {
                     if let Some(Frame::Group { opened_at, .. } | Frame::List { opened_at, .. }) =
                         stack.pop()
                     {
-                        closes.push(Entry { path: opened_at, start: here });
+                        closes.push(Entry {
+                            path: opened_at,
+                            start: here,
+                        });
                     }
                     expecting_value = false;
                     advance!();
@@ -187,7 +205,10 @@ impl SourceMap {
                 }
                 '"' | '\'' => {
                     if expecting_value {
-                        entries.push(Entry { path: current_path(&stack), start: here });
+                        entries.push(Entry {
+                            path: current_path(&stack),
+                            start: here,
+                        });
                     }
                     let quote = c;
                     advance!();
@@ -205,7 +226,10 @@ impl SourceMap {
                 'r' if matches!(chars.get(i + 1), Some('"') | Some('#')) => {
                     // Raw string r#"..."#.
                     if expecting_value {
-                        entries.push(Entry { path: current_path(&stack), start: here });
+                        entries.push(Entry {
+                            path: current_path(&stack),
+                            start: here,
+                        });
                     }
                     advance!();
                     let mut hashes = 0;
@@ -233,7 +257,10 @@ impl SourceMap {
                     let start = i;
                     while i < chars.len()
                         && !chars[i].is_whitespace()
-                        && !matches!(chars[i], '(' | ')' | '[' | ']' | '{' | '}' | ',' | ':' | '"')
+                        && !matches!(
+                            chars[i],
+                            '(' | ')' | '[' | ']' | '{' | '}' | ',' | ':' | '"'
+                        )
                     {
                         advance!();
                     }
@@ -254,7 +281,10 @@ impl SourceMap {
                         expecting_value = false;
                     } else {
                         if expecting_value {
-                            entries.push(Entry { path: current_path(&stack), start: here });
+                            entries.push(Entry {
+                                path: current_path(&stack),
+                                start: here,
+                            });
                         }
                         // An identifier followed by `(` is a struct or variant name: the bracket
                         // that follows belongs to the same value.
@@ -274,7 +304,10 @@ impl SourceMap {
 
     /// Where the value (or key) at `path` first appears.
     pub fn find(&self, path: &[PathSeg]) -> Option<Pos> {
-        self.entries.iter().find(|e| e.path == path).map(|e| e.start)
+        self.entries
+            .iter()
+            .find(|e| e.path == path)
+            .map(|e| e.start)
     }
 
     /// The position of `path`, or of its longest existing prefix, or 1:1.
@@ -315,8 +348,14 @@ mod tests {
             map.find(&[f("roles"), PathSeg::Index(1), f("count")]),
             Some(Pos { line: 5, col: 20 })
         );
-        assert_eq!(map.find(&[f("substrate"), f("n_catch")]), Some(Pos { line: 7, col: 23 }));
-        assert_eq!(map.find(&[f("map"), PathSeg::Index(1)]), Some(Pos { line: 8, col: 16 }));
+        assert_eq!(
+            map.find(&[f("substrate"), f("n_catch")]),
+            Some(Pos { line: 7, col: 23 })
+        );
+        assert_eq!(
+            map.find(&[f("map"), PathSeg::Index(1)]),
+            Some(Pos { line: 8, col: 16 })
+        );
         assert_eq!(
             path_string(&map.path_at(Pos { line: 5, col: 29 })),
             "roles[1].count"

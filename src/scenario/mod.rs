@@ -411,7 +411,10 @@ impl Scenario {
                     Some(t) => tiles.push(t),
                     None => {
                         // Column of the character: after the opening quote of the row string.
-                        let pos = row_pos.map(|p| Pos { line: p.line, col: p.col + 1 + x });
+                        let pos = row_pos.map(|p| Pos {
+                            line: p.line,
+                            col: p.col + 1 + x,
+                        });
                         return Err(err(
                             &row_path,
                             pos,
@@ -423,7 +426,11 @@ impl Scenario {
                 }
             }
         }
-        let grid = Grid { width, height, tiles };
+        let grid = Grid {
+            width,
+            height,
+            tiles,
+        };
 
         // Roles.
         if self.roles.is_empty() {
@@ -436,7 +443,13 @@ impl Scenario {
             ));
         }
         let kinds = self.substrate.role_kinds();
-        let kind_names = || kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+        let kind_names = || {
+            kinds
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let spawn_any = grid.tiles.iter().filter(|t| **t == Tile::SpawnAny).count();
         for (i, role) in self.roles.iter().enumerate() {
             let at = |field: &str| [f("roles"), PathSeg::Index(i), f(field)];
@@ -445,7 +458,11 @@ impl Scenario {
                     &at("kind"),
                     None,
                     ErrorClass::InvalidValue,
-                    format!("role kind {} is not part of {}", role.kind.name(), self.substrate.name()),
+                    format!(
+                        "role kind {} is not part of {}",
+                        role.kind.name(),
+                        self.substrate.name()
+                    ),
                     kind_names(),
                 ));
             }
@@ -458,7 +475,11 @@ impl Scenario {
                     "at least 1 agent per role".into(),
                 ));
             }
-            let own = grid.tiles.iter().filter(|t| **t == role.kind.spawn_tile()).count();
+            let own = grid
+                .tiles
+                .iter()
+                .filter(|t| **t == role.kind.spawn_tile())
+                .count();
             let same_kind: usize = self
                 .roles
                 .iter()
@@ -474,9 +495,15 @@ impl Scenario {
                         "{same_kind} {}s but the map has only {} spawn cells for them ({own} '{}' + {spawn_any} '*')",
                         role.kind.name(),
                         own + spawn_any,
-                        LEGEND.iter().find(|(_, t, _)| *t == role.kind.spawn_tile()).map_or('?', |l| l.0),
+                        LEGEND
+                            .iter()
+                            .find(|(_, t, _)| *t == role.kind.spawn_tile())
+                            .map_or('?', |l| l.0),
                     ),
-                    format!("at most {} agents of this kind, or more spawn cells", own + spawn_any),
+                    format!(
+                        "at most {} agents of this kind, or more spawn cells",
+                        own + spawn_any
+                    ),
                 ));
             }
         }
@@ -495,7 +522,11 @@ impl Scenario {
                     &[f("roles")],
                     None,
                     ErrorClass::InvalidValue,
-                    format!("{} needs at least one {}", self.substrate.name(), kind.name()),
+                    format!(
+                        "{} needs at least one {}",
+                        self.substrate.name(),
+                        kind.name()
+                    ),
                     format!("roles covering {}", kind_names()),
                 ));
             }
@@ -516,7 +547,11 @@ impl Scenario {
                 &[f("actions")],
                 None,
                 ErrorClass::InvalidValue,
-                format!("{:?} is not an action set of {}", self.actions, self.substrate.name()),
+                format!(
+                    "{:?} is not an action set of {}",
+                    self.actions,
+                    self.substrate.name()
+                ),
                 format!("{:?}", self.substrate.action_sets()),
             ));
         }
@@ -554,7 +589,13 @@ impl Scenario {
             ));
         }
         let channels = self.substrate.channels();
-        let channel_names = || channels.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ");
+        let channel_names = || {
+            channels
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if self.observation.channels.is_empty() {
             return Err(err(
                 &[f("observation"), f("channels")],
@@ -571,7 +612,11 @@ impl Scenario {
                     &path,
                     None,
                     ErrorClass::InvalidValue,
-                    format!("channel {} is not produced by {}", c.name(), self.substrate.name()),
+                    format!(
+                        "channel {} is not produced by {}",
+                        c.name(),
+                        self.substrate.name()
+                    ),
                     channel_names(),
                 ));
             }
@@ -644,7 +689,9 @@ fn field_help(path: &str) -> Option<&'static str> {
         "substrate" => "Pursuit((...))",
         "substrate.surround" | "substrate.shared_reward" => "true or false",
         "substrate.n_catch" => "a whole number 1..65535",
-        "substrate.tag_reward" | "substrate.catch_reward" | "substrate.urgency_reward"
+        "substrate.tag_reward"
+        | "substrate.catch_reward"
+        | "substrate.urgency_reward"
         | "substrate.escape_reward" => "a finite number, e.g. 0.5",
         "map" => "a list of strings, one per row",
         "map[]" => "a string of legend symbols",
@@ -665,47 +712,84 @@ fn field_help(path: &str) -> Option<&'static str> {
 /// Turns a RON error into a located scenario error.
 fn ron_error(e: ron::error::SpannedError, src: &str, file: &str, map: &SourceMap) -> ScenarioError {
     use ron::error::Error as E;
-    let pos = skip_blanks(src, Pos { line: e.span.start.line.max(1), col: e.span.start.col.max(1) });
+    let pos = skip_blanks(
+        src,
+        Pos {
+            line: e.span.start.line.max(1),
+            col: e.span.start.col.max(1),
+        },
+    );
     let mut field = path_string(&map.path_at(pos));
     let help = |field: &str, fallback: &str| field_help(field).unwrap_or(fallback).to_string();
     let (class, message, allowed) = match &e.code {
-        E::NoSuchStructField { expected, found, outer } => {
+        E::NoSuchStructField {
+            expected,
+            found,
+            outer,
+        } => {
             field = join_field(&field_parent(&field, found), found);
             (
                 ErrorClass::UnknownField,
                 format!(
                     "unknown field `{found}`{}",
-                    outer.as_ref().map(|o| format!(" in {o}")).unwrap_or_default()
+                    outer
+                        .as_ref()
+                        .map(|o| format!(" in {o}"))
+                        .unwrap_or_default()
                 ),
                 expected.join(", "),
             )
         }
-        E::MissingStructField { field: missing, outer } => {
+        E::MissingStructField {
+            field: missing,
+            outer,
+        } => {
             field = join_field(&field, missing);
             (
                 ErrorClass::MissingField,
                 format!(
                     "missing field `{missing}`{} (the struct ends here)",
-                    outer.as_ref().map(|o| format!(" in {o}")).unwrap_or_default()
+                    outer
+                        .as_ref()
+                        .map(|o| format!(" in {o}"))
+                        .unwrap_or_default()
                 ),
-                format!("add `{missing}: ...` ({})", help(&field, "see docs/scenarios.md")),
+                format!(
+                    "add `{missing}: ...` ({})",
+                    help(&field, "see docs/scenarios.md")
+                ),
             )
         }
-        E::NoSuchEnumVariant { expected, found, outer } => (
+        E::NoSuchEnumVariant {
+            expected,
+            found,
+            outer,
+        } => (
             ErrorClass::WrongType,
             format!(
                 "unknown variant `{found}`{}",
-                outer.as_ref().map(|o| format!(" of {o}")).unwrap_or_default()
+                outer
+                    .as_ref()
+                    .map(|o| format!(" of {o}"))
+                    .unwrap_or_default()
             ),
             expected.join(", "),
         ),
-        E::InvalidValueForType { expected, found } => {
-            (ErrorClass::WrongType, format!("found {found}"), help(&field, expected))
-        }
-        E::ExpectedDifferentLength { expected, found } => {
-            (ErrorClass::WrongType, format!("found {found} elements"), help(&field, expected))
-        }
-        E::Message(m) => (ErrorClass::WrongType, m.clone(), help(&field, "see docs/scenarios.md")),
+        E::InvalidValueForType { expected, found } => (
+            ErrorClass::WrongType,
+            format!("found {found}"),
+            help(&field, expected),
+        ),
+        E::ExpectedDifferentLength { expected, found } => (
+            ErrorClass::WrongType,
+            format!("found {found} elements"),
+            help(&field, expected),
+        ),
+        E::Message(m) => (
+            ErrorClass::WrongType,
+            m.clone(),
+            help(&field, "see docs/scenarios.md"),
+        ),
         E::ExpectedInteger
         | E::ExpectedFloat
         | E::ExpectedString
@@ -722,24 +806,55 @@ fn ron_error(e: ron::error::SpannedError, src: &str, file: &str, map: &SourceMap
             format!("{}", e.code),
             help(&field, "see docs/scenarios.md"),
         ),
-        other => (ErrorClass::Syntax, other.to_string(), "RON syntax, see docs/scenarios.md".into()),
+        other => (
+            ErrorClass::Syntax,
+            other.to_string(),
+            "RON syntax, see docs/scenarios.md".into(),
+        ),
     };
-    ScenarioError { file: file.to_string(), line: pos.line, column: pos.col, class, field, message, allowed }
+    ScenarioError {
+        file: file.to_string(),
+        line: pos.line,
+        column: pos.col,
+        class,
+        field,
+        message,
+        allowed,
+    }
 }
 
 /// Moves a position forward over spaces on its line, so it lands on the offending token.
 fn skip_blanks(src: &str, pos: Pos) -> Pos {
-    let Some(line) = src.lines().nth(pos.line - 1) else { return pos };
-    let skipped = line.chars().skip(pos.col - 1).take_while(|c| *c == ' ' || *c == '\t').count();
+    let Some(line) = src.lines().nth(pos.line - 1) else {
+        return pos;
+    };
+    let skipped = line
+        .chars()
+        .skip(pos.col - 1)
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .count();
     let rest = line.chars().count().saturating_sub(pos.col - 1);
-    if skipped < rest { Pos { line: pos.line, col: pos.col + skipped } } else { pos }
+    if skipped < rest {
+        Pos {
+            line: pos.line,
+            col: pos.col + skipped,
+        }
+    } else {
+        pos
+    }
 }
 
 /// The path of the struct holding `key`, given the path the scanner saw at the key.
 fn field_parent(path: &str, key: &str) -> String {
-    path.strip_suffix(key).map(|p| p.trim_end_matches('.').to_string()).unwrap_or_default()
+    path.strip_suffix(key)
+        .map(|p| p.trim_end_matches('.').to_string())
+        .unwrap_or_default()
 }
 
 fn join_field(parent: &str, name: &str) -> String {
-    if parent.is_empty() { name.to_string() } else { format!("{parent}.{name}") }
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
 }

@@ -52,10 +52,18 @@ pub fn transition(
 ) -> StepOutcome {
     pursuit::apply_moves(layout, &mut state.pos, &state.alive, applied);
     pursuit::tally_cells(layout, &state.pos, &state.alive, &mut state.cells);
-    let caught =
-        pursuit::resolve_interactions(layout, &state.pos, &mut state.alive, &mut state.cells, reward);
+    let caught = pursuit::resolve_interactions(
+        layout,
+        &state.pos,
+        &mut state.alive,
+        &mut state.cells,
+        reward,
+    );
     pursuit::assign_rewards(layout, &state.alive, reward);
-    StepOutcome { caught, terminated: pursuit::terminated(layout, &state.alive) }
+    StepOutcome {
+        caught,
+        terminated: pursuit::terminated(layout, &state.alive),
+    }
 }
 
 /// Draws this step's chance outcomes into the applied actions: a learner's action is kept, or
@@ -109,10 +117,16 @@ pub fn spawn(
             let j = k + below(rng.next_u32(), (cells.len() - k) as u32) as usize;
             cells.swap(k, j);
             let cell = cells[k] as usize;
-            pos[slot as usize] =
-                GridPos { x: (cell % layout.width) as i16, y: (cell / layout.width) as i16 };
+            pos[slot as usize] = GridPos {
+                x: (cell % layout.width) as i16,
+                y: (cell / layout.width) as i16,
+            };
             alive[slot as usize] = Alive(true);
         }
     }
-    layout.slot_kind.iter().filter(|k| **k == RoleKind::Evader).count() as u16
+    layout
+        .slot_kind
+        .iter()
+        .filter(|k| **k == RoleKind::Evader)
+        .count() as u16
 }

@@ -71,25 +71,25 @@ pub fn resolve_interactions(
     };
 
     // Tag rewards from the post-move, pre-removal cell layer.
-    for slot in 0..layout.agents {
-        let r = if alive[slot].0 && layout.slot_kind[slot] == RoleKind::Pursuer {
+    reward.fill(StepReward(0.0));
+    for &p in &layout.pursuer_slots {
+        let slot = p as usize;
+        if alive[slot].0 {
             let i = layout.cell_index(pos[slot].x, pos[slot].y);
             let evaders: u32 = NEIGHBOURS
                 .iter()
                 .map(|&(dx, dy)| cells[offset(i, dx, dy) + CELL_EVADERS] as u32)
                 .sum();
-            params.tag_reward * evaders as f32
-        } else {
-            0.0
-        };
-        reward[slot] = StepReward(r);
+            reward[slot] = StepReward(params.tag_reward * evaders as f32);
+        }
     }
 
     // Catches. A judgement reads only obstacles and pursuer counts, which removing an evader
     // does not change, so evaders can leave as soon as they are judged.
     let mut caught = 0u16;
-    for slot in 0..layout.agents {
-        if !alive[slot].0 || layout.slot_kind[slot] != RoleKind::Evader {
+    for &e in &layout.evader_slots {
+        let slot = e as usize;
+        if !alive[slot].0 {
             continue;
         }
         let i = layout.cell_index(pos[slot].x, pos[slot].y);
@@ -106,13 +106,14 @@ pub fn resolve_interactions(
         }
         // Credit the pursuers on the catching cells.
         let (ex, ey) = (pos[slot].x, pos[slot].y);
-        for p in 0..layout.agents {
-            if !alive[p].0 || layout.slot_kind[p] != RoleKind::Pursuer {
-                continue;
-            }
+        for &p in &layout.pursuer_slots {
+            let p = p as usize;
             let (dx, dy) = (pos[p].x - ex, pos[p].y - ey);
-            let on_catching_cell =
-                if params.surround { dx.abs() + dy.abs() == 1 } else { dx == 0 && dy == 0 };
+            let on_catching_cell = if params.surround {
+                dx.abs() + dy.abs() == 1
+            } else {
+                dx == 0 && dy == 0
+            };
             if on_catching_cell {
                 reward[p].0 += params.catch_reward;
             }
@@ -133,34 +134,28 @@ pub fn resolve_interactions(
 pub fn assign_rewards(layout: &Layout, alive: &[Alive], reward: &mut [StepReward]) {
     let params = &layout.pursuit;
     let mut sum = 0.0f32;
-    let mut pursuers = 0usize;
-    for slot in 0..layout.agents {
-        match layout.slot_kind[slot] {
-            RoleKind::Pursuer => {
-                reward[slot].0 += params.urgency_reward;
-                sum += reward[slot].0;
-                pursuers += 1;
-            }
-            RoleKind::Evader => {
-                if alive[slot].0 && layout.slot_control[slot] == Control::Learner {
-                    reward[slot].0 += params.escape_reward;
-                }
-            }
+    for &p in &layout.pursuer_slots {
+        let r = &mut reward[p as usize].0;
+        *r += params.urgency_reward;
+        sum += *r;
+    }
+    for &e in &layout.evader_slots {
+        let e = e as usize;
+        if alive[e].0 && layout.slot_control[e] == Control::Learner {
+            reward[e].0 += params.escape_reward;
         }
     }
-    if params.shared_reward && pursuers > 0 {
-        let mean = sum / pursuers as f32;
-        for slot in 0..layout.agents {
-            if layout.slot_kind[slot] == RoleKind::Pursuer {
-                reward[slot].0 = mean;
-            }
+    if params.shared_reward && !layout.pursuer_slots.is_empty() {
+        let mean = sum / layout.pursuer_slots.len() as f32;
+        for &p in &layout.pursuer_slots {
+            reward[p as usize].0 = mean;
         }
     }
 }
 
 /// Whether the episode ended by the rules: no evader left.
 pub fn terminated(layout: &Layout, alive: &[Alive]) -> bool {
-    !(0..layout.agents).any(|s| alive[s].0 && layout.slot_kind[s] == RoleKind::Evader)
+    !layout.evader_slots.iter().any(|&e| alive[e as usize].0)
 }
 
 /// Writes the learners' egocentric windows `[side, side, channels]` from the cell layer; a

@@ -48,7 +48,9 @@ pub fn assign_rewards(
 ) {
     let (m, n) = (layout.agents, layout.learners);
     let mut cols = agents.contiguous_iter_mut().expect(ONE_TABLE);
-    let Some((alive, mut reward)) = cols.next() else { return };
+    let Some((alive, mut reward)) = cols.next() else {
+        return;
+    };
     (
         alive.par_chunks(m),
         reward.bypass_change_detection().par_chunks_mut(m),

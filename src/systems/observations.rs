@@ -23,7 +23,12 @@ pub fn write_observations(
     let (Some(cells), Some((pos, alive))) = (arena_cols.next(), agent_cols.next()) else {
         return;
     };
-    (cells.par_iter(), pos.par_chunks(m), alive.par_chunks(m), buffers.obs.par_chunks_mut(per_arena))
+    (
+        cells.par_iter(),
+        pos.par_chunks(m),
+        alive.par_chunks(m),
+        buffers.obs.par_chunks_mut(per_arena),
+    )
         .into_par_iter()
         .with_min_len(ARENAS_PER_TASK)
         .for_each(|(cells, pos, alive, obs)| {

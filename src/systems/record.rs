@@ -63,7 +63,12 @@ pub fn record_step(
     ) else {
         return;
     };
-    let step = (act, rew, buffers.terminated[a] != 0, buffers.truncated[a] != 0);
+    let step = (
+        act,
+        rew,
+        buffers.terminated[a] != 0,
+        buffers.truncated[a] != 0,
+    );
     let f = frame(&layout, a, clock[a], pos, alive, Some(step));
     recorder.frames.push(f);
 }

@@ -1,0 +1,164 @@
+//! The binary end to end: rollouts are written atomically in the documented format and read
+//! back; old versions are refused clearly; the benchmark runs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use gridarena::error::ArtifactError;
+use gridarena::rollout::{ROLLOUT_VERSION, Rollout};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gridarena"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gridarena-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn rollout_writes_a_self_contained_file_that_loads_back() {
+    let dir = temp_dir("rollout");
+    let out = dir.join("r.ron");
+    let status = bin()
+        .args([
+            "rollout",
+            "--scenario",
+            "assets/scenarios/pursuit_3.ron",
+            "--seed",
+            "4",
+            "--steps",
+            "120",
+            "--out",
+        ])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let r = Rollout::load(&out).unwrap();
+    assert_eq!(r.version, ROLLOUT_VERSION);
+    assert_eq!(r.scenario.name, "pursuit_3");
+    assert_eq!(r.agents.len(), 3);
+    let steps = r.frames.iter().filter(|f| !f.actions.is_empty()).count();
+    assert_eq!(steps, 120, "one frame per step plus respawn frames");
+    let ends = r
+        .frames
+        .iter()
+        .filter(|f| f.terminated || f.truncated)
+        .count();
+    let respawns = r.frames.iter().skip(1).filter(|f| f.t == 0).count();
+    assert!(
+        ends >= 2,
+        "50-step episodes: at least two ended in 120 steps"
+    );
+    assert_eq!(
+        respawns, ends,
+        "every ended episode is followed by its respawn"
+    );
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_rollout_of_another_version_is_refused_with_the_versions() {
+    let dir = temp_dir("version");
+    let out = dir.join("r.ron");
+    assert!(
+        bin()
+            .args(["rollout", "--steps", "3", "--out"])
+            .arg(&out)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let old = text.replacen(&format!("version: {ROLLOUT_VERSION}"), "version: 0", 1);
+    std::fs::write(&out, old).unwrap();
+    match Rollout::load(&out) {
+        Err(ArtifactError::Version {
+            found: 0,
+            supported,
+            ..
+        }) => assert_eq!(supported, ROLLOUT_VERSION),
+        other => panic!("expected a version error, got {other:?}"),
+    }
+    std::fs::write(&out, "Rollout(format: \"something-else\", version: 1)").unwrap();
+    assert!(matches!(
+        Rollout::load(&out),
+        Err(ArtifactError::Format { .. })
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rollout_into_a_missing_directory_fails_cleanly() {
+    let out = bin()
+        .args(["rollout", "--steps", "2", "--out", "/nonexistent-dir/r.ron"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/nonexistent-dir/r.ron") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bench_env_reports_throughput_and_memory() {
+    let out = bin()
+        .args([
+            "bench",
+            "env",
+            "--arenas",
+            "64",
+            "--steps",
+            "50",
+            "--repeat",
+            "3",
+            "--warmup",
+            "5",
+            "--threads",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let agent_line = stdout
+        .lines()
+        .find(|l| l.starts_with("agent-steps/s (median):"))
+        .expect(&stdout);
+    let rate: f64 = agent_line
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rate > 0.0);
+    assert!(stdout.contains("8 learning agents per arena"));
+    assert!(stdout.contains("resident memory:"));
+}
+
+#[test]
+fn an_absurd_batch_is_refused_before_allocating() {
+    let out = bin()
+        .args(["bench", "env", "--arenas", "4000000000", "--steps", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("budget") && stderr.contains("--arenas"),
+        "{stderr}"
+    );
+}
