@@ -209,7 +209,10 @@ fn observe(l: &Layout, a: &mut Arena) {
     }
 }
 
-#[expect(clippy::needless_range_loop, reason = "slot indexes several parallel arrays")]
+#[expect(
+    clippy::needless_range_loop,
+    reason = "slot indexes several parallel arrays"
+)]
 fn step_arena(l: &Layout, a: &mut Arena, actions: &[u8]) {
     let p = &l.pursuit;
     let stride = (l.padded_width * 3) as isize;

@@ -124,3 +124,17 @@ fn a_missing_file_is_an_error_not_a_panic() {
     let err = Scenario::load(&PathBuf::from("tests/data/does_not_exist.ron")).unwrap_err();
     assert_eq!(err.class, ErrorClass::Io);
 }
+
+#[test]
+fn the_documented_example_is_a_valid_scenario() {
+    let doc = std::fs::read_to_string("docs/scenarios.md").unwrap();
+    let start = doc.find("```ron\n").expect("a ron block") + "```ron\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let loaded =
+        Scenario::parse(&doc[start..end], "docs/scenarios.md").unwrap_or_else(|e| panic!("{e}"));
+    let shipped = Scenario::load(std::path::Path::new("assets/scenarios/pursuit_3.ron")).unwrap();
+    assert_eq!(
+        loaded.scenario, shipped.scenario,
+        "the docs example is pursuit_3.ron"
+    );
+}

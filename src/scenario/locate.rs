@@ -354,10 +354,10 @@ mod tests {
         );
         assert_eq!(
             map.find(&[f("map"), PathSeg::Index(1)]),
-            Some(Pos { line: 8, col: 16 })
+            Some(Pos { line: 8, col: 15 })
         );
         assert_eq!(
-            path_string(&map.path_at(Pos { line: 5, col: 29 })),
+            path_string(&map.path_at(Pos { line: 5, col: 27 })),
             "roles[1].count"
         );
     }
