@@ -98,10 +98,10 @@ impl Layout {
         let mut slot_role = Vec::new();
         for learners_pass in [true, false] {
             for (r, role) in scenario.roles.iter().enumerate() {
-                if (role.control == Control::Learner) == learners_pass {
+                if (role.control() == Control::Learner) == learners_pass {
                     for _ in 0..role.count {
                         slot_kind.push(role.kind);
-                        slot_control.push(role.control);
+                        slot_control.push(role.control());
                         slot_role.push(r as u16);
                     }
                 }

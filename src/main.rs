@@ -129,7 +129,7 @@ fn describe(loaded: &LoadedScenario) -> String {
         .roles
         .iter()
         .map(|r| {
-            let control = match r.control {
+            let control = match r.control() {
                 Control::Learner => "learning",
                 Control::RandomWalk => "random-walking",
             };

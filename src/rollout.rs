@@ -98,7 +98,7 @@ impl Rollout {
             error,
         })?;
         // Check the header first so an old file gets a version message, not a field error.
-        let opts = ron::Options::default();
+        let opts = crate::scenario::ron_options();
         let value: ron::Value = opts.from_str(&text).map_err(|e| ArtifactError::Format {
             path: path.into(),
             reason: e.to_string(),

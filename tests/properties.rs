@@ -34,12 +34,12 @@ fn scenario(
             RoleSpec {
                 kind: RoleKind::Pursuer,
                 count: pursuers,
-                control: Control::Learner,
+                control: Some(Control::Learner),
             },
             RoleSpec {
                 kind: RoleKind::Evader,
                 count: evaders,
-                control: Control::RandomWalk,
+                control: Some(Control::RandomWalk),
             },
         ],
         actions: ActionSet::Move5,

@@ -11,7 +11,9 @@ const NO_SHARE: &str =
     "surround: true, tag_reward: 0.0, catch_reward: 5.0, urgency_reward: 0.0, shared_reward: false";
 
 fn roles(pursuers: usize, evaders: usize) -> String {
-    format!("(kind: pursuer, count: {pursuers}), (kind: evader, count: {evaders})")
+    format!(
+        "(kind: pursuer, count: {pursuers}), (kind: evader, count: {evaders}, control: learner)"
+    )
 }
 
 #[test]

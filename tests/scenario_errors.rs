@@ -138,3 +138,14 @@ fn the_documented_example_is_a_valid_scenario() {
         "the docs example is pursuit_3.ron"
     );
 }
+
+#[test]
+fn evaders_walk_at_random_and_pursuers_learn_unless_told_otherwise() {
+    let src = std::fs::read_to_string("tests/data/tiny_ok.ron").unwrap();
+    let src = src.replace(", control: learner", "");
+    let loaded = Scenario::parse(&src, "tiny").unwrap();
+    let controls: Vec<_> = loaded.scenario.roles.iter().map(|r| r.control()).collect();
+    use gridarena::scenario::Control;
+    assert_eq!(controls, vec![Control::Learner, Control::RandomWalk]);
+    assert_eq!(loaded.scenario.learners_per_arena(), 1);
+}

@@ -23,6 +23,16 @@ pub const DEFAULT_SCENARIO_NAME: &str = "<embedded>/assets/scenarios/pursuit.ron
 /// The largest map side: positions are stored as i16 and cell indices as u16.
 pub const MAX_MAP_SIDE: usize = 255;
 
+/// RON options for every gridarena asset: `Option` fields are written without `Some(..)`.
+pub fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+}
+
+/// Pretty-printing for files gridarena writes, readable by [`ron_options`].
+pub fn ron_pretty() -> ron::ser::PrettyConfig {
+    ron::ser::PrettyConfig::default().extensions(ron::extensions::Extensions::IMPLICIT_SOME)
+}
+
 /// A scenario asset, as written in `assets/scenarios/*.ron`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,6 +174,15 @@ impl RoleKind {
         }
     }
 
+    /// Who controls agents of this kind when the asset does not say: pursuers learn, evaders
+    /// walk at random (PettingZoo's default).
+    pub fn default_control(self) -> Control {
+        match self {
+            RoleKind::Pursuer => Control::Learner,
+            RoleKind::Evader => Control::RandomWalk,
+        }
+    }
+
     /// The map symbol of this role's own spawn points.
     pub fn spawn_tile(self) -> Tile {
         match self {
@@ -174,11 +193,10 @@ impl RoleKind {
 }
 
 /// Who chooses a role's actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Control {
     /// A learning agent: gets an observation slot and reads its action from the action buffer.
-    #[default]
     Learner,
     /// Moves uniformly at random every step (a chance outcome, not a learner).
     RandomWalk,
@@ -192,9 +210,16 @@ pub struct RoleSpec {
     pub kind: RoleKind,
     /// Agents of this role per arena.
     pub count: u16,
-    /// Learner or scripted.
-    #[serde(default)]
-    pub control: Control,
+    /// Learner or scripted; when omitted, the kind's default (see [`RoleKind::default_control`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<Control>,
+}
+
+impl RoleSpec {
+    /// Who controls this role, defaults resolved.
+    pub fn control(&self) -> Control {
+        self.control.unwrap_or(self.kind.default_control())
+    }
 }
 
 /// The action set.
@@ -305,7 +330,7 @@ impl Scenario {
     /// Parses and validates scenario text; `file` names it in errors.
     pub fn parse(src: &str, file: &str) -> Result<LoadedScenario, ScenarioError> {
         let map = SourceMap::scan(src);
-        let scenario: Scenario = ron::Options::default()
+        let scenario: Scenario = ron_options()
             .from_str(src)
             .map_err(|e| ron_error(e, src, file, &map))?;
         let grid = scenario.validate_at(file, &map)?;
@@ -328,7 +353,7 @@ impl Scenario {
 
     /// Renders the scenario as RON (the resolved form saved next to rollouts and runs).
     pub fn to_ron(&self) -> String {
-        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().depth_limit(3))
+        ron::ser::to_string_pretty(self, ron_pretty().depth_limit(3))
             .unwrap_or_else(|e| format!("/* cannot serialise scenario: {e} */"))
     }
 
@@ -341,7 +366,7 @@ impl Scenario {
     pub fn learners_per_arena(&self) -> usize {
         self.roles
             .iter()
-            .filter(|r| r.control == Control::Learner)
+            .filter(|r| r.control() == Control::Learner)
             .map(|r| r.count as usize)
             .sum()
     }
@@ -698,7 +723,7 @@ fn field_help(path: &str) -> Option<&'static str> {
         "roles" => "a list of (kind: ..., count: ..., control: ...)",
         "roles[].kind" => "pursuer, evader",
         "roles[].count" => "a whole number 1..65535",
-        "roles[].control" => "learner, random_walk",
+        "roles[].control" => "learner, random_walk (default: pursuers learn, evaders walk)",
         "actions" => "move5",
         "slip" => "a number in [0, 1]",
         "max_steps" => "a whole number 1..4294967295",
