@@ -192,8 +192,19 @@ fn tally(l: &Layout, a: &mut Arena) {
     }
 }
 
+fn side(l: &Layout) -> usize {
+    l.scenario.observation.side()
+}
+
+fn params(l: &Layout) -> &gridarena::scenario::PursuitParams {
+    match &l.rules {
+        gridarena::layout::Rules::Pursuit(p) => &p.params,
+        _ => panic!("the flat baseline runs Pursuit"),
+    }
+}
+
 fn observe(l: &Layout, a: &mut Arena) {
-    let row = l.side * 3;
+    let row = side(l) * 3;
     let stride = l.padded_width * 3;
     for s in 0..l.learners {
         let out = &mut a.obs[s * l.obs_len..(s + 1) * l.obs_len];
@@ -202,7 +213,7 @@ fn observe(l: &Layout, a: &mut Arena) {
             continue;
         }
         let top_left = (a.pos[s].1 as usize * l.padded_width + a.pos[s].0 as usize) * 3;
-        for r in 0..l.side {
+        for r in 0..side(l) {
             let src = top_left + r * stride;
             out[r * row..(r + 1) * row].copy_from_slice(&a.cells[src..src + row]);
         }
@@ -214,7 +225,7 @@ fn observe(l: &Layout, a: &mut Arena) {
     reason = "slot indexes several parallel arrays"
 )]
 fn step_arena(l: &Layout, a: &mut Arena, actions: &[u8]) {
-    let p = &l.pursuit;
+    let p = params(l);
     let stride = (l.padded_width * 3) as isize;
     // Chance and moves in one pass.
     for s in 0..l.agents {

@@ -47,9 +47,29 @@ pub struct Alive(pub bool);
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AppliedAction(pub u8);
 
-/// This step's reward before sharing. Written by `resolve_interactions` and `assign_rewards`.
+/// This step's reward. Written by `resolve_interactions` and `assign_rewards`.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Default)]
 pub struct StepReward(pub f32);
+
+/// Sum of this episode's rewards so far. Written by `assign_rewards`, cleared by `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Default)]
+pub struct EpisodeReturn(pub f32);
+
+/// Facing of avatars that have one: 0 north (up), 1 east, 2 south, 3 west. Written by
+/// `apply_moves` (turns) and `auto_reset`; 0 and unused in Pursuit, coin and matrix games.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Facing(pub u8);
+
+/// What an avatar carries: gift_refinements' inventory per token level, or chemistry's vesicle
+/// compound (index + 1, 0 empty) in slot 0. Written by `apply_moves` (pickups),
+/// `resolve_interactions` and `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Carry(pub [u8; 3]);
+
+/// Steps until the avatar's special action (beam, io) is ready again; 0 means ready. Written by
+/// `resolve_interactions` and `auto_reset`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Cooldown(pub u8);
 
 // ---------------------------------------------------------------------------------------------
 // Arenas (one entity per arena)
@@ -69,6 +89,9 @@ pub struct ArenaRng {
     pub slip: ChaCha8Rng,
     /// Moves of random-walking agents.
     pub walk: ChaCha8Rng,
+    /// The substrate's own chance: move priority, regrowth, reactions, coin placement,
+    /// random episode ends.
+    pub rules: ChaCha8Rng,
 }
 
 /// Step count within the current episode and episodes finished. Written by `check_episode_end`
@@ -81,19 +104,21 @@ pub struct EpisodeClock {
     pub episode: u32,
 }
 
-/// Per-episode substrate counters. Written by `resolve_interactions`, cleared by `auto_reset`.
-#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ArenaStats {
-    /// Evaders still in the arena.
-    pub evaders_left: u16,
-    /// Evaders caught this episode.
-    pub caught: u16,
-}
+/// Per-episode substrate counters (names in `Layout::counter_names`: catches, tokens picked,
+/// gifts by level, reactions by type, coins...). Written by the rules, cleared by `auto_reset`.
+#[derive(Component, Debug, Clone, PartialEq, Eq, Default)]
+pub struct Counters(pub Vec<u32>);
 
-/// The arena's cell layer: a padded `[H + 2r, W + 2r, 3]` u8 grid of (obstacle, pursuers,
-/// evaders) per cell, r the observation radius; the padding is obstacle. Rebuilt by
-/// `tally_cells` after moves, updated by `resolve_interactions`, read by rewards and
-/// observations (an observation row is one contiguous slice of it).
+/// Whether the rules ended the episode this step (no evader left, a random gift_refinements
+/// end). Written by `resolve_interactions`, read by `check_episode_end`.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RulesEnded(pub bool);
+
+/// The arena's cell layer, laid out by the substrate (see `substrate::*`): Pursuit keeps a
+/// padded `[H + 2r, W + 2r, 3]` grid of (obstacle, pursuers, evaders) counts so an observation
+/// row is one slice; avatar substrates a padded `[.., 3]` grid of (flags, item, avatar slot + 1);
+/// the coin game the coin; matrix games the previous joint action. Written by `apply_moves`,
+/// `resolve_interactions` and `auto_reset`; read by observations.
 #[derive(Component, Debug, Clone)]
 pub struct Cells(pub Vec<u8>);
 
@@ -102,13 +127,13 @@ pub struct Cells(pub Vec<u8>);
 #[derive(Component, Debug, Clone)]
 pub struct SpawnDeck(pub Vec<u16>);
 
-/// Channels per cell of [`Cells`].
+/// Bytes per cell of a grid [`Cells`] layer (Pursuit and the avatar substrates).
 pub const CELL_CHANNELS: usize = 3;
-/// Offset of the obstacle flag in a [`Cells`] cell.
+/// Pursuit: offset of the obstacle flag in a [`Cells`] cell.
 pub const CELL_OBSTACLE: usize = 0;
-/// Offset of the pursuer count in a [`Cells`] cell.
+/// Pursuit: offset of the pursuer count in a [`Cells`] cell.
 pub const CELL_PURSUERS: usize = 1;
-/// Offset of the evader count in a [`Cells`] cell.
+/// Pursuit: offset of the evader count in a [`Cells`] cell.
 pub const CELL_EVADERS: usize = 2;
 
 // ---------------------------------------------------------------------------------------------
@@ -134,3 +159,7 @@ pub struct StepBuffers {
 /// When set, the next run of the reset schedule respawns every arena.
 #[derive(Resource, Debug, Clone, Copy, Default)]
 pub struct ResetAll(pub bool);
+
+/// Number of arenas B in the batch. Written at spawn.
+#[derive(Resource, Debug, Clone, Copy)]
+pub struct BatchSize(pub usize);

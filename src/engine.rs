@@ -2,16 +2,21 @@
 
 use bevy_ecs::prelude::*;
 
+use bevy_ecs::system::RunSystemOnce;
+
 use crate::components::{
-    AgentId, Alive, AppliedAction, ArenaId, ArenaRng, ArenaStats, Cells, EpisodeClock, GridPos,
-    ResetAll, SpawnDeck, StepBuffers, StepReward,
+    AgentId, Alive, AppliedAction, ArenaId, BatchSize, Carry, Cells, Cooldown, Counters,
+    EpisodeClock, EpisodeReturn, Facing, GridPos, ResetAll, RulesEnded, SpawnDeck, StepBuffers,
+    StepReward,
 };
 use crate::error::EngineError;
 use crate::layout::Layout;
-use crate::rng::{Purpose, stream};
-use crate::rollout::{AgentInfo, ROLLOUT_FORMAT, ROLLOUT_VERSION, Rollout};
-use crate::scenario::{LoadedScenario, RoleKind};
+use crate::metrics::{EpisodeLog, EpisodeSummary};
+use crate::rollout::{AgentInfo, Frame, ROLLOUT_FORMAT, ROLLOUT_VERSION, Rollout};
+use crate::scenario::LoadedScenario;
 use crate::schedule;
+use crate::substrate::{self, ArenaMut};
+use crate::systems::Arenas;
 use crate::systems::record::{Recorder, frame};
 
 /// A batch of arenas of one scenario.
@@ -19,7 +24,6 @@ pub struct EnvBatch {
     world: World,
     step: Schedule,
     reset: Schedule,
-    refresh: Schedule,
     arenas: usize,
     seed: u64,
 }
@@ -48,14 +52,11 @@ impl EnvBatch {
         world.spawn_batch((0..arenas).map(|a| {
             (
                 ArenaId(a as u32),
-                ArenaRng {
-                    spawn: stream(seed, a as u64, Purpose::Spawn),
-                    slip: stream(seed, a as u64, Purpose::Slip),
-                    walk: stream(seed, a as u64, Purpose::Walk),
-                },
+                crate::rng::arena_streams(seed, a as u64),
                 SpawnDeck(layout.deck_template.clone()),
                 EpisodeClock::default(),
-                ArenaStats::default(),
+                Counters(vec![0; layout.counter_names.len()]),
+                RulesEnded(false),
                 Cells(layout.cells_template.clone()),
             )
         }));
@@ -71,23 +72,27 @@ impl EnvBatch {
                 Alive(false),
                 AppliedAction(0),
                 StepReward(0.0),
+                EpisodeReturn(0.0),
+                Facing(0),
+                Carry::default(),
+                Cooldown(0),
             )
         }));
         world.insert_resource(StepBuffers {
             obs: vec![0; arenas * n * layout.obs_len],
-            actions: vec![(layout.actions - 1) as u8; arenas * n],
+            actions: vec![layout.idle_action; arenas * n],
             rewards: vec![0.0; arenas * n],
             terminated: vec![0; arenas],
             truncated: vec![0; arenas],
         });
         world.insert_resource(ResetAll(true));
+        world.insert_resource(BatchSize(arenas));
         world.insert_resource(layout);
 
         let mut batch = EnvBatch {
             world,
             step: schedule::step_schedule(),
             reset: schedule::reset_schedule(),
-            refresh: schedule::refresh_schedule(),
             arenas,
             seed,
         };
@@ -175,129 +180,135 @@ impl EnvBatch {
         self.reset.run(&mut self.world);
     }
 
+    /// Runs `f` on one arena's state outside the step (inspection and hand edits).
+    pub fn with_arena<T: Send + Sync + 'static>(
+        &mut self,
+        arena: usize,
+        f: impl FnOnce(&Layout, &mut ArenaMut) -> T + Send + Sync + 'static,
+    ) -> T {
+        assert!(
+            arena < self.arenas,
+            "arena {arena} of a batch of {}",
+            self.arenas
+        );
+        let mut f = Some(f);
+        let system = move |mut arenas: Arenas| {
+            let f = f.take().expect("a one-shot system runs once");
+            arenas.with_arena(arena, f)
+        };
+        self.world
+            .run_system_once(system)
+            .expect("the batch's own components are present")
+            .expect("the batch has agent and arena columns")
+    }
+
+    /// One arena's current state as a rollout frame (positions, alive flags, facings, carried
+    /// items, substrate items, and the last step's applied actions and rewards).
+    pub fn snapshot(&mut self, arena: usize) -> Frame {
+        self.with_arena(arena, |layout, a| frame(layout, a, true))
+    }
+
     /// Positions and alive flags of one arena's agents, by slot.
     pub fn agents(&mut self, arena: usize) -> Vec<(GridPos, bool)> {
-        let m = self.layout().agents;
-        let mut q = self.world.query::<(&GridPos, &Alive)>();
-        let (pos, alive) = q
-            .contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("agents");
-        (arena * m..(arena + 1) * m)
-            .map(|i| (pos[i], alive[i].0))
+        let f = self.snapshot(arena);
+        f.positions
+            .iter()
+            .zip(&f.alive)
+            .map(|(&(x, y), &a)| (GridPos { x, y }, a))
             .collect()
     }
 
-    /// Step rewards of one arena's agents by slot (after sharing), from the last step.
+    /// Step rewards of one arena's agents by slot, from the last step.
     pub fn agent_rewards(&mut self, arena: usize) -> Vec<f32> {
-        let m = self.layout().agents;
-        let mut q = self.world.query::<&StepReward>();
-        let r = q
-            .contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("agents");
-        r[arena * m..(arena + 1) * m].iter().map(|r| r.0).collect()
+        self.snapshot(arena).rewards
     }
 
     /// Actions applied in the last step (after slip) for one arena's agents, by slot.
     pub fn applied_actions(&mut self, arena: usize) -> Vec<u8> {
-        let m = self.layout().agents;
-        let mut q = self.world.query::<&AppliedAction>();
-        let a = q
-            .contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("agents");
-        a[arena * m..(arena + 1) * m].iter().map(|a| a.0).collect()
+        self.snapshot(arena).actions
     }
 
     /// The episode clock of one arena.
     pub fn clock(&mut self, arena: usize) -> EpisodeClock {
-        let mut q = self.world.query::<&EpisodeClock>();
-        q.contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("arenas")[arena]
+        self.with_arena(arena, |_, a| *a.clock)
     }
 
-    /// The substrate counters of one arena.
-    pub fn stats(&mut self, arena: usize) -> ArenaStats {
-        let mut q = self.world.query::<&ArenaStats>();
-        q.contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("arenas")[arena]
+    /// The substrate counters of one arena's current episode (names in
+    /// `Layout::counter_names`).
+    pub fn counters(&mut self, arena: usize) -> Vec<u32> {
+        self.with_arena(arena, |_, a| a.counters.to_vec())
     }
 
-    /// Places one arena's agents by hand (tests, exact analysis), then recomputes its cells,
-    /// counters and observations. Every live agent must stand on an open cell.
+    /// Edits one arena by hand (tests, exact analysis), then recomputes its cell layer and
+    /// observations. Every live agent must end on an open cell, and avatars on distinct cells.
+    pub fn edit_arena(
+        &mut self,
+        arena: usize,
+        f: impl FnOnce(&Layout, &mut ArenaMut) + Send + Sync + 'static,
+    ) -> Result<(), EngineError> {
+        let check = self.with_arena(arena, move |layout, a| {
+            f(layout, a);
+            let mut seen = std::collections::HashSet::new();
+            for slot in 0..layout.agents {
+                let p = a.pos[slot];
+                let clash = layout.rules.has_avatars() && a.alive[slot].0 && !seen.insert(p);
+                if a.alive[slot].0 && (!layout.is_open(p.x as i32, p.y as i32) || clash) {
+                    return Err(EngineError::BadPosition {
+                        slot,
+                        x: p.x as i32,
+                        y: p.y as i32,
+                    });
+                }
+            }
+            substrate::rebuild_cells(layout, a);
+            substrate::write_observations(layout, a);
+            Ok(())
+        });
+        check
+    }
+
+    /// Places one arena's agents by hand; see [`EnvBatch::edit_arena`].
     pub fn set_agents(
         &mut self,
         arena: usize,
         agents: &[(GridPos, bool)],
     ) -> Result<(), EngineError> {
-        let layout = self.layout().clone();
-        let m = layout.agents;
+        let m = self.layout().agents;
         assert_eq!(agents.len(), m, "one entry per agent slot");
-        for (slot, (p, alive)) in agents.iter().enumerate() {
-            if *alive && !layout.is_open(p.x as i32, p.y as i32) {
-                return Err(EngineError::BadPosition {
-                    slot,
-                    x: p.x as i32,
-                    y: p.y as i32,
-                });
+        let agents = agents.to_vec();
+        self.edit_arena(arena, move |_, a| {
+            for (slot, (p, alive)) in agents.iter().enumerate() {
+                a.pos[slot] = *p;
+                a.alive[slot] = Alive(*alive);
             }
-        }
-        let mut q = self.world.query::<(&mut GridPos, &mut Alive)>();
-        let (mut pos, mut alive) = q
-            .contiguous_iter_mut(&mut self.world)
-            .expect("dense")
-            .next()
-            .expect("agents");
-        let (pos, alive) = (
-            pos.bypass_change_detection(),
-            alive.bypass_change_detection(),
-        );
-        for (slot, (p, a)) in agents.iter().enumerate() {
-            pos[arena * m + slot] = *p;
-            alive[arena * m + slot] = Alive(*a);
-        }
-        let evaders = (0..m)
-            .filter(|&s| agents[s].1 && layout.slot_kind[s] == RoleKind::Evader)
-            .count() as u16;
-        let mut q = self.world.query::<&mut ArenaStats>();
-        let mut stats = q
-            .contiguous_iter_mut(&mut self.world)
-            .expect("dense")
-            .next()
-            .expect("arenas");
-        stats.bypass_change_detection()[arena].evaders_left = evaders;
-        self.refresh.run(&mut self.world);
-        Ok(())
+        })
     }
 
     /// Starts recording `arena`; the current state is the first frame.
     pub fn start_recording(&mut self, arena: usize) {
-        let layout = self.layout().clone();
-        let clock = self.clock(arena);
-        let mut q = self.world.query::<(&GridPos, &Alive)>();
-        let (pos, alive) = q
-            .contiguous_iter(&self.world)
-            .expect("dense")
-            .next()
-            .expect("agents");
-        let first = frame(&layout, arena, clock, pos, alive, None);
+        let first = self.with_arena(arena, |layout, a| frame(layout, a, false));
         self.world.insert_resource(Recorder {
             arena,
             frames: vec![first],
         });
     }
 
-    /// Stops recording and returns the rollout.
+    /// Starts logging every finished episode of every arena (keeping at most `capacity`).
+    pub fn start_episode_log(&mut self, capacity: usize) {
+        self.world.insert_resource(EpisodeLog::new(capacity));
+    }
+
+    /// Finished episodes logged so far (empty when not logging).
+    pub fn episode_log(&self) -> Vec<EpisodeSummary> {
+        self.world
+            .get_resource::<EpisodeLog>()
+            .map_or_else(Vec::new, |l| l.episodes.iter().cloned().collect())
+    }
+
+    /// Stops recording and returns the rollout (with the logged episodes, if logging).
     pub fn finish_recording(&mut self) -> Option<Rollout> {
         let recorder = self.world.remove_resource::<Recorder>()?;
+        let episodes = self.episode_log();
         let layout = self.layout();
         Some(Rollout {
             format: ROLLOUT_FORMAT.into(),
@@ -314,6 +325,8 @@ impl EnvBatch {
                 })
                 .collect(),
             frames: recorder.frames,
+            counter_names: layout.counter_names.clone(),
+            episodes,
         })
     }
 

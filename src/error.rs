@@ -29,6 +29,10 @@ pub enum ErrorClass {
     WindowTooLarge,
     /// Any other out-of-range value.
     InvalidValue,
+    /// A chemistry reaction graph that does not hold together.
+    ReactionGraph,
+    /// A matrix-game payoff table of the wrong shape.
+    PayoffShape,
 }
 
 /// A problem in a scenario asset, located in its file.

@@ -11,6 +11,7 @@ pub mod components;
 pub mod engine;
 pub mod error;
 pub mod layout;
+pub mod metrics;
 pub mod rng;
 pub mod rollout;
 pub mod scenario;

@@ -137,26 +137,43 @@ fn describe(loaded: &LoadedScenario) -> String {
             format!("{} {} {}{plural}", r.count, control, r.kind.name())
         })
         .collect();
-    let Substrate::Pursuit(p) = &s.substrate;
-    let catch = if p.surround {
-        "surround".to_string()
+    let rules = match &s.substrate {
+        Substrate::Pursuit(p) if p.surround => "surround catches".to_string(),
+        Substrate::Pursuit(p) => format!("n_catch {}", p.n_catch),
+        Substrate::GiftRefinements(g) => {
+            format!("regrow {}, gift x{}", g.regrow_prob, g.gift_multiplier)
+        }
+        Substrate::Chemistry(c) => {
+            format!(
+                "{} compounds, {} reactions",
+                c.compounds.len(),
+                c.reactions.len()
+            )
+        }
+        Substrate::CoinGame(c) => format!("torus {}", c.torus),
+        Substrate::MatrixGame(m) => {
+            format!("{} actions, {} payoff rows", m.actions, m.payoffs.len())
+        }
+    };
+    let map = if s.substrate.uses_map() {
+        format!(
+            "{}x{} map, {} open cells, ",
+            loaded.grid.width,
+            loaded.grid.height,
+            loaded.grid.open_cells()
+        )
     } else {
-        format!("n_catch {}", p.n_catch)
+        String::new()
     };
     format!(
-        "{} ({}): {}x{} map, {} open cells, {}; {catch}; slip {}; {} steps; {}x{}x{} observation ({} B)",
+        "{} ({}): {map}{}; {rules}; {} actions; slip {}; {} steps; {} B observation",
         s.name,
         s.substrate.name(),
-        loaded.grid.width,
-        loaded.grid.height,
-        loaded.grid.open_cells(),
         roles.join(", "),
+        s.action_set().len(),
         s.slip,
         s.max_steps,
-        s.observation.side(),
-        s.observation.side(),
-        s.observation.channels.len(),
-        s.observation.len(),
+        s.observation_len(),
     )
 }
 

@@ -15,6 +15,8 @@ pub enum Purpose {
     Walk = 3,
     /// Actions of the benchmark's random policy.
     Policy = 4,
+    /// The substrate's own chance (move priority, regrowth, reactions, coins, random ends).
+    Rules = 5,
 }
 
 /// The stream for (seed, arena, purpose): the seed keys ChaCha, arena and purpose pick the stream.
@@ -34,4 +36,14 @@ pub fn below(bits: u32, n: u32) -> u32 {
 /// The 2^32-scaled threshold for an event of probability `p` compared against 32 random bits.
 pub fn threshold(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
+}
+
+/// All of one arena's streams.
+pub fn arena_streams(seed: u64, arena: u64) -> crate::components::ArenaRng {
+    crate::components::ArenaRng {
+        spawn: stream(seed, arena, Purpose::Spawn),
+        slip: stream(seed, arena, Purpose::Slip),
+        walk: stream(seed, arena, Purpose::Walk),
+        rules: stream(seed, arena, Purpose::Rules),
+    }
 }

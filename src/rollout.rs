@@ -42,6 +42,16 @@ pub struct Frame {
     pub positions: Vec<(i16, i16)>,
     /// Whether each slot is still in the arena.
     pub alive: Vec<bool>,
+    /// Facing per slot (0 north, 1 east, 2 south, 3 west); empty where agents have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facing: Vec<u8>,
+    /// Carried items per slot (gift: tokens per level; chemistry: vesicle compound + 1 first);
+    /// empty where agents carry nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carry: Vec<[u8; 3]>,
+    /// Substrate items (see `substrate::frame_items`); empty for Pursuit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<u8>,
     /// Applied actions (after slip) that led here, per slot; empty at t = 0.
     pub actions: Vec<u8>,
     /// Rewards of the step that led here, per slot; empty at t = 0.
@@ -69,6 +79,12 @@ pub struct Rollout {
     pub agents: Vec<AgentInfo>,
     /// Frames in time order.
     pub frames: Vec<Frame>,
+    /// Names of the substrate counters in `episodes`.
+    #[serde(default)]
+    pub counter_names: Vec<String>,
+    /// Every episode of the recorded batch that finished while recording.
+    #[serde(default)]
+    pub episodes: Vec<crate::metrics::EpisodeSummary>,
 }
 
 struct Header {

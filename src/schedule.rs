@@ -5,12 +5,12 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
 use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 
-use crate::systems::chance::draw_chance;
-use crate::systems::episode::{auto_reset, check_episode_end};
-use crate::systems::interactions::{assign_rewards, resolve_interactions};
-use crate::systems::movement::{apply_moves, tally_cells};
-use crate::systems::observations::write_observations;
-use crate::systems::record::{Recorder, record_reset, record_step};
+use crate::metrics::EpisodeLog;
+use crate::systems::record::{Recorder, log_episodes, record_reset, record_step};
+use crate::systems::step::{
+    apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance, resolve_interactions,
+    write_observations,
+};
 
 /// Label of the per-step schedule.
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
@@ -20,10 +20,6 @@ pub struct Step;
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reset;
 
-/// Label of the schedule that recomputes cells and observations after a state was set by hand.
-#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Refresh;
-
 /// Builds the step schedule.
 pub fn step_schedule() -> Schedule {
     let mut schedule = new_schedule(Step);
@@ -31,19 +27,19 @@ pub fn step_schedule() -> Schedule {
         (
             // act + slip: chance outcomes are drawn first; every rule below is deterministic.
             draw_chance,
-            // move: simultaneous moves, walls and the map edge block; then the cell layer that
-            // the rules and observations read.
+            // move: positions and facings, then the cell layer the rules and observations read.
             apply_moves,
-            // substrate rules: tags, catches, removal of caught evaders.
+            // substrate rules: catches, gifts, reactions, coins, payoffs.
             resolve_interactions,
-            // rewards: per-step terms, sharing, published to the reward buffer.
+            // rewards: per-step terms, sharing, returns, published to the reward buffer.
             assign_rewards,
             // episode end: terminated / truncated flags.
             check_episode_end,
-            // observe: every learner's window, terminal state included.
+            // observe: every learner's observation, terminal state included.
             write_observations,
-            // record: the terminal state must be seen before it is respawned.
+            // record and log: the terminal state must be seen before it is respawned.
             record_step.run_if(resource_exists::<Recorder>),
+            log_episodes.run_if(resource_exists::<EpisodeLog>),
             // auto-reset: respawn finished arenas and rewrite their observations.
             auto_reset,
             record_reset.run_if(resource_exists::<Recorder>),
@@ -57,13 +53,6 @@ pub fn step_schedule() -> Schedule {
 pub fn reset_schedule() -> Schedule {
     let mut schedule = new_schedule(Reset);
     schedule.add_systems(auto_reset);
-    schedule
-}
-
-/// Builds the schedule that recomputes cells and observations from positions.
-pub fn refresh_schedule() -> Schedule {
-    let mut schedule = new_schedule(Refresh);
-    schedule.add_systems((tally_cells, write_observations).chain());
     schedule
 }
 

@@ -4,9 +4,9 @@
 use proptest::prelude::*;
 
 use gridarena::bench::RandomPolicy;
-use gridarena::components::{Alive, AppliedAction, GridPos, StepReward};
+use gridarena::components::{Alive, AppliedAction, GridPos};
 use gridarena::engine::EnvBatch;
-use gridarena::layout::Layout;
+use gridarena::layout::{Layout, Rules};
 use gridarena::scenario::{
     ActionSet, Channel, Control, LoadedScenario, ObservationSpec, PursuitParams, RoleKind,
     RoleSpec, Scenario, Substrate,
@@ -42,11 +42,12 @@ fn scenario(
                 control: Some(Control::RandomWalk),
             },
         ],
-        actions: ActionSet::Move5,
+        actions: Some(ActionSet::Move5),
         slip: 0.0,
         max_steps: 10,
         observation: ObservationSpec {
-            radius: 1,
+            radius: Some(1),
+            window: None,
             channels: vec![Channel::Obstacle, Channel::Pursuers, Channel::Evaders],
         },
     };
@@ -102,8 +103,10 @@ proptest! {
         let pos: Vec<GridPos> = cells.iter().map(|&c| GridPos { x: (c % w) as i16, y: (c / w) as i16 }).collect();
         let mut state = ArenaState::new(&layout, pos.clone(), vec![Alive(true); pos.len()]);
         let applied: Vec<AppliedAction> = actions.iter().map(|&a| AppliedAction(a)).collect();
-        let mut reward = vec![StepReward(0.0); pos.len()];
-        let outcome = transition(&layout, &mut state, &applied, &mut reward);
+        let outcome = transition(&layout, &mut state, &applied);
+        let reward = state.rewards().to_vec();
+        let Rules::Pursuit(rules) = &layout.rules else { unreachable!() };
+        let params = &rules.params;
 
         let mut pursuers_on = std::collections::HashMap::new();
         for (slot, p) in state.pos.iter().enumerate() {
@@ -115,13 +118,13 @@ proptest! {
             }
         }
         let removed = state.alive.iter().filter(|a| !a.0).count() as u16;
-        prop_assert_eq!(removed, outcome.caught);
+        prop_assert_eq!(removed as u32, state.counters[0]);
         for slot in 0..layout.agents {
             if layout.slot_kind[slot] == RoleKind::Pursuer {
                 prop_assert!(state.alive[slot].0, "pursuers are never removed");
-            } else if !state.alive[slot].0 && !layout.pursuit.surround {
+            } else if !state.alive[slot].0 && !params.surround {
                 let here = pursuers_on.get(&state.pos[slot]).copied().unwrap_or(0);
-                prop_assert!(here >= layout.pursuit.n_catch, "caught with {here} pursuers on the cell");
+                prop_assert!(here >= params.n_catch, "caught with {here} pursuers on the cell");
             } else if !state.alive[slot].0 {
                 let p = state.pos[slot];
                 for (dx, dy) in [(-1i16, 0i16), (1, 0), (0, -1), (0, 1)] {
@@ -175,8 +178,8 @@ fn the_schedule_computes_what_the_single_arena_rules_compute() {
             let mut state = ArenaState::new(&layout, pos, alive);
             let applied: Vec<AppliedAction> =
                 after.actions.iter().map(|&a| AppliedAction(a)).collect();
-            let mut reward = vec![StepReward(0.0); layout.agents];
-            let outcome = transition(&layout, &mut state, &applied, &mut reward);
+            let outcome = transition(&layout, &mut state, &applied);
+            let reward = state.rewards().to_vec();
             let got: Vec<(i16, i16)> = state.pos.iter().map(|p| (p.x, p.y)).collect();
             assert_eq!(got, after.positions, "{path} t={}", after.t);
             assert_eq!(

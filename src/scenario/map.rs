@@ -9,7 +9,9 @@
 //! | `*` | open floor, spawn point for agents of any role |
 //! | `P` | open floor, spawn point for pursuers |
 //! | `E` | open floor, spawn point for evaders |
+//! | `T` | open floor, token cell (gift_refinements): starts with a token, regrows one |
 //!
+//! Chemistry scenarios add one symbol per compound (a cell starting with that molecule).
 //! Outside the map counts as obstacle.
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,10 @@ pub enum Tile {
     SpawnPursuer,
     /// Open floor where evaders spawn.
     SpawnEvader,
+    /// Open floor where tokens grow (gift_refinements).
+    Token,
+    /// Open floor starting with the compound of this index (chemistry; 0 is the first compound).
+    Compound(u8),
 }
 
 /// The legend: every symbol the map accepts, with its meaning.
@@ -36,6 +42,7 @@ pub const LEGEND: &[(char, Tile, &str)] = &[
     ('*', Tile::SpawnAny, "spawn point, any role"),
     ('P', Tile::SpawnPursuer, "spawn point, pursuers"),
     ('E', Tile::SpawnEvader, "spawn point, evaders"),
+    ('T', Tile::Token, "token cell"),
 ];
 
 impl Tile {

@@ -11,8 +11,8 @@
 use crate::components::{
     Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
 };
-use crate::layout::Layout;
-use crate::scenario::{Control, RoleKind};
+use crate::layout::{Layout, PursuitLayout};
+use crate::scenario::{Control, PursuitParams, RoleKind};
 
 /// Move deltas per action: left, right, up (row - 1), down, stay.
 pub const MOVES: [(i16, i16); 5] = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)];
@@ -42,7 +42,7 @@ pub fn tally_cells(layout: &Layout, pos: &[GridPos], alive: &[Alive], cells: &mu
         if a.0 {
             let channel = match layout.slot_kind[slot] {
                 RoleKind::Pursuer => CELL_PURSUERS,
-                RoleKind::Evader => CELL_EVADERS,
+                RoleKind::Evader | RoleKind::Player => CELL_EVADERS,
             };
             let c = &mut cells[layout.cell_index(p.x, p.y) + channel];
             *c = c.saturating_add(1);
@@ -59,12 +59,12 @@ pub fn tally_cells(layout: &Layout, pos: &[GridPos], alive: &[Alive], cells: &mu
 /// pursuer); otherwise the evader's own cell (holding at least `n_catch` pursuers).
 pub fn resolve_interactions(
     layout: &Layout,
+    params: &PursuitParams,
     pos: &[GridPos],
     alive: &mut [Alive],
     cells: &mut [u8],
     reward: &mut [StepReward],
 ) -> u16 {
-    let params = &layout.pursuit;
     let stride = layout.padded_width * crate::components::CELL_CHANNELS;
     let offset = |i: usize, dx: i16, dy: i16| -> usize {
         (i as isize + dy as isize * stride as isize + dx as isize * 3) as usize
@@ -131,8 +131,12 @@ pub fn resolve_interactions(
 /// Adds the per-step terms (`urgency_reward` to every pursuer, `escape_reward` to every live
 /// learning evader) and, with `shared_reward`, replaces each pursuer's reward by the pursuers'
 /// mean.
-pub fn assign_rewards(layout: &Layout, alive: &[Alive], reward: &mut [StepReward]) {
-    let params = &layout.pursuit;
+pub fn assign_rewards(
+    layout: &Layout,
+    params: &PursuitParams,
+    alive: &[Alive],
+    reward: &mut [StepReward],
+) {
     let mut sum = 0.0f32;
     for &p in &layout.pursuer_slots {
         let r = &mut reward[p as usize].0;
@@ -162,12 +166,13 @@ pub fn terminated(layout: &Layout, alive: &[Alive]) -> bool {
 /// removed learner sees zeros.
 pub fn write_observations(
     layout: &Layout,
+    p: &PursuitLayout,
     pos: &[GridPos],
     alive: &[Alive],
     cells: &[u8],
     obs: &mut [u8],
 ) {
-    let side = layout.side;
+    let side = p.side;
     let row_bytes = side * crate::components::CELL_CHANNELS;
     let stride = layout.padded_width * crate::components::CELL_CHANNELS;
     for (slot, out) in obs.chunks_exact_mut(layout.obs_len).enumerate() {
@@ -178,18 +183,18 @@ pub fn write_observations(
         // The window's top-left in padded coordinates is the agent's map position.
         let top_left = (pos[slot].y as usize * layout.padded_width + pos[slot].x as usize)
             * crate::components::CELL_CHANNELS;
-        if layout.obs_is_cell_layout {
+        if p.obs_is_cell_layout {
             for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
                 let start = top_left + r * stride;
                 row.copy_from_slice(&cells[start..start + row_bytes]);
             }
         } else {
-            let channels = layout.channel_offsets.len();
+            let channels = p.channel_offsets.len();
             for r in 0..side {
                 for c in 0..side {
                     let cell = top_left + r * stride + c * crate::components::CELL_CHANNELS;
                     let o = (r * side + c) * channels;
-                    for (k, off) in layout.channel_offsets.iter().enumerate() {
+                    for (k, off) in p.channel_offsets.iter().enumerate() {
                         out[o + k] = cells[cell + off];
                     }
                 }

@@ -1,12 +1,15 @@
-//! Recording: when a `Recorder` resource is present, one arena's state is appended after every
-//! step (terminal state included) and after every respawn. Off the hot path otherwise.
+//! Recording and episode logging, both opt-in resources. When a `Recorder` is present, one
+//! arena's state is appended after every step (terminal state included) and after every
+//! respawn; when an `EpisodeLog` is present, every finished episode's returns and counters are
+//! logged before the arena respawns. Off the hot path otherwise.
 
 use bevy_ecs::prelude::*;
 
-use super::ONE_TABLE;
-use crate::components::{Alive, AppliedAction, EpisodeClock, GridPos, StepBuffers, StepReward};
+use super::Arenas;
 use crate::layout::Layout;
+use crate::metrics::{EpisodeLog, EpisodeSummary};
 use crate::rollout::Frame;
+use crate::substrate::{self, ArenaMut};
 
 /// Frames of one arena, collected while present.
 #[derive(Resource, Debug, Clone, Default)]
@@ -17,80 +20,78 @@ pub struct Recorder {
     pub frames: Vec<Frame>,
 }
 
-/// Builds a frame of `arena` from the columns.
-pub(crate) fn frame(
-    layout: &Layout,
-    arena: usize,
-    clock: EpisodeClock,
-    pos: &[GridPos],
-    alive: &[Alive],
-    step: Option<(&[AppliedAction], &[StepReward], bool, bool)>,
-) -> Frame {
-    let agents = arena * layout.agents..(arena + 1) * layout.agents;
-    let (actions, rewards, terminated, truncated) = match step {
-        Some((act, rew, term, trunc)) => (
-            act[agents.clone()].iter().map(|a| a.0).collect(),
-            rew[agents.clone()].iter().map(|r| r.0).collect(),
-            term,
-            trunc,
-        ),
-        None => (Vec::new(), Vec::new(), false, false),
-    };
+/// Builds a frame of one arena; `stepped` adds the step's actions, rewards and done flags.
+pub(crate) fn frame(layout: &Layout, a: &ArenaMut, stepped: bool) -> Frame {
+    let avatars = layout.rules.has_avatars();
     Frame {
-        t: clock.t,
-        episode: clock.episode,
-        positions: pos[agents.clone()].iter().map(|p| (p.x, p.y)).collect(),
-        alive: alive[agents].iter().map(|a| a.0).collect(),
-        actions,
-        rewards,
-        terminated,
-        truncated,
+        t: a.clock.t,
+        episode: a.clock.episode,
+        positions: a.pos.iter().map(|p| (p.x, p.y)).collect(),
+        alive: a.alive.iter().map(|x| x.0).collect(),
+        facing: if avatars {
+            a.facing.iter().map(|f| f.0).collect()
+        } else {
+            Vec::new()
+        },
+        carry: if avatars {
+            a.carry.iter().map(|c| c.0).collect()
+        } else {
+            Vec::new()
+        },
+        items: substrate::frame_items(layout, a.cells),
+        actions: if stepped {
+            a.applied.iter().map(|x| x.0).collect()
+        } else {
+            Vec::new()
+        },
+        rewards: if stepped {
+            a.reward.iter().map(|r| r.0).collect()
+        } else {
+            Vec::new()
+        },
+        terminated: stepped && *a.terminated != 0,
+        truncated: stepped && *a.truncated != 0,
     }
 }
 
 /// Appends the state after this step's rules and observations, before any respawn.
-pub fn record_step(
-    layout: Res<Layout>,
-    buffers: Res<StepBuffers>,
-    mut recorder: ResMut<Recorder>,
-    arenas: Query<&EpisodeClock>,
-    agents: Query<(&GridPos, &Alive, &AppliedAction, &StepReward)>,
-) {
-    let a = recorder.arena;
-    let (Some(clock), Some((pos, alive, act, rew))) = (
-        arenas.contiguous_iter().expect(ONE_TABLE).next(),
-        agents.contiguous_iter().expect(ONE_TABLE).next(),
-    ) else {
-        return;
-    };
-    let step = (
-        act,
-        rew,
-        buffers.terminated[a] != 0,
-        buffers.truncated[a] != 0,
-    );
-    let f = frame(&layout, a, clock[a], pos, alive, Some(step));
-    recorder.frames.push(f);
+pub fn record_step(mut arenas: Arenas, mut recorder: ResMut<Recorder>) {
+    let arena = recorder.arena;
+    if let Some(f) = arenas.with_arena(arena, |layout, a| frame(layout, a, true)) {
+        recorder.frames.push(f);
+    }
 }
 
 /// Appends the respawned state of the recorded arena when `auto_reset` respawned it.
-pub fn record_reset(
-    layout: Res<Layout>,
-    buffers: Res<StepBuffers>,
-    mut recorder: ResMut<Recorder>,
-    arenas: Query<&EpisodeClock>,
-    agents: Query<(&GridPos, &Alive)>,
-) {
-    let a = recorder.arena;
-    if buffers.terminated[a] == 0 && buffers.truncated[a] == 0 {
-        return;
+pub fn record_reset(mut arenas: Arenas, mut recorder: ResMut<Recorder>) {
+    let arena = recorder.arena;
+    let f = arenas.with_arena(arena, |layout, a| {
+        (*a.terminated != 0 || *a.truncated != 0).then(|| frame(layout, a, false))
+    });
+    if let Some(Some(f)) = f {
+        recorder.frames.push(f);
     }
-    let (Some(clock), Some((pos, alive))) = (
-        arenas.contiguous_iter().expect(ONE_TABLE).next(),
-        agents.contiguous_iter().expect(ONE_TABLE).next(),
-    ) else {
-        return;
-    };
-    let f = frame(&layout, a, clock[a], pos, alive, None);
-    recorder.frames.push(f);
+}
+
+/// Logs every episode that ended this step, before `auto_reset` clears returns and counters.
+pub fn log_episodes(
+    mut arenas: Arenas,
+    mut log: ResMut<EpisodeLog>,
+    batch: Res<crate::components::BatchSize>,
+) {
+    for arena in 0..batch.0 {
+        let summary = arenas.with_arena(arena, |_, a| {
+            (*a.terminated != 0 || *a.truncated != 0).then(|| EpisodeSummary {
+                arena: arena as u32,
+                episode: a.clock.episode,
+                length: a.clock.t,
+                terminated: *a.terminated != 0,
+                returns: a.ret.iter().map(|r| r.0).collect(),
+                counters: a.counters.to_vec(),
+            })
+        });
+        if let Some(Some(s)) = summary {
+            log.push(s);
+        }
+    }
 }

@@ -1,0 +1,128 @@
+//! Social metrics of finished episodes: per-agent return, collective return, equality
+//! (1 - Gini of the returns) and the substrate's counters.
+
+use std::collections::VecDeque;
+
+use bevy_ecs::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One finished episode of one arena.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeSummary {
+    /// Arena index.
+    pub arena: u32,
+    /// Episode index within the arena.
+    pub episode: u32,
+    /// Steps.
+    pub length: u32,
+    /// Whether the rules ended it (else the step limit).
+    pub terminated: bool,
+    /// Return per agent slot.
+    pub returns: Vec<f32>,
+    /// The substrate's counters (names in `Layout::counter_names`).
+    pub counters: Vec<u32>,
+}
+
+/// Finished episodes, newest last, at most `capacity` kept (older ones are dropped and counted).
+#[derive(Resource, Debug, Clone)]
+pub struct EpisodeLog {
+    /// Most episodes kept.
+    pub capacity: usize,
+    /// Kept episodes.
+    pub episodes: VecDeque<EpisodeSummary>,
+    /// Episodes dropped because the log was full.
+    pub dropped: u64,
+}
+
+impl EpisodeLog {
+    /// An empty log keeping at most `capacity` episodes.
+    pub fn new(capacity: usize) -> EpisodeLog {
+        EpisodeLog {
+            capacity: capacity.max(1),
+            episodes: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Adds an episode, dropping the oldest when full.
+    pub fn push(&mut self, e: EpisodeSummary) {
+        if self.episodes.len() == self.capacity {
+            self.episodes.pop_front();
+            self.dropped += 1;
+        }
+        self.episodes.push_back(e);
+    }
+}
+
+/// Equality of returns: 1 - Gini, with the Gini coefficient computed as the mean absolute
+/// difference over twice the mean absolute return (the usual Gini for non-negative returns,
+/// still in [0, 1] with negative ones). All-zero returns are perfectly equal.
+pub fn equality(returns: &[f32]) -> f64 {
+    let n = returns.len() as f64;
+    let scale: f64 = returns.iter().map(|r| r.abs() as f64).sum();
+    if n == 0.0 || scale == 0.0 {
+        return 1.0;
+    }
+    let mut diff = 0.0;
+    for a in returns {
+        for b in returns {
+            diff += (a - b).abs() as f64;
+        }
+    }
+    1.0 - (diff / (2.0 * n * scale)).min(1.0)
+}
+
+/// Averages over a set of episodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SocialMetrics {
+    /// Episodes averaged.
+    pub episodes: usize,
+    /// Mean return per agent slot.
+    pub mean_return: Vec<f64>,
+    /// Mean collective return (sum over agents).
+    pub collective_return: f64,
+    /// Mean equality (1 - Gini).
+    pub equality: f64,
+    /// Mean of each counter per episode, with its name.
+    pub counters: Vec<(String, f64)>,
+}
+
+/// Averages the episodes' social metrics.
+pub fn summarize(counter_names: &[String], episodes: &[EpisodeSummary]) -> SocialMetrics {
+    let n = episodes.len().max(1) as f64;
+    let agents = episodes.first().map_or(0, |e| e.returns.len());
+    let mut mean_return = vec![0.0; agents];
+    let (mut collective, mut eq) = (0.0, 0.0);
+    let mut counters = vec![0.0; counter_names.len()];
+    for e in episodes {
+        for (m, r) in mean_return.iter_mut().zip(&e.returns) {
+            *m += *r as f64 / n;
+        }
+        collective += e.returns.iter().map(|r| *r as f64).sum::<f64>() / n;
+        eq += equality(&e.returns) / n;
+        for (c, v) in counters.iter_mut().zip(&e.counters) {
+            *c += *v as f64 / n;
+        }
+    }
+    SocialMetrics {
+        episodes: episodes.len(),
+        mean_return,
+        collective_return: collective,
+        equality: if episodes.is_empty() { 1.0 } else { eq },
+        counters: counter_names.iter().cloned().zip(counters).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_is_one_for_equal_returns_and_drops_with_inequality() {
+        assert_eq!(equality(&[3.0, 3.0, 3.0]), 1.0);
+        assert_eq!(equality(&[0.0, 0.0]), 1.0);
+        // One agent has everything: Gini = (n-1)/n = 0.75 for n = 4.
+        assert!((equality(&[0.0, 0.0, 0.0, 8.0]) - 0.25).abs() < 1e-12);
+        assert!((equality(&[1.0, 3.0]) - 0.75).abs() < 1e-12);
+    }
+}
