@@ -246,7 +246,7 @@ impl EnvBatch {
         arena: usize,
         f: impl FnOnce(&Layout, &mut ArenaMut) + Send + Sync + 'static,
     ) -> Result<(), EngineError> {
-        let check = self.with_arena(arena, move |layout, a| {
+        self.with_arena(arena, move |layout, a| {
             f(layout, a);
             let mut seen = std::collections::HashSet::new();
             for slot in 0..layout.agents {
@@ -263,8 +263,7 @@ impl EnvBatch {
             substrate::rebuild_cells(layout, a);
             substrate::write_observations(layout, a);
             Ok(())
-        });
-        check
+        })
     }
 
     /// Places one arena's agents by hand; see [`EnvBatch::edit_arena`].

@@ -384,10 +384,8 @@ impl Layout {
                         let i = (py * padded_width + px) * CELL_CHANNELS;
                         match grid.tile(x, y) {
                             None | Some(Tile::Wall) => cells[i] = crate::substrate::avatars::WALL,
-                            Some(Tile::Token) => {
-                                cells[i] = crate::substrate::avatars::TOKEN_CELL;
-                                cells[i + 1] = 1;
-                            }
+                            // Token cells start empty, as in Melting Pot, and regrow.
+                            Some(Tile::Token) => cells[i] = crate::substrate::avatars::TOKEN_CELL,
                             Some(Tile::Compound(k)) => cells[i + 1] = k + 1,
                             Some(_) => {}
                         }

@@ -69,6 +69,21 @@ fn positions_point_at_the_offending_text() {
         ("wrong_type.ron", 16, 16, "max_steps"),
         ("unknown_role_kind.ron", 13, 16, "roles[1].kind"),
         ("missing_field.ron", 17, 1, "max_steps"),
+        (
+            "chem_unknown_compound.ron",
+            11,
+            65,
+            "substrate.reactions[0].products[1]",
+        ),
+        (
+            "chem_count_mismatch.ron",
+            11,
+            49,
+            "substrate.reactions[0].products",
+        ),
+        ("chem_probability.ron", 5, 33, "substrate.groups[0].ground"),
+        ("matrix_rows.ron", 6, 9, "substrate.payoffs"),
+        ("matrix_row_width.ron", 8, 13, "substrate.payoffs[1]"),
     ];
     for (file, line, column, field) in cases {
         let err = Scenario::load(&PathBuf::from("tests/data/bad").join(file)).unwrap_err();

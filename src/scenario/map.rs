@@ -9,7 +9,7 @@
 //! | `*` | open floor, spawn point for agents of any role |
 //! | `P` | open floor, spawn point for pursuers |
 //! | `E` | open floor, spawn point for evaders |
-//! | `T` | open floor, token cell (gift_refinements): starts with a token, regrows one |
+//! | `T` | open floor, token cell (gift_refinements): starts empty, regrows a token |
 //!
 //! Chemistry scenarios add one symbol per compound (a cell starting with that molecule).
 //! Outside the map counts as obstacle.
@@ -57,10 +57,11 @@ impl Tile {
     }
 }
 
-/// The legend as one line, for error messages.
-pub fn legend_summary() -> String {
+/// The legend's symbols whose tile passes `keep`, as one line for error messages.
+pub fn legend_summary(keep: impl Fn(Tile) -> bool) -> String {
     LEGEND
         .iter()
+        .filter(|(_, t, _)| keep(*t))
         .map(|(s, _, meaning)| format!("'{s}' {meaning}"))
         .collect::<Vec<_>>()
         .join(", ")

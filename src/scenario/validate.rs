@@ -10,6 +10,8 @@ use super::{Control, Scenario, Substrate};
 pub const MAX_MAP_SIDE: usize = 255;
 /// The largest matrix-game payoff table, in joint actions.
 pub const MAX_JOINT_ACTIONS: usize = 1 << 20;
+/// The farthest a facing-rotated window reaches in any direction.
+pub const MAX_WINDOW_REACH: usize = 32;
 /// The most reactants (and products) one chemistry reaction may have.
 pub const MAX_REACTANTS: usize = 8;
 
@@ -84,11 +86,12 @@ impl Scenario {
                 "a non-empty string",
             ));
         }
+        // The substrate first: the map's legend depends on it (chemistry's compound symbols).
+        self.check_substrate(&c)?;
         let grid = self.check_map(&c)?;
         self.check_roles(&c, &grid)?;
         self.check_actions_and_episode(&c)?;
         self.check_observation(&c, &grid)?;
-        self.check_substrate(&c)?;
         Ok(grid)
     }
 
@@ -171,7 +174,13 @@ impl Scenario {
                         line: p.line,
                         col: p.col + 1 + x,
                     });
-                    let mut allowed = map::legend_summary();
+                    let mut allowed = map::legend_summary(|t| match t {
+                        Tile::Token => matches!(self.substrate, Substrate::GiftRefinements(_)),
+                        Tile::SpawnPursuer | Tile::SpawnEvader => {
+                            matches!(self.substrate, Substrate::Pursuit(_))
+                        }
+                        _ => true,
+                    });
                     if !compounds.is_empty() {
                         let list: Vec<String> =
                             compounds.iter().map(|s| format!("'{s}'")).collect();
@@ -429,24 +438,23 @@ impl Scenario {
                 if !obs.channels.is_empty() {
                     return Err(unused("channels"));
                 }
+                // Windows may reach past the map (the outside reads as wall); the cap bounds the
+                // observation's size.
                 let w = obs.window.unwrap_or(super::Window::MELTING_POT);
-                let limit = grid.width.max(grid.height);
-                for (field, v) in [
+                let reach = [
                     ("left", w.left),
                     ("right", w.right),
                     ("ahead", w.ahead),
                     ("behind", w.behind),
-                ] {
-                    if v as usize > limit {
+                ];
+                for (field, v) in reach {
+                    if v as usize > MAX_WINDOW_REACH {
                         return Err(c.at(
                             &[f("observation"), f("window"), f(field)],
                             None,
                             ErrorClass::WindowTooLarge,
-                            format!(
-                                "{field} {v} reaches past a {}x{} map from any cell",
-                                grid.width, grid.height
-                            ),
-                            format!("at most {limit}"),
+                            format!("{field} {v} reaches more than {MAX_WINDOW_REACH} cells"),
+                            format!("at most {MAX_WINDOW_REACH}"),
                         ));
                     }
                 }
@@ -617,7 +625,7 @@ impl Scenario {
                     format!("symbol {:?} is already used or not printable", comp.symbol),
                     format!(
                         "a printable ASCII character not in the legend ({})",
-                        map::legend_summary()
+                        map::legend_summary(|_| true)
                     ),
                 ));
             }

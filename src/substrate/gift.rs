@@ -54,7 +54,7 @@ pub fn interact(layout: &Layout, params: &GiftParams, avatar: &AvatarLayout, a: 
     regrow(layout, avatar, a);
     let t = a.clock.t + 1;
     if t >= params.min_steps
-        && t % params.end_every == 0
+        && t.is_multiple_of(params.end_every)
         && (a.rng.rules.next_u32() as u64) < avatar.end_threshold
     {
         *a.ended = true;
