@@ -75,6 +75,9 @@ struct RolloutArgs {
     /// Steps to record.
     #[arg(long, default_value_t = 500)]
     steps: usize,
+    /// Arenas stepped (arena 0 is recorded; social metrics cover every arena's episodes).
+    #[arg(long, default_value_t = 1)]
+    arenas: usize,
     /// Output file (.ron).
     #[arg(long)]
     out: PathBuf,
@@ -226,13 +229,18 @@ fn bench(args: BenchEnvArgs) -> Result<()> {
 
 fn rollout(args: RolloutArgs) -> Result<()> {
     let (loaded, name) = load(args.scenario.as_deref())?;
-    let mut batch = EnvBatch::new(&loaded, 1, args.seed)?;
-    let mut policy = gridarena::bench::RandomPolicy::new(args.seed, 1, batch.layout().actions);
+    let mut batch = EnvBatch::new(&loaded, args.arenas, args.seed)?;
+    let mut policy =
+        gridarena::bench::RandomPolicy::new(args.seed, args.arenas, batch.layout().actions);
     batch.start_recording(0);
-    for _ in 0..args.steps {
-        policy.act(batch.actions_mut());
-        batch.step()?;
-    }
+    batch.start_episode_log(100_000);
+    with_pool(None, || -> Result<()> {
+        for _ in 0..args.steps {
+            policy.act(batch.actions_mut());
+            batch.step()?;
+        }
+        Ok(())
+    })??;
     let rollout = batch.finish_recording().context("recorder missing")?;
     rollout
         .save(&args.out)
@@ -243,12 +251,32 @@ fn rollout(args: RolloutArgs) -> Result<()> {
         .filter(|f| f.terminated || f.truncated)
         .count();
     println!(
-        "wrote {}: {} frames, {} steps, {} finished episodes, scenario {}",
+        "wrote {}: {} frames, {} steps, {} finished episodes in arena 0, scenario {}",
         args.out.display(),
         rollout.frames.len(),
         args.steps,
         episodes,
         rollout.scenario.name
     );
+    print_social_metrics(&rollout.counter_names, &rollout.episodes);
     Ok(())
+}
+
+fn print_social_metrics(counter_names: &[String], episodes: &[gridarena::metrics::EpisodeSummary]) {
+    if episodes.is_empty() {
+        println!("social metrics: no episode finished (raise --steps or --arenas)");
+        return;
+    }
+    let m = gridarena::metrics::summarize(counter_names, episodes);
+    let per_agent: Vec<String> = m.mean_return.iter().map(|r| format!("{r:.3}")).collect();
+    println!(
+        "social metrics over {} finished episodes (uniformly random policy):",
+        m.episodes
+    );
+    println!("  return per agent:   [{}]", per_agent.join(", "));
+    println!("  collective return:  {:.3}", m.collective_return);
+    println!("  equality (1-Gini):  {:.3}", m.equality);
+    for (name, v) in &m.counters {
+        println!("  {name}: {v:.3} per episode");
+    }
 }

@@ -139,3 +139,27 @@ fn matrix_observations_are_the_previous_joint_action() {
         "stag, hare for both observers"
     );
 }
+
+#[test]
+fn the_episode_log_reports_returns_equality_and_counters() {
+    let mut b = matrix("prisoners_dilemma");
+    b.start_episode_log(10);
+    for _ in 0..16 {
+        step(&mut b, [0, 1]); // player 0 cooperates, player 1 defects: 0 and 5 per step
+    }
+    let log = b.episode_log();
+    assert_eq!(log.len(), 1, "one 16-step episode finished");
+    let e = &log[0];
+    assert_eq!((e.length, e.terminated), (16, false));
+    assert_eq!(e.returns, vec![0.0, 80.0]);
+    assert_eq!(
+        e.counters,
+        vec![16, 16],
+        "cooperate chosen 16 times, defect 16 times"
+    );
+    let m = gridarena::metrics::summarize(&b.layout().counter_names, &log);
+    assert_eq!(m.collective_return, 80.0);
+    // Gini of (0, 80) is 0.5.
+    assert!((m.equality - 0.5).abs() < 1e-12, "{}", m.equality);
+    assert_eq!(b.clock(0).t, 0, "the arena respawned after logging");
+}

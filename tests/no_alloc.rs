@@ -24,8 +24,8 @@ fn steady_state_steps_do_not_allocate() {
             let loaded = Scenario::load(std::path::Path::new(path)).unwrap();
             let mut batch = EnvBatch::new(&loaded, 256, 1).unwrap();
             let mut policy = RandomPolicy::new(1, 256, batch.layout().actions);
-            // Warm-up: the first runs initialise schedules and query caches. pursuit_3 (50-step
-            // episodes) also covers auto-resets inside the measured region.
+            // Warm-up: the first runs initialise schedules and query caches. Scenarios with short
+            // episodes (pursuit_3, coin and matrix games) cover auto-resets in the measured region.
             for _ in 0..20 {
                 policy.act(batch.actions_mut());
                 batch.step().unwrap();

@@ -39,14 +39,18 @@ pub fn interact(layout: &Layout, params: &GiftParams, avatar: &AvatarLayout, a: 
                 }
             }
             CONSUME => {
+                // Consuming an empty inventory does nothing and is not counted.
                 let inv = a.carry[s].0;
-                let value: f32 = (0..3)
-                    .map(|l| inv[l] as f32 * params.consume_value[l])
-                    .sum();
-                a.reward[s].0 += value;
-                a.counters[4] += 1;
-                a.counters[5] += inv.iter().map(|&n| n as u32).sum::<u32>();
-                a.carry[s].0 = [0; 3];
+                let tokens: u32 = inv.iter().map(|&n| n as u32).sum();
+                if tokens > 0 {
+                    let value: f32 = (0..3)
+                        .map(|l| inv[l] as f32 * params.consume_value[l])
+                        .sum();
+                    a.reward[s].0 += value;
+                    a.counters[4] += 1;
+                    a.counters[5] += tokens;
+                    a.carry[s].0 = [0; 3];
+                }
             }
             _ => {}
         }
