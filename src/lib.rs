@@ -8,6 +8,7 @@
 pub mod atomic;
 pub mod bench;
 pub mod components;
+pub mod critic;
 pub mod engine;
 pub mod error;
 pub mod layout;

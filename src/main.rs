@@ -37,6 +37,42 @@ enum Command {
 enum BenchCommand {
     /// Environment steps per second under a uniformly random policy.
     Env(BenchEnvArgs),
+    /// Critic updates: rows per second of forward + loss + backward + Adam, and GFLOP/s.
+    Critic(BenchCriticArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchCriticArgs {
+    /// Networks in the stack (K).
+    #[arg(long, default_value_t = 8)]
+    nets: usize,
+    /// Rows per update (spread evenly over the networks).
+    #[arg(long, default_value_t = 4096)]
+    rows: usize,
+    /// Input features (u8 observation bytes).
+    #[arg(long, default_value_t = 147)]
+    input: usize,
+    /// Hidden width.
+    #[arg(long, default_value_t = 128)]
+    hidden: usize,
+    /// Hidden layers.
+    #[arg(long, default_value_t = 2)]
+    layers: usize,
+    /// Head width.
+    #[arg(long, default_value_t = 5)]
+    head: usize,
+    /// Compute device: auto (a hardware GPU if there is one, else the CPU), cpu or gpu.
+    #[arg(long, default_value = "auto")]
+    device: gridarena::critic::Device,
+    /// Timed updates per repeat.
+    #[arg(long, default_value_t = 20)]
+    updates: usize,
+    /// Repeats; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// Worker threads for the CPU backend (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -98,6 +134,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Check { scenario } => Ok(check(&scenario)),
         Command::Bench(BenchCommand::Env(args)) => bench(args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(BenchCommand::Critic(args)) => {
+            bench_critic(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Rollout(args) => rollout(args).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -224,6 +263,68 @@ fn bench(args: BenchEnvArgs) -> Result<()> {
         result.rss_bytes.map_or("n/a".into(), human_bytes),
         result.peak_rss_bytes.map_or("n/a".into(), human_bytes)
     );
+    Ok(())
+}
+
+fn bench_critic(args: BenchCriticArgs) -> Result<()> {
+    use gridarena::bench::{CriticBenchConfig, bench_critic_cpu, gemm_peak_gflops};
+    use gridarena::critic::{StackSpec, choose_device};
+    let spec = StackSpec {
+        nets: args.nets,
+        input: args.input,
+        hidden: args.hidden,
+        layers: args.layers,
+        head: args.head,
+    };
+    spec.validate().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        args.rows >= 1 && args.updates >= 1,
+        "--rows and --updates must be at least 1"
+    );
+    let cfg = CriticBenchConfig {
+        spec,
+        rows: args.rows,
+        updates: args.updates,
+        repeat: args.repeat.max(1),
+    };
+    let chosen = choose_device(args.device)?;
+    println!("device: {chosen}");
+    println!(
+        "stack: K={} nets, input {} (u8), {}x{} LayerNorm MLP, head {}, {} parameters; {} rows per update",
+        spec.nets,
+        spec.input,
+        spec.layers,
+        spec.hidden,
+        spec.head,
+        spec.params(),
+        args.rows
+    );
+    let result = match &chosen {
+        gridarena::critic::Chosen::Cpu { .. } => {
+            with_pool(args.threads, || bench_critic_cpu(&cfg))??
+        }
+        #[cfg(feature = "gpu")]
+        gridarena::critic::Chosen::Gpu { .. } => gridarena::critic::gpu::bench_critic_gpu(&cfg)?,
+    };
+    let rates: Vec<String> = result
+        .rows_per_s
+        .iter()
+        .map(|r| format!("{r:.0}"))
+        .collect();
+    println!("rows/s per repeat: [{}]", rates.join(", "));
+    println!(
+        "rows/s (median):   {:.0}  (forward, loss, backward, Adam)",
+        result.median_rows()
+    );
+    println!(
+        "GFLOP/s (median):  {:.1}  ({} FLOP per row)",
+        result.gflops(),
+        result.flops_per_row
+    );
+    if matches!(chosen, gridarena::critic::Chosen::Cpu { .. }) {
+        let peak = with_pool(args.threads, || gemm_peak_gflops(512, 3))?;
+        println!("GEMM peak here:    {peak:.1} GFLOP/s (matrixmultiply, 512^3 per thread)");
+    }
     Ok(())
 }
 

@@ -1,0 +1,142 @@
+//! The losses the learners need, as (loss, dL/d output) over a `[R, A]` output block. The CPU
+//! backend calls these; the GPU backend runs `shaders/loss.wgsl`, tested against them.
+
+use serde::{Deserialize, Serialize};
+
+/// Which loss, with its per-row data (all in the caller's row order).
+#[derive(Debug, Clone, Copy)]
+pub enum Loss<'a> {
+    /// `0.5 (Q[r, a_r] - y_r)^2` on the chosen action, weighted by the mask, averaged over the
+    /// mask's sum (at least 1).
+    Mse {
+        /// Chosen action per row.
+        actions: &'a [u32],
+        /// Target per row.
+        targets: &'a [f32],
+        /// Weight per row (1 when absent).
+        mask: Option<&'a [f32]>,
+    },
+    /// Huber with threshold `delta` on the chosen action, masked and averaged like `Mse`.
+    Huber {
+        /// Quadratic below, linear above.
+        delta: f32,
+        /// Chosen action per row.
+        actions: &'a [u32],
+        /// Target per row.
+        targets: &'a [f32],
+        /// Weight per row (1 when absent).
+        mask: Option<&'a [f32]>,
+    },
+    /// Softmax cross-entropy over `groups` groups of `A / groups` logits per row (one group per
+    /// predicted opponent), averaged over rows and groups (rows weighted by the mask).
+    CrossEntropy {
+        /// Groups per row.
+        groups: usize,
+        /// `[R, groups]` class per group.
+        labels: &'a [u32],
+        /// Weight per row (1 when absent).
+        mask: Option<&'a [f32]>,
+    },
+}
+
+/// The loss kinds, without data (for configs and GPU uniforms).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum LossKind {
+    /// See [`Loss::Mse`].
+    Mse,
+    /// See [`Loss::Huber`].
+    Huber(f32),
+    /// See [`Loss::CrossEntropy`].
+    CrossEntropy(usize),
+}
+
+impl Loss<'_> {
+    /// The kind.
+    pub fn kind(&self) -> LossKind {
+        match self {
+            Loss::Mse { .. } => LossKind::Mse,
+            Loss::Huber { delta, .. } => LossKind::Huber(*delta),
+            Loss::CrossEntropy { groups, .. } => LossKind::CrossEntropy(*groups),
+        }
+    }
+
+    /// Checks the per-row data against `rows` rows and `head` outputs.
+    pub fn check(&self, rows: usize, head: usize) -> Result<(), super::CriticError> {
+        let shape = |what, expected, got| {
+            if expected == got { Ok(()) } else { Err(super::CriticError::Shape { what, expected, got }) }
+        };
+        match self {
+            Loss::Mse { actions, targets, mask } | Loss::Huber { actions, targets, mask, .. } => {
+                shape("actions", rows, actions.len())?;
+                shape("targets", rows, targets.len())?;
+                if let Some(m) = mask {
+                    shape("mask", rows, m.len())?;
+                }
+                if let Some((row, &a)) = actions.iter().enumerate().find(|(_, a)| **a as usize >= head) {
+                    return Err(super::CriticError::Shape { what: "action index (row in `expected`)", expected: row, got: a as usize });
+                }
+            }
+            Loss::CrossEntropy { groups, labels, mask } => {
+                if *groups == 0 || head % groups != 0 {
+                    return Err(super::CriticError::Shape { what: "head width divisible by groups", expected: *groups, got: head });
+                }
+                shape("labels", rows * groups, labels.len())?;
+                if let Some(m) = mask {
+                    shape("mask", rows, m.len())?;
+                }
+                let classes = head / groups;
+                if let Some(&l) = labels.iter().find(|l| **l as usize >= classes) {
+                    return Err(super::CriticError::Shape { what: "class label below", expected: classes, got: l as usize });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Computes the loss of `out` (`[R, head]`, caller order) and writes dL/d out into `d_out`.
+pub fn loss_and_grad(loss: &Loss, out: &[f32], head: usize, d_out: &mut [f32]) -> f32 {
+    d_out.fill(0.0);
+    let rows = out.len() / head;
+    let weight = |mask: &Option<&[f32]>, r: usize| mask.map_or(1.0, |m| m[r]);
+    match loss {
+        Loss::Mse { actions, targets, mask } | Loss::Huber { actions, targets, mask, .. } => {
+            let delta = if let Loss::Huber { delta, .. } = loss { Some(*delta) } else { None };
+            let total: f32 = (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0);
+            let mut l = 0.0f64;
+            for r in 0..rows {
+                let w = weight(mask, r);
+                let i = r * head + actions[r] as usize;
+                let e = out[i] - targets[r];
+                let (value, grad) = match delta {
+                    Some(d) if e.abs() > d => (d * (e.abs() - 0.5 * d), d * e.signum()),
+                    _ => (0.5 * e * e, e),
+                };
+                l += (w * value) as f64;
+                d_out[i] = w * grad / total;
+            }
+            (l / total as f64) as f32
+        }
+        Loss::CrossEntropy { groups, labels, mask } => {
+            let classes = head / groups;
+            let total: f32 = (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0) * *groups as f32;
+            let mut l = 0.0f64;
+            for r in 0..rows {
+                let w = weight(mask, r);
+                for g in 0..*groups {
+                    let base = r * head + g * classes;
+                    let logits = &out[base..base + classes];
+                    let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                    let sum: f32 = logits.iter().map(|&x| (x - max).exp()).sum();
+                    let label = labels[r * groups + g] as usize;
+                    l += (w * (max + sum.ln() - logits[label])) as f64;
+                    for c in 0..classes {
+                        let p = (logits[c] - max).exp() / sum;
+                        d_out[base + c] = w * (p - f32::from(c == label)) / total;
+                    }
+                }
+            }
+            (l / total as f64) as f32
+        }
+    }
+}

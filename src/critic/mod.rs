@@ -1,0 +1,403 @@
+//! Critic compute: a *stack* of K small MLPs with identical shapes (Linear -> LayerNorm -> ReLU
+//! per hidden layer, then a linear head) trained together. All K networks' parameters live in
+//! one contiguous f32 buffer, network-major; every input row names the network it belongs to, so
+//! one pass (one dispatch per kernel on the GPU) serves every agent, whatever K is.
+//!
+//! Two backends with the same operations: [`cpu::CpuCritic`] (the reference: rayon over
+//! networks, matrix products through ndarray's matrixmultiply GEMM) and, with the `gpu` feature,
+//! `gpu::GpuCritic` (WGSL compute shaders in `shaders/`, tested against the CPU).
+
+pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
+pub mod loss;
+
+use serde::{Deserialize, Serialize};
+
+/// The shape of one network of a stack, and how many networks there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackSpec {
+    /// K: networks in the stack.
+    pub nets: usize,
+    /// Input features per row (observation bytes).
+    pub input: usize,
+    /// Width of every hidden layer.
+    pub hidden: usize,
+    /// Hidden layers (Linear -> LayerNorm -> ReLU each); at least 1.
+    pub layers: usize,
+    /// Output width of the linear head (actions, or groups x classes).
+    pub head: usize,
+}
+
+/// One parameter tensor of a network: where it sits inside the network's parameter block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    /// Name, e.g. `layer0.weight`.
+    pub name: String,
+    /// Offset in f32s from the start of the network's block.
+    pub offset: usize,
+    /// Rows (output features) for weights, 1 for vectors.
+    pub rows: usize,
+    /// Columns (input features) for weights, the length for vectors.
+    pub cols: usize,
+}
+
+/// Offsets of one hidden layer's tensors inside a network block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerOffsets {
+    /// `[out, in]` weight.
+    pub weight: usize,
+    /// `[out]` bias.
+    pub bias: usize,
+    /// `[out]` LayerNorm scale (absent for the head).
+    pub gamma: usize,
+    /// `[out]` LayerNorm shift (absent for the head).
+    pub beta: usize,
+    /// Input features.
+    pub fan_in: usize,
+    /// Output features.
+    pub fan_out: usize,
+}
+
+impl StackSpec {
+    /// Checks the shape is usable.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.nets == 0 || self.input == 0 || self.hidden == 0 || self.layers == 0 || self.head == 0 {
+            return Err(format!("every dimension must be at least 1: {self:?}"));
+        }
+        Ok(())
+    }
+
+    /// Offsets of the hidden layers then the head (whose `gamma`/`beta` are unused).
+    pub fn layer_offsets(&self) -> Vec<LayerOffsets> {
+        let mut out = Vec::with_capacity(self.layers + 1);
+        let mut offset = 0;
+        let mut fan_in = self.input;
+        for l in 0..=self.layers {
+            let head = l == self.layers;
+            let fan_out = if head { self.head } else { self.hidden };
+            let weight = offset;
+            let bias = weight + fan_out * fan_in;
+            let gamma = bias + fan_out;
+            let beta = gamma + if head { 0 } else { fan_out };
+            offset = beta + if head { 0 } else { fan_out };
+            out.push(LayerOffsets { weight, bias, gamma, beta, fan_in, fan_out });
+            fan_in = fan_out;
+        }
+        out
+    }
+
+    /// Parameters of one network.
+    pub fn params_per_net(&self) -> usize {
+        let last = self.layer_offsets()[self.layers];
+        last.bias + last.fan_out
+    }
+
+    /// Parameters of the whole stack.
+    pub fn params(&self) -> usize {
+        self.nets * self.params_per_net()
+    }
+
+    /// Every tensor of one network, in buffer order.
+    pub fn tensors(&self) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        for (l, o) in self.layer_offsets().iter().enumerate() {
+            let name = if l == self.layers { "head".to_string() } else { format!("layer{l}") };
+            out.push(Tensor { name: format!("{name}.weight"), offset: o.weight, rows: o.fan_out, cols: o.fan_in });
+            out.push(Tensor { name: format!("{name}.bias"), offset: o.bias, rows: 1, cols: o.fan_out });
+            if l < self.layers {
+                out.push(Tensor { name: format!("{name}.ln_gamma"), offset: o.gamma, rows: 1, cols: o.fan_out });
+                out.push(Tensor { name: format!("{name}.ln_beta"), offset: o.beta, rows: 1, cols: o.fan_out });
+            }
+        }
+        out
+    }
+
+    /// Multiply-adds of one forward pass per row.
+    pub fn forward_macs_per_row(&self) -> usize {
+        self.layer_offsets().iter().map(|o| o.fan_in * o.fan_out).sum()
+    }
+
+    /// Floating-point operations of one full update per row: forward, the weight gradients and
+    /// the input gradients of every layer but the first (2 flops per multiply-add).
+    pub fn update_flops_per_row(&self) -> usize {
+        let offsets = self.layer_offsets();
+        let fwd: usize = offsets.iter().map(|o| o.fan_in * o.fan_out).sum();
+        let d_input: usize = offsets[1..].iter().map(|o| o.fan_in * o.fan_out).sum();
+        2 * (2 * fwd + d_input)
+    }
+
+    /// Exact bytes the stack needs on a backend for `rows` rows per pass.
+    pub fn sizing(&self, rows: usize) -> Sizing {
+        let p = self.params() as u64 * 4;
+        let r = rows as u64;
+        let (h, l, a, d) = (self.hidden as u64, self.layers as u64, self.head as u64, self.input as u64);
+        Sizing {
+            params: p,
+            grads: p,
+            adam: 2 * p,
+            target: p,
+            // Per row: the converted input, per hidden layer the linear output, the normalised
+            // value, the post-ReLU output and one reciprocal standard deviation, the head
+            // output, its gradient, two hidden-width gradient scratch rows and the input
+            // gradient.
+            activations: r * 4 * (d + l * (3 * h + 1) + 2 * a + 2 * h + d),
+            // Per row: the network index and its position in network order, twice.
+            indices: r * 4 * 3,
+        }
+    }
+}
+
+/// Bytes a stack needs, by purpose (the memory preflight adds these up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// Parameters.
+    pub params: u64,
+    /// Gradients.
+    pub grads: u64,
+    /// Adam's two moment buffers.
+    pub adam: u64,
+    /// A target copy of the parameters (IQL).
+    pub target: u64,
+    /// Activations kept for backward and scratch, for the given rows.
+    pub activations: u64,
+    /// Row bookkeeping.
+    pub indices: u64,
+}
+
+impl Sizing {
+    /// Everything together.
+    pub fn total(&self) -> u64 {
+        self.params + self.grads + self.adam + self.target + self.activations + self.indices
+    }
+}
+
+/// Rows of input: u8 observation channels (converted inside the first layer) or f32 features.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// `[R, D]` bytes.
+    U8(&'a [u8]),
+    /// `[R, D]` floats.
+    F32(&'a [f32]),
+}
+
+impl Input<'_> {
+    /// Elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Input::U8(x) => x.len(),
+            Input::F32(x) => x.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The optimiser.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AdamConfig {
+    /// Learning rate.
+    pub lr: f32,
+    /// First-moment decay.
+    pub beta1: f32,
+    /// Second-moment decay.
+    pub beta2: f32,
+    /// Denominator epsilon.
+    pub eps: f32,
+    /// Clip each network's gradient to this global norm first (none: no clipping).
+    pub max_grad_norm: Option<f32>,
+    /// Rectified Adam (Liu et al. 2020) instead of Adam.
+    pub radam: bool,
+}
+
+impl Default for AdamConfig {
+    fn default() -> Self {
+        AdamConfig { lr: 5e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8, max_grad_norm: Some(10.0), radam: false }
+    }
+}
+
+impl AdamConfig {
+    /// The per-step scalars of an update at step `t` (1-based): the step size applied to
+    /// `m_hat / (sqrt(v_hat) + eps)` and whether the adaptive term is used (RAdam falls back to
+    /// SGD with momentum while the variance estimate is not yet tractable).
+    pub fn schedule(&self, t: u64) -> (f32, f32, bool) {
+        let t = t as f64;
+        let (b1, b2) = (self.beta1 as f64, self.beta2 as f64);
+        let bc1 = 1.0 - b1.powf(t);
+        let bc2 = 1.0 - b2.powf(t);
+        if !self.radam {
+            return ((self.lr as f64 / bc1) as f32, bc2 as f32, true);
+        }
+        let rho_inf = 2.0 / (1.0 - b2) - 1.0;
+        let rho_t = rho_inf - 2.0 * t * b2.powf(t) / bc2;
+        if rho_t > 5.0 {
+            let r = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)).sqrt();
+            ((self.lr as f64 * r / bc1) as f32, bc2 as f32, true)
+        } else {
+            ((self.lr as f64 / bc1) as f32, bc2 as f32, false)
+        }
+    }
+}
+
+/// What one optimiser step saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepStats {
+    /// Gradient norm of each network before clipping.
+    pub grad_norms: Vec<f32>,
+}
+
+/// Row order grouped by network: `order[i]` is the caller's row at sorted position i, and the
+/// rows of network k are `order[starts[k]..starts[k + 1]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowPlan {
+    /// Caller row per sorted position.
+    pub order: Vec<u32>,
+    /// K + 1 segment boundaries.
+    pub starts: Vec<u32>,
+}
+
+impl RowPlan {
+    /// A stable counting sort of rows by network; rejects network indices out of range.
+    pub fn new(nets: &[u32], k: usize) -> Result<RowPlan, CriticError> {
+        let mut counts = vec![0u32; k + 1];
+        for (row, &n) in nets.iter().enumerate() {
+            if n as usize >= k {
+                return Err(CriticError::NetOutOfRange { row, net: n, nets: k });
+            }
+            counts[n as usize + 1] += 1;
+        }
+        for i in 0..k {
+            counts[i + 1] += counts[i];
+        }
+        let starts = counts.clone();
+        let mut next = counts;
+        let mut order = vec![0u32; nets.len()];
+        for (row, &n) in nets.iter().enumerate() {
+            order[next[n as usize] as usize] = row as u32;
+            next[n as usize] += 1;
+        }
+        Ok(RowPlan { order, starts })
+    }
+}
+
+/// Errors of the critic layer.
+#[derive(Debug, thiserror::Error)]
+pub enum CriticError {
+    /// A row names a network the stack does not have.
+    #[error("row {row} names network {net}, but the stack has {nets}")]
+    NetOutOfRange {
+        /// Row.
+        row: usize,
+        /// Its network index.
+        net: u32,
+        /// Networks in the stack.
+        nets: usize,
+    },
+    /// Buffer lengths that do not match the shape.
+    #[error("{what}: expected {expected} values, got {got}")]
+    Shape {
+        /// Which buffer.
+        what: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Actual length.
+        got: usize,
+    },
+    /// An invalid stack shape.
+    #[error("invalid stack: {0}")]
+    Spec(String),
+    /// No usable GPU.
+    #[error("no GPU: {0}")]
+    NoGpu(String),
+    /// A GPU operation failed.
+    #[error("GPU: {0}")]
+    Gpu(String),
+}
+
+/// Initial parameters, PyTorch's defaults: weights and biases uniform in
+/// `[-1/sqrt(fan_in), 1/sqrt(fan_in)]`, LayerNorm scale 1 and shift 0; deterministic in `seed`.
+pub fn init_params(spec: &StackSpec, seed: u64) -> Vec<f32> {
+    use rand_core::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let per_net = spec.params_per_net();
+    let mut params = vec![0.0f32; spec.params()];
+    for net in params.chunks_exact_mut(per_net) {
+        for (l, o) in spec.layer_offsets().iter().enumerate() {
+            let bound = 1.0 / (o.fan_in as f32).sqrt();
+            for w in &mut net[o.weight..o.bias + o.fan_out] {
+                let u = (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+                *w = (2.0 * u - 1.0) * bound;
+            }
+            if l < spec.layers {
+                net[o.gamma..o.gamma + o.fan_out].fill(1.0);
+                net[o.beta..o.beta + o.fan_out].fill(0.0);
+            }
+        }
+    }
+    params
+}
+
+/// Where the critic runs, as asked on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// A hardware GPU when one exists, the CPU otherwise (a software adapter such as lavapipe
+    /// is slower than the CPU backend, so it is never chosen automatically).
+    Auto,
+    /// The CPU backend.
+    Cpu,
+    /// The GPU backend, on whatever adapter exists (software ones included).
+    Gpu,
+}
+
+/// The device chosen, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chosen {
+    /// The CPU backend.
+    Cpu {
+        /// Why.
+        reason: String,
+    },
+    /// A GPU adapter.
+    #[cfg(feature = "gpu")]
+    Gpu {
+        /// Adapter name, driver and type.
+        adapter: String,
+    },
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Chosen::Cpu { reason } => write!(f, "cpu ({reason})"),
+            #[cfg(feature = "gpu")]
+            Chosen::Gpu { adapter } => write!(f, "gpu ({adapter})"),
+        }
+    }
+}
+
+/// Resolves `--device`: `auto` takes a hardware GPU when one exists and the CPU when the only
+/// adapter is a software one or there is none; `gpu` insists on an adapter.
+pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
+    match device {
+        Device::Cpu => Ok(Chosen::Cpu { reason: "asked for".into() }),
+        #[cfg(feature = "gpu")]
+        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu { adapter: info.describe() }),
+        #[cfg(not(feature = "gpu"))]
+        Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
+        #[cfg(feature = "gpu")]
+        Device::Auto => match gpu::probe() {
+            Ok(info) if !info.software => Ok(Chosen::Gpu { adapter: info.describe() }),
+            Ok(info) => Ok(Chosen::Cpu { reason: format!("the only GPU is software: {}", info.describe()) }),
+            Err(e) => Ok(Chosen::Cpu { reason: e.to_string() }),
+        },
+        #[cfg(not(feature = "gpu"))]
+        Device::Auto => Ok(Chosen::Cpu { reason: "built without the `gpu` feature".into() }),
+    }
+}
+
+/// LayerNorm's epsilon.
+pub const LN_EPS: f32 = 1e-5;
