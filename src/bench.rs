@@ -183,21 +183,33 @@ impl CriticBatch {
     pub fn new(spec: &crate::critic::StackSpec, rows: usize) -> CriticBatch {
         let mut rng = stream(0, 0, Purpose::Policy);
         CriticBatch {
-            obs: (0..rows * spec.input).map(|_| below(rng.next_u32(), 3) as u8).collect(),
+            obs: (0..rows * spec.input)
+                .map(|_| below(rng.next_u32(), 3) as u8)
+                .collect(),
             nets: (0..rows).map(|r| (r % spec.nets) as u32).collect(),
-            actions: (0..rows).map(|_| below(rng.next_u32(), spec.head as u32)).collect(),
-            targets: (0..rows).map(|_| (rng.next_u32() >> 8) as f32 / (1 << 24) as f32).collect(),
+            actions: (0..rows)
+                .map(|_| below(rng.next_u32(), spec.head as u32))
+                .collect(),
+            targets: (0..rows)
+                .map(|_| (rng.next_u32() >> 8) as f32 / (1 << 24) as f32)
+                .collect(),
         }
     }
 }
 
 /// Times full updates on the CPU backend (in the current rayon pool).
-pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, crate::critic::CriticError> {
+pub fn bench_critic_cpu(
+    cfg: &CriticBenchConfig,
+) -> Result<CriticBenchResult, crate::critic::CriticError> {
     use crate::critic::{AdamConfig, Input, cpu::CpuCritic, loss::Loss};
     let mut critic = CpuCritic::new(cfg.spec, 0)?;
     let batch = CriticBatch::new(&cfg.spec, cfg.rows);
     let adam = AdamConfig::default();
-    let loss = Loss::Mse { actions: &batch.actions, targets: &batch.targets, mask: None };
+    let loss = Loss::Mse {
+        actions: &batch.actions,
+        targets: &batch.targets,
+        mask: None,
+    };
     let update = |critic: &mut CpuCritic| -> Result<(), crate::critic::CriticError> {
         critic.forward(Input::U8(&batch.obs), &batch.nets)?;
         critic.loss_backward(&loss)?;
@@ -215,7 +227,10 @@ pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, cr
         }
         rows_per_s.push((cfg.rows * cfg.updates) as f64 / start.elapsed().as_secs_f64());
     }
-    Ok(CriticBenchResult { rows_per_s, flops_per_row: cfg.spec.update_flops_per_row() })
+    Ok(CriticBenchResult {
+        rows_per_s,
+        flops_per_row: cfg.spec.update_flops_per_row(),
+    })
 }
 
 /// The GEMM crate's own throughput here: one square f32 product of side `n` per thread, all
@@ -229,7 +244,8 @@ pub fn gemm_peak_gflops(n: usize, repeat: usize) -> f64 {
     let mut rates = Vec::new();
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        cs.par_iter_mut().for_each(|c| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, c));
+        cs.par_iter_mut()
+            .for_each(|c| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, c));
         let secs = start.elapsed().as_secs_f64();
         rates.push(2.0 * (n * n * n * threads) as f64 / secs / 1e9);
     }

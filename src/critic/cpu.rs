@@ -8,7 +8,10 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
 
 use super::loss::{Loss, loss_and_grad};
-use super::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, RowPlan, StackSpec, StepStats, init_params};
+use super::{
+    AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, RowPlan, StackSpec, StepStats,
+    init_params,
+};
 
 /// A stack of MLPs on the CPU.
 pub struct CpuCritic {
@@ -51,7 +54,8 @@ fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
 }
 
 fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32> {
-    ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols]).expect("slice holds rows x cols")
+    ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols])
+        .expect("slice holds rows x cols")
 }
 
 /// Cuts `buf` into one `[n_k * width]` slice per network segment.
@@ -79,11 +83,25 @@ fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
         row.copy_from_slice(bias);
     }
     let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(1.0, &view(n, o.fan_in, x), &w.t(), 1.0, &mut view_mut(n, o.fan_out, y));
+    general_mat_mul(
+        1.0,
+        &view(n, o.fan_in, x),
+        &w.t(),
+        1.0,
+        &mut view_mut(n, o.fan_out, y),
+    );
 }
 
 /// LayerNorm then ReLU, in place on `z` (becomes the activation), keeping x-hat and 1/std.
-fn layernorm_relu(n: usize, o: &LayerOffsets, net: &[f32], z: &[f32], xhat: &mut [f32], rstd: &mut [f32], act: &mut [f32]) {
+fn layernorm_relu(
+    n: usize,
+    o: &LayerOffsets,
+    net: &[f32],
+    z: &[f32],
+    xhat: &mut [f32],
+    rstd: &mut [f32],
+    act: &mut [f32],
+) {
     let h = o.fan_out;
     let gamma = &net[o.gamma..o.gamma + h];
     let beta = &net[o.beta..o.beta + h];
@@ -133,7 +151,11 @@ impl CpuCritic {
     /// Replaces all parameters.
     pub fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
         if params.len() != self.params.len() {
-            return Err(CriticError::Shape { what: "parameters", expected: self.params.len(), got: params.len() });
+            return Err(CriticError::Shape {
+                what: "parameters",
+                expected: self.params.len(),
+                got: params.len(),
+            });
         }
         self.params.copy_from_slice(params);
         Ok(())
@@ -142,6 +164,20 @@ impl CpuCritic {
     /// Gradients of the last backward, network-major.
     pub fn grads(&self) -> &[f32] {
         &self.grads
+    }
+
+    /// Replaces the gradients (external accumulation, and tests that feed both backends the
+    /// same gradients).
+    pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
+        if grads.len() != self.grads.len() {
+            return Err(CriticError::Shape {
+                what: "gradients",
+                expected: self.grads.len(),
+                got: grads.len(),
+            });
+        }
+        self.grads.copy_from_slice(grads);
+        Ok(())
     }
 
     /// The target copy of the parameters.
@@ -157,7 +193,11 @@ impl CpuCritic {
     /// Restores Adam's moments and step count (checkpoints).
     pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         if m.len() != self.params.len() || v.len() != self.params.len() {
-            return Err(CriticError::Shape { what: "adam state", expected: self.params.len(), got: m.len().min(v.len()) });
+            return Err(CriticError::Shape {
+                what: "adam state",
+                expected: self.params.len(),
+                got: m.len().min(v.len()),
+            });
         }
         self.adam_m.copy_from_slice(m);
         self.adam_v.copy_from_slice(v);
@@ -168,7 +208,11 @@ impl CpuCritic {
     fn check_batch(&self, input: &Input, nets: &[u32]) -> Result<(), CriticError> {
         let expected = nets.len() * self.spec.input;
         if input.len() != expected {
-            return Err(CriticError::Shape { what: "input", expected, got: input.len() });
+            return Err(CriticError::Shape {
+                what: "input",
+                expected,
+                got: input.len(),
+            });
         }
         Ok(())
     }
@@ -213,9 +257,12 @@ impl CpuCritic {
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
         let x0 = segments_ref(&a.x0, &starts, d);
-        let mut xhat: Vec<Vec<&mut [f32]>> = a.xhat.iter_mut().map(|b| segments(b, &starts, h)).collect();
-        let mut rstd: Vec<Vec<&mut [f32]>> = a.rstd.iter_mut().map(|b| segments(b, &starts, 1)).collect();
-        let mut act: Vec<Vec<&mut [f32]>> = a.act.iter_mut().map(|b| segments(b, &starts, h)).collect();
+        let mut xhat: Vec<Vec<&mut [f32]>> =
+            a.xhat.iter_mut().map(|b| segments(b, &starts, h)).collect();
+        let mut rstd: Vec<Vec<&mut [f32]>> =
+            a.rstd.iter_mut().map(|b| segments(b, &starts, 1)).collect();
+        let mut act: Vec<Vec<&mut [f32]>> =
+            a.act.iter_mut().map(|b| segments(b, &starts, h)).collect();
         let outs = segments(&mut a.out_sorted, &starts, head);
         // Per network: transpose the per-layer lists so each task owns its slices.
         let mut tasks: Vec<NetForward> = Vec::with_capacity(spec.nets);
@@ -224,9 +271,18 @@ impl CpuCritic {
                 n: (starts[k + 1] - starts[k]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
                 x0: x0[k],
-                xhat: xhat.iter_mut().map(|v| v.pop().expect("one per net")).collect(),
-                rstd: rstd.iter_mut().map(|v| v.pop().expect("one per net")).collect(),
-                act: act.iter_mut().map(|v| v.pop().expect("one per net")).collect(),
+                xhat: xhat
+                    .iter_mut()
+                    .map(|v| v.pop().expect("one per net"))
+                    .collect(),
+                rstd: rstd
+                    .iter_mut()
+                    .map(|v| v.pop().expect("one per net"))
+                    .collect(),
+                act: act
+                    .iter_mut()
+                    .map(|v| v.pop().expect("one per net"))
+                    .collect(),
                 out,
             });
         }
@@ -234,7 +290,8 @@ impl CpuCritic {
 
         for (pos, &row) in a.plan.order.iter().enumerate() {
             let row = row as usize;
-            a.out[row * head..(row + 1) * head].copy_from_slice(&a.out_sorted[pos * head..(pos + 1) * head]);
+            a.out[row * head..(row + 1) * head]
+                .copy_from_slice(&a.out_sorted[pos * head..(pos + 1) * head]);
         }
         Ok(&a.out)
     }
@@ -255,18 +312,27 @@ impl CpuCritic {
         let (spec, a) = (self.spec, &mut self.acts);
         let (rows, d, h, head) = (a.rows, spec.input, spec.hidden, spec.head);
         if d_out.len() != rows * head {
-            return Err(CriticError::Shape { what: "d_output", expected: rows * head, got: d_out.len() });
+            return Err(CriticError::Shape {
+                what: "d_output",
+                expected: rows * head,
+                got: d_out.len(),
+            });
         }
         // Sorted copy of the incoming gradient.
         let mut g_out = vec![0.0f32; rows * head];
         for (pos, &row) in a.plan.order.iter().enumerate() {
             let row = row as usize;
-            g_out[pos * head..(pos + 1) * head].copy_from_slice(&d_out[row * head..(row + 1) * head]);
+            g_out[pos * head..(pos + 1) * head]
+                .copy_from_slice(&d_out[row * head..(row + 1) * head]);
         }
         let width = h.max(d);
         let mut scratch_a = vec![0.0f32; rows * width];
         let mut scratch_b = vec![0.0f32; rows * width];
-        let mut d_x0 = if input_grad { vec![0.0f32; rows * d] } else { Vec::new() };
+        let mut d_x0 = if input_grad {
+            vec![0.0f32; rows * d]
+        } else {
+            Vec::new()
+        };
 
         let starts = a.plan.starts.clone();
         let per_net = spec.params_per_net();
@@ -278,7 +344,11 @@ impl CpuCritic {
         let g = segments_ref(&g_out, &starts, head);
         let mut sa = segments(&mut scratch_a, &starts, width);
         let mut sb = segments(&mut scratch_b, &starts, width);
-        let mut dx = if input_grad { segments(&mut d_x0, &starts, d) } else { Vec::new() };
+        let mut dx = if input_grad {
+            segments(&mut d_x0, &starts, d)
+        } else {
+            Vec::new()
+        };
         let mut grads: Vec<&mut [f32]> = self.grads.chunks_exact_mut(per_net).collect();
         let mut tasks = Vec::with_capacity(spec.nets);
         for k in (0..spec.nets).rev() {
@@ -339,7 +409,11 @@ impl CpuCritic {
         )
             .into_par_iter()
             .map(|(p, g, m, v)| {
-                let norm = g.iter().map(|x| (*x as f64) * (*x as f64)).sum::<f64>().sqrt() as f32;
+                let norm = g
+                    .iter()
+                    .map(|x| (*x as f64) * (*x as f64))
+                    .sum::<f64>()
+                    .sqrt() as f32;
                 let scale = match cfg.max_grad_norm {
                     Some(max) if norm > max => max / (norm + 1e-6),
                     _ => 1.0,
@@ -367,7 +441,10 @@ impl CpuCritic {
 
     /// Polyak averaging: `target = tau * online + (1 - tau) * target`.
     pub fn polyak(&mut self, tau: f32) {
-        self.target.par_iter_mut().zip(self.params.par_iter()).for_each(|(t, p)| *t = tau * p + (1.0 - tau) * *t);
+        self.target
+            .par_iter_mut()
+            .zip(self.params.par_iter())
+            .for_each(|(t, p)| *t = tau * p + (1.0 - tau) * *t);
     }
 }
 
@@ -393,9 +470,21 @@ impl NetForward<'_> {
             let (before, after) = self.act.split_at_mut(l);
             let x: &[f32] = if l == 0 { self.x0 } else { &*before[l - 1] };
             linear(self.n, o, self.net, x, &mut z);
-            layernorm_relu(self.n, o, self.net, &z, &mut *self.xhat[l], &mut *self.rstd[l], &mut *after[0]);
+            layernorm_relu(
+                self.n,
+                o,
+                self.net,
+                &z,
+                &mut *self.xhat[l],
+                &mut *self.rstd[l],
+                &mut *after[0],
+            );
         }
-        let x: &[f32] = if spec.layers == 0 { self.x0 } else { &*self.act[spec.layers - 1] };
+        let x: &[f32] = if spec.layers == 0 {
+            self.x0
+        } else {
+            &*self.act[spec.layers - 1]
+        };
         linear(self.n, &offsets[spec.layers], self.net, x, self.out);
     }
 }
@@ -433,12 +522,30 @@ fn linear_grads(n: usize, o: &LayerOffsets, dy: &[f32], x: &[f32], grad: &mut [f
 /// Input gradient of a linear layer: `dX = dY W`.
 fn linear_input_grad(n: usize, o: &LayerOffsets, net: &[f32], dy: &[f32], dx: &mut [f32]) {
     let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(1.0, &view(n, o.fan_out, dy), &w, 0.0, &mut view_mut(n, o.fan_in, dx));
+    general_mat_mul(
+        1.0,
+        &view(n, o.fan_out, dy),
+        &w,
+        0.0,
+        &mut view_mut(n, o.fan_in, dx),
+    );
 }
 
 impl NetBackward<'_> {
     fn run(self, offsets: &[LayerOffsets], spec: StackSpec) {
-        let NetBackward { n, net, grad, x0, xhat, rstd, act, g_out, scratch_a, scratch_b, d_x0 } = self;
+        let NetBackward {
+            n,
+            net,
+            grad,
+            x0,
+            xhat,
+            rstd,
+            act,
+            g_out,
+            scratch_a,
+            scratch_b,
+            d_x0,
+        } = self;
         if n == 0 {
             grad.fill(0.0);
             if let Some(d) = d_x0 {
@@ -448,7 +555,11 @@ impl NetBackward<'_> {
         }
         let h = spec.hidden;
         let head = &offsets[spec.layers];
-        let last_x: &[f32] = if spec.layers == 0 { x0 } else { act[spec.layers - 1] };
+        let last_x: &[f32] = if spec.layers == 0 {
+            x0
+        } else {
+            act[spec.layers - 1]
+        };
         linear_grads(n, head, g_out, last_x, grad);
         // g: gradient w.r.t. the current layer's output activation.
         let (g, dz) = (scratch_a, scratch_b);

@@ -63,22 +63,56 @@ impl Loss<'_> {
     /// Checks the per-row data against `rows` rows and `head` outputs.
     pub fn check(&self, rows: usize, head: usize) -> Result<(), super::CriticError> {
         let shape = |what, expected, got| {
-            if expected == got { Ok(()) } else { Err(super::CriticError::Shape { what, expected, got }) }
+            if expected == got {
+                Ok(())
+            } else {
+                Err(super::CriticError::Shape {
+                    what,
+                    expected,
+                    got,
+                })
+            }
         };
         match self {
-            Loss::Mse { actions, targets, mask } | Loss::Huber { actions, targets, mask, .. } => {
+            Loss::Mse {
+                actions,
+                targets,
+                mask,
+            }
+            | Loss::Huber {
+                actions,
+                targets,
+                mask,
+                ..
+            } => {
                 shape("actions", rows, actions.len())?;
                 shape("targets", rows, targets.len())?;
                 if let Some(m) = mask {
                     shape("mask", rows, m.len())?;
                 }
-                if let Some((row, &a)) = actions.iter().enumerate().find(|(_, a)| **a as usize >= head) {
-                    return Err(super::CriticError::Shape { what: "action index (row in `expected`)", expected: row, got: a as usize });
+                if let Some((row, &a)) = actions
+                    .iter()
+                    .enumerate()
+                    .find(|(_, a)| **a as usize >= head)
+                {
+                    return Err(super::CriticError::Shape {
+                        what: "action index (row in `expected`)",
+                        expected: row,
+                        got: a as usize,
+                    });
                 }
             }
-            Loss::CrossEntropy { groups, labels, mask } => {
-                if *groups == 0 || head % groups != 0 {
-                    return Err(super::CriticError::Shape { what: "head width divisible by groups", expected: *groups, got: head });
+            Loss::CrossEntropy {
+                groups,
+                labels,
+                mask,
+            } => {
+                if *groups == 0 || !head.is_multiple_of(*groups) {
+                    return Err(super::CriticError::Shape {
+                        what: "head width divisible by groups",
+                        expected: *groups,
+                        got: head,
+                    });
                 }
                 shape("labels", rows * groups, labels.len())?;
                 if let Some(m) = mask {
@@ -86,7 +120,11 @@ impl Loss<'_> {
                 }
                 let classes = head / groups;
                 if let Some(&l) = labels.iter().find(|l| **l as usize >= classes) {
-                    return Err(super::CriticError::Shape { what: "class label below", expected: classes, got: l as usize });
+                    return Err(super::CriticError::Shape {
+                        what: "class label below",
+                        expected: classes,
+                        got: l as usize,
+                    });
                 }
             }
         }
@@ -100,8 +138,22 @@ pub fn loss_and_grad(loss: &Loss, out: &[f32], head: usize, d_out: &mut [f32]) -
     let rows = out.len() / head;
     let weight = |mask: &Option<&[f32]>, r: usize| mask.map_or(1.0, |m| m[r]);
     match loss {
-        Loss::Mse { actions, targets, mask } | Loss::Huber { actions, targets, mask, .. } => {
-            let delta = if let Loss::Huber { delta, .. } = loss { Some(*delta) } else { None };
+        Loss::Mse {
+            actions,
+            targets,
+            mask,
+        }
+        | Loss::Huber {
+            actions,
+            targets,
+            mask,
+            ..
+        } => {
+            let delta = if let Loss::Huber { delta, .. } = loss {
+                Some(*delta)
+            } else {
+                None
+            };
             let total: f32 = (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0);
             let mut l = 0.0f64;
             for r in 0..rows {
@@ -117,9 +169,14 @@ pub fn loss_and_grad(loss: &Loss, out: &[f32], head: usize, d_out: &mut [f32]) -
             }
             (l / total as f64) as f32
         }
-        Loss::CrossEntropy { groups, labels, mask } => {
+        Loss::CrossEntropy {
+            groups,
+            labels,
+            mask,
+        } => {
             let classes = head / groups;
-            let total: f32 = (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0) * *groups as f32;
+            let total: f32 =
+                (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0) * *groups as f32;
             let mut l = 0.0f64;
             for r in 0..rows {
                 let w = weight(mask, r);

@@ -62,7 +62,12 @@ pub struct LayerOffsets {
 impl StackSpec {
     /// Checks the shape is usable.
     pub fn validate(&self) -> Result<(), String> {
-        if self.nets == 0 || self.input == 0 || self.hidden == 0 || self.layers == 0 || self.head == 0 {
+        if self.nets == 0
+            || self.input == 0
+            || self.hidden == 0
+            || self.layers == 0
+            || self.head == 0
+        {
             return Err(format!("every dimension must be at least 1: {self:?}"));
         }
         Ok(())
@@ -81,7 +86,14 @@ impl StackSpec {
             let gamma = bias + fan_out;
             let beta = gamma + if head { 0 } else { fan_out };
             offset = beta + if head { 0 } else { fan_out };
-            out.push(LayerOffsets { weight, bias, gamma, beta, fan_in, fan_out });
+            out.push(LayerOffsets {
+                weight,
+                bias,
+                gamma,
+                beta,
+                fan_in,
+                fan_out,
+            });
             fan_in = fan_out;
         }
         out
@@ -102,12 +114,36 @@ impl StackSpec {
     pub fn tensors(&self) -> Vec<Tensor> {
         let mut out = Vec::new();
         for (l, o) in self.layer_offsets().iter().enumerate() {
-            let name = if l == self.layers { "head".to_string() } else { format!("layer{l}") };
-            out.push(Tensor { name: format!("{name}.weight"), offset: o.weight, rows: o.fan_out, cols: o.fan_in });
-            out.push(Tensor { name: format!("{name}.bias"), offset: o.bias, rows: 1, cols: o.fan_out });
+            let name = if l == self.layers {
+                "head".to_string()
+            } else {
+                format!("layer{l}")
+            };
+            out.push(Tensor {
+                name: format!("{name}.weight"),
+                offset: o.weight,
+                rows: o.fan_out,
+                cols: o.fan_in,
+            });
+            out.push(Tensor {
+                name: format!("{name}.bias"),
+                offset: o.bias,
+                rows: 1,
+                cols: o.fan_out,
+            });
             if l < self.layers {
-                out.push(Tensor { name: format!("{name}.ln_gamma"), offset: o.gamma, rows: 1, cols: o.fan_out });
-                out.push(Tensor { name: format!("{name}.ln_beta"), offset: o.beta, rows: 1, cols: o.fan_out });
+                out.push(Tensor {
+                    name: format!("{name}.ln_gamma"),
+                    offset: o.gamma,
+                    rows: 1,
+                    cols: o.fan_out,
+                });
+                out.push(Tensor {
+                    name: format!("{name}.ln_beta"),
+                    offset: o.beta,
+                    rows: 1,
+                    cols: o.fan_out,
+                });
             }
         }
         out
@@ -115,7 +151,10 @@ impl StackSpec {
 
     /// Multiply-adds of one forward pass per row.
     pub fn forward_macs_per_row(&self) -> usize {
-        self.layer_offsets().iter().map(|o| o.fan_in * o.fan_out).sum()
+        self.layer_offsets()
+            .iter()
+            .map(|o| o.fan_in * o.fan_out)
+            .sum()
     }
 
     /// Floating-point operations of one full update per row: forward, the weight gradients and
@@ -131,7 +170,12 @@ impl StackSpec {
     pub fn sizing(&self, rows: usize) -> Sizing {
         let p = self.params() as u64 * 4;
         let r = rows as u64;
-        let (h, l, a, d) = (self.hidden as u64, self.layers as u64, self.head as u64, self.input as u64);
+        let (h, l, a, d) = (
+            self.hidden as u64,
+            self.layers as u64,
+            self.head as u64,
+            self.input as u64,
+        );
         Sizing {
             params: p,
             grads: p,
@@ -215,7 +259,14 @@ pub struct AdamConfig {
 
 impl Default for AdamConfig {
     fn default() -> Self {
-        AdamConfig { lr: 5e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8, max_grad_norm: Some(10.0), radam: false }
+        AdamConfig {
+            lr: 5e-4,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            max_grad_norm: Some(10.0),
+            radam: false,
+        }
     }
 }
 
@@ -234,7 +285,9 @@ impl AdamConfig {
         let rho_inf = 2.0 / (1.0 - b2) - 1.0;
         let rho_t = rho_inf - 2.0 * t * b2.powf(t) / bc2;
         if rho_t > 5.0 {
-            let r = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)).sqrt();
+            let r = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
+                / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t))
+                .sqrt();
             ((self.lr as f64 * r / bc1) as f32, bc2 as f32, true)
         } else {
             ((self.lr as f64 / bc1) as f32, bc2 as f32, false)
@@ -265,7 +318,11 @@ impl RowPlan {
         let mut counts = vec![0u32; k + 1];
         for (row, &n) in nets.iter().enumerate() {
             if n as usize >= k {
-                return Err(CriticError::NetOutOfRange { row, net: n, nets: k });
+                return Err(CriticError::NetOutOfRange {
+                    row,
+                    net: n,
+                    nets: k,
+                });
             }
             counts[n as usize + 1] += 1;
         }
@@ -383,19 +440,31 @@ impl std::fmt::Display for Chosen {
 /// adapter is a software one or there is none; `gpu` insists on an adapter.
 pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
     match device {
-        Device::Cpu => Ok(Chosen::Cpu { reason: "asked for".into() }),
+        Device::Cpu => Ok(Chosen::Cpu {
+            reason: "asked for".into(),
+        }),
         #[cfg(feature = "gpu")]
-        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu { adapter: info.describe() }),
+        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu {
+            adapter: info.describe(),
+        }),
         #[cfg(not(feature = "gpu"))]
         Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
         #[cfg(feature = "gpu")]
         Device::Auto => match gpu::probe() {
-            Ok(info) if !info.software => Ok(Chosen::Gpu { adapter: info.describe() }),
-            Ok(info) => Ok(Chosen::Cpu { reason: format!("the only GPU is software: {}", info.describe()) }),
-            Err(e) => Ok(Chosen::Cpu { reason: e.to_string() }),
+            Ok(info) if !info.software => Ok(Chosen::Gpu {
+                adapter: info.describe(),
+            }),
+            Ok(info) => Ok(Chosen::Cpu {
+                reason: format!("the only GPU is software: {}", info.describe()),
+            }),
+            Err(e) => Ok(Chosen::Cpu {
+                reason: e.to_string(),
+            }),
         },
         #[cfg(not(feature = "gpu"))]
-        Device::Auto => Ok(Chosen::Cpu { reason: "built without the `gpu` feature".into() }),
+        Device::Auto => Ok(Chosen::Cpu {
+            reason: "built without the `gpu` feature".into(),
+        }),
     }
 }
 
