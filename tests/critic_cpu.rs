@@ -506,3 +506,44 @@ fn polyak_and_copy_update_the_target() {
     c.copy_to_target();
     assert_eq!(c.target(), c.params());
 }
+
+#[test]
+fn a_shared_network_split_over_threads_gets_the_same_gradients() {
+    // With 4 threads a single network's 512 rows are split into work units whose gradients are
+    // summed; with 1 thread it is one unit.
+    let spec = StackSpec {
+        nets: 1,
+        input: 10,
+        hidden: 16,
+        layers: 2,
+        head: 3,
+    };
+    let rows = 512;
+    let x = random(rows * 10, 21, 1.0);
+    let nets = vec![0u32; rows];
+    let d_out = random(rows * 3, 22, 1.0);
+    let grads_with = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut c = CpuCritic::new(spec, 5).unwrap();
+            c.forward(Input::F32(&x), &nets).unwrap();
+            c.backward(&d_out, true).unwrap();
+            (c.grads().to_vec(), c.input_grad().to_vec())
+        })
+    };
+    let (one, one_in) = grads_with(1);
+    let (four, four_in) = grads_with(4);
+    assert_eq!(
+        one_in, four_in,
+        "input gradients are per row and do not depend on the split"
+    );
+    for (i, (a, b)) in one.iter().zip(&four).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 * a.abs().max(1.0),
+            "param {i}: {a} vs {b}"
+        );
+    }
+}

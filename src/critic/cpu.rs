@@ -24,6 +24,8 @@ pub struct CpuCritic {
     target: Vec<f32>,
     steps: u64,
     acts: Activations,
+    /// Per work unit gradients, summed per network after backward.
+    unit_grads: Vec<f32>,
 }
 
 /// What forward keeps for backward, in network (sorted) row order.
@@ -31,6 +33,10 @@ pub struct CpuCritic {
 struct Activations {
     rows: usize,
     plan: RowPlan,
+    /// Work-unit boundaries in sorted rows (each unit inside one network).
+    unit_bounds: Vec<u32>,
+    /// Network of each work unit.
+    unit_net: Vec<usize>,
     /// `[R, D]` input converted to f32.
     x0: Vec<f32>,
     /// Per hidden layer: `[R, H]` linear output normalised (x-hat).
@@ -56,6 +62,29 @@ fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
 fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32> {
     ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols])
         .expect("slice holds rows x cols")
+}
+
+/// Work units: contiguous sorted-row ranges inside one network each. A network is split into
+/// several units when there are fewer networks than threads (a shared network still uses every
+/// core); its weight gradients are then summed over its units.
+fn work_units(starts: &[u32], threads: usize) -> (Vec<u32>, Vec<usize>) {
+    let nets = starts.len() - 1;
+    let per_net = if nets >= threads {
+        1
+    } else {
+        threads.div_ceil(nets) * 2
+    };
+    let mut bounds = vec![0u32];
+    let mut owner = Vec::new();
+    for k in 0..nets {
+        let (s, e) = (starts[k], starts[k + 1]);
+        let chunks = per_net.min(((e - s) as usize / 64).max(1)) as u32;
+        for c in 1..=chunks {
+            bounds.push(s + (e - s) * c / chunks);
+            owner.push(k);
+        }
+    }
+    (bounds, owner)
 }
 
 /// Cuts `buf` into one `[n_k * width]` slice per network segment.
@@ -135,6 +164,7 @@ impl CpuCritic {
             adam_v: vec![0.0; n],
             steps: 0,
             acts: Activations::default(),
+            unit_grads: Vec::new(),
         })
     }
 
@@ -253,7 +283,10 @@ impl CpuCritic {
             }
         }
 
-        let starts = a.plan.starts.clone();
+        let (bounds, owner) = work_units(&a.plan.starts, rayon::current_num_threads());
+        a.unit_bounds = bounds;
+        a.unit_net = owner;
+        let starts = a.unit_bounds.clone();
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
         let x0 = segments_ref(&a.x0, &starts, d);
@@ -265,12 +298,13 @@ impl CpuCritic {
             a.act.iter_mut().map(|b| segments(b, &starts, h)).collect();
         let outs = segments(&mut a.out_sorted, &starts, head);
         // Per network: transpose the per-layer lists so each task owns its slices.
-        let mut tasks: Vec<NetForward> = Vec::with_capacity(spec.nets);
-        for (k, out) in outs.into_iter().enumerate().rev() {
+        let mut tasks: Vec<NetForward> = Vec::with_capacity(outs.len());
+        for (u, out) in outs.into_iter().enumerate().rev() {
+            let k = a.unit_net[u];
             tasks.push(NetForward {
-                n: (starts[k + 1] - starts[k]) as usize,
+                n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
-                x0: x0[k],
+                x0: x0[u],
                 xhat: xhat
                     .iter_mut()
                     .map(|v| v.pop().expect("one per net"))
@@ -334,9 +368,15 @@ impl CpuCritic {
             Vec::new()
         };
 
-        let starts = a.plan.starts.clone();
+        let starts = a.unit_bounds.clone();
+        let units = a.unit_net.len();
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
+        // One unit per network: gradients go straight to their place; otherwise per unit, then
+        // summed.
+        let direct = units == spec.nets;
+        self.unit_grads
+            .resize(if direct { 0 } else { units * per_net }, 0.0);
         let x0 = segments_ref(&a.x0, &starts, d);
         let xhat: Vec<Vec<&[f32]>> = a.xhat.iter().map(|b| segments_ref(b, &starts, h)).collect();
         let rstd: Vec<Vec<&[f32]>> = a.rstd.iter().map(|b| segments_ref(b, &starts, 1)).collect();
@@ -349,24 +389,53 @@ impl CpuCritic {
         } else {
             Vec::new()
         };
-        let mut grads: Vec<&mut [f32]> = self.grads.chunks_exact_mut(per_net).collect();
-        let mut tasks = Vec::with_capacity(spec.nets);
-        for k in (0..spec.nets).rev() {
+        let grad_buf = if direct {
+            &mut self.grads
+        } else {
+            &mut self.unit_grads
+        };
+        let mut grads: Vec<&mut [f32]> = grad_buf.chunks_exact_mut(per_net).collect();
+        let mut tasks = Vec::with_capacity(units);
+        for u in (0..units).rev() {
+            let k = a.unit_net[u];
             tasks.push(NetBackward {
-                n: (starts[k + 1] - starts[k]) as usize,
+                n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
-                grad: grads.pop().expect("one per net"),
-                x0: x0[k],
-                xhat: xhat.iter().map(|v| v[k]).collect(),
-                rstd: rstd.iter().map(|v| v[k]).collect(),
-                act: act.iter().map(|v| v[k]).collect(),
-                g_out: g[k],
+                grad: grads.pop().expect("one per unit"),
+                x0: x0[u],
+                xhat: xhat.iter().map(|v| v[u]).collect(),
+                rstd: rstd.iter().map(|v| v[u]).collect(),
+                act: act.iter().map(|v| v[u]).collect(),
+                g_out: g[u],
                 scratch_a: sa.pop().expect("one per net"),
                 scratch_b: sb.pop().expect("one per net"),
                 d_x0: dx.pop(),
             });
         }
         tasks.into_par_iter().for_each(|t| t.run(offsets, spec));
+        // Each network's gradient is the sum over its units.
+        let (unit_grads, unit_net) = (&self.unit_grads, &a.unit_net);
+        let sum_units = |(k, grad): (usize, &mut [f32])| {
+            let mut first = true;
+            for (u, _) in unit_net.iter().enumerate().filter(|(_, net)| **net == k) {
+                let part = &unit_grads[u * per_net..(u + 1) * per_net];
+                if first {
+                    grad.copy_from_slice(part);
+                    first = false;
+                } else {
+                    grad.iter_mut().zip(part).for_each(|(g, p)| *g += p);
+                }
+            }
+            if first {
+                grad.fill(0.0);
+            }
+        };
+        if !direct {
+            self.grads
+                .par_chunks_mut(per_net)
+                .enumerate()
+                .for_each(sum_units);
+        }
 
         if input_grad {
             a.d_input.resize(rows * d, 0.0);
