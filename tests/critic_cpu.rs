@@ -481,9 +481,15 @@ fn sizing_counts_the_parameters_exactly() {
     assert_eq!(spec.params_per_net(), per);
     let c = CpuCritic::new(spec, 0).unwrap();
     assert_eq!(c.params().len(), 8 * per);
-    let s = spec.sizing(4096);
+    let s = spec.sizing(4096, gridarena::critic::Backend::Cpu);
     assert_eq!(s.params, 8 * per as u64 * 4);
     assert_eq!(s.adam, 2 * s.params);
+    // 8 x 36,613 parameters x 4 B x 5 copies, plus 4096 rows of activations.
+    assert_eq!(
+        s.params + s.grads + s.adam + s.target,
+        5 * 8 * per as u64 * 4
+    );
+    assert!(s.total() > s.params * 5 && s.total() < 64 << 20, "{s:?}");
 }
 
 #[test]

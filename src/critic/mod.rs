@@ -166,30 +166,70 @@ impl StackSpec {
         2 * (2 * fwd + d_input)
     }
 
-    /// Exact bytes the stack needs on a backend for `rows` rows per pass.
-    pub fn sizing(&self, rows: usize) -> Sizing {
+    /// The bytes a backend holds for this stack at its peak during an update of `rows` rows
+    /// (with the input gradient), by purpose. These are the buffers the backends allocate:
+    /// `CpuCritic` grows its row buffers to exactly `rows`; `GpuCritic` rounds its row capacity
+    /// up to a power of two (at least 64) and keeps a second set of activations for target
+    /// passes.
+    pub fn sizing(&self, rows: usize, backend: Backend) -> Sizing {
         let p = self.params() as u64 * 4;
-        let r = rows as u64;
         let (h, l, a, d) = (
             self.hidden as u64,
             self.layers as u64,
             self.head as u64,
             self.input as u64,
         );
-        Sizing {
-            params: p,
-            grads: p,
-            adam: 2 * p,
-            target: p,
-            // Per row: the converted input, per hidden layer the linear output, the normalised
-            // value, the post-ReLU output and one reciprocal standard deviation, the head
-            // output, its gradient, two hidden-width gradient scratch rows and the input
-            // gradient.
-            activations: r * 4 * (d + l * (3 * h + 1) + 2 * a + 2 * h + d),
-            // Per row: the network index and its position in network order, twice.
-            indices: r * 4 * 3,
+        let w = h.max(d);
+        match backend {
+            Backend::Cpu => {
+                let r = rows as u64;
+                Sizing {
+                    params: p,
+                    grads: p,
+                    adam: 2 * p,
+                    target: p,
+                    // x0; per layer x-hat, 1/std, activation; sorted and caller-order outputs,
+                    // d_out, input gradient; forward's linear-output scratch; backward's sorted
+                    // d_out, two gradient scratch blocks and the sorted input gradient.
+                    activations: r * 4 * (d + l * (2 * h + 1) + 3 * a + d + h + a + 2 * w + d),
+                    // Row order and 2 x (K + 1) boundaries.
+                    indices: r * 4 + (self.nets as u64 + 1) * 8,
+                }
+            }
+            Backend::Gpu => {
+                let c = rows.next_power_of_two().max(64) as u64;
+                let tiles = (c / 16 + self.nets as u64 + 1) * 16;
+                Sizing {
+                    params: p,
+                    grads: p,
+                    adam: 2 * p,
+                    target: p,
+                    // u8 and f32 input; online and target: per layer z, x-hat, activation,
+                    // 1/std, and the output; d_out, g, dz, input gradient; loss rows, targets,
+                    // mask, actions/labels.
+                    activations: c * d
+                        + c * 4 * d
+                        + 2 * c * 4 * (l * (3 * h + 1) + a)
+                        + c * 4 * (a + w + h + d)
+                        + c * 4 * (3 + a),
+                    // order, row network, tiles, starts, gradient norms.
+                    indices: c * 8
+                        + tiles
+                        + (self.nets as u64 + 1) * 4
+                        + (self.nets as u64 * 4).max(16),
+                }
+            }
         }
     }
+}
+
+/// Which backend a sizing is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Backend {
+    /// [`cpu::CpuCritic`].
+    Cpu,
+    /// `gpu::GpuCritic`.
+    Gpu,
 }
 
 /// Bytes a stack needs, by purpose (the memory preflight adds these up).
