@@ -6,6 +6,7 @@
 pub mod record;
 pub mod step;
 
+use bevy_ecs::change_detection::ContiguousMut;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 use rayon::prelude::*;
@@ -58,12 +59,66 @@ pub struct Arenas<'w, 's> {
     arenas: Query<'w, 's, ArenaColumns>,
 }
 
+/// A column's values, bypassing change ticks (no system here reads them; writing them would
+/// cost a pass over every column each step).
+fn raw<T>(column: ContiguousMut<'_, T>) -> &mut [T] {
+    ContiguousMut::bypass_change_detection_split(column).0
+}
+
+/// Every column of the batch (or of a group of arenas), as plain slices.
+struct Columns<'a> {
+    pos: &'a mut [GridPos],
+    facing: &'a mut [Facing],
+    alive: &'a mut [Alive],
+    applied: &'a mut [AppliedAction],
+    reward: &'a mut [StepReward],
+    ret: &'a mut [EpisodeReturn],
+    carry: &'a mut [Carry],
+    cooldown: &'a mut [Cooldown],
+    rng: &'a mut [ArenaRng],
+    cells: &'a mut [Cells],
+    counters: &'a mut [Counters],
+    clock: &'a mut [EpisodeClock],
+    deck: &'a mut [SpawnDeck],
+    ended: &'a mut [RulesEnded],
+    actions: &'a [u8],
+    obs: &'a mut [u8],
+    rewards: &'a mut [f32],
+    terminated: &'a mut [u8],
+    truncated: &'a mut [u8],
+}
+
+impl Columns<'_> {
+    /// Arena `k` of these columns (M agents, N learners, O observation bytes each).
+    fn arena(&mut self, k: usize, (m, n, o): (usize, usize, usize)) -> ArenaMut<'_> {
+        let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
+        ArenaMut {
+            pos: &mut self.pos[ag.clone()],
+            facing: &mut self.facing[ag.clone()],
+            alive: &mut self.alive[ag.clone()],
+            applied: &mut self.applied[ag.clone()],
+            reward: &mut self.reward[ag.clone()],
+            ret: &mut self.ret[ag.clone()],
+            carry: &mut self.carry[ag.clone()],
+            cooldown: &mut self.cooldown[ag],
+            rng: &mut self.rng[k],
+            cells: &mut self.cells[k].0,
+            counters: &mut self.counters[k].0,
+            clock: &mut self.clock[k],
+            deck: &mut self.deck[k].0,
+            ended: &mut self.ended[k].0,
+            actions: &self.actions[le.clone()],
+            obs: &mut self.obs[k * n * o..(k + 1) * n * o],
+            rewards: &mut self.rewards[le],
+            terminated: &mut self.terminated[k],
+            truncated: &mut self.truncated[k],
+        }
+    }
+}
+
 impl Arenas<'_, '_> {
-    /// Runs `f` on every arena, in parallel.
-    pub fn for_each(&mut self, f: impl Fn(&Layout, &mut ArenaMut) + Sync + Send) {
-        let layout: &Layout = &self.layout;
-        let (m, n, o) = (layout.agents, layout.learners, layout.obs_len);
-        let g = group_size(self.buffers.terminated.len(), rayon::current_num_threads());
+    /// The layout and every column, or `None` for an empty batch.
+    fn columns(&mut self) -> Option<(&Layout, Columns<'_>)> {
         let StepBuffers {
             obs,
             actions,
@@ -71,50 +126,70 @@ impl Arenas<'_, '_> {
             terminated,
             truncated,
         } = self.buffers.bypass_change_detection();
-        let mut agent_cols = self.agents.contiguous_iter_mut().expect(ONE_TABLE);
-        let mut arena_cols = self.arenas.contiguous_iter_mut().expect(ONE_TABLE);
-        let (
-            Some((
-                mut pos,
-                mut facing,
-                mut alive,
-                mut applied,
-                mut reward,
-                mut ret,
-                mut carry,
-                mut cooldown,
-            )),
-            Some((mut rng, mut cells, mut counters, mut clock, mut deck, mut ended)),
-        ) = (agent_cols.next(), arena_cols.next())
-        else {
+        let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
+            self.agents.contiguous_iter_mut().expect(ONE_TABLE).next()?;
+        let (rng, cells, counters, clock, deck, ended) =
+            self.arenas.contiguous_iter_mut().expect(ONE_TABLE).next()?;
+        Some((
+            &self.layout,
+            Columns {
+                pos: raw(pos),
+                facing: raw(facing),
+                alive: raw(alive),
+                applied: raw(applied),
+                reward: raw(reward),
+                ret: raw(ret),
+                carry: raw(carry),
+                cooldown: raw(cooldown),
+                rng: raw(rng),
+                cells: raw(cells),
+                counters: raw(counters),
+                clock: raw(clock),
+                deck: raw(deck),
+                ended: raw(ended),
+                actions,
+                obs,
+                rewards,
+                terminated,
+                truncated,
+            },
+        ))
+    }
+
+    /// Runs `f` on every arena, in parallel: over groups of arenas, then plain indexing per
+    /// arena inside a group (zipping ~20 iterators per arena costs more than the rules).
+    pub fn for_each(&mut self, f: impl Fn(&Layout, &mut ArenaMut) + Sync + Send) {
+        let threads = rayon::current_num_threads();
+        let Some((layout, c)) = self.columns() else {
             return;
         };
-        // Parallel over groups of arenas, then plain indexing per arena inside a group: zipping
-        // ~20 iterators per arena costs more than the rules themselves.
+        let dims = (layout.agents, layout.learners, layout.obs_len);
+        let (m, n, o) = dims;
+        let g = group_size(c.terminated.len(), threads);
         let agents = (
-            pos.bypass_change_detection().par_chunks_mut(g * m),
-            facing.bypass_change_detection().par_chunks_mut(g * m),
-            alive.bypass_change_detection().par_chunks_mut(g * m),
-            applied.bypass_change_detection().par_chunks_mut(g * m),
-            reward.bypass_change_detection().par_chunks_mut(g * m),
-            ret.bypass_change_detection().par_chunks_mut(g * m),
-            carry.bypass_change_detection().par_chunks_mut(g * m),
-            cooldown.bypass_change_detection().par_chunks_mut(g * m),
+            c.pos.par_chunks_mut(g * m),
+            c.facing.par_chunks_mut(g * m),
+            c.alive.par_chunks_mut(g * m),
+            c.applied.par_chunks_mut(g * m),
+            c.reward.par_chunks_mut(g * m),
+            c.ret.par_chunks_mut(g * m),
+            c.carry.par_chunks_mut(g * m),
+            c.cooldown.par_chunks_mut(g * m),
         );
         let arenas = (
-            rng.bypass_change_detection().par_chunks_mut(g),
-            cells.bypass_change_detection().par_chunks_mut(g),
-            counters.bypass_change_detection().par_chunks_mut(g),
-            clock.bypass_change_detection().par_chunks_mut(g),
-            deck.bypass_change_detection().par_chunks_mut(g),
-            ended.bypass_change_detection().par_chunks_mut(g),
+            c.rng.par_chunks_mut(g),
+            c.cells.par_chunks_mut(g),
+            c.counters.par_chunks_mut(g),
+            c.clock.par_chunks_mut(g),
+            c.deck.par_chunks_mut(g),
+            c.ended.par_chunks_mut(g),
         );
         let buffers = (
-            actions.par_chunks(g * n),
-            obs.par_chunks_mut(g * n * o),
-            rewards.par_chunks_mut(g * n),
-            terminated.par_chunks_mut(g),
-            truncated.par_chunks_mut(g),
+            c.actions.par_chunks(g * n),
+            c.obs.par_chunks_mut(g * n * o),
+            c.rewards.par_chunks_mut(g * n),
+            c.terminated.par_chunks_mut(g),
+            c.truncated.par_chunks_mut(g),
         );
         (agents, arenas, buffers).into_par_iter().for_each(
             |(
@@ -122,30 +197,29 @@ impl Arenas<'_, '_> {
                 (rng, cells, counters, clock, deck, ended),
                 (actions, obs, rewards, terminated, truncated),
             )| {
-                for k in 0..rng.len() {
-                    let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
-                    let mut a = ArenaMut {
-                        pos: &mut pos[ag.clone()],
-                        facing: &mut facing[ag.clone()],
-                        alive: &mut alive[ag.clone()],
-                        applied: &mut applied[ag.clone()],
-                        reward: &mut reward[ag.clone()],
-                        ret: &mut ret[ag.clone()],
-                        carry: &mut carry[ag.clone()],
-                        cooldown: &mut cooldown[ag],
-                        rng: &mut rng[k],
-                        cells: &mut cells[k].0,
-                        counters: &mut counters[k].0,
-                        clock: &mut clock[k],
-                        deck: &mut deck[k].0,
-                        ended: &mut ended[k].0,
-                        actions: &actions[le.clone()],
-                        obs: &mut obs[k * n * o..(k + 1) * n * o],
-                        rewards: &mut rewards[le],
-                        terminated: &mut terminated[k],
-                        truncated: &mut truncated[k],
-                    };
-                    f(layout, &mut a);
+                let mut group = Columns {
+                    pos,
+                    facing,
+                    alive,
+                    applied,
+                    reward,
+                    ret,
+                    carry,
+                    cooldown,
+                    rng,
+                    cells,
+                    counters,
+                    clock,
+                    deck,
+                    ended,
+                    actions,
+                    obs,
+                    rewards,
+                    terminated,
+                    truncated,
+                };
+                for k in 0..group.rng.len() {
+                    f(layout, &mut group.arena(k, dims));
                 }
             },
         );
@@ -157,55 +231,8 @@ impl Arenas<'_, '_> {
         arena: usize,
         f: impl FnOnce(&Layout, &mut ArenaMut) -> T,
     ) -> Option<T> {
-        let layout: &Layout = &self.layout;
-        let (m, n, o) = (layout.agents, layout.learners, layout.obs_len);
-        let StepBuffers {
-            obs,
-            actions,
-            rewards,
-            terminated,
-            truncated,
-        } = self.buffers.bypass_change_detection();
-        let mut agent_cols = self.agents.contiguous_iter_mut().expect(ONE_TABLE);
-        let mut arena_cols = self.arenas.contiguous_iter_mut().expect(ONE_TABLE);
-        let (
-            Some((
-                mut pos,
-                mut facing,
-                mut alive,
-                mut applied,
-                mut reward,
-                mut ret,
-                mut carry,
-                mut cooldown,
-            )),
-            Some((mut rng, mut cells, mut counters, mut clock, mut deck, mut ended)),
-        ) = (agent_cols.next(), arena_cols.next())
-        else {
-            return None;
-        };
-        let agents = arena * m..(arena + 1) * m;
-        let mut a = ArenaMut {
-            pos: &mut pos.bypass_change_detection()[agents.clone()],
-            facing: &mut facing.bypass_change_detection()[agents.clone()],
-            alive: &mut alive.bypass_change_detection()[agents.clone()],
-            applied: &mut applied.bypass_change_detection()[agents.clone()],
-            reward: &mut reward.bypass_change_detection()[agents.clone()],
-            ret: &mut ret.bypass_change_detection()[agents.clone()],
-            carry: &mut carry.bypass_change_detection()[agents.clone()],
-            cooldown: &mut cooldown.bypass_change_detection()[agents],
-            rng: &mut rng.bypass_change_detection()[arena],
-            cells: &mut cells.bypass_change_detection()[arena].0,
-            counters: &mut counters.bypass_change_detection()[arena].0,
-            clock: &mut clock.bypass_change_detection()[arena],
-            deck: &mut deck.bypass_change_detection()[arena].0,
-            ended: &mut ended.bypass_change_detection()[arena].0,
-            actions: &actions[arena * n..(arena + 1) * n],
-            obs: &mut obs[arena * n * o..(arena + 1) * n * o],
-            rewards: &mut rewards[arena * n..(arena + 1) * n],
-            terminated: &mut terminated[arena],
-            truncated: &mut truncated[arena],
-        };
-        Some(f(layout, &mut a))
+        let (layout, mut c) = self.columns()?;
+        let dims = (layout.agents, layout.learners, layout.obs_len);
+        Some(f(layout, &mut c.arena(arena, dims)))
     }
 }
