@@ -81,7 +81,7 @@ pub struct ArenaId(pub u32);
 
 /// The arena's random streams, one per purpose, keyed by (run seed, arena, purpose) so results
 /// do not depend on thread count. Advanced only by `draw_chance` and `auto_reset`.
-#[derive(Component, Debug, Clone)]
+#[derive(Component, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArenaRng {
     /// Start positions at every reset.
     pub spawn: ChaCha8Rng,

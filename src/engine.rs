@@ -352,6 +352,124 @@ impl EnvBatch {
     }
 }
 
+/// Everything that evolves in a batch: every column and the step buffers. Saved in checkpoints
+/// so a resumed run continues exactly where it stopped.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BatchState {
+    /// Arenas.
+    pub arenas: usize,
+    /// Agents per arena.
+    pub agents: usize,
+    pos: Vec<(i16, i16)>,
+    facing: Vec<u8>,
+    alive: Vec<bool>,
+    applied: Vec<u8>,
+    reward: Vec<f32>,
+    ret: Vec<f32>,
+    carry: Vec<[u8; 3]>,
+    cooldown: Vec<u8>,
+    rng: Vec<crate::components::ArenaRng>,
+    cells: Vec<Vec<u8>>,
+    counters: Vec<Vec<u32>>,
+    clock: Vec<(u32, u32)>,
+    deck: Vec<Vec<u16>>,
+    ended: Vec<bool>,
+    obs: Vec<u8>,
+    actions: Vec<u8>,
+    rewards: Vec<f32>,
+    terminated: Vec<u8>,
+    truncated: Vec<u8>,
+}
+
+impl EnvBatch {
+    /// The batch's whole evolving state.
+    pub fn save_state(&mut self) -> BatchState {
+        use crate::components::*;
+        let mut q = self.world.query::<(&GridPos, &Facing, &Alive, &AppliedAction, &StepReward, &EpisodeReturn, &Carry, &Cooldown)>();
+        let mut qa = self.world.query::<(&ArenaRng, &Cells, &Counters, &EpisodeClock, &SpawnDeck, &RulesEnded)>();
+        let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
+            q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
+        let (rng, cells, counters, clock, deck, ended) =
+            qa.contiguous_iter(&self.world).expect("dense").next().expect("arenas");
+        let b = self.world.resource::<StepBuffers>();
+        BatchState {
+            arenas: self.arenas,
+            agents: self.layout().agents,
+            pos: pos.iter().map(|p| (p.x, p.y)).collect(),
+            facing: facing.iter().map(|f| f.0).collect(),
+            alive: alive.iter().map(|a| a.0).collect(),
+            applied: applied.iter().map(|a| a.0).collect(),
+            reward: reward.iter().map(|r| r.0).collect(),
+            ret: ret.iter().map(|r| r.0).collect(),
+            carry: carry.iter().map(|c| c.0).collect(),
+            cooldown: cooldown.iter().map(|c| c.0).collect(),
+            rng: rng.to_vec(),
+            cells: cells.iter().map(|c| c.0.clone()).collect(),
+            counters: counters.iter().map(|c| c.0.clone()).collect(),
+            clock: clock.iter().map(|c| (c.t, c.episode)).collect(),
+            deck: deck.iter().map(|d| d.0.clone()).collect(),
+            ended: ended.iter().map(|e| e.0).collect(),
+            obs: b.obs.clone(),
+            actions: b.actions.clone(),
+            rewards: b.rewards.clone(),
+            terminated: b.terminated.clone(),
+            truncated: b.truncated.clone(),
+        }
+    }
+
+    /// Restores a state saved from a batch of the same scenario and size.
+    pub fn load_state(&mut self, s: &BatchState) -> Result<(), EngineError> {
+        use crate::components::*;
+        let m = self.layout().agents;
+        if s.arenas != self.arenas || s.agents != m || s.pos.len() != s.arenas * m || s.cells.len() != s.arenas {
+            return Err(EngineError::StateMismatch(format!(
+                "saved state has {} arenas x {} agents, this batch {} x {}",
+                s.arenas, s.agents, self.arenas, m
+            )));
+        }
+        let mut q = self.world.query::<(&mut GridPos, &mut Facing, &mut Alive, &mut AppliedAction, &mut StepReward, &mut EpisodeReturn, &mut Carry, &mut Cooldown)>();
+        let (mut pos, mut facing, mut alive, mut applied, mut reward, mut ret, mut carry, mut cooldown) =
+            q.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("agents");
+        for i in 0..s.pos.len() {
+            pos.bypass_change_detection()[i] = GridPos { x: s.pos[i].0, y: s.pos[i].1 };
+            facing.bypass_change_detection()[i] = Facing(s.facing[i]);
+            alive.bypass_change_detection()[i] = Alive(s.alive[i]);
+            applied.bypass_change_detection()[i] = AppliedAction(s.applied[i]);
+            reward.bypass_change_detection()[i] = StepReward(s.reward[i]);
+            ret.bypass_change_detection()[i] = EpisodeReturn(s.ret[i]);
+            carry.bypass_change_detection()[i] = Carry(s.carry[i]);
+            cooldown.bypass_change_detection()[i] = Cooldown(s.cooldown[i]);
+        }
+        let mut qa = self.world.query::<(&mut ArenaRng, &mut Cells, &mut Counters, &mut EpisodeClock, &mut SpawnDeck, &mut RulesEnded)>();
+        let (mut rng, mut cells, mut counters, mut clock, mut deck, mut ended) =
+            qa.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("arenas");
+        for a in 0..s.arenas {
+            rng.bypass_change_detection()[a] = s.rng[a].clone();
+            cells.bypass_change_detection()[a].0.copy_from_slice(&s.cells[a]);
+            counters.bypass_change_detection()[a].0.copy_from_slice(&s.counters[a]);
+            clock.bypass_change_detection()[a] = EpisodeClock { t: s.clock[a].0, episode: s.clock[a].1 };
+            deck.bypass_change_detection()[a].0.copy_from_slice(&s.deck[a]);
+            ended.bypass_change_detection()[a] = RulesEnded(s.ended[a]);
+        }
+        let mut b = self.world.resource_mut::<StepBuffers>();
+        let b = b.bypass_change_detection();
+        b.obs.copy_from_slice(&s.obs);
+        b.actions.copy_from_slice(&s.actions);
+        b.rewards.copy_from_slice(&s.rewards);
+        b.terminated.copy_from_slice(&s.terminated);
+        b.truncated.copy_from_slice(&s.truncated);
+        Ok(())
+    }
+
+    /// Takes the finished episodes logged so far (see [`EnvBatch::start_episode_log`]).
+    pub fn take_episodes(&mut self) -> Vec<EpisodeSummary> {
+        self.world.get_resource_mut::<EpisodeLog>().map_or_else(Vec::new, |mut l| {
+            let l = l.bypass_change_detection();
+            l.episodes.drain(..).collect()
+        })
+    }
+}
+
 /// Refuses batches whose memory would exceed half of the available RAM, before allocating.
 fn preflight(layout: &Layout, arenas: usize) -> Result<(), EngineError> {
     let per_arena = layout.bytes_per_arena();

@@ -109,6 +109,9 @@ pub enum EngineError {
         /// Row.
         y: i32,
     },
+    /// A saved state from another scenario or batch size.
+    #[error("cannot restore the batch: {0}")]
+    StateMismatch(String),
     /// A scenario problem.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),

@@ -20,3 +20,4 @@ pub mod schedule;
 pub mod substrate;
 pub mod sys;
 pub mod systems;
+pub mod train;

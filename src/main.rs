@@ -15,12 +15,22 @@ use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenar
 #[derive(Parser, Debug)]
 #[command(name = "gridarena", version, about, long_about = None)]
 struct Cli {
+    /// With no command, `train` runs with its defaults (PQN on the embedded Pursuit scenario).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Train policies for every learner of a scenario (the default command).
+    Train(TrainArgs),
+    /// Evaluate a run's newest checkpoint: greedy policy vs a uniformly random one.
+    Eval(EvalArgs),
+    /// Write a run's learning-curve PNG (also written at the end of training).
+    Plot {
+        /// Run directory.
+        run: PathBuf,
+    },
     /// Validate a scenario asset; every problem is reported as file:line:column.
     Check {
         /// Scenario file (RON).
@@ -31,6 +41,53 @@ enum Command {
     Bench(BenchCommand),
     /// Record a random-policy rollout of one arena to a file (atomically written).
     Rollout(RolloutArgs),
+}
+
+#[derive(Args, Debug, Default)]
+struct TrainArgs {
+    /// Run configuration (RON, see assets/runs/); defaults when omitted.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Scenario file (overrides the config's).
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Algorithm (overrides the config's).
+    #[arg(long, value_enum)]
+    algo: Option<gridarena::train::config::Algo>,
+    /// Environment steps to train for (overrides the config's total_steps).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Run seed (overrides the config's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Critic device (overrides the config's).
+    #[arg(long, value_enum)]
+    device: Option<gridarena::critic::Device>,
+    /// Run directory (default runs/<name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the run in this directory from its newest checkpoint.
+    #[arg(long, conflicts_with_all = ["config", "out"])]
+    resume: Option<PathBuf>,
+    /// Set any config field: key=value (RON value), repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct EvalArgs {
+    /// Run directory.
+    #[arg(long)]
+    run: PathBuf,
+    /// Episodes per policy.
+    #[arg(long, default_value_t = 100)]
+    episodes: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Critic device.
+    #[arg(long, value_enum, default_value = "auto")]
+    device: gridarena::critic::Device,
 }
 
 #[derive(Subcommand, Debug)]
@@ -131,7 +188,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.command {
+    match cli.command.unwrap_or(Command::Train(TrainArgs::default())) {
+        Command::Train(args) => train(args).map(|()| ExitCode::SUCCESS),
+        Command::Eval(args) => eval(args).map(|()| ExitCode::SUCCESS),
+        Command::Plot { run } => {
+            let png = gridarena::train::plot::plot_run(&run).map_err(anyhow::Error::msg)?;
+            println!("wrote {}", png.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { scenario } => Ok(check(&scenario)),
         Command::Bench(BenchCommand::Env(args)) => bench(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(BenchCommand::Critic(args)) => {
@@ -263,6 +327,99 @@ fn bench(args: BenchEnvArgs) -> Result<()> {
         result.rss_bytes.map_or("n/a".into(), human_bytes),
         result.peak_rss_bytes.map_or("n/a".into(), human_bytes)
     );
+    Ok(())
+}
+
+fn train(args: TrainArgs) -> Result<()> {
+    use gridarena::train::config::RunConfig;
+    let (mut cfg, out, resume) = match &args.resume {
+        Some(run) => {
+            let cfg = RunConfig::load(&run.join("config.ron")).with_context(|| format!("resuming {}", run.display()))?;
+            (cfg, run.clone(), true)
+        }
+        None => {
+            let cfg = match &args.config {
+                Some(p) => RunConfig::load(p)?,
+                None => RunConfig::default(),
+            };
+            (cfg, PathBuf::new(), false)
+        }
+    };
+    if let Some(s) = &args.scenario {
+        cfg.scenario = Some(s.clone());
+    }
+    if let Some(a) = args.algo {
+        cfg.algo = a;
+    }
+    if let Some(n) = args.steps {
+        cfg.total_steps = n;
+    }
+    if let Some(s) = args.seed {
+        cfg.seed = s;
+    }
+    if let Some(d) = args.device {
+        cfg.device = d;
+    }
+    for assignment in &args.set {
+        cfg.set(assignment)?;
+    }
+    cfg.validate()?;
+    let out = if resume { out } else { args.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(&cfg.name)) };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("\nsecond interrupt: exiting without a checkpoint");
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupt: finishing the current update and saving a checkpoint (Ctrl-C again to abort)");
+        })
+        .context("installing the Ctrl-C handler")?;
+    }
+    let scenario = cfg.scenario.as_ref().map_or(DEFAULT_SCENARIO_NAME.to_string(), |p| p.display().to_string());
+    println!(
+        "training {:?} on {scenario}: {} env steps ({} updates of {} arenas x {} steps){}",
+        cfg.algo,
+        cfg.total_steps,
+        cfg.updates(),
+        cfg.arenas,
+        cfg.rollout,
+        if resume { ", resuming" } else { "" }
+    );
+    let opts = gridarena::train::TrainOptions { resume, progress: true, stop, until_update: None };
+    let summary = with_pool(None, || gridarena::train::train(&cfg, &out, &opts))??;
+    let total = (summary.sim_seconds + summary.learn_seconds).max(1e-9);
+    println!(
+        "{} {}: {} updates, {} env steps in {:.1} s ({:.0} env steps/s; {:.0}% simulation, {:.0}% learning) on {}",
+        if summary.interrupted { "stopped" } else { "finished" },
+        summary.run.display(),
+        summary.updates,
+        summary.env_steps,
+        summary.seconds,
+        summary.env_steps as f64 / summary.seconds.max(1e-9),
+        100.0 * summary.sim_seconds / total,
+        100.0 * summary.learn_seconds / total,
+        summary.device
+    );
+    println!("metrics: {}/metrics.jsonl, curve: {}/learning_curve.png", summary.run.display(), summary.run.display());
+    Ok(())
+}
+
+fn eval(args: EvalArgs) -> Result<()> {
+    let device = gridarena::critic::choose_device(args.device)?;
+    let report = with_pool(None, || gridarena::train::eval::evaluate(&args.run, args.episodes, &device))??;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    println!("{} episodes per policy, checkpoint of update {}", report.episodes, report.update);
+    for (name, r) in [("greedy policy", &report.policy), ("random policy", &report.random)] {
+        let per: Vec<String> = r.per_agent.iter().zip(&r.per_agent_ci95).map(|(m, c)| format!("{m:.2}±{c:.2}")).collect();
+        println!("{name}: mean return {:.3} ± {:.3} (95% CI); per agent [{}]", r.mean_return, r.ci95, per.join(", "));
+        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+        println!("  collective {:.2}, equality {:.3}; per episode: {}", r.collective_return, r.equality, counters.join(", "));
+    }
     Ok(())
 }
 

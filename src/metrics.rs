@@ -87,6 +87,15 @@ pub struct SocialMetrics {
     pub counters: Vec<(String, f64)>,
 }
 
+/// The same episodes with returns of the learners only (slots `0..learners`): scripted agents
+/// such as random-walking evaders are part of the world, not of the policy being measured.
+pub fn learners_only(episodes: &[EpisodeSummary], learners: usize) -> Vec<EpisodeSummary> {
+    episodes
+        .iter()
+        .map(|e| EpisodeSummary { returns: e.returns[..learners.min(e.returns.len())].to_vec(), ..e.clone() })
+        .collect()
+}
+
 /// Averages the episodes' social metrics.
 pub fn summarize(counter_names: &[String], episodes: &[EpisodeSummary]) -> SocialMetrics {
     let n = episodes.len().max(1) as f64;

@@ -1151,6 +1151,25 @@ impl GpuCritic {
         Ok(())
     }
 
+    /// Adam's moments and step count (readbacks, for checkpoints).
+    pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+        let (m, v) = (self.adam_m.clone(), self.adam_v.clone());
+        let n = self.spec.params();
+        Ok((self.read_f32(&m, n)?, self.read_f32(&v, n)?, self.steps))
+    }
+
+    /// Restores Adam's moments and step count.
+    pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+        let n = self.spec.params();
+        if m.len() != n || v.len() != n {
+            return Err(CriticError::Shape { what: "adam state", expected: n, got: m.len().min(v.len()) });
+        }
+        self.queue.write_buffer(&self.adam_m, 0, bytemuck::cast_slice(m));
+        self.queue.write_buffer(&self.adam_v, 0, bytemuck::cast_slice(v));
+        self.steps = steps;
+        Ok(())
+    }
+
     /// Replaces the gradients (external accumulation, and tests that feed both backends the
     /// same gradients).
     pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {

@@ -508,5 +508,108 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
     }
 }
 
+/// A critic on whichever backend was chosen, with one API for the learners.
+pub enum Critic {
+    /// The CPU backend.
+    Cpu(cpu::CpuCritic, f32),
+    /// The GPU backend.
+    #[cfg(feature = "gpu")]
+    Gpu(gpu::GpuCritic),
+}
+
+impl Critic {
+    /// A stack on the chosen device, initialised from `seed` (identical on both backends).
+    pub fn new(spec: StackSpec, seed: u64, device: &Chosen) -> Result<Critic, CriticError> {
+        match device {
+            Chosen::Cpu { .. } => Ok(Critic::Cpu(cpu::CpuCritic::new(spec, seed)?, 0.0)),
+            #[cfg(feature = "gpu")]
+            Chosen::Gpu { .. } => Ok(Critic::Gpu(gpu::GpuCritic::new(spec, seed)?)),
+        }
+    }
+
+    /// Forward pass; returns `[R, head]` in the caller's row order.
+    pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        match self {
+            Critic::Cpu(c, _) => c.forward(input, nets).map(|o| o.to_vec()),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => {
+                g.forward(input, nets)?;
+                g.output()
+            }
+        }
+    }
+
+    /// Loss of the last forward and backward from it.
+    pub fn loss_backward(&mut self, loss: &loss::Loss) -> Result<(), CriticError> {
+        match self {
+            Critic::Cpu(c, last) => {
+                *last = c.loss_backward(loss)?;
+                Ok(())
+            }
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.loss_backward(loss),
+        }
+    }
+
+    /// The last loss (a readback on the GPU).
+    pub fn last_loss(&mut self) -> Result<f32, CriticError> {
+        match self {
+            Critic::Cpu(_, last) => Ok(*last),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.read_loss(),
+        }
+    }
+
+    /// One optimiser step.
+    pub fn step(&mut self, cfg: &AdamConfig) {
+        match self {
+            Critic::Cpu(c, _) => {
+                c.step(cfg);
+            }
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.step(cfg),
+        }
+    }
+
+    /// All parameters.
+    pub fn params(&mut self) -> Result<Vec<f32>, CriticError> {
+        match self {
+            Critic::Cpu(c, _) => Ok(c.params().to_vec()),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.params(),
+        }
+    }
+
+    /// Replaces all parameters.
+    pub fn set_params(&mut self, p: &[f32]) -> Result<(), CriticError> {
+        match self {
+            Critic::Cpu(c, _) => c.set_params(p),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.set_params(p),
+        }
+    }
+
+    /// Adam's moments and step count.
+    pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+        match self {
+            Critic::Cpu(c, _) => {
+                let (m, v, t) = c.adam_state();
+                Ok((m.to_vec(), v.to_vec(), t))
+            }
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.adam_state(),
+        }
+    }
+
+    /// Restores Adam's moments and step count.
+    pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+        match self {
+            Critic::Cpu(c, _) => c.set_adam_state(m, v, steps),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.set_adam_state(m, v, steps),
+        }
+    }
+}
+
 /// LayerNorm's epsilon.
 pub const LN_EPS: f32 = 1e-5;

@@ -1,0 +1,257 @@
+//! The run configuration: one typed RON file (assets/runs/*.ron) with documented defaults,
+//! command-line overrides (`--set key=value` for any field), one `validate()`. The resolved
+//! configuration is saved in the run directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::critic::Device;
+
+/// The learning algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Algo {
+    /// PQN: vectorised arenas, lambda-returns, no replay, no target network.
+    Pqn,
+}
+
+/// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
+/// machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Run name: the run directory is `runs/<name>` unless `--out` says otherwise.
+    pub name: String,
+    /// Scenario file; the embedded default Pursuit scenario when absent.
+    pub scenario: Option<PathBuf>,
+    /// Algorithm.
+    pub algo: Algo,
+    /// Run seed (replica r of a multi-seed run uses seed + r).
+    pub seed: u64,
+    /// Compute device for the critic.
+    pub device: Device,
+    /// Environment steps to train for (arena-steps: arenas x steps per rollout x updates).
+    pub total_steps: u64,
+    /// Arenas stepped together (B).
+    pub arenas: usize,
+    /// Steps per arena per rollout (T).
+    pub rollout: usize,
+    /// Passes over each rollout.
+    pub epochs: usize,
+    /// Minibatches per epoch.
+    pub minibatches: usize,
+    /// Learning rate (start of the linear decay when `lr_decay`).
+    pub lr: f32,
+    /// Decay the learning rate linearly to 0 over the run.
+    pub lr_decay: bool,
+    /// Discount.
+    pub gamma: f32,
+    /// Lambda of the lambda-returns.
+    pub lambda: f32,
+    /// Exploration at the start.
+    pub eps_start: f32,
+    /// Exploration after the decay.
+    pub eps_finish: f32,
+    /// Fraction of the updates over which exploration decays linearly.
+    pub eps_fraction: f32,
+    /// Global gradient norm per network.
+    pub max_grad_norm: f32,
+    /// RAdam instead of Adam.
+    pub radam: bool,
+    /// Hidden width of the Q-networks.
+    pub hidden: usize,
+    /// Hidden layers of the Q-networks.
+    pub layers: usize,
+    /// One network shared by every learner (with the learner's index as an extra input) instead
+    /// of one per learner.
+    pub shared: bool,
+    /// Save a checkpoint every this many updates (and at the end).
+    pub checkpoint_every: u64,
+    /// Checkpoints kept (older ones are deleted).
+    pub keep_checkpoints: usize,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            name: "run".into(),
+            scenario: None,
+            algo: Algo::Pqn,
+            seed: 0,
+            device: Device::Auto,
+            total_steps: 2_000_000,
+            arenas: 256,
+            rollout: 32,
+            epochs: 2,
+            minibatches: 8,
+            lr: 5e-4,
+            lr_decay: true,
+            gamma: 0.99,
+            lambda: 0.65,
+            eps_start: 1.0,
+            eps_finish: 0.05,
+            eps_fraction: 0.1,
+            max_grad_norm: 10.0,
+            radam: true,
+            hidden: 128,
+            layers: 2,
+            shared: false,
+            checkpoint_every: 50,
+            keep_checkpoints: 3,
+        }
+    }
+}
+
+/// A problem with a run configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable or unparsable file.
+    #[error("{file}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// What went wrong, with its position.
+        message: String,
+    },
+    /// A `--set` that does not fit the format.
+    #[error("--set {assignment}: {message}")]
+    Override {
+        /// The assignment as given.
+        assignment: String,
+        /// Why it was refused.
+        message: String,
+    },
+    /// A value out of range.
+    #[error("run config field `{field}`: {message}")]
+    Invalid {
+        /// Field.
+        field: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+impl RunConfig {
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Parse { file: file.clone(), message: e.to_string() })?;
+        RunConfig::parse(&text, &file)
+    }
+
+    /// Parses configuration text.
+    pub fn parse(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
+        crate::scenario::ron_options()
+            .from_str(text)
+            .map_err(|e| ConfigError::Parse { file: file.to_string(), message: e.to_string() })
+    }
+
+    /// Renders the configuration as RON.
+    pub fn to_ron(&self) -> String {
+        ron::ser::to_string_pretty(self, crate::scenario::ron_pretty())
+            .unwrap_or_else(|e| format!("/* cannot serialise config: {e} */"))
+    }
+
+    /// Applies `key=value` (the value in RON syntax, e.g. `lr=1e-3`, `shared=true`,
+    /// `scenario="assets/scenarios/coin_game.ron"`).
+    pub fn set(&mut self, assignment: &str) -> Result<(), ConfigError> {
+        let bad = |message: String| ConfigError::Override { assignment: assignment.to_string(), message };
+        let (key, value) = assignment.split_once('=').ok_or_else(|| bad("expected key=value".into()))?;
+        let key = key.trim();
+        // Every field sits on its own line of the pretty form: replace that line.
+        let current = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().depth_limit(1))
+            .map_err(|e| bad(e.to_string()))?;
+        let prefix = format!("{key}:");
+        let mut found = false;
+        let mut fields = Vec::new();
+        let text: Vec<String> = current
+            .lines()
+            .map(|line| {
+                let t = line.trim_start();
+                if let Some((name, _)) = t.split_once(':') && line.starts_with("    ") && !line.starts_with("     ") {
+                    fields.push(name.to_string());
+                }
+                if line.starts_with("    ") && t.starts_with(&prefix) {
+                    found = true;
+                    format!("    {key}: {},", value.trim())
+                } else {
+                    line.to_string()
+                }
+            })
+            .collect();
+        if !found {
+            return Err(bad(format!("unknown field; fields are: {}", fields.join(", "))));
+        }
+        let text = text.join("\n");
+        *self = crate::scenario::ron_options().from_str(&text).map_err(|e| bad(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Checks every value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
+        if self.name.is_empty() || self.name.contains('/') {
+            return bad("name", format!("{:?}: a non-empty name without '/'", self.name));
+        }
+        for (field, v) in [("arenas", self.arenas), ("rollout", self.rollout), ("epochs", self.epochs), ("minibatches", self.minibatches), ("hidden", self.hidden), ("layers", self.layers), ("keep_checkpoints", self.keep_checkpoints)] {
+            if v == 0 {
+                return bad(field, "0; at least 1".into());
+            }
+        }
+        if self.minibatches > self.arenas * self.rollout {
+            return bad("minibatches", format!("{} minibatches of {} x {} rollout rows; at most one per row", self.minibatches, self.arenas, self.rollout));
+        }
+        for (field, v) in [("gamma", self.gamma), ("lambda", self.lambda), ("eps_start", self.eps_start), ("eps_finish", self.eps_finish), ("eps_fraction", self.eps_fraction)] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(field, format!("{v}; a number in [0, 1]"));
+            }
+        }
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return bad("lr", format!("{}; a positive number", self.lr));
+        }
+        if !(self.max_grad_norm > 0.0) {
+            return bad("max_grad_norm", format!("{}; a positive number", self.max_grad_norm));
+        }
+        if self.total_steps < (self.arenas * self.rollout) as u64 {
+            return bad("total_steps", format!("{} is less than one rollout ({} arenas x {} steps)", self.total_steps, self.arenas, self.rollout));
+        }
+        Ok(())
+    }
+
+    /// Derived: environment steps per update.
+    pub fn steps_per_update(&self) -> u64 {
+        (self.arenas * self.rollout) as u64
+    }
+
+    /// Derived: updates in the run.
+    pub fn updates(&self) -> u64 {
+        self.total_steps / self.steps_per_update()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_change_one_field_and_refuse_unknown_ones() {
+        let mut c = RunConfig::default();
+        c.set("lr=0.001").unwrap();
+        c.set("shared=true").unwrap();
+        c.set(r#"scenario="assets/scenarios/coin_game.ron""#).unwrap();
+        assert_eq!((c.lr, c.shared), (0.001, true));
+        assert_eq!(c.scenario.as_deref(), Some(Path::new("assets/scenarios/coin_game.ron")));
+        assert!(c.set("learning_rate=1").unwrap_err().to_string().contains("unknown field"));
+        assert!(c.set("lr").is_err());
+        assert!(c.set("arenas=-3").is_err());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let c = RunConfig { gamma: 1.5, ..RunConfig::default() };
+        assert!(c.validate().unwrap_err().to_string().contains("gamma"));
+        RunConfig::default().validate().unwrap();
+    }
+}

@@ -1,0 +1,223 @@
+//! The run directory a researcher trusts: `config.ron` and `scenario.ron` (resolved),
+//! `metrics.jsonl` (one JSON object per update), `checkpoints/update_NNNNNNNN/` (parameters and
+//! Adam state as safetensors, the learner's and arenas' state as JSON), `learning_curve.png`.
+//! Every file is published atomically; a checkpoint directory appears whole or not at all.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use safetensors::tensor::{Dtype, TensorView};
+
+/// Problems with the run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// Filesystem problem.
+    #[error("{path}: {error}")]
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// The cause.
+        error: std::io::Error,
+    },
+    /// A run is already there.
+    #[error("{0} already holds a run; use --resume {0} to continue it, or another --out")]
+    Exists(PathBuf),
+    /// Nothing to resume.
+    #[error("{0} has no complete checkpoint to resume from")]
+    NoCheckpoint(PathBuf),
+    /// A checkpoint that does not parse.
+    #[error("{path}: damaged checkpoint: {reason}")]
+    Damaged {
+        /// The checkpoint.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+    move |error| RunDirError::Io { path: path.to_path_buf(), error }
+}
+
+/// An open run directory.
+pub struct RunDir {
+    /// Its path.
+    pub path: PathBuf,
+}
+
+/// What a checkpoint holds.
+pub struct Checkpoint {
+    /// Update it was taken after.
+    pub update: u64,
+    /// Parameters.
+    pub params: Vec<f32>,
+    /// Adam's first moments.
+    pub adam_m: Vec<f32>,
+    /// Adam's second moments.
+    pub adam_v: Vec<f32>,
+    /// Adam's step count.
+    pub adam_steps: u64,
+    /// The learner's state as JSON.
+    pub state: String,
+}
+
+impl RunDir {
+    /// Creates a new run directory (refusing an existing run) and proves it is writable.
+    pub fn create(path: &Path) -> Result<RunDir, RunDirError> {
+        if path.join("config.ron").exists() {
+            return Err(RunDirError::Exists(path.to_path_buf()));
+        }
+        fs::create_dir_all(path.join("checkpoints")).map_err(io(path))?;
+        let dir = RunDir { path: path.to_path_buf() };
+        dir.probe()?;
+        Ok(dir)
+    }
+
+    /// Opens an existing run for resuming.
+    pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
+        if !path.join("config.ron").exists() {
+            return Err(RunDirError::NoCheckpoint(path.to_path_buf()));
+        }
+        let dir = RunDir { path: path.to_path_buf() };
+        dir.probe()?;
+        Ok(dir)
+    }
+
+    /// Writes and removes a 1 MiB file, so an unwritable directory or a full disk is reported
+    /// before training starts.
+    fn probe(&self) -> Result<(), RunDirError> {
+        let probe = self.path.join(".write-probe");
+        crate::atomic::write_atomic(&probe, &vec![0u8; 1 << 20]).map_err(io(&probe))?;
+        fs::remove_file(&probe).map_err(io(&probe))
+    }
+
+    /// Publishes a file inside the run atomically.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), RunDirError> {
+        let path = self.path.join(name);
+        crate::atomic::write_atomic(&path, bytes).map_err(io(&path))
+    }
+
+    /// Appends one line to metrics.jsonl and flushes it.
+    pub fn append_metrics(&self, line: &str) -> Result<(), RunDirError> {
+        let path = self.path.join("metrics.jsonl");
+        let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io(&path))?;
+        writeln!(f, "{line}").map_err(io(&path))?;
+        f.flush().map_err(io(&path))
+    }
+
+    /// Keeps only the metrics of updates up to `update` (after resuming from it).
+    pub fn truncate_metrics(&self, update: u64) -> Result<(), RunDirError> {
+        let path = self.path.join("metrics.jsonl");
+        let Ok(text) = fs::read_to_string(&path) else { return Ok(()) };
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .ok()
+                    .and_then(|v| v.get("update").and_then(|u| u.as_u64()))
+                    .is_some_and(|u| u <= update)
+            })
+            .collect();
+        let mut out = kept.join("\n");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        self.write("metrics.jsonl", out.as_bytes())
+    }
+
+    /// Saves a checkpoint atomically (a temporary directory renamed into place) and deletes
+    /// all but the newest `keep`.
+    pub fn save_checkpoint(&self, c: &Checkpoint, keep: usize) -> Result<PathBuf, RunDirError> {
+        let root = self.path.join("checkpoints");
+        let name = format!("update_{:08}", c.update);
+        let tmp = root.join(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        let tensors = [("params", &c.params), ("adam_m", &c.adam_m), ("adam_v", &c.adam_v)];
+        let views: Vec<(String, TensorView)> = tensors
+            .iter()
+            .map(|(n, v)| {
+                let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
+                let view = TensorView::new(Dtype::F32, vec![v.len()], bytes)
+                    .map_err(|e| RunDirError::Damaged { path: tmp.clone(), reason: e.to_string() })?;
+                Ok((n.to_string(), view))
+            })
+            .collect::<Result<_, RunDirError>>()?;
+        let mut meta = std::collections::HashMap::new();
+        meta.insert("update".to_string(), c.update.to_string());
+        meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
+        let bytes = safetensors::serialize(views, Some(meta))
+            .map_err(|e| RunDirError::Damaged { path: tmp.clone(), reason: e.to_string() })?;
+        for (file, data) in [("params.safetensors", bytes.as_slice()), ("state.json", c.state.as_bytes())] {
+            let p = tmp.join(file);
+            let mut f = fs::File::create(&p).map_err(io(&p))?;
+            f.write_all(data).map_err(io(&p))?;
+            f.sync_all().map_err(io(&p))?;
+        }
+        fs::File::open(&tmp).and_then(|d| d.sync_all()).map_err(io(&tmp))?;
+        let dest = root.join(&name);
+        let _ = fs::remove_dir_all(&dest);
+        fs::rename(&tmp, &dest).map_err(io(&dest))?;
+        fs::File::open(&root).and_then(|d| d.sync_all()).map_err(io(&root))?;
+        let mut all = self.checkpoints()?;
+        while all.len() > keep.max(1) {
+            let old = all.remove(0);
+            fs::remove_dir_all(&old).map_err(io(&old))?;
+        }
+        Ok(dest)
+    }
+
+    /// Complete checkpoints, oldest first (temporary directories are ignored).
+    pub fn checkpoints(&self) -> Result<Vec<PathBuf>, RunDirError> {
+        let root = self.path.join("checkpoints");
+        let mut out: Vec<PathBuf> = match fs::read_dir(&root) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("update_")))
+                .filter(|p| p.join("params.safetensors").exists() && p.join("state.json").exists())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        out.sort();
+        Ok(out)
+    }
+
+    /// Loads the newest complete checkpoint.
+    pub fn load_latest(&self) -> Result<Checkpoint, RunDirError> {
+        let path = self.checkpoints()?.pop().ok_or_else(|| RunDirError::NoCheckpoint(self.path.clone()))?;
+        load_checkpoint(&path)
+    }
+}
+
+/// Reads one checkpoint directory.
+pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
+    let damaged = |reason: String| RunDirError::Damaged { path: path.to_path_buf(), reason };
+    let file = path.join("params.safetensors");
+    let bytes = fs::read(&file).map_err(io(&file))?;
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| damaged(e.to_string()))?;
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| damaged(e.to_string()))?;
+    let get = |name: &str| -> Result<Vec<f32>, RunDirError> {
+        let t = tensors.tensor(name).map_err(|e| damaged(format!("{name}: {e}")))?;
+        if t.dtype() != Dtype::F32 {
+            return Err(damaged(format!("{name} is {:?}, not F32", t.dtype())));
+        }
+        Ok(t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    };
+    let field = |key: &str| -> Result<u64, RunDirError> {
+        meta.metadata()
+            .as_ref()
+            .and_then(|m| m.get(key))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| damaged(format!("metadata `{key}` missing")))
+    };
+    let state_file = path.join("state.json");
+    Ok(Checkpoint {
+        update: field("update")?,
+        adam_steps: field("adam_steps")?,
+        params: get("params")?,
+        adam_m: get("adam_m")?,
+        adam_v: get("adam_v")?,
+        state: fs::read_to_string(&state_file).map_err(io(&state_file))?,
+    })
+}
