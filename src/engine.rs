@@ -385,12 +385,34 @@ impl EnvBatch {
     /// The batch's whole evolving state.
     pub fn save_state(&mut self) -> BatchState {
         use crate::components::*;
-        let mut q = self.world.query::<(&GridPos, &Facing, &Alive, &AppliedAction, &StepReward, &EpisodeReturn, &Carry, &Cooldown)>();
-        let mut qa = self.world.query::<(&ArenaRng, &Cells, &Counters, &EpisodeClock, &SpawnDeck, &RulesEnded)>();
-        let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
-            q.contiguous_iter(&self.world).expect("dense").next().expect("agents");
-        let (rng, cells, counters, clock, deck, ended) =
-            qa.contiguous_iter(&self.world).expect("dense").next().expect("arenas");
+        let mut q = self.world.query::<(
+            &GridPos,
+            &Facing,
+            &Alive,
+            &AppliedAction,
+            &StepReward,
+            &EpisodeReturn,
+            &Carry,
+            &Cooldown,
+        )>();
+        let mut qa = self.world.query::<(
+            &ArenaRng,
+            &Cells,
+            &Counters,
+            &EpisodeClock,
+            &SpawnDeck,
+            &RulesEnded,
+        )>();
+        let (pos, facing, alive, applied, reward, ret, carry, cooldown) = q
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
+        let (rng, cells, counters, clock, deck, ended) = qa
+            .contiguous_iter(&self.world)
+            .expect("dense")
+            .next()
+            .expect("arenas");
         let b = self.world.resource::<StepBuffers>();
         BatchState {
             arenas: self.arenas,
@@ -421,17 +443,45 @@ impl EnvBatch {
     pub fn load_state(&mut self, s: &BatchState) -> Result<(), EngineError> {
         use crate::components::*;
         let m = self.layout().agents;
-        if s.arenas != self.arenas || s.agents != m || s.pos.len() != s.arenas * m || s.cells.len() != s.arenas {
+        if s.arenas != self.arenas
+            || s.agents != m
+            || s.pos.len() != s.arenas * m
+            || s.cells.len() != s.arenas
+        {
             return Err(EngineError::StateMismatch(format!(
                 "saved state has {} arenas x {} agents, this batch {} x {}",
                 s.arenas, s.agents, self.arenas, m
             )));
         }
-        let mut q = self.world.query::<(&mut GridPos, &mut Facing, &mut Alive, &mut AppliedAction, &mut StepReward, &mut EpisodeReturn, &mut Carry, &mut Cooldown)>();
-        let (mut pos, mut facing, mut alive, mut applied, mut reward, mut ret, mut carry, mut cooldown) =
-            q.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("agents");
+        let mut q = self.world.query::<(
+            &mut GridPos,
+            &mut Facing,
+            &mut Alive,
+            &mut AppliedAction,
+            &mut StepReward,
+            &mut EpisodeReturn,
+            &mut Carry,
+            &mut Cooldown,
+        )>();
+        let (
+            mut pos,
+            mut facing,
+            mut alive,
+            mut applied,
+            mut reward,
+            mut ret,
+            mut carry,
+            mut cooldown,
+        ) = q
+            .contiguous_iter_mut(&mut self.world)
+            .expect("dense")
+            .next()
+            .expect("agents");
         for i in 0..s.pos.len() {
-            pos.bypass_change_detection()[i] = GridPos { x: s.pos[i].0, y: s.pos[i].1 };
+            pos.bypass_change_detection()[i] = GridPos {
+                x: s.pos[i].0,
+                y: s.pos[i].1,
+            };
             facing.bypass_change_detection()[i] = Facing(s.facing[i]);
             alive.bypass_change_detection()[i] = Alive(s.alive[i]);
             applied.bypass_change_detection()[i] = AppliedAction(s.applied[i]);
@@ -440,15 +490,34 @@ impl EnvBatch {
             carry.bypass_change_detection()[i] = Carry(s.carry[i]);
             cooldown.bypass_change_detection()[i] = Cooldown(s.cooldown[i]);
         }
-        let mut qa = self.world.query::<(&mut ArenaRng, &mut Cells, &mut Counters, &mut EpisodeClock, &mut SpawnDeck, &mut RulesEnded)>();
-        let (mut rng, mut cells, mut counters, mut clock, mut deck, mut ended) =
-            qa.contiguous_iter_mut(&mut self.world).expect("dense").next().expect("arenas");
+        let mut qa = self.world.query::<(
+            &mut ArenaRng,
+            &mut Cells,
+            &mut Counters,
+            &mut EpisodeClock,
+            &mut SpawnDeck,
+            &mut RulesEnded,
+        )>();
+        let (mut rng, mut cells, mut counters, mut clock, mut deck, mut ended) = qa
+            .contiguous_iter_mut(&mut self.world)
+            .expect("dense")
+            .next()
+            .expect("arenas");
         for a in 0..s.arenas {
             rng.bypass_change_detection()[a] = s.rng[a].clone();
-            cells.bypass_change_detection()[a].0.copy_from_slice(&s.cells[a]);
-            counters.bypass_change_detection()[a].0.copy_from_slice(&s.counters[a]);
-            clock.bypass_change_detection()[a] = EpisodeClock { t: s.clock[a].0, episode: s.clock[a].1 };
-            deck.bypass_change_detection()[a].0.copy_from_slice(&s.deck[a]);
+            cells.bypass_change_detection()[a]
+                .0
+                .copy_from_slice(&s.cells[a]);
+            counters.bypass_change_detection()[a]
+                .0
+                .copy_from_slice(&s.counters[a]);
+            clock.bypass_change_detection()[a] = EpisodeClock {
+                t: s.clock[a].0,
+                episode: s.clock[a].1,
+            };
+            deck.bypass_change_detection()[a]
+                .0
+                .copy_from_slice(&s.deck[a]);
             ended.bypass_change_detection()[a] = RulesEnded(s.ended[a]);
         }
         let mut b = self.world.resource_mut::<StepBuffers>();
@@ -463,10 +532,12 @@ impl EnvBatch {
 
     /// Takes the finished episodes logged so far (see [`EnvBatch::start_episode_log`]).
     pub fn take_episodes(&mut self) -> Vec<EpisodeSummary> {
-        self.world.get_resource_mut::<EpisodeLog>().map_or_else(Vec::new, |mut l| {
-            let l = l.bypass_change_detection();
-            l.episodes.drain(..).collect()
-        })
+        self.world
+            .get_resource_mut::<EpisodeLog>()
+            .map_or_else(Vec::new, |mut l| {
+                let l = l.bypass_change_detection();
+                l.episodes.drain(..).collect()
+            })
     }
 }
 

@@ -334,7 +334,8 @@ fn train(args: TrainArgs) -> Result<()> {
     use gridarena::train::config::RunConfig;
     let (mut cfg, out, resume) = match &args.resume {
         Some(run) => {
-            let cfg = RunConfig::load(&run.join("config.ron")).with_context(|| format!("resuming {}", run.display()))?;
+            let cfg = RunConfig::load(&run.join("config.ron"))
+                .with_context(|| format!("resuming {}", run.display()))?;
             (cfg, run.clone(), true)
         }
         None => {
@@ -364,7 +365,13 @@ fn train(args: TrainArgs) -> Result<()> {
         cfg.set(assignment)?;
     }
     cfg.validate()?;
-    let out = if resume { out } else { args.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(&cfg.name)) };
+    let out = if resume {
+        out
+    } else {
+        args.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("runs").join(&cfg.name))
+    };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -377,7 +384,12 @@ fn train(args: TrainArgs) -> Result<()> {
         })
         .context("installing the Ctrl-C handler")?;
     }
-    let scenario = cfg.scenario.as_ref().map_or(DEFAULT_SCENARIO_NAME.to_string(), |p| p.display().to_string());
+    let scenario = cfg
+        .scenario
+        .as_ref()
+        .map_or(DEFAULT_SCENARIO_NAME.to_string(), |p| {
+            p.display().to_string()
+        });
     println!(
         "training {:?} on {scenario}: {} env steps ({} updates of {} arenas x {} steps){}",
         cfg.algo,
@@ -387,12 +399,23 @@ fn train(args: TrainArgs) -> Result<()> {
         cfg.rollout,
         if resume { ", resuming" } else { "" }
     );
-    let opts = gridarena::train::TrainOptions { resume, progress: true, stop, until_update: None };
-    let summary = with_pool(None, || gridarena::train::train(&cfg, &out, &opts))??;
+    let opts = gridarena::train::TrainOptions {
+        resume,
+        progress: true,
+        stop,
+        until_update: None,
+    };
+    let summary = with_pool(None, || {
+        gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)
+    })??;
     let total = (summary.sim_seconds + summary.learn_seconds).max(1e-9);
     println!(
         "{} {}: {} updates, {} env steps in {:.1} s ({:.0} env steps/s; {:.0}% simulation, {:.0}% learning) on {}",
-        if summary.interrupted { "stopped" } else { "finished" },
+        if summary.interrupted {
+            "stopped"
+        } else {
+            "finished"
+        },
         summary.run.display(),
         summary.updates,
         summary.env_steps,
@@ -402,23 +425,55 @@ fn train(args: TrainArgs) -> Result<()> {
         100.0 * summary.learn_seconds / total,
         summary.device
     );
-    println!("metrics: {}/metrics.jsonl, curve: {}/learning_curve.png", summary.run.display(), summary.run.display());
+    println!(
+        "metrics: {}/metrics.jsonl, curve: {}/learning_curve.png",
+        summary.run.display(),
+        summary.run.display()
+    );
     Ok(())
 }
 
 fn eval(args: EvalArgs) -> Result<()> {
     let device = gridarena::critic::choose_device(args.device)?;
-    let report = with_pool(None, || gridarena::train::eval::evaluate(&args.run, args.episodes, &device))??;
+    let report = with_pool(None, || {
+        gridarena::train::eval::evaluate(&args.run, args.episodes, &device)
+            .map_err(anyhow::Error::from)
+    })??;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
-    println!("{} episodes per policy, checkpoint of update {}", report.episodes, report.update);
-    for (name, r) in [("greedy policy", &report.policy), ("random policy", &report.random)] {
-        let per: Vec<String> = r.per_agent.iter().zip(&r.per_agent_ci95).map(|(m, c)| format!("{m:.2}±{c:.2}")).collect();
-        println!("{name}: mean return {:.3} ± {:.3} (95% CI); per agent [{}]", r.mean_return, r.ci95, per.join(", "));
-        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-        println!("  collective {:.2}, equality {:.3}; per episode: {}", r.collective_return, r.equality, counters.join(", "));
+    println!(
+        "{} episodes per policy, checkpoint of update {}",
+        report.episodes, report.update
+    );
+    for (name, r) in [
+        ("greedy policy", &report.policy),
+        ("random policy", &report.random),
+    ] {
+        let per: Vec<String> = r
+            .per_agent
+            .iter()
+            .zip(&r.per_agent_ci95)
+            .map(|(m, c)| format!("{m:.2}±{c:.2}"))
+            .collect();
+        println!(
+            "{name}: mean return {:.3} ± {:.3} (95% CI); per agent [{}]",
+            r.mean_return,
+            r.ci95,
+            per.join(", ")
+        );
+        let counters: Vec<String> = r
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.2}"))
+            .collect();
+        println!(
+            "  collective {:.2}, equality {:.3}; per episode: {}",
+            r.collective_return,
+            r.equality,
+            counters.join(", ")
+        );
     }
     Ok(())
 }

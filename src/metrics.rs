@@ -92,7 +92,10 @@ pub struct SocialMetrics {
 pub fn learners_only(episodes: &[EpisodeSummary], learners: usize) -> Vec<EpisodeSummary> {
     episodes
         .iter()
-        .map(|e| EpisodeSummary { returns: e.returns[..learners.min(e.returns.len())].to_vec(), ..e.clone() })
+        .map(|e| EpisodeSummary {
+            returns: e.returns[..learners.min(e.returns.len())].to_vec(),
+            ..e.clone()
+        })
         .collect()
 }
 

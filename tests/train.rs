@@ -52,17 +52,42 @@ fn params(run: &Path) -> Vec<f32> {
 
 #[test]
 fn resuming_gives_the_same_metrics_and_parameters_as_training_straight() {
-    let cfg = RunConfig { total_steps: 16 * 8 * 6, ..small("assets/scenarios/pursuit_3.ron") };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let cfg = RunConfig {
+        total_steps: 16 * 8 * 6,
+        ..small("assets/scenarios/pursuit_3.ron")
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     pool.install(|| {
         let straight = temp("straight");
         train(&cfg, &straight, &TrainOptions::default()).unwrap();
         let split = temp("split");
-        let first = train(&cfg, &split, &TrainOptions { until_update: Some(3), ..TrainOptions::default() }).unwrap();
+        let first = train(
+            &cfg,
+            &split,
+            &TrainOptions {
+                until_update: Some(3),
+                ..TrainOptions::default()
+            },
+        )
+        .unwrap();
         assert_eq!(first.updates, 3);
-        let second = train(&cfg, &split, &TrainOptions { resume: true, ..TrainOptions::default() }).unwrap();
+        let second = train(
+            &cfg,
+            &split,
+            &TrainOptions {
+                resume: true,
+                ..TrainOptions::default()
+            },
+        )
+        .unwrap();
         assert_eq!(second.updates, 6);
-        assert_eq!(deterministic_metrics(&straight), deterministic_metrics(&split));
+        assert_eq!(
+            deterministic_metrics(&straight),
+            deterministic_metrics(&split)
+        );
         assert_eq!(params(&straight), params(&split));
         assert!(split.join("learning_curve.png").exists());
         let _ = std::fs::remove_dir_all(straight);
@@ -75,30 +100,52 @@ fn pqn_learns_to_chase_better_than_the_random_policy() {
     // One pursuer, one random-walking evader on a 5x5 map (tests/data/chase.ron). A random
     // pursuer catches the evader within 40 steps in about 60% of episodes, at a mean return
     // near -0.8; 30k environment steps of PQN catch it nearly always.
-    let cfg = RunConfig { total_steps: 16 * 8 * 234, ..small("tests/data/chase.ron") };
+    let cfg = RunConfig {
+        total_steps: 16 * 8 * 234,
+        ..small("tests/data/chase.ron")
+    };
     let run = temp("chase");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     let device = choose_device(Device::Cpu).unwrap();
     let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
     let (greedy, random) = (&report.policy, &report.random);
     let catches = |r: &gridarena::train::eval::PolicyResult| r.counters["catches"];
-    assert!(catches(greedy) > 0.9 && catches(greedy) > 1.3 * catches(random), "catches per episode: greedy {}, random {}", catches(greedy), catches(random));
-    assert!(greedy.mean_return > random.mean_return + 0.5, "returns: greedy {}, random {}", greedy.mean_return, random.mean_return);
+    assert!(
+        catches(greedy) > 0.9 && catches(greedy) > 1.3 * catches(random),
+        "catches per episode: greedy {}, random {}",
+        catches(greedy),
+        catches(random)
+    );
+    assert!(
+        greedy.mean_return > random.mean_return + 0.5,
+        "returns: greedy {}, random {}",
+        greedy.mean_return,
+        random.mean_return
+    );
     let _ = std::fs::remove_dir_all(run);
 }
 
 #[test]
 fn an_existing_run_is_not_overwritten_and_an_unwritable_directory_is_refused() {
-    let cfg = RunConfig { total_steps: 16 * 8, ..small("assets/scenarios/coin_game.ron") };
+    let cfg = RunConfig {
+        total_steps: 16 * 8,
+        ..small("assets/scenarios/coin_game.ron")
+    };
     let run = temp("exists");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     let again = train(&cfg, &run, &TrainOptions::default()).unwrap_err();
-    assert!(matches!(again, RunError::RunDir(_)) && again.to_string().contains("--resume"), "{again}");
+    assert!(
+        matches!(again, RunError::RunDir(_)) && again.to_string().contains("--resume"),
+        "{again}"
+    );
 
     let file = temp("a-file");
     std::fs::write(&file, b"not a directory").unwrap();
     let err = train(&cfg, &file.join("run"), &TrainOptions::default()).unwrap_err();
-    assert!(err.to_string().contains(&file.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&file.display().to_string()),
+        "{err}"
+    );
     assert!(!file.join("run").exists());
     let _ = std::fs::remove_dir_all(run);
     let _ = std::fs::remove_file(file);
@@ -118,10 +165,17 @@ fn a_diverging_run_stops_with_the_step_and_tensor_and_keeps_the_last_good_checkp
     let run = temp("nan");
     let err = train(&cfg, &run, &TrainOptions::default()).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("not finite") && text.contains("update"), "{text}");
+    assert!(
+        text.contains("not finite") && text.contains("update"),
+        "{text}"
+    );
     for ckpt in RunDir::open(&run).unwrap().checkpoints().unwrap() {
         let c = gridarena::train::run_dir::load_checkpoint(&ckpt).unwrap();
-        assert!(c.params.iter().all(|v| v.is_finite()), "{} holds non-finite parameters", ckpt.display());
+        assert!(
+            c.params.iter().all(|v| v.is_finite()),
+            "{} holds non-finite parameters",
+            ckpt.display()
+        );
     }
     let _ = std::fs::remove_dir_all(run);
 }

@@ -1162,10 +1162,16 @@ impl GpuCritic {
     pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         let n = self.spec.params();
         if m.len() != n || v.len() != n {
-            return Err(CriticError::Shape { what: "adam state", expected: n, got: m.len().min(v.len()) });
+            return Err(CriticError::Shape {
+                what: "adam state",
+                expected: n,
+                got: m.len().min(v.len()),
+            });
         }
-        self.queue.write_buffer(&self.adam_m, 0, bytemuck::cast_slice(m));
-        self.queue.write_buffer(&self.adam_v, 0, bytemuck::cast_slice(v));
+        self.queue
+            .write_buffer(&self.adam_m, 0, bytemuck::cast_slice(m));
+        self.queue
+            .write_buffer(&self.adam_v, 0, bytemuck::cast_slice(v));
         self.steps = steps;
         Ok(())
     }

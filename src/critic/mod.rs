@@ -514,7 +514,7 @@ pub enum Critic {
     Cpu(cpu::CpuCritic, f32),
     /// The GPU backend.
     #[cfg(feature = "gpu")]
-    Gpu(gpu::GpuCritic),
+    Gpu(Box<gpu::GpuCritic>),
 }
 
 impl Critic {
@@ -523,7 +523,7 @@ impl Critic {
         match device {
             Chosen::Cpu { .. } => Ok(Critic::Cpu(cpu::CpuCritic::new(spec, seed)?, 0.0)),
             #[cfg(feature = "gpu")]
-            Chosen::Gpu { .. } => Ok(Critic::Gpu(gpu::GpuCritic::new(spec, seed)?)),
+            Chosen::Gpu { .. } => Ok(Critic::Gpu(Box::new(gpu::GpuCritic::new(spec, seed)?))),
         }
     }
 

@@ -136,8 +136,10 @@ impl RunConfig {
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Parse { file: file.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Parse {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
         RunConfig::parse(&text, &file)
     }
 
@@ -145,7 +147,10 @@ impl RunConfig {
     pub fn parse(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
         crate::scenario::ron_options()
             .from_str(text)
-            .map_err(|e| ConfigError::Parse { file: file.to_string(), message: e.to_string() })
+            .map_err(|e| ConfigError::Parse {
+                file: file.to_string(),
+                message: e.to_string(),
+            })
     }
 
     /// Renders the configuration as RON.
@@ -157,12 +162,18 @@ impl RunConfig {
     /// Applies `key=value` (the value in RON syntax, e.g. `lr=1e-3`, `shared=true`,
     /// `scenario="assets/scenarios/coin_game.ron"`).
     pub fn set(&mut self, assignment: &str) -> Result<(), ConfigError> {
-        let bad = |message: String| ConfigError::Override { assignment: assignment.to_string(), message };
-        let (key, value) = assignment.split_once('=').ok_or_else(|| bad("expected key=value".into()))?;
+        let bad = |message: String| ConfigError::Override {
+            assignment: assignment.to_string(),
+            message,
+        };
+        let (key, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| bad("expected key=value".into()))?;
         let key = key.trim();
         // Every field sits on its own line of the pretty form: replace that line.
-        let current = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().depth_limit(1))
-            .map_err(|e| bad(e.to_string()))?;
+        let current =
+            ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().depth_limit(1))
+                .map_err(|e| bad(e.to_string()))?;
         let prefix = format!("{key}:");
         let mut found = false;
         let mut fields = Vec::new();
@@ -170,7 +181,10 @@ impl RunConfig {
             .lines()
             .map(|line| {
                 let t = line.trim_start();
-                if let Some((name, _)) = t.split_once(':') && line.starts_with("    ") && !line.starts_with("     ") {
+                if let Some((name, _)) = t.split_once(':')
+                    && line.starts_with("    ")
+                    && !line.starts_with("     ")
+                {
                     fields.push(name.to_string());
                 }
                 if line.starts_with("    ") && t.starts_with(&prefix) {
@@ -182,10 +196,15 @@ impl RunConfig {
             })
             .collect();
         if !found {
-            return Err(bad(format!("unknown field; fields are: {}", fields.join(", "))));
+            return Err(bad(format!(
+                "unknown field; fields are: {}",
+                fields.join(", ")
+            )));
         }
         let text = text.join("\n");
-        *self = crate::scenario::ron_options().from_str(&text).map_err(|e| bad(e.to_string()))?;
+        *self = crate::scenario::ron_options()
+            .from_str(&text)
+            .map_err(|e| bad(e.to_string()))?;
         Ok(())
     }
 
@@ -193,17 +212,40 @@ impl RunConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
         if self.name.is_empty() || self.name.contains('/') {
-            return bad("name", format!("{:?}: a non-empty name without '/'", self.name));
+            return bad(
+                "name",
+                format!("{:?}: a non-empty name without '/'", self.name),
+            );
         }
-        for (field, v) in [("arenas", self.arenas), ("rollout", self.rollout), ("epochs", self.epochs), ("minibatches", self.minibatches), ("hidden", self.hidden), ("layers", self.layers), ("keep_checkpoints", self.keep_checkpoints)] {
+        for (field, v) in [
+            ("arenas", self.arenas),
+            ("rollout", self.rollout),
+            ("epochs", self.epochs),
+            ("minibatches", self.minibatches),
+            ("hidden", self.hidden),
+            ("layers", self.layers),
+            ("keep_checkpoints", self.keep_checkpoints),
+        ] {
             if v == 0 {
                 return bad(field, "0; at least 1".into());
             }
         }
         if self.minibatches > self.arenas * self.rollout {
-            return bad("minibatches", format!("{} minibatches of {} x {} rollout rows; at most one per row", self.minibatches, self.arenas, self.rollout));
+            return bad(
+                "minibatches",
+                format!(
+                    "{} minibatches of {} x {} rollout rows; at most one per row",
+                    self.minibatches, self.arenas, self.rollout
+                ),
+            );
         }
-        for (field, v) in [("gamma", self.gamma), ("lambda", self.lambda), ("eps_start", self.eps_start), ("eps_finish", self.eps_finish), ("eps_fraction", self.eps_fraction)] {
+        for (field, v) in [
+            ("gamma", self.gamma),
+            ("lambda", self.lambda),
+            ("eps_start", self.eps_start),
+            ("eps_finish", self.eps_finish),
+            ("eps_fraction", self.eps_fraction),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, format!("{v}; a number in [0, 1]"));
             }
@@ -211,11 +253,20 @@ impl RunConfig {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return bad("lr", format!("{}; a positive number", self.lr));
         }
-        if !(self.max_grad_norm > 0.0) {
-            return bad("max_grad_norm", format!("{}; a positive number", self.max_grad_norm));
+        if self.max_grad_norm.is_nan() || self.max_grad_norm <= 0.0 {
+            return bad(
+                "max_grad_norm",
+                format!("{}; a positive number", self.max_grad_norm),
+            );
         }
         if self.total_steps < (self.arenas * self.rollout) as u64 {
-            return bad("total_steps", format!("{} is less than one rollout ({} arenas x {} steps)", self.total_steps, self.arenas, self.rollout));
+            return bad(
+                "total_steps",
+                format!(
+                    "{} is less than one rollout ({} arenas x {} steps)",
+                    self.total_steps, self.arenas, self.rollout
+                ),
+            );
         }
         Ok(())
     }
@@ -240,17 +291,29 @@ mod tests {
         let mut c = RunConfig::default();
         c.set("lr=0.001").unwrap();
         c.set("shared=true").unwrap();
-        c.set(r#"scenario="assets/scenarios/coin_game.ron""#).unwrap();
+        c.set(r#"scenario="assets/scenarios/coin_game.ron""#)
+            .unwrap();
         assert_eq!((c.lr, c.shared), (0.001, true));
-        assert_eq!(c.scenario.as_deref(), Some(Path::new("assets/scenarios/coin_game.ron")));
-        assert!(c.set("learning_rate=1").unwrap_err().to_string().contains("unknown field"));
+        assert_eq!(
+            c.scenario.as_deref(),
+            Some(Path::new("assets/scenarios/coin_game.ron"))
+        );
+        assert!(
+            c.set("learning_rate=1")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field")
+        );
         assert!(c.set("lr").is_err());
         assert!(c.set("arenas=-3").is_err());
     }
 
     #[test]
     fn validation_names_the_field() {
-        let c = RunConfig { gamma: 1.5, ..RunConfig::default() };
+        let c = RunConfig {
+            gamma: 1.5,
+            ..RunConfig::default()
+        };
         assert!(c.validate().unwrap_err().to_string().contains("gamma"));
         RunConfig::default().validate().unwrap();
     }

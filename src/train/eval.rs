@@ -60,11 +60,20 @@ fn mean_ci(xs: &[f64]) -> (f64, f64) {
 fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult {
     let m = summarize(counter_names, episodes);
     let agents = episodes.first().map_or(0, |e| e.returns.len());
-    let per_episode: Vec<f64> =
-        episodes.iter().map(|e| e.returns.iter().map(|r| *r as f64).sum::<f64>() / agents.max(1) as f64).collect();
+    let per_episode: Vec<f64> = episodes
+        .iter()
+        .map(|e| e.returns.iter().map(|r| *r as f64).sum::<f64>() / agents.max(1) as f64)
+        .collect();
     let (mean, ci) = mean_ci(&per_episode);
     let (per_agent, per_agent_ci95) = (0..agents)
-        .map(|a| mean_ci(&episodes.iter().map(|e| e.returns[a] as f64).collect::<Vec<_>>()))
+        .map(|a| {
+            mean_ci(
+                &episodes
+                    .iter()
+                    .map(|e| e.returns[a] as f64)
+                    .collect::<Vec<_>>(),
+            )
+        })
         .unzip();
     PolicyResult {
         mean_return: mean,
@@ -78,7 +87,10 @@ fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult
 }
 
 /// First finished episode of every arena, acting with `act` until each arena finished one.
-fn first_episodes(pqn: &mut Pqn, mut act: impl FnMut(&mut Pqn) -> Result<Vec<u8>, RunError>) -> Result<Vec<EpisodeSummary>, RunError> {
+fn first_episodes(
+    pqn: &mut Pqn,
+    mut act: impl FnMut(&mut Pqn) -> Result<Vec<u8>, RunError>,
+) -> Result<Vec<EpisodeSummary>, RunError> {
     let arenas = pqn.batch.arenas();
     let mut first: Vec<Option<EpisodeSummary>> = vec![None; arenas];
     let limit = pqn.batch.layout().max_steps as usize + 1;
@@ -100,7 +112,11 @@ fn first_episodes(pqn: &mut Pqn, mut act: impl FnMut(&mut Pqn) -> Result<Vec<u8>
 }
 
 /// Evaluates the newest checkpoint of `run` over `episodes` episodes per policy.
-pub fn evaluate(run: &std::path::Path, episodes: usize, device: &Chosen) -> Result<EvalReport, RunError> {
+pub fn evaluate(
+    run: &std::path::Path,
+    episodes: usize,
+    device: &Chosen,
+) -> Result<EvalReport, RunError> {
     let dir = RunDir::open(run)?;
     let mut cfg = RunConfig::load(&run.join("config.ron"))?;
     cfg.arenas = episodes.max(1);
@@ -110,7 +126,10 @@ pub fn evaluate(run: &std::path::Path, episodes: usize, device: &Chosen) -> Resu
     let update = restore_params(&mut greedy, &dir)?;
     let names = greedy.batch.layout().counter_names.clone();
     let learners = greedy.batch.layout().learners;
-    let policy_eps = crate::metrics::learners_only(&first_episodes(&mut greedy, |p| p.greedy().map_err(RunError::from))?, learners);
+    let policy_eps = crate::metrics::learners_only(
+        &first_episodes(&mut greedy, |p| p.greedy().map_err(RunError::from))?,
+        learners,
+    );
 
     let mut random = Pqn::new(&cfg, &loaded, device)?;
     let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, random.batch.layout().actions);
@@ -131,9 +150,11 @@ pub fn evaluate(run: &std::path::Path, episodes: usize, device: &Chosen) -> Resu
 /// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
 fn restore_params(pqn: &mut Pqn, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
-    pqn.critic.set_params(&c.params).map_err(|e| RunError::Checkpoint {
-        path: dir.path.clone(),
-        reason: format!("parameters do not fit this scenario's networks: {e}"),
-    })?;
+    pqn.critic
+        .set_params(&c.params)
+        .map_err(|e| RunError::Checkpoint {
+            path: dir.path.clone(),
+            reason: format!("parameters do not fit this scenario's networks: {e}"),
+        })?;
     Ok(c.update)
 }

@@ -17,8 +17,8 @@ use pqn::{Pqn, PqnState, TrainError};
 use run_dir::{Checkpoint, RunDir, RunDirError};
 
 use crate::critic::{Chosen, CriticError, choose_device};
-use crate::metrics::summarize;
 use crate::error::ScenarioError;
+use crate::metrics::summarize;
 use crate::scenario::{LoadedScenario, Scenario};
 
 /// Everything that can stop a run.
@@ -81,22 +81,45 @@ pub fn load_scenario(cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
 fn checkpoint(pqn: &mut Pqn, dir: &RunDir, keep: usize) -> Result<PathBuf, RunError> {
     let params = pqn.critic.params()?;
     if let Some(v) = params.iter().find(|v| !v.is_finite()) {
-        return Err(TrainError::NonFinite { update: pqn.update, tensor: "parameters".into(), value: *v }.into());
+        return Err(TrainError::NonFinite {
+            update: pqn.update,
+            tensor: "parameters".into(),
+            value: *v,
+        }
+        .into());
     }
     let (adam_m, adam_v, adam_steps) = pqn.critic.adam_state()?;
     let state = serde_json::to_string(&pqn.save_state()).map_err(|e| RunError::Checkpoint {
         path: dir.path.clone(),
         reason: e.to_string(),
     })?;
-    Ok(dir.save_checkpoint(&Checkpoint { update: pqn.update, params, adam_m, adam_v, adam_steps, state }, keep)?)
+    Ok(dir.save_checkpoint(
+        &Checkpoint {
+            update: pqn.update,
+            params,
+            adam_m,
+            adam_v,
+            adam_steps,
+            state,
+        },
+        keep,
+    )?)
 }
 
 /// Restores the newest checkpoint of `dir` into `pqn`.
 pub fn restore(pqn: &mut Pqn, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
-    let bad = |reason: String| RunError::Checkpoint { path: dir.path.clone(), reason };
-    pqn.critic.set_params(&c.params).map_err(|e| bad(format!("parameters do not fit this scenario's networks: {e}")))?;
-    pqn.critic.set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
+    let bad = |reason: String| RunError::Checkpoint {
+        path: dir.path.clone(),
+        reason,
+    };
+    pqn.critic.set_params(&c.params).map_err(|e| {
+        bad(format!(
+            "parameters do not fit this scenario's networks: {e}"
+        ))
+    })?;
+    pqn.critic
+        .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
     let state: PqnState = serde_json::from_str(&c.state).map_err(|e| bad(e.to_string()))?;
     pqn.load_state(&state)?;
     Ok(c.update)
@@ -121,7 +144,11 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     cfg.validate()?;
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
-    let dir = if resume { RunDir::open(out)? } else { RunDir::create(out)? };
+    let dir = if resume {
+        RunDir::open(out)?
+    } else {
+        RunDir::create(out)?
+    };
     dir.write("config.ron", cfg.to_ron().as_bytes())?;
     dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
 
@@ -131,7 +158,11 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         dir.truncate_metrics(update)?;
     }
     let updates = cfg.updates();
-    let bar = if progress { indicatif::ProgressBar::new(cfg.total_steps) } else { indicatif::ProgressBar::hidden() };
+    let bar = if progress {
+        indicatif::ProgressBar::new(cfg.total_steps)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} env steps  {msg}  eta {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -161,8 +192,15 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         learn += l;
         let sps = cfg.steps_per_update() as f64 / secs.max(1e-9);
         let layout = pqn.batch.layout();
-        let m = summarize(&layout.counter_names, &crate::metrics::learners_only(&stats.episodes, layout.learners));
-        let mean_return = if stats.episodes.is_empty() { None } else { Some(m.mean_return.iter().sum::<f64>() / m.mean_return.len().max(1) as f64) };
+        let m = summarize(
+            &layout.counter_names,
+            &crate::metrics::learners_only(&stats.episodes, layout.learners),
+        );
+        let mean_return = if stats.episodes.is_empty() {
+            None
+        } else {
+            Some(m.mean_return.iter().sum::<f64>() / m.mean_return.len().max(1) as f64)
+        };
         if let Some(r) = mean_return {
             recent.push_back(r);
             if recent.len() > 20 {
@@ -185,9 +223,16 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             "counters": m.counters.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         });
         dir.append_metrics(&line.to_string())?;
-        let recent_mean = if recent.is_empty() { f64::NAN } else { recent.iter().sum::<f64>() / recent.len() as f64 };
+        let recent_mean = if recent.is_empty() {
+            f64::NAN
+        } else {
+            recent.iter().sum::<f64>() / recent.len() as f64
+        };
         bar.set_position(pqn.env_steps);
-        bar.set_message(format!("{sps:.0} sps  return {recent_mean:.2}  loss {:.4}", stats.loss));
+        bar.set_message(format!(
+            "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
+            stats.loss
+        ));
         if pqn.update % cfg.checkpoint_every == 0 {
             checkpoint(&mut pqn, &dir, cfg.keep_checkpoints)?;
         }

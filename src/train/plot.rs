@@ -25,7 +25,8 @@ fn register_font() -> bool {
 /// Reads `metrics.jsonl` of a run and writes `learning_curve.png` beside it (atomically).
 /// Returns the PNG's path.
 pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
-    let text = std::fs::read_to_string(run.join("metrics.jsonl")).map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
+    let text = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
     let mut returns = Vec::new();
     let mut losses = Vec::new();
     for line in text.lines() {
@@ -45,7 +46,10 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
     let smooth: Vec<(f64, f64)> = (0..returns.len())
         .map(|i| {
             let w = &returns[i.saturating_sub(9)..=i];
-            (returns[i].0, w.iter().map(|p| p.1).sum::<f64>() / w.len() as f64)
+            (
+                returns[i].0,
+                w.iter().map(|p| p.1).sum::<f64>() / w.len() as f64,
+            )
         })
         .collect();
     let text_ok = register_font();
@@ -55,11 +59,19 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
         let root = BitMapBackend::new(&tmp, (1000, 700)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let (top, bottom) = root.split_vertically(450);
-        let x_max = returns.iter().chain(&losses).map(|p| p.0).fold(1.0, f64::max);
+        let x_max = returns
+            .iter()
+            .chain(&losses)
+            .map(|p| p.0)
+            .fold(1.0, f64::max);
         let range = |pts: &[(f64, f64)]| {
             let lo = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
             let hi = pts.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-            if lo.is_finite() && hi > lo { (lo, hi) } else { (lo.min(0.0) - 1.0, hi.max(0.0) + 1.0) }
+            if lo.is_finite() && hi > lo {
+                (lo, hi)
+            } else {
+                (lo.min(0.0) - 1.0, hi.max(0.0) + 1.0)
+            }
         };
         for (area, pts, smooth, label, color) in [
             (&top, &returns, Some(&smooth), "mean episode return", BLUE),
@@ -70,19 +82,39 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
             }
             let (lo, hi) = range(pts);
             let mut builder = ChartBuilder::on(area);
-            builder.margin(15).x_label_area_size(35).y_label_area_size(60);
+            builder
+                .margin(15)
+                .x_label_area_size(35)
+                .y_label_area_size(60);
             if text_ok {
                 builder.caption(label, ("sans-serif", 20));
             }
-            let mut chart = builder.build_cartesian_2d(0.0..x_max, lo..hi).map_err(|e| e.to_string())?;
+            let mut chart = builder
+                .build_cartesian_2d(0.0..x_max, lo..hi)
+                .map_err(|e| e.to_string())?;
             if text_ok {
-                chart.configure_mesh().x_desc("environment steps").draw().map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .x_desc("environment steps")
+                    .draw()
+                    .map_err(|e| e.to_string())?;
             } else {
-                chart.configure_mesh().disable_x_mesh().disable_y_mesh().x_labels(0).y_labels(0).draw().map_err(|e| e.to_string())?;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .disable_y_mesh()
+                    .x_labels(0)
+                    .y_labels(0)
+                    .draw()
+                    .map_err(|e| e.to_string())?;
             }
-            chart.draw_series(LineSeries::new(pts.iter().copied(), color.mix(0.3))).map_err(|e| e.to_string())?;
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.mix(0.3)))
+                .map_err(|e| e.to_string())?;
             if let Some(s) = smooth {
-                chart.draw_series(LineSeries::new(s.iter().copied(), color.stroke_width(2))).map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(LineSeries::new(s.iter().copied(), color.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
             }
         }
         root.present().map_err(|e| e.to_string())?;

@@ -131,11 +131,16 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
 
 impl Pqn {
     /// A fresh learner: arenas seeded with `cfg.seed`, networks initialised from it.
-    pub fn new(cfg: &RunConfig, loaded: &LoadedScenario, device: &Chosen) -> Result<Pqn, TrainError> {
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<Pqn, TrainError> {
         let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
         let spec = stack_spec(cfg, loaded);
         let critic = Critic::new(spec, cfg.seed, device)?;
-        let (learners, actions, obs_len) = (loaded.scenario.learners_per_arena(), spec.head, spec.input);
+        let (learners, actions, obs_len) =
+            (loaded.scenario.learners_per_arena(), spec.head, spec.input);
         let rows = cfg.arenas * learners;
         let mut pqn = Pqn {
             batch,
@@ -144,7 +149,9 @@ impl Pqn {
             learners,
             actions,
             obs_len,
-            explore: (0..cfg.arenas).map(|a| stream(cfg.seed, a as u64, Purpose::Policy)).collect(),
+            explore: (0..cfg.arenas)
+                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
+                .collect(),
             shuffle: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
             update: 0,
             env_steps: 0,
@@ -155,7 +162,9 @@ impl Pqn {
             q_max: vec![0.0; (cfg.rollout + 1) * rows],
             returns: vec![0.0; cfg.rollout * rows],
             input_row: vec![0; rows * obs_len],
-            nets: (0..rows).map(|r| if cfg.shared { 0 } else { (r % learners) as u32 }).collect(),
+            nets: (0..rows)
+                .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
+                .collect(),
             index: (0..(cfg.rollout * rows) as u32).collect(),
             mb_obs: Vec::new(),
             mb_nets: Vec::new(),
@@ -233,7 +242,11 @@ impl Pqn {
                     let qr = &q[r * a..(r + 1) * a];
                     self.q_max[t * rows + r] = qr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                     let explore = (rng.next_u32() as u64) < threshold;
-                    let action = if explore { below(rng.next_u32(), a as u32) as u8 } else { argmax(qr) };
+                    let action = if explore {
+                        below(rng.next_u32(), a as u32) as u8
+                    } else {
+                        argmax(qr)
+                    };
                     chosen[r] = action;
                     self.taken[t * rows + r] = action as u32;
                 }
@@ -245,14 +258,18 @@ impl Pqn {
             for r in 0..rows {
                 let arena = r / n;
                 self.rewards[t * rows + r] = b.rewards[r];
-                self.dones[t * rows + r] = f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
+                self.dones[t * rows + r] =
+                    f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
             }
         }
         let input = self.current_input().to_vec();
         let q = self.critic.forward(Input::U8(&input), &nets)?;
         let last = self.cfg.rollout * rows;
         for r in 0..rows {
-            self.q_max[last + r] = q[r * a..(r + 1) * a].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            self.q_max[last + r] = q[r * a..(r + 1) * a]
+                .iter()
+                .copied()
+                .fold(f32::NEG_INFINITY, f32::max);
         }
         self.nets = nets;
         self.env_steps += self.cfg.steps_per_update();
@@ -288,7 +305,11 @@ impl Pqn {
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
         let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
-        let lr = if self.cfg.lr_decay { self.cfg.lr * (1.0 - progress).max(0.0) } else { self.cfg.lr };
+        let lr = if self.cfg.lr_decay {
+            self.cfg.lr * (1.0 - progress).max(0.0)
+        } else {
+            self.cfg.lr
+        };
         let adam = AdamConfig {
             lr: lr.max(1e-12),
             max_grad_norm: Some(self.cfg.max_grad_norm),
@@ -328,12 +349,21 @@ impl Pqn {
                     self.mb_actions.push(self.taken[i]);
                     self.mb_targets.push(self.returns[i]);
                 }
-                self.critic.forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
-                let loss = Loss::Mse { actions: &self.mb_actions, targets: &self.mb_targets, mask: None };
+                self.critic
+                    .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
+                let loss = Loss::Mse {
+                    actions: &self.mb_actions,
+                    targets: &self.mb_targets,
+                    mask: None,
+                };
                 self.critic.loss_backward(&loss)?;
                 let value = self.critic.last_loss()?;
                 if !value.is_finite() {
-                    return Err(TrainError::NonFinite { update: self.update + 1, tensor: "loss".into(), value });
+                    return Err(TrainError::NonFinite {
+                        update: self.update + 1,
+                        tensor: "loss".into(),
+                        value,
+                    });
                 }
                 losses += value as f64;
                 count += 1;

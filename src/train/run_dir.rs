@@ -37,7 +37,10 @@ pub enum RunDirError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
-    move |error| RunDirError::Io { path: path.to_path_buf(), error }
+    move |error| RunDirError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
 /// An open run directory.
@@ -69,7 +72,9 @@ impl RunDir {
             return Err(RunDirError::Exists(path.to_path_buf()));
         }
         fs::create_dir_all(path.join("checkpoints")).map_err(io(path))?;
-        let dir = RunDir { path: path.to_path_buf() };
+        let dir = RunDir {
+            path: path.to_path_buf(),
+        };
         dir.probe()?;
         Ok(dir)
     }
@@ -79,7 +84,9 @@ impl RunDir {
         if !path.join("config.ron").exists() {
             return Err(RunDirError::NoCheckpoint(path.to_path_buf()));
         }
-        let dir = RunDir { path: path.to_path_buf() };
+        let dir = RunDir {
+            path: path.to_path_buf(),
+        };
         dir.probe()?;
         Ok(dir)
     }
@@ -101,7 +108,11 @@ impl RunDir {
     /// Appends one line to metrics.jsonl and flushes it.
     pub fn append_metrics(&self, line: &str) -> Result<(), RunDirError> {
         let path = self.path.join("metrics.jsonl");
-        let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io(&path))?;
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
         writeln!(f, "{line}").map_err(io(&path))?;
         f.flush().map_err(io(&path))
     }
@@ -109,7 +120,9 @@ impl RunDir {
     /// Keeps only the metrics of updates up to `update` (after resuming from it).
     pub fn truncate_metrics(&self, update: u64) -> Result<(), RunDirError> {
         let path = self.path.join("metrics.jsonl");
-        let Ok(text) = fs::read_to_string(&path) else { return Ok(()) };
+        let Ok(text) = fs::read_to_string(&path) else {
+            return Ok(());
+        };
         let kept: Vec<&str> = text
             .lines()
             .filter(|l| {
@@ -134,32 +147,50 @@ impl RunDir {
         let tmp = root.join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        let tensors = [("params", &c.params), ("adam_m", &c.adam_m), ("adam_v", &c.adam_v)];
+        let tensors = [
+            ("params", &c.params),
+            ("adam_m", &c.adam_m),
+            ("adam_v", &c.adam_v),
+        ];
         let views: Vec<(String, TensorView)> = tensors
             .iter()
             .map(|(n, v)| {
                 let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
-                let view = TensorView::new(Dtype::F32, vec![v.len()], bytes)
-                    .map_err(|e| RunDirError::Damaged { path: tmp.clone(), reason: e.to_string() })?;
+                let view = TensorView::new(Dtype::F32, vec![v.len()], bytes).map_err(|e| {
+                    RunDirError::Damaged {
+                        path: tmp.clone(),
+                        reason: e.to_string(),
+                    }
+                })?;
                 Ok((n.to_string(), view))
             })
             .collect::<Result<_, RunDirError>>()?;
         let mut meta = std::collections::HashMap::new();
         meta.insert("update".to_string(), c.update.to_string());
         meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
-        let bytes = safetensors::serialize(views, Some(meta))
-            .map_err(|e| RunDirError::Damaged { path: tmp.clone(), reason: e.to_string() })?;
-        for (file, data) in [("params.safetensors", bytes.as_slice()), ("state.json", c.state.as_bytes())] {
+        let bytes =
+            safetensors::serialize(views, Some(meta)).map_err(|e| RunDirError::Damaged {
+                path: tmp.clone(),
+                reason: e.to_string(),
+            })?;
+        for (file, data) in [
+            ("params.safetensors", bytes.as_slice()),
+            ("state.json", c.state.as_bytes()),
+        ] {
             let p = tmp.join(file);
             let mut f = fs::File::create(&p).map_err(io(&p))?;
             f.write_all(data).map_err(io(&p))?;
             f.sync_all().map_err(io(&p))?;
         }
-        fs::File::open(&tmp).and_then(|d| d.sync_all()).map_err(io(&tmp))?;
+        fs::File::open(&tmp)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&tmp))?;
         let dest = root.join(&name);
         let _ = fs::remove_dir_all(&dest);
         fs::rename(&tmp, &dest).map_err(io(&dest))?;
-        fs::File::open(&root).and_then(|d| d.sync_all()).map_err(io(&root))?;
+        fs::File::open(&root)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&root))?;
         let mut all = self.checkpoints()?;
         while all.len() > keep.max(1) {
             let old = all.remove(0);
@@ -174,7 +205,11 @@ impl RunDir {
         let mut out: Vec<PathBuf> = match fs::read_dir(&root) {
             Ok(entries) => entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("update_")))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("update_"))
+                })
                 .filter(|p| p.join("params.safetensors").exists() && p.join("state.json").exists())
                 .collect(),
             Err(_) => Vec::new(),
@@ -185,24 +220,37 @@ impl RunDir {
 
     /// Loads the newest complete checkpoint.
     pub fn load_latest(&self) -> Result<Checkpoint, RunDirError> {
-        let path = self.checkpoints()?.pop().ok_or_else(|| RunDirError::NoCheckpoint(self.path.clone()))?;
+        let path = self
+            .checkpoints()?
+            .pop()
+            .ok_or_else(|| RunDirError::NoCheckpoint(self.path.clone()))?;
         load_checkpoint(&path)
     }
 }
 
 /// Reads one checkpoint directory.
 pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
-    let damaged = |reason: String| RunDirError::Damaged { path: path.to_path_buf(), reason };
+    let damaged = |reason: String| RunDirError::Damaged {
+        path: path.to_path_buf(),
+        reason,
+    };
     let file = path.join("params.safetensors");
     let bytes = fs::read(&file).map_err(io(&file))?;
-    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| damaged(e.to_string()))?;
-    let tensors = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| damaged(e.to_string()))?;
+    let (_, meta) =
+        safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| damaged(e.to_string()))?;
+    let tensors =
+        safetensors::SafeTensors::deserialize(&bytes).map_err(|e| damaged(e.to_string()))?;
     let get = |name: &str| -> Result<Vec<f32>, RunDirError> {
-        let t = tensors.tensor(name).map_err(|e| damaged(format!("{name}: {e}")))?;
+        let t = tensors
+            .tensor(name)
+            .map_err(|e| damaged(format!("{name}: {e}")))?;
         if t.dtype() != Dtype::F32 {
             return Err(damaged(format!("{name} is {:?}, not F32", t.dtype())));
         }
-        Ok(t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(t.data()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     };
     let field = |key: &str| -> Result<u64, RunDirError> {
         meta.metadata()
