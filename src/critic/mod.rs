@@ -511,7 +511,7 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
 /// A critic on whichever backend was chosen, with one API for the learners.
 pub enum Critic {
     /// The CPU backend.
-    Cpu(cpu::CpuCritic, f32),
+    Cpu(Box<cpu::CpuCritic>, f32),
     /// The GPU backend.
     #[cfg(feature = "gpu")]
     Gpu(Box<gpu::GpuCritic>),
@@ -521,7 +521,7 @@ impl Critic {
     /// A stack on the chosen device, initialised from `seed` (identical on both backends).
     pub fn new(spec: StackSpec, seed: u64, device: &Chosen) -> Result<Critic, CriticError> {
         match device {
-            Chosen::Cpu { .. } => Ok(Critic::Cpu(cpu::CpuCritic::new(spec, seed)?, 0.0)),
+            Chosen::Cpu { .. } => Ok(Critic::Cpu(Box::new(cpu::CpuCritic::new(spec, seed)?), 0.0)),
             #[cfg(feature = "gpu")]
             Chosen::Gpu { .. } => Ok(Critic::Gpu(Box::new(gpu::GpuCritic::new(spec, seed)?))),
         }
