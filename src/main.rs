@@ -96,6 +96,21 @@ enum BenchCommand {
     Env(BenchEnvArgs),
     /// Critic updates: rows per second of forward + loss + backward + Adam, and GFLOP/s.
     Critic(BenchCriticArgs),
+    /// Training throughput: environment steps per second including learning.
+    Train(BenchTrainArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchTrainArgs {
+    /// Run configuration (defaults when omitted).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Updates timed (after one warm-up update).
+    #[arg(long, default_value_t = 10)]
+    updates: u64,
+    /// Set any config field: key=value, repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -201,6 +216,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Critic(args)) => {
             bench_critic(args).map(|()| ExitCode::SUCCESS)
         }
+        Command::Bench(BenchCommand::Train(args)) => bench_train(args).map(|()| ExitCode::SUCCESS),
         Command::Rollout(args) => rollout(args).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -475,6 +491,62 @@ fn eval(args: EvalArgs) -> Result<()> {
             counters.join(", ")
         );
     }
+    Ok(())
+}
+
+fn bench_train(args: BenchTrainArgs) -> Result<()> {
+    use gridarena::train::{config::RunConfig, load_scenario, pqn::Pqn};
+    let mut cfg = match &args.config {
+        Some(p) => RunConfig::load(p)?,
+        None => RunConfig::default(),
+    };
+    for a in &args.set {
+        cfg.set(a)?;
+    }
+    anyhow::ensure!(args.updates >= 1, "--updates must be at least 1");
+    cfg.total_steps = cfg.steps_per_update() * (args.updates + 1);
+    cfg.validate()?;
+    let loaded = load_scenario(&cfg)?;
+    let device = gridarena::critic::choose_device(cfg.device)?;
+    println!("device: {device}");
+    let result = with_pool(None, || -> Result<(f64, f64, f64)> {
+        let mut pqn = Pqn::new(&cfg, &loaded, &device)?;
+        pqn.update()?;
+        pqn.take_timing();
+        let start = std::time::Instant::now();
+        for _ in 0..args.updates {
+            pqn.update()?;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let (sim, learn) = pqn.take_timing();
+        Ok((
+            (cfg.steps_per_update() * args.updates) as f64 / secs,
+            sim,
+            learn,
+        ))
+    })??;
+    let (sps, sim, learn) = result;
+    println!(
+        "{:?}: {} arenas x {} steps, {} epochs x {} minibatches, {}x{} MLP{}",
+        cfg.algo,
+        cfg.arenas,
+        cfg.rollout,
+        cfg.epochs,
+        cfg.minibatches,
+        cfg.layers,
+        cfg.hidden,
+        if cfg.shared {
+            " shared"
+        } else {
+            " per learner"
+        }
+    );
+    println!("env steps/s including learning: {sps:.0}");
+    println!(
+        "time in simulation {:.1}%, in learning {:.1}%",
+        100.0 * sim / (sim + learn),
+        100.0 * learn / (sim + learn)
+    );
     Ok(())
 }
 

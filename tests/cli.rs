@@ -162,3 +162,82 @@ fn an_absurd_batch_is_refused_before_allocating() {
         "{stderr}"
     );
 }
+
+#[test]
+fn shipped_run_configs_parse_and_validate() {
+    for entry in std::fs::read_dir("assets/runs").unwrap() {
+        let path = entry.unwrap().path();
+        let cfg =
+            gridarena::train::config::RunConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        cfg.validate()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    // The default command's configuration is the shipped pqn_pursuit.ron.
+    let shipped = gridarena::train::config::RunConfig::load(std::path::Path::new(
+        "assets/runs/pqn_pursuit.ron",
+    ))
+    .unwrap();
+    assert_eq!(shipped, gridarena::train::config::RunConfig::default());
+}
+
+#[test]
+fn a_run_survives_being_killed_at_any_moment() {
+    // SIGKILL the trainer again and again while it writes a checkpoint after every update;
+    // the newest complete checkpoint must always load, and resuming must always work.
+    let dir = temp_dir("kill");
+    let run = dir.join("run");
+    let mut rng = 12345u64;
+    let mut loaded = 0;
+    for round in 0..12 {
+        let mut cmd = bin();
+        if round == 0 {
+            cmd.args([
+                "train",
+                "--scenario",
+                "tests/data/chase.ron",
+                "--device",
+                "cpu",
+                "--steps",
+                "100000000",
+                "--out",
+            ])
+            .arg(&run);
+            for s in [
+                "arenas=8",
+                "rollout=4",
+                "minibatches=2",
+                "hidden=16",
+                "layers=1",
+                "checkpoint_every=1",
+                "keep_checkpoints=2",
+            ] {
+                cmd.args(["--set", s]);
+            }
+        } else {
+            cmd.args(["train", "--device", "cpu", "--resume"]).arg(&run);
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(std::time::Duration::from_millis(150 + (rng >> 33) % 250));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let dir = gridarena::train::run_dir::RunDir::open(&run);
+        if let Ok(dir) = dir
+            && let Ok(c) = dir.load_latest()
+        {
+            assert!(!c.params.is_empty() && c.params.iter().all(|v| v.is_finite()));
+            loaded += 1;
+        }
+    }
+    assert!(
+        loaded >= 10,
+        "only {loaded} of 12 kills left a loadable checkpoint"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

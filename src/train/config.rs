@@ -75,12 +75,12 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
-            name: "run".into(),
+            name: "pqn_pursuit".into(),
             scenario: None,
             algo: Algo::Pqn,
             seed: 0,
             device: Device::Auto,
-            total_steps: 2_000_000,
+            total_steps: 4_000_000,
             arenas: 256,
             rollout: 32,
             epochs: 2,
