@@ -5,6 +5,7 @@ pub mod config;
 pub mod eval;
 pub mod plot;
 pub mod pqn;
+pub mod rate_limiter;
 pub mod run_dir;
 
 use std::path::{Path, PathBuf};
