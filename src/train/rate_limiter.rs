@@ -113,10 +113,8 @@ impl RateLimiterConfig {
     pub fn validate(&self) -> Result<(), RateLimiterError> {
         let spi = self.samples_per_insert;
         let positive = spi.is_finite() && spi > 0.0;
-        if !positive
-            || !(self.error_buffer.is_finite() && self.error_buffer >= 0.0)
-            || self.min_size_to_sample == 0
-        {
+        let buffer_ok = self.error_buffer.is_finite() && self.error_buffer >= 0.0;
+        if !positive || !buffer_ok || self.min_size_to_sample == 0 {
             return Err(RateLimiterError::Values(*self));
         }
         let window = self.max_diff() - self.min_diff();
