@@ -126,6 +126,39 @@ fn pqn_learns_to_chase_better_than_the_random_policy() {
 }
 
 #[test]
+fn iql_with_combined_experience_replay_learns_to_chase() {
+    // The same task as above with IQL: replay, CER, Polyak targets, rate-limited learning.
+    let cfg = RunConfig {
+        algo: gridarena::train::config::Algo::Iql,
+        total_steps: 16 * 8 * 234,
+        lr: 1e-3,
+        lr_decay: false,
+        batch_size: 64,
+        min_replay: 500,
+        samples_per_insert: 2.0,
+        eps_fraction: 0.3,
+        ..small("tests/data/chase.ron")
+    };
+    let run = temp("chase-iql");
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    let (greedy, random) = (&report.policy, &report.random);
+    assert!(
+        greedy.counters["catches"] > 0.85,
+        "greedy catches {} per episode",
+        greedy.counters["catches"]
+    );
+    assert!(
+        greedy.mean_return > random.mean_return + 0.5,
+        "returns: greedy {}, random {}",
+        greedy.mean_return,
+        random.mean_return
+    );
+    let _ = std::fs::remove_dir_all(run);
+}
+
+#[test]
 fn an_existing_run_is_not_overwritten_and_an_unwritable_directory_is_refused() {
     let cfg = RunConfig {
         total_steps: 16 * 8,

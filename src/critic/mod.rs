@@ -539,6 +539,33 @@ impl Critic {
         }
     }
 
+    /// Forward with the target parameters (the online activations survive).
+    pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        match self {
+            Critic::Cpu(c, _) => c.forward_target(input, nets),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.forward_target(input, nets),
+        }
+    }
+
+    /// `target = tau * online + (1 - tau) * target` (tau = 1 copies).
+    pub fn polyak(&mut self, tau: f32) {
+        match self {
+            Critic::Cpu(c, _) => c.polyak(tau),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.polyak(tau),
+        }
+    }
+
+    /// The target parameters.
+    pub fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
+        match self {
+            Critic::Cpu(c, _) => Ok(c.target().to_vec()),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.target(),
+        }
+    }
+
     /// Loss of the last forward and backward from it.
     pub fn loss_backward(&mut self, loss: &loss::Loss) -> Result<(), CriticError> {
         match self {

@@ -14,6 +14,9 @@ use crate::critic::Device;
 pub enum Algo {
     /// PQN: vectorised arenas, lambda-returns, no replay, no target network.
     Pqn,
+    /// Independent DQN per learner: replay with combined experience replay, target networks,
+    /// a rate limiter.
+    Iql,
 }
 
 /// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
@@ -66,6 +69,20 @@ pub struct RunConfig {
     /// One network shared by every learner (with the learner's index as an extra input) instead
     /// of one per learner.
     pub shared: bool,
+    /// IQL: replay capacity in transitions (rows).
+    pub replay_capacity: usize,
+    /// IQL: rows per learner step.
+    pub batch_size: usize,
+    /// IQL: samples per inserted row (the rate limiter's SPI).
+    pub samples_per_insert: f64,
+    /// IQL: rows in the replay before learning starts (min_size_to_sample).
+    pub min_replay: u64,
+    /// IQL: the rate limiter's error buffer (0 picks the smallest the loop accepts).
+    pub rate_error_buffer: f64,
+    /// IQL: Polyak factor of the target update after every learner step.
+    pub target_tau: f32,
+    /// IQL: newest rows always in each minibatch (combined experience replay).
+    pub cer: usize,
     /// Save a checkpoint every this many updates (and at the end).
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
@@ -97,6 +114,13 @@ impl Default for RunConfig {
             hidden: 128,
             layers: 2,
             shared: false,
+            replay_capacity: 100_000,
+            batch_size: 256,
+            samples_per_insert: 1.0,
+            min_replay: 2_000,
+            rate_error_buffer: 0.0,
+            target_tau: 0.01,
+            cer: 8,
             checkpoint_every: 50,
             keep_checkpoints: 3,
         }
@@ -248,6 +272,32 @@ impl RunConfig {
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, format!("{v}; a number in [0, 1]"));
+            }
+        }
+        if self.algo == Algo::Iql {
+            if self.batch_size == 0 || self.cer >= self.batch_size {
+                return bad(
+                    "cer",
+                    format!(
+                        "{} newest rows in batches of {}; fewer than batch_size",
+                        self.cer, self.batch_size
+                    ),
+                );
+            }
+            if (self.replay_capacity as u64) < self.min_replay.max(self.batch_size as u64) {
+                return bad(
+                    "replay_capacity",
+                    format!(
+                        "{} is below min_replay {} or batch_size {}",
+                        self.replay_capacity, self.min_replay, self.batch_size
+                    ),
+                );
+            }
+            if !(self.target_tau > 0.0 && self.target_tau <= 1.0) {
+                return bad(
+                    "target_tau",
+                    format!("{}; a number in (0, 1]", self.target_tau),
+                );
             }
         }
         if !(self.lr > 0.0 && self.lr.is_finite()) {

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
+use super::Learner;
 use super::config::RunConfig;
-use super::pqn::Pqn;
 use super::run_dir::RunDir;
 use super::{RunError, load_scenario};
 use crate::bench::RandomPolicy;
@@ -88,17 +88,17 @@ fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult
 
 /// First finished episode of every arena, acting with `act` until each arena finished one.
 fn first_episodes(
-    pqn: &mut Pqn,
-    mut act: impl FnMut(&mut Pqn) -> Result<Vec<u8>, RunError>,
+    pqn: &mut Learner,
+    mut act: impl FnMut(&mut Learner) -> Result<Vec<u8>, RunError>,
 ) -> Result<Vec<EpisodeSummary>, RunError> {
-    let arenas = pqn.batch.arenas();
+    let arenas = pqn.batch().arenas();
     let mut first: Vec<Option<EpisodeSummary>> = vec![None; arenas];
-    let limit = pqn.batch.layout().max_steps as usize + 1;
+    let limit = pqn.batch().layout().max_steps as usize + 1;
     for _ in 0..limit {
         let actions = act(pqn)?;
-        pqn.batch.actions_mut().copy_from_slice(&actions);
-        pqn.batch.step().map_err(|e| RunError::Train(e.into()))?;
-        for e in pqn.batch.take_episodes() {
+        pqn.batch().actions_mut().copy_from_slice(&actions);
+        pqn.batch().step().map_err(|e| RunError::Train(e.into()))?;
+        for e in pqn.batch().take_episodes() {
             let slot = &mut first[e.arena as usize];
             if slot.is_none() {
                 *slot = Some(e);
@@ -122,19 +122,19 @@ pub fn evaluate(
     cfg.arenas = episodes.max(1);
     cfg.seed = cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
-    let mut greedy = Pqn::new(&cfg, &loaded, device)?;
+    let mut greedy = Learner::new(&cfg, &loaded, device)?;
     let update = restore_params(&mut greedy, &dir)?;
-    let names = greedy.batch.layout().counter_names.clone();
-    let learners = greedy.batch.layout().learners;
+    let names = greedy.batch().layout().counter_names.clone();
+    let learners = greedy.batch().layout().learners;
     let policy_eps = crate::metrics::learners_only(
         &first_episodes(&mut greedy, |p| p.greedy().map_err(RunError::from))?,
         learners,
     );
 
-    let mut random = Pqn::new(&cfg, &loaded, device)?;
-    let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, random.batch.layout().actions);
+    let mut random = Learner::new(&cfg, &loaded, device)?;
+    let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, random.batch().layout().actions);
     let random_eps = first_episodes(&mut random, |p| {
-        let mut a = vec![0u8; p.batch.actions_mut().len()];
+        let mut a = vec![0u8; p.batch().actions_mut().len()];
         policy.act(&mut a);
         Ok(a)
     })?;
@@ -148,9 +148,9 @@ pub fn evaluate(
 }
 
 /// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
-fn restore_params(pqn: &mut Pqn, dir: &RunDir) -> Result<u64, RunError> {
+fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
-    pqn.critic
+    pqn.critic()
         .set_params(&c.params)
         .map_err(|e| RunError::Checkpoint {
             path: dir.path.clone(),

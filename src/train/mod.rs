@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod eval;
+pub mod iql;
 pub mod plot;
 pub mod pqn;
 pub mod rate_limiter;
@@ -13,14 +14,114 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use config::RunConfig;
-use pqn::{Pqn, PqnState, TrainError};
+use config::{Algo, RunConfig};
+use iql::{Iql, IqlState};
+use pqn::{Pqn, PqnState, TrainError, UpdateStats};
 use run_dir::{Checkpoint, RunDir, RunDirError};
 
 use crate::critic::{Chosen, CriticError, choose_device};
 use crate::error::ScenarioError;
 use crate::metrics::summarize;
 use crate::scenario::{LoadedScenario, Scenario};
+
+/// The learner a run uses.
+pub enum Learner {
+    /// PQN.
+    Pqn(Box<Pqn>),
+    /// IQL.
+    Iql(Box<Iql>),
+}
+
+impl Learner {
+    /// A fresh learner for the configuration's algorithm.
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<Learner, TrainError> {
+        Ok(match cfg.algo {
+            Algo::Pqn => Learner::Pqn(Box::new(Pqn::new(cfg, loaded, device)?)),
+            Algo::Iql => Learner::Iql(Box::new(Iql::new(cfg, loaded, device)?)),
+        })
+    }
+
+    /// One update.
+    pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        match self {
+            Learner::Pqn(p) => p.update(),
+            Learner::Iql(q) => q.update(),
+        }
+    }
+
+    /// Seconds in simulation and learning since the last call.
+    pub fn take_timing(&mut self) -> (f64, f64) {
+        match self {
+            Learner::Pqn(p) => p.take_timing(),
+            Learner::Iql(q) => q.take_timing(),
+        }
+    }
+
+    /// The arenas.
+    pub fn batch(&mut self) -> &mut crate::engine::EnvBatch {
+        match self {
+            Learner::Pqn(p) => &mut p.batch,
+            Learner::Iql(q) => &mut q.batch,
+        }
+    }
+
+    /// The networks.
+    pub fn critic(&mut self) -> &mut crate::critic::Critic {
+        match self {
+            Learner::Pqn(p) => &mut p.critic,
+            Learner::Iql(q) => &mut q.critic,
+        }
+    }
+
+    /// Updates done.
+    pub fn updates_done(&self) -> u64 {
+        match self {
+            Learner::Pqn(p) => p.update,
+            Learner::Iql(q) => q.update,
+        }
+    }
+
+    /// Environment steps done.
+    pub fn env_steps(&self) -> u64 {
+        match self {
+            Learner::Pqn(p) => p.env_steps,
+            Learner::Iql(q) => q.env_steps,
+        }
+    }
+
+    /// Greedy actions for the current observations.
+    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
+        match self {
+            Learner::Pqn(p) => p.greedy(),
+            Learner::Iql(q) => q.greedy(),
+        }
+    }
+
+    fn state_json(&mut self) -> Result<String, String> {
+        match self {
+            Learner::Pqn(p) => serde_json::to_string(&p.save_state()).map_err(|e| e.to_string()),
+            Learner::Iql(q) => serde_json::to_string(&q.save_state().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    fn load_state_json(&mut self, text: &str) -> Result<(), String> {
+        match self {
+            Learner::Pqn(p) => {
+                let s: PqnState = serde_json::from_str(text).map_err(|e| e.to_string())?;
+                p.load_state(&s).map_err(|e| e.to_string())
+            }
+            Learner::Iql(q) => {
+                let s: IqlState = serde_json::from_str(text).map_err(|e| e.to_string())?;
+                q.load_state(&s).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
 
 /// Everything that can stop a run.
 #[derive(Debug, thiserror::Error)]
@@ -79,24 +180,27 @@ pub fn load_scenario(cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
     }
 }
 
-fn checkpoint(pqn: &mut Pqn, dir: &RunDir, keep: usize) -> Result<PathBuf, RunError> {
-    let params = pqn.critic.params()?;
+fn checkpoint(learner: &mut Learner, dir: &RunDir, keep: usize) -> Result<PathBuf, RunError> {
+    let update = learner.updates_done();
+    let params = learner.critic().params()?;
     if let Some(v) = params.iter().find(|v| !v.is_finite()) {
         return Err(TrainError::NonFinite {
-            update: pqn.update,
+            update,
             tensor: "parameters".into(),
             value: *v,
         }
         .into());
     }
-    let (adam_m, adam_v, adam_steps) = pqn.critic.adam_state()?;
-    let state = serde_json::to_string(&pqn.save_state()).map_err(|e| RunError::Checkpoint {
-        path: dir.path.clone(),
-        reason: e.to_string(),
-    })?;
+    let (adam_m, adam_v, adam_steps) = learner.critic().adam_state()?;
+    let state = learner
+        .state_json()
+        .map_err(|reason| RunError::Checkpoint {
+            path: dir.path.clone(),
+            reason,
+        })?;
     Ok(dir.save_checkpoint(
         &Checkpoint {
-            update: pqn.update,
+            update,
             params,
             adam_m,
             adam_v,
@@ -107,22 +211,22 @@ fn checkpoint(pqn: &mut Pqn, dir: &RunDir, keep: usize) -> Result<PathBuf, RunEr
     )?)
 }
 
-/// Restores the newest checkpoint of `dir` into `pqn`.
-pub fn restore(pqn: &mut Pqn, dir: &RunDir) -> Result<u64, RunError> {
+/// Restores the newest checkpoint of `dir` into `learner`.
+pub fn restore(learner: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
     let bad = |reason: String| RunError::Checkpoint {
         path: dir.path.clone(),
         reason,
     };
-    pqn.critic.set_params(&c.params).map_err(|e| {
+    learner.critic().set_params(&c.params).map_err(|e| {
         bad(format!(
             "parameters do not fit this scenario's networks: {e}"
         ))
     })?;
-    pqn.critic
+    learner
+        .critic()
         .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
-    let state: PqnState = serde_json::from_str(&c.state).map_err(|e| bad(e.to_string()))?;
-    pqn.load_state(&state)?;
+    learner.load_state_json(&c.state).map_err(bad)?;
     Ok(c.update)
 }
 
@@ -153,7 +257,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     dir.write("config.ron", cfg.to_ron().as_bytes())?;
     dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
 
-    let mut pqn = Pqn::new(cfg, &loaded, &device)?;
+    let mut pqn = Learner::new(cfg, &loaded, &device)?;
     if resume {
         let update = restore(&mut pqn, &dir)?;
         dir.truncate_metrics(update)?;
@@ -168,13 +272,13 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} env steps  {msg}  eta {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    bar.set_position(pqn.env_steps);
+    bar.set_position(pqn.env_steps());
     let start = Instant::now();
     let mut recent: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
     let mut interrupted = false;
     let (mut sim, mut learn) = (0.0, 0.0);
     let last = opts.until_update.map_or(updates, |u| u.min(updates));
-    while pqn.update < last {
+    while pqn.updates_done() < last {
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
             break;
@@ -192,7 +296,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         sim += s;
         learn += l;
         let sps = cfg.steps_per_update() as f64 / secs.max(1e-9);
-        let layout = pqn.batch.layout();
+        let layout = pqn.batch().layout();
         let m = summarize(
             &layout.counter_names,
             &crate::metrics::learners_only(&stats.episodes, layout.learners),
@@ -209,8 +313,8 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             }
         }
         let line = serde_json::json!({
-            "update": pqn.update,
-            "env_steps": pqn.env_steps,
+            "update": pqn.updates_done(),
+            "env_steps": pqn.env_steps(),
             "sps": sps,
             "seconds": start.elapsed().as_secs_f64(),
             "loss": stats.loss,
@@ -229,12 +333,12 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         } else {
             recent.iter().sum::<f64>() / recent.len() as f64
         };
-        bar.set_position(pqn.env_steps);
+        bar.set_position(pqn.env_steps());
         bar.set_message(format!(
             "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
             stats.loss
         ));
-        if pqn.update % cfg.checkpoint_every == 0 {
+        if pqn.updates_done() % cfg.checkpoint_every == 0 {
             checkpoint(&mut pqn, &dir, cfg.keep_checkpoints)?;
         }
     }
@@ -245,8 +349,8 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     }
     Ok(TrainSummary {
         run: dir.path.clone(),
-        updates: pqn.update,
-        env_steps: pqn.env_steps,
+        updates: pqn.updates_done(),
+        env_steps: pqn.env_steps(),
         seconds: start.elapsed().as_secs_f64(),
         interrupted,
         device: device.to_string(),

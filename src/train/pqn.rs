@@ -100,6 +100,9 @@ pub enum TrainError {
     /// The environment failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A configuration the learner cannot run.
+    #[error("{0}")]
+    Config(String),
     /// A non-finite value appeared.
     #[error("update {update}: {tensor} is not finite ({value}); the last good checkpoint is kept")]
     NonFinite {

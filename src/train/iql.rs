@@ -1,0 +1,425 @@
+//! IQL: an independent DQN per learner (networks stacked, one dispatch for all) with a
+//! struct-of-arrays replay ring buffer, combined experience replay (the newest rows are in every
+//! minibatch), Polyak-averaged target networks, Huber loss on
+//! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
+//! every environment step the rows are inserted (never blocking) and exactly the learner steps
+//! the limiter allows are run, each consuming one batch.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+use super::pqn::{TrainError, UpdateStats, argmax, stack_spec};
+use super::rate_limiter::{RateLimiter, RateLimiterConfig};
+use crate::critic::loss::Loss;
+use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
+use crate::engine::{BatchState, EnvBatch};
+use crate::rng::{Purpose, below, stream};
+use crate::scenario::LoadedScenario;
+
+// ------------------------------------------------------------------------------------------
+// Replay
+// ------------------------------------------------------------------------------------------
+
+/// A ring buffer of transitions, one column per field.
+struct Replay {
+    capacity: usize,
+    width: usize,
+    len: usize,
+    head: usize,
+    obs: Vec<u8>,
+    next: Vec<u8>,
+    action: Vec<u32>,
+    reward: Vec<f32>,
+    done: Vec<f32>,
+    net: Vec<u32>,
+}
+
+impl Replay {
+    fn new(capacity: usize, width: usize) -> Replay {
+        Replay {
+            capacity,
+            width,
+            len: 0,
+            head: 0,
+            obs: vec![0; capacity * width],
+            next: vec![0; capacity * width],
+            action: vec![0; capacity],
+            reward: vec![0.0; capacity],
+            done: vec![0.0; capacity],
+            net: vec![0; capacity],
+        }
+    }
+
+    /// Adds one row, overwriting the oldest when full; returns whether one was evicted.
+    fn push(
+        &mut self,
+        obs: &[u8],
+        next: &[u8],
+        action: u32,
+        reward: f32,
+        done: f32,
+        net: u32,
+    ) -> bool {
+        let (i, w) = (self.head, self.width);
+        self.obs[i * w..(i + 1) * w].copy_from_slice(obs);
+        self.next[i * w..(i + 1) * w].copy_from_slice(next);
+        self.action[i] = action;
+        self.reward[i] = reward;
+        self.done[i] = done;
+        self.net[i] = net;
+        self.head = (self.head + 1) % self.capacity;
+        let evicted = self.len == self.capacity;
+        self.len = (self.len + 1).min(self.capacity);
+        evicted
+    }
+
+    /// The k-th newest row (0 is the newest).
+    fn newest(&self, k: usize) -> usize {
+        (self.head + self.capacity - 1 - k % self.len.max(1)) % self.capacity
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Learner
+// ------------------------------------------------------------------------------------------
+
+/// An IQL learner with its arenas.
+pub struct Iql {
+    cfg: RunConfig,
+    /// The arenas.
+    pub batch: EnvBatch,
+    /// The online networks (targets live beside them in the critic).
+    pub critic: Critic,
+    spec: StackSpec,
+    learners: usize,
+    actions: usize,
+    explore: Vec<ChaCha8Rng>,
+    sampler: ChaCha8Rng,
+    limiter: RateLimiter,
+    replay: Replay,
+    /// Updates (rollouts of `rollout` steps) done.
+    pub update: u64,
+    /// Environment steps done.
+    pub env_steps: u64,
+    /// Learner steps done.
+    pub learner_steps: u64,
+    nets: Vec<u32>,
+    rows: Vec<usize>,
+    mb_obs: Vec<u8>,
+    mb_next: Vec<u8>,
+    mb_nets: Vec<u32>,
+    mb_actions: Vec<u32>,
+    mb_targets: Vec<f32>,
+    sim_seconds: f64,
+    learn_seconds: f64,
+}
+
+/// IQL's evolving state beyond the online parameters and Adam (checkpoints). The replay
+/// buffer is not saved: a resumed run refills it, so IQL resumes are not bit-identical.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IqlState {
+    /// Updates done.
+    pub update: u64,
+    /// Environment steps done.
+    pub env_steps: u64,
+    /// Learner steps done.
+    pub learner_steps: u64,
+    /// Exploration streams.
+    pub explore: Vec<ChaCha8Rng>,
+    /// Minibatch sampling stream.
+    pub sampler: ChaCha8Rng,
+    /// Target parameters.
+    pub target: Vec<f32>,
+    /// The arenas.
+    pub batch: BatchState,
+}
+
+/// The limiter configuration the run uses (the smallest error buffer the loop accepts when the
+/// config says 0).
+pub fn limiter_config(cfg: &RunConfig, rows_per_step: u64) -> RateLimiterConfig {
+    let spi = cfg.samples_per_insert;
+    let step = rows_per_step as f64 * spi;
+    let smallest = ((step + cfg.batch_size as f64) / 2.0)
+        .max(step)
+        .max(spi.max(1.0));
+    RateLimiterConfig {
+        samples_per_insert: spi,
+        min_size_to_sample: cfg.min_replay.max(cfg.batch_size as u64),
+        error_buffer: if cfg.rate_error_buffer > 0.0 {
+            cfg.rate_error_buffer
+        } else {
+            smallest
+        },
+    }
+}
+
+impl Iql {
+    /// A fresh learner.
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<Iql, TrainError> {
+        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+        let spec = stack_spec(cfg, loaded);
+        let critic = Critic::new(spec, cfg.seed, device)?;
+        let learners = loaded.scenario.learners_per_arena();
+        let rows_per_step = (cfg.arenas * learners) as u64;
+        let limits = limiter_config(cfg, rows_per_step);
+        limits
+            .validate_for_loop(rows_per_step, cfg.batch_size as u64)
+            .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?;
+        let mut iql = Iql {
+            batch,
+            critic,
+            spec,
+            learners,
+            actions: spec.head,
+            explore: (0..cfg.arenas)
+                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
+                .collect(),
+            sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
+            limiter: RateLimiter::new(limits)
+                .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?,
+            replay: Replay::new(cfg.replay_capacity, spec.input),
+            update: 0,
+            env_steps: 0,
+            learner_steps: 0,
+            nets: (0..rows_per_step as usize)
+                .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
+                .collect(),
+            rows: Vec::with_capacity(cfg.batch_size),
+            mb_obs: Vec::new(),
+            mb_next: Vec::new(),
+            mb_nets: Vec::new(),
+            mb_actions: Vec::new(),
+            mb_targets: Vec::new(),
+            sim_seconds: 0.0,
+            learn_seconds: 0.0,
+            cfg: cfg.clone(),
+        };
+        iql.batch.start_episode_log(1 << 16);
+        Ok(iql)
+    }
+
+    /// The network stack's shape.
+    pub fn spec(&self) -> StackSpec {
+        self.spec
+    }
+
+    /// Observation rows as network input (with the learner's one-hot index when shared).
+    fn input(&self) -> Vec<u8> {
+        let (n, o, d) = (self.learners, self.batch.layout().obs_len, self.spec.input);
+        let obs = &self.batch.buffers().obs;
+        if !self.cfg.shared {
+            return obs.clone();
+        }
+        let mut out = vec![0u8; obs.len() / o * d];
+        for (r, row) in out.chunks_exact_mut(d).enumerate() {
+            row[..o].copy_from_slice(&obs[r * o..(r + 1) * o]);
+            row[o + r % n] = 1;
+        }
+        out
+    }
+
+    /// Greedy actions for the current observations.
+    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
+        let input = self.input();
+        let q = self.critic.forward(Input::U8(&input), &self.nets.clone())?;
+        Ok(q.chunks_exact(self.actions).map(argmax).collect())
+    }
+
+    /// The exploration rate now (linear over `eps_fraction` of the run's steps).
+    pub fn epsilon(&self) -> f32 {
+        let horizon = (self.cfg.eps_fraction as f64 * self.cfg.total_steps as f64).max(1.0);
+        let frac = (self.env_steps as f64 / horizon).min(1.0) as f32;
+        self.cfg.eps_start + (self.cfg.eps_finish - self.cfg.eps_start) * frac
+    }
+
+    /// One learner step on a minibatch with the newest rows and uniform samples.
+    fn learn(&mut self, adam: &AdamConfig) -> Result<f32, TrainError> {
+        let (b, d) = (self.cfg.batch_size, self.spec.input);
+        self.rows.clear();
+        for k in 0..self.cfg.cer.min(self.replay.len) {
+            self.rows.push(self.replay.newest(k));
+        }
+        while self.rows.len() < b {
+            self.rows
+                .push(below(self.sampler.next_u32(), self.replay.len as u32) as usize);
+        }
+        self.mb_obs.clear();
+        self.mb_next.clear();
+        self.mb_nets.clear();
+        self.mb_actions.clear();
+        for &i in &self.rows {
+            self.mb_obs
+                .extend_from_slice(&self.replay.obs[i * d..(i + 1) * d]);
+            self.mb_next
+                .extend_from_slice(&self.replay.next[i * d..(i + 1) * d]);
+            self.mb_nets.push(self.replay.net[i]);
+            self.mb_actions.push(self.replay.action[i]);
+        }
+        let q_next = self
+            .critic
+            .forward_target(Input::U8(&self.mb_next), &self.mb_nets)?;
+        self.mb_targets.clear();
+        for (k, &i) in self.rows.iter().enumerate() {
+            let best = q_next[k * self.actions..(k + 1) * self.actions]
+                .iter()
+                .copied()
+                .fold(f32::NEG_INFINITY, f32::max);
+            self.mb_targets
+                .push(self.replay.reward[i] + self.cfg.gamma * (1.0 - self.replay.done[i]) * best);
+        }
+        self.critic
+            .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
+        let loss = Loss::Huber {
+            delta: 1.0,
+            actions: &self.mb_actions,
+            targets: &self.mb_targets,
+            mask: None,
+        };
+        self.critic.loss_backward(&loss)?;
+        let value = self.critic.last_loss()?;
+        if !value.is_finite() {
+            return Err(TrainError::NonFinite {
+                update: self.update + 1,
+                tensor: "loss".into(),
+                value,
+            });
+        }
+        self.critic.step(adam);
+        self.critic.polyak(self.cfg.target_tau);
+        self.limiter.sample(b as u64);
+        self.learner_steps += 1;
+        Ok(value)
+    }
+
+    /// One update: `rollout` environment steps, each followed by the learner steps the rate
+    /// limiter allows.
+    pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        let epsilon = self.epsilon();
+        let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
+        let lr = if self.cfg.lr_decay {
+            self.cfg.lr * (1.0 - progress).max(0.0)
+        } else {
+            self.cfg.lr
+        };
+        let adam = AdamConfig {
+            lr: lr.max(1e-12),
+            max_grad_norm: Some(self.cfg.max_grad_norm),
+            radam: self.cfg.radam,
+            ..AdamConfig::default()
+        };
+        let threshold = crate::rng::threshold(epsilon as f64);
+        let (n, a, d) = (self.learners, self.actions, self.spec.input);
+        let nets = self.nets.clone();
+        let (mut losses, mut steps) = (0.0f64, 0u64);
+        for _ in 0..self.cfg.rollout {
+            let t_learn = std::time::Instant::now();
+            let obs = self.input();
+            let q = self.critic.forward(Input::U8(&obs), &nets)?;
+            let chosen = self.batch.actions_mut();
+            let mut taken = vec![0u32; chosen.len()];
+            for (arena, rng) in self.explore.iter_mut().enumerate() {
+                for l in 0..n {
+                    let r = arena * n + l;
+                    let explore = (rng.next_u32() as u64) < threshold;
+                    let action = if explore {
+                        below(rng.next_u32(), a as u32) as u8
+                    } else {
+                        argmax(&q[r * a..(r + 1) * a])
+                    };
+                    chosen[r] = action;
+                    taken[r] = action as u32;
+                }
+            }
+            let acting = t_learn.elapsed().as_secs_f64();
+            let t_sim = std::time::Instant::now();
+            self.batch.step()?;
+            self.sim_seconds += t_sim.elapsed().as_secs_f64();
+            let t_learn = std::time::Instant::now();
+            let next = self.input();
+            let b = self.batch.buffers();
+            let (rewards, dones): (Vec<f32>, Vec<f32>) = (0..taken.len())
+                .map(|r| {
+                    (
+                        b.rewards[r],
+                        f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0),
+                    )
+                })
+                .unzip();
+            let mut evicted = 0;
+            for r in 0..taken.len() {
+                let row = r * d..(r + 1) * d;
+                evicted += u64::from(self.replay.push(
+                    &obs[row.clone()],
+                    &next[row],
+                    taken[r],
+                    rewards[r],
+                    dones[r],
+                    nets[r],
+                ));
+            }
+            self.limiter.insert(taken.len() as u64);
+            self.limiter.delete(evicted);
+            for _ in 0..self.limiter.allowed_batches(self.cfg.batch_size as u64) {
+                losses += self.learn(&adam)? as f64;
+                steps += 1;
+            }
+            self.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
+        }
+        self.env_steps += self.cfg.steps_per_update();
+        self.update += 1;
+        Ok(UpdateStats {
+            loss: if steps == 0 {
+                0.0
+            } else {
+                (losses / steps as f64) as f32
+            },
+            epsilon,
+            lr,
+            episodes: self.batch.take_episodes(),
+        })
+    }
+
+    /// Seconds spent stepping arenas and learning since the last call.
+    pub fn take_timing(&mut self) -> (f64, f64) {
+        let t = (self.sim_seconds, self.learn_seconds);
+        self.sim_seconds = 0.0;
+        self.learn_seconds = 0.0;
+        t
+    }
+
+    /// The evolving state beyond parameters and Adam.
+    pub fn save_state(&mut self) -> Result<IqlState, TrainError> {
+        Ok(IqlState {
+            update: self.update,
+            env_steps: self.env_steps,
+            learner_steps: self.learner_steps,
+            explore: self.explore.clone(),
+            sampler: self.sampler.clone(),
+            target: self.critic.target_params()?,
+            batch: self.batch.save_state(),
+        })
+    }
+
+    /// Restores what [`Iql::save_state`] saved (the replay starts empty again).
+    pub fn load_state(&mut self, s: &IqlState) -> Result<(), TrainError> {
+        self.update = s.update;
+        self.env_steps = s.env_steps;
+        self.learner_steps = s.learner_steps;
+        self.explore = s.explore.clone();
+        self.sampler = s.sampler.clone();
+        // Copy the saved target into the online slot, average it fully into the target, then
+        // put the online parameters back.
+        let online = self.critic.params()?;
+        self.critic.set_params(&s.target)?;
+        self.critic.polyak(1.0);
+        self.critic.set_params(&online)?;
+        self.batch.load_state(&s.batch)?;
+        Ok(())
+    }
+}
