@@ -212,3 +212,30 @@ fn a_diverging_run_stops_with_the_step_and_tensor_and_keeps_the_last_good_checkp
     }
     let _ = std::fs::remove_dir_all(run);
 }
+
+#[test]
+fn pqn_and_iql_train_on_every_shipped_scenario() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("assets/scenarios").unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths {
+        for algo in [gridarena::train::config::Algo::Pqn, gridarena::train::config::Algo::Iql] {
+            let cfg = RunConfig {
+                algo,
+                arenas: 4,
+                rollout: 4,
+                minibatches: 2,
+                hidden: 16,
+                total_steps: 4 * 4 * 3,
+                batch_size: 16,
+                min_replay: 16,
+                replay_capacity: 1024,
+                cer: 2,
+                ..small(path.to_str().unwrap())
+            };
+            let run = temp(&format!("every-{}-{algo:?}", path.file_stem().unwrap().to_string_lossy()));
+            let summary = train(&cfg, &run, &TrainOptions::default()).unwrap_or_else(|e| panic!("{}: {algo:?}: {e}", path.display()));
+            assert_eq!(summary.updates, 3, "{}", path.display());
+            let _ = std::fs::remove_dir_all(run);
+        }
+    }
+}
