@@ -10,16 +10,20 @@ const FONTS: [&str; 2] = [
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
 ];
 
+/// Registers a font once per process (plotters keeps a `'static` reference to its bytes).
 fn register_font() -> bool {
-    for path in FONTS {
-        if let Ok(bytes) = std::fs::read(path) {
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                return true;
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        for path in FONTS {
+            if let Ok(bytes) = std::fs::read(path) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return true;
+                }
             }
         }
-    }
-    false
+        false
+    })
 }
 
 /// Reads `metrics.jsonl` of a run and writes `learning_curve.png` beside it (atomically).
