@@ -16,8 +16,8 @@ use crate::rollout::{AgentInfo, Frame, ROLLOUT_FORMAT, ROLLOUT_VERSION, Rollout}
 use crate::scenario::LoadedScenario;
 use crate::schedule;
 use crate::substrate::{self, ArenaMut};
-use crate::systems::Arenas;
 use crate::systems::record::{Recorder, frame};
+use crate::systems::{Arenas, ONE_TABLE};
 
 /// A batch of arenas of one scenario.
 pub struct EnvBatch {
@@ -105,7 +105,7 @@ impl EnvBatch {
     fn check_dense_order(&mut self) {
         let m = self.layout().agents;
         let mut q = self.world.query::<&AgentId>();
-        let chunks: Vec<&[AgentId]> = q.contiguous_iter(&self.world).expect("dense").collect();
+        let chunks: Vec<&[AgentId]> = q.contiguous_iter(&self.world).expect(ONE_TABLE).collect();
         assert_eq!(chunks.len(), 1, "agents must share one table");
         assert!(
             chunks[0]
@@ -115,7 +115,7 @@ impl EnvBatch {
             "agents must be stored arena-major"
         );
         let mut q = self.world.query::<&ArenaId>();
-        let chunks: Vec<&[ArenaId]> = q.contiguous_iter(&self.world).expect("dense").collect();
+        let chunks: Vec<&[ArenaId]> = q.contiguous_iter(&self.world).expect(ONE_TABLE).collect();
         assert_eq!(chunks.len(), 1, "arenas must share one table");
         assert!(
             chunks[0]
@@ -334,13 +334,13 @@ impl EnvBatch {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let mut q = self.world.query::<(&GridPos, &Alive, &AppliedAction)>();
-        for (pos, alive, act) in q.contiguous_iter(&self.world).expect("dense") {
+        for (pos, alive, act) in q.contiguous_iter(&self.world).expect(ONE_TABLE) {
             pos.hash(&mut h);
             alive.hash(&mut h);
             act.hash(&mut h);
         }
         let mut q = self.world.query::<&EpisodeClock>();
-        for clocks in q.contiguous_iter(&self.world).expect("dense") {
+        for clocks in q.contiguous_iter(&self.world).expect(ONE_TABLE) {
             clocks.hash(&mut h);
         }
         let b = self.buffers();
@@ -405,14 +405,14 @@ impl EnvBatch {
         )>();
         let (pos, facing, alive, applied, reward, ret, carry, cooldown) = q
             .contiguous_iter(&self.world)
-            .expect("dense")
+            .expect(ONE_TABLE)
             .next()
-            .expect("agents");
+            .expect(ONE_TABLE);
         let (rng, cells, counters, clock, deck, ended) = qa
             .contiguous_iter(&self.world)
-            .expect("dense")
+            .expect(ONE_TABLE)
             .next()
-            .expect("arenas");
+            .expect(ONE_TABLE);
         let b = self.world.resource::<StepBuffers>();
         BatchState {
             arenas: self.arenas,
@@ -474,9 +474,9 @@ impl EnvBatch {
             mut cooldown,
         ) = q
             .contiguous_iter_mut(&mut self.world)
-            .expect("dense")
+            .expect(ONE_TABLE)
             .next()
-            .expect("agents");
+            .expect(ONE_TABLE);
         for i in 0..s.pos.len() {
             pos.bypass_change_detection()[i] = GridPos {
                 x: s.pos[i].0,
@@ -500,9 +500,9 @@ impl EnvBatch {
         )>();
         let (mut rng, mut cells, mut counters, mut clock, mut deck, mut ended) = qa
             .contiguous_iter_mut(&mut self.world)
-            .expect("dense")
+            .expect(ONE_TABLE)
             .next()
-            .expect("arenas");
+            .expect(ONE_TABLE);
         for a in 0..s.arenas {
             rng.bypass_change_detection()[a] = s.rng[a].clone();
             cells.bypass_change_detection()[a]

@@ -247,9 +247,29 @@ fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
     let dir = temp_dir("sigint");
     let run = dir.join("run");
     let mut child = bin()
-        .args(["train", "--scenario", "tests/data/chase.ron", "--device", "cpu", "--steps", "100000000", "--out"])
+        .args([
+            "train",
+            "--scenario",
+            "tests/data/chase.ron",
+            "--device",
+            "cpu",
+            "--steps",
+            "100000000",
+            "--out",
+        ])
         .arg(&run)
-        .args(["--set", "arenas=8", "--set", "rollout=4", "--set", "minibatches=2", "--set", "hidden=16", "--set", "checkpoint_every=1000000"])
+        .args([
+            "--set",
+            "arenas=8",
+            "--set",
+            "rollout=4",
+            "--set",
+            "minibatches=2",
+            "--set",
+            "hidden=16",
+            "--set",
+            "checkpoint_every=1000000",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -258,17 +278,31 @@ fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
     let metrics = run.join("metrics.jsonl");
     let start = std::time::Instant::now();
     while std::fs::read_to_string(&metrics).map_or(0, |t| t.lines().count()) < 3 {
-        assert!(start.elapsed() < std::time::Duration::from_secs(60), "training did not start");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "training did not start"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("stopped"), "{stdout}");
     // checkpoint_every is huge: the only checkpoint is the one the interrupt saved.
-    let ckpt = gridarena::train::run_dir::RunDir::open(&run).unwrap().load_latest().unwrap();
+    let ckpt = gridarena::train::run_dir::RunDir::open(&run)
+        .unwrap()
+        .load_latest()
+        .unwrap();
     assert!(ckpt.update >= 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }

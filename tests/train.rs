@@ -215,10 +215,16 @@ fn a_diverging_run_stops_with_the_step_and_tensor_and_keeps_the_last_good_checkp
 
 #[test]
 fn pqn_and_iql_train_on_every_shipped_scenario() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir("assets/scenarios").unwrap().map(|e| e.unwrap().path()).collect();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("assets/scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     paths.sort();
     for path in paths {
-        for algo in [gridarena::train::config::Algo::Pqn, gridarena::train::config::Algo::Iql] {
+        for algo in [
+            gridarena::train::config::Algo::Pqn,
+            gridarena::train::config::Algo::Iql,
+        ] {
             let cfg = RunConfig {
                 algo,
                 arenas: 4,
@@ -232,8 +238,12 @@ fn pqn_and_iql_train_on_every_shipped_scenario() {
                 cer: 2,
                 ..small(path.to_str().unwrap())
             };
-            let run = temp(&format!("every-{}-{algo:?}", path.file_stem().unwrap().to_string_lossy()));
-            let summary = train(&cfg, &run, &TrainOptions::default()).unwrap_or_else(|e| panic!("{}: {algo:?}: {e}", path.display()));
+            let run = temp(&format!(
+                "every-{}-{algo:?}",
+                path.file_stem().unwrap().to_string_lossy()
+            ));
+            let summary = train(&cfg, &run, &TrainOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {algo:?}: {e}", path.display()));
             assert_eq!(summary.updates, 3, "{}", path.display());
             let _ = std::fs::remove_dir_all(run);
         }
