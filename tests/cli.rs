@@ -246,7 +246,7 @@ fn a_run_survives_being_killed_at_any_moment() {
 fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
     let dir = temp_dir("sigint");
     let run = dir.join("run");
-    let mut child = bin()
+    let child = bin()
         .args([
             "train",
             "--scenario",
