@@ -60,6 +60,9 @@ struct TrainArgs {
     /// Run seed (overrides the config's).
     #[arg(long)]
     seed: Option<u64>,
+    /// Train this many independent replicas (seeds seed..seed + S) in one process.
+    #[arg(long)]
+    seeds: Option<usize>,
     /// Critic device (overrides the config's).
     #[arg(long, value_enum)]
     device: Option<gridarena::critic::Device>,
@@ -373,6 +376,9 @@ fn train(args: TrainArgs) -> Result<()> {
     }
     if let Some(s) = args.seed {
         cfg.seed = s;
+    }
+    if let Some(s) = args.seeds {
+        cfg.seeds = s;
     }
     if let Some(d) = args.device {
         cfg.device = d;

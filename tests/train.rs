@@ -249,3 +249,59 @@ fn pqn_and_iql_train_on_every_shipped_scenario() {
         }
     }
 }
+
+#[test]
+fn replica_r_of_a_multi_seed_run_matches_a_single_run_with_seed_plus_r() {
+    let base = RunConfig {
+        total_steps: 16 * 8 * 5,
+        seed: 40,
+        ..small("tests/data/chase.ron")
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let multi = temp("seeds-multi");
+        train(
+            &RunConfig {
+                seeds: 3,
+                ..base.clone()
+            },
+            &multi,
+            &TrainOptions::default(),
+        )
+        .unwrap();
+        let multi_params = params(&multi);
+        let multi_metrics = deterministic_metrics(&multi);
+        let per_net = multi_params.len() / 3;
+        for r in 0..3u64 {
+            let single = temp(&format!("seeds-single-{r}"));
+            train(
+                &RunConfig {
+                    seed: base.seed + r,
+                    ..base.clone()
+                },
+                &single,
+                &TrainOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(
+                params(&single),
+                multi_params[r as usize * per_net..(r as usize + 1) * per_net],
+                "replica {r}: parameters"
+            );
+            for (m, s) in multi_metrics.iter().zip(deterministic_metrics(&single)) {
+                assert_eq!(
+                    m["seeds_return_per_seed"][r as usize], s["return_mean"],
+                    "replica {r}, update {}",
+                    m["update"]
+                );
+            }
+            let _ = std::fs::remove_dir_all(single);
+        }
+        let last = multi_metrics.last().unwrap();
+        assert!(last["seeds_return_mean"].is_number() || last["seeds_return_mean"].is_null());
+        let _ = std::fs::remove_dir_all(multi);
+    });
+}

@@ -578,6 +578,15 @@ impl Critic {
         }
     }
 
+    /// Backward from a given dL/d output of the last forward (`[R, head]`, caller order).
+    pub fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
+        match self {
+            Critic::Cpu(c, _) => c.backward(d_out, false),
+            #[cfg(feature = "gpu")]
+            Critic::Gpu(g) => g.backward(d_out, false),
+        }
+    }
+
     /// The last loss (a readback on the GPU).
     pub fn last_loss(&mut self) -> Result<f32, CriticError> {
         match self {

@@ -32,6 +32,8 @@ pub struct RunConfig {
     pub algo: Algo,
     /// Run seed (replica r of a multi-seed run uses seed + r).
     pub seed: u64,
+    /// Independent replicas trained together (PQN), seeds seed..seed + seeds.
+    pub seeds: usize,
     /// Compute device for the critic.
     pub device: Device,
     /// Environment steps to train for (arena-steps: arenas x steps per rollout x updates).
@@ -96,6 +98,7 @@ impl Default for RunConfig {
             scenario: None,
             algo: Algo::Pqn,
             seed: 0,
+            seeds: 1,
             device: Device::Auto,
             total_steps: 4_000_000,
             arenas: 256,
@@ -273,6 +276,15 @@ impl RunConfig {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, format!("{v}; a number in [0, 1]"));
             }
+        }
+        if self.seeds == 0 || (self.seeds > 1 && self.algo != Algo::Pqn) {
+            return bad(
+                "seeds",
+                format!(
+                    "{}; at least 1 (more than 1 with algo pqn only, for now)",
+                    self.seeds
+                ),
+            );
         }
         if self.algo == Algo::Iql {
             if self.batch_size == 0 || self.cer >= self.batch_size {

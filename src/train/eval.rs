@@ -120,6 +120,8 @@ pub fn evaluate(
     let dir = RunDir::open(run)?;
     let mut cfg = RunConfig::load(&run.join("config.ron"))?;
     cfg.arenas = episodes.max(1);
+    // A multi-seed run is evaluated on replica 0 (its networks come first in the stack).
+    cfg.seeds = 1;
     cfg.seed = cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
     let mut greedy = Learner::new(&cfg, &loaded, device)?;
@@ -150,8 +152,9 @@ pub fn evaluate(
 /// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
 fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
+    let n = pqn.critic().params()?.len().min(c.params.len());
     pqn.critic()
-        .set_params(&c.params)
+        .set_params(&c.params[..n])
         .map_err(|e| RunError::Checkpoint {
             path: dir.path.clone(),
             reason: format!("parameters do not fit this scenario's networks: {e}"),

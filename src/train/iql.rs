@@ -382,6 +382,7 @@ impl Iql {
             epsilon,
             lr,
             episodes: self.batch.take_episodes(),
+            per_replica: Vec::new(),
         })
     }
 

@@ -64,7 +64,7 @@ impl Learner {
     /// The arenas.
     pub fn batch(&mut self) -> &mut crate::engine::EnvBatch {
         match self {
-            Learner::Pqn(p) => &mut p.batch,
+            Learner::Pqn(p) => p.batch(),
             Learner::Iql(q) => &mut q.batch,
         }
     }
@@ -301,6 +301,28 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             &layout.counter_names,
             &crate::metrics::learners_only(&stats.episodes, layout.learners),
         );
+        // With several seeds: each replica's mean return and the across-seed mean and 95% CI.
+        let per_seed: Vec<Option<f64>> = stats
+            .per_replica
+            .iter()
+            .map(|eps| {
+                let m = summarize(
+                    &layout.counter_names,
+                    &crate::metrics::learners_only(eps, layout.learners),
+                );
+                (!eps.is_empty())
+                    .then(|| m.mean_return.iter().sum::<f64>() / m.mean_return.len().max(1) as f64)
+            })
+            .collect();
+        let seeds_done: Vec<f64> = per_seed.iter().flatten().copied().collect();
+        let seed_mean = (!seeds_done.is_empty())
+            .then(|| seeds_done.iter().sum::<f64>() / seeds_done.len() as f64);
+        let seed_ci = (seeds_done.len() > 1).then(|| {
+            let m = seed_mean.unwrap_or(0.0);
+            let var = seeds_done.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+                / (seeds_done.len() - 1) as f64;
+            1.96 * (var / seeds_done.len() as f64).sqrt()
+        });
         let mean_return = if stats.episodes.is_empty() {
             None
         } else {
@@ -322,6 +344,9 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             "lr": stats.lr,
             "episodes": stats.episodes.len(),
             "return_mean": mean_return,
+            "seeds_return_per_seed": per_seed,
+            "seeds_return_mean": seed_mean,
+            "seeds_return_ci95": seed_ci,
             "return_per_agent": m.mean_return,
             "collective_return": m.collective_return,
             "equality": m.equality,

@@ -32,11 +32,18 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
     let text = std::fs::read_to_string(run.join("metrics.jsonl"))
         .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
     let mut returns = Vec::new();
+    let mut band = Vec::new();
     let mut losses = Vec::new();
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
         let steps = v["env_steps"].as_f64().unwrap_or(0.0);
-        if let Some(r) = v["return_mean"].as_f64() {
+        // Multi-seed runs: the across-seed mean, with its 95% interval as a band.
+        if let Some(r) = v["seeds_return_mean"].as_f64() {
+            returns.push((steps, r));
+            if let Some(ci) = v["seeds_return_ci95"].as_f64() {
+                band.push((steps, r - ci, r + ci));
+            }
+        } else if let Some(r) = v["return_mean"].as_f64() {
             returns.push((steps, r));
         }
         if let Some(l) = v["loss"].as_f64() {
@@ -84,7 +91,15 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
             if pts.is_empty() {
                 continue;
             }
-            let (lo, hi) = range(pts);
+            let with_band: Vec<(f64, f64)> = if smooth.is_some() {
+                pts.iter()
+                    .copied()
+                    .chain(band.iter().flat_map(|b| [(b.0, b.1), (b.0, b.2)]))
+                    .collect()
+            } else {
+                pts.to_vec()
+            };
+            let (lo, hi) = range(&with_band);
             let mut builder = ChartBuilder::on(area);
             builder
                 .margin(15)

@@ -6,6 +6,12 @@
 //! Multi-agent: every learner of every arena is one row; with independent parameters each
 //! learner slot has its own network in the stack (one dispatch serves all), with `shared` one
 //! network serves all learners and gets the learner's index as extra one-hot input bytes.
+//!
+//! Seeds in one run: `seeds` S replicas, each with its own arenas and random streams (replica r
+//! is seeded with seed + r) and its own networks, all stacked in the same buffers so one pass
+//! serves every replica. Each replica draws its own minibatch partition and its loss is
+//! normalised by its own minibatch size, so replica r computes exactly what a single run with
+//! seed + r computes.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -28,19 +34,21 @@ use super::config::RunConfig;
 /// A PQN learner with its arenas.
 pub struct Pqn {
     cfg: RunConfig,
-    /// The arenas.
-    pub batch: EnvBatch,
-    /// The Q-networks.
+    /// The arenas, one batch per replica.
+    pub batches: Vec<EnvBatch>,
+    /// The Q-networks of every replica.
     pub critic: Critic,
     spec: StackSpec,
     /// Learners per arena.
     learners: usize,
     actions: usize,
     obs_len: usize,
-    /// Exploration streams, one per arena.
+    /// Replicas (seeds) S.
+    replicas: usize,
+    /// Exploration streams, one per (replica, arena).
     explore: Vec<ChaCha8Rng>,
-    /// Minibatch shuffling.
-    shuffle: ChaCha8Rng,
+    /// Minibatch shuffling, one per replica.
+    shuffle: Vec<ChaCha8Rng>,
     /// Updates done.
     pub update: u64,
     /// Environment (arena) steps done.
@@ -54,7 +62,9 @@ pub struct Pqn {
     returns: Vec<f32>,
     input_row: Vec<u8>,
     nets: Vec<u32>,
-    index: Vec<u32>,
+    index: Vec<Vec<u32>>,
+    mb_rows: Vec<usize>,
+    d_out: Vec<f32>,
     mb_obs: Vec<u8>,
     mb_nets: Vec<u32>,
     mb_actions: Vec<u32>,
@@ -72,8 +82,11 @@ pub struct UpdateStats {
     pub epsilon: f32,
     /// Learning rate used.
     pub lr: f32,
-    /// Episodes that finished during the rollout.
+    /// Episodes that finished during the rollout (replica 0's, or every replica's with
+    /// `per_replica`).
     pub episodes: Vec<EpisodeSummary>,
+    /// With several seeds: each replica's finished episodes.
+    pub per_replica: Vec<Vec<EpisodeSummary>>,
 }
 
 /// The learner's own evolving state beyond the parameters (checkpoints).
@@ -85,10 +98,10 @@ pub struct PqnState {
     pub env_steps: u64,
     /// Exploration streams.
     pub explore: Vec<ChaCha8Rng>,
-    /// Shuffling stream.
-    pub shuffle: ChaCha8Rng,
-    /// The arenas.
-    pub batch: BatchState,
+    /// Shuffling streams, one per replica.
+    pub shuffle: Vec<ChaCha8Rng>,
+    /// The arenas of every replica.
+    pub batches: Vec<BatchState>,
 }
 
 /// Errors while training.
@@ -133,29 +146,50 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
 }
 
 impl Pqn {
-    /// A fresh learner: arenas seeded with `cfg.seed`, networks initialised from it.
+    /// A fresh learner: replica r's arenas and networks seeded with `cfg.seed + r`.
     pub fn new(
         cfg: &RunConfig,
         loaded: &LoadedScenario,
         device: &Chosen,
     ) -> Result<Pqn, TrainError> {
-        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
-        let spec = stack_spec(cfg, loaded);
-        let critic = Critic::new(spec, cfg.seed, device)?;
+        let replicas = cfg.seeds.max(1);
+        let single = stack_spec(cfg, loaded);
+        let spec = StackSpec {
+            nets: single.nets * replicas,
+            ..single
+        };
+        let mut critic = Critic::new(spec, cfg.seed, device)?;
+        if replicas > 1 {
+            let params: Vec<f32> = (0..replicas)
+                .flat_map(|r| crate::critic::init_params(&single, cfg.seed + r as u64))
+                .collect();
+            critic.set_params(&params)?;
+        }
+        let mut batches = Vec::with_capacity(replicas);
+        for r in 0..replicas {
+            let mut b = EnvBatch::new(loaded, cfg.arenas, cfg.seed + r as u64)?;
+            b.start_episode_log(1 << 16);
+            batches.push(b);
+        }
         let (learners, actions, obs_len) =
             (loaded.scenario.learners_per_arena(), spec.head, spec.input);
-        let rows = cfg.arenas * learners;
-        let mut pqn = Pqn {
-            batch,
+        let per = cfg.arenas * learners;
+        let rows = replicas * per;
+        Ok(Pqn {
+            batches,
             critic,
             spec,
             learners,
             actions,
             obs_len,
-            explore: (0..cfg.arenas)
-                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
+            replicas,
+            explore: (0..replicas)
+                .flat_map(|r| (0..cfg.arenas).map(move |a| (r, a)))
+                .map(|(r, a)| stream(cfg.seed + r as u64, a as u64, Purpose::Policy))
                 .collect(),
-            shuffle: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
+            shuffle: (0..replicas)
+                .map(|r| stream(cfg.seed + r as u64, u64::MAX >> 8, Purpose::Policy))
+                .collect(),
             update: 0,
             env_steps: 0,
             obs: vec![0; cfg.rollout * rows * obs_len],
@@ -166,9 +200,14 @@ impl Pqn {
             returns: vec![0.0; cfg.rollout * rows],
             input_row: vec![0; rows * obs_len],
             nets: (0..rows)
-                .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
+                .map(|g| {
+                    let (r, local) = (g / per, g % per);
+                    (r * single.nets + if cfg.shared { 0 } else { local % learners }) as u32
+                })
                 .collect(),
-            index: (0..(cfg.rollout * rows) as u32).collect(),
+            index: vec![(0..(cfg.rollout * per) as u32).collect(); replicas],
+            mb_rows: Vec::new(),
+            d_out: Vec::new(),
             mb_obs: Vec::new(),
             mb_nets: Vec::new(),
             mb_actions: Vec::new(),
@@ -176,9 +215,12 @@ impl Pqn {
             sim_seconds: 0.0,
             learn_seconds: 0.0,
             cfg: cfg.clone(),
-        };
-        pqn.batch.start_episode_log(1 << 16);
-        Ok(pqn)
+        })
+    }
+
+    /// Replica 0's arenas (the ones evaluation and the viewer look at).
+    pub fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.batches[0]
     }
 
     /// Seconds spent stepping arenas and in the critic since the last call.
@@ -194,27 +236,35 @@ impl Pqn {
         self.spec
     }
 
-    /// Current observations as network input rows (`[B * N, input]`): the observation bytes,
-    /// plus the learner's one-hot index with shared parameters.
+    /// Current observations of every replica as network input rows (`[S * B * N, input]`):
+    /// the observation bytes, plus the learner's one-hot index with shared parameters.
     fn current_input(&mut self) -> &[u8] {
-        let (n, o, d) = (self.learners, self.batch.layout().obs_len, self.obs_len);
-        let obs = &self.batch.buffers().obs;
-        if !self.cfg.shared {
-            self.input_row.copy_from_slice(obs);
-        } else {
-            for (r, row) in self.input_row.chunks_exact_mut(d).enumerate() {
-                row[..o].copy_from_slice(&obs[r * o..(r + 1) * o]);
-                row[o..].fill(0);
-                row[o + r % n] = 1;
+        let (n, d) = (self.learners, self.obs_len);
+        let o = self.batches[0].layout().obs_len;
+        let per = self.cfg.arenas * n * d;
+        for (r, b) in self.batches.iter().enumerate() {
+            let obs = &b.buffers().obs;
+            let out = &mut self.input_row[r * per..(r + 1) * per];
+            if !self.cfg.shared {
+                out.copy_from_slice(obs);
+            } else {
+                for (row, chunk) in out.chunks_exact_mut(d).enumerate() {
+                    chunk[..o].copy_from_slice(&obs[row * o..(row + 1) * o]);
+                    chunk[o..].fill(0);
+                    chunk[o + row % n] = 1;
+                }
             }
         }
         &self.input_row
     }
 
-    /// Greedy actions for the current observations (evaluation).
+    /// Greedy actions of replica 0 for its current observations (evaluation).
     pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
-        let input = self.current_input().to_vec();
-        let q = self.critic.forward(Input::U8(&input), &self.nets.clone())?;
+        let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
+        let input = self.current_input()[..per * d].to_vec();
+        let q = self
+            .critic
+            .forward(Input::U8(&input), &self.nets[..per].to_vec())?;
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 
@@ -230,46 +280,51 @@ impl Pqn {
     }
 
     fn rollout(&mut self, epsilon: f32) -> Result<(), TrainError> {
-        let rows = self.cfg.arenas * self.learners;
-        let (d, a, n) = (self.obs_len, self.actions, self.learners);
+        let (n, a, d) = (self.learners, self.actions, self.obs_len);
+        let per = self.cfg.arenas * n;
+        let rows = self.replicas * per;
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
             let q = self.critic.forward(Input::U8(&input), &nets)?;
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
-            let chosen = self.batch.actions_mut();
-            for (arena, rng) in self.explore.iter_mut().enumerate() {
-                for l in 0..n {
-                    let r = arena * n + l;
-                    let qr = &q[r * a..(r + 1) * a];
-                    self.q_max[t * rows + r] = qr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                    let explore = (rng.next_u32() as u64) < threshold;
-                    let action = if explore {
-                        below(rng.next_u32(), a as u32) as u8
-                    } else {
-                        argmax(qr)
-                    };
-                    chosen[r] = action;
-                    self.taken[t * rows + r] = action as u32;
+            for (r, batch) in self.batches.iter_mut().enumerate() {
+                let chosen = batch.actions_mut();
+                let streams = &mut self.explore[r * self.cfg.arenas..(r + 1) * self.cfg.arenas];
+                for (arena, rng) in streams.iter_mut().enumerate() {
+                    for l in 0..n {
+                        let (local, g) = (arena * n + l, r * per + arena * n + l);
+                        let qr = &q[g * a..(g + 1) * a];
+                        self.q_max[t * rows + g] =
+                            qr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                        let explore = (rng.next_u32() as u64) < threshold;
+                        let action = if explore {
+                            below(rng.next_u32(), a as u32) as u8
+                        } else {
+                            argmax(qr)
+                        };
+                        chosen[local] = action;
+                        self.taken[t * rows + g] = action as u32;
+                    }
                 }
-            }
-            let t0 = std::time::Instant::now();
-            self.batch.step()?;
-            self.sim_seconds += t0.elapsed().as_secs_f64();
-            let b = self.batch.buffers();
-            for r in 0..rows {
-                let arena = r / n;
-                self.rewards[t * rows + r] = b.rewards[r];
-                self.dones[t * rows + r] =
-                    f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
+                let t0 = std::time::Instant::now();
+                batch.step()?;
+                self.sim_seconds += t0.elapsed().as_secs_f64();
+                let b = batch.buffers();
+                for local in 0..per {
+                    let (g, arena) = (r * per + local, local / n);
+                    self.rewards[t * rows + g] = b.rewards[local];
+                    self.dones[t * rows + g] =
+                        f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
+                }
             }
         }
         let input = self.current_input().to_vec();
         let q = self.critic.forward(Input::U8(&input), &nets)?;
         let last = self.cfg.rollout * rows;
-        for r in 0..rows {
-            self.q_max[last + r] = q[r * a..(r + 1) * a]
+        for g in 0..rows {
+            self.q_max[last + g] = q[g * a..(g + 1) * a]
                 .iter()
                 .copied()
                 .fold(f32::NEG_INFINITY, f32::max);
@@ -286,7 +341,7 @@ impl Pqn {
     /// Lambda-returns backwards from the stored maxima:
     /// `G_t = r_t + gamma (1 - d_t) [(1 - lambda) max Q(s_{t+1}) + lambda G_{t+1}]`, G_T = max Q(s_T).
     fn lambda_returns(&mut self) {
-        let rows = self.cfg.arenas * self.learners;
+        let rows = self.replicas * self.cfg.arenas * self.learners;
         let (gamma, lambda) = (self.cfg.gamma, self.cfg.lambda);
         let t_len = self.cfg.rollout;
         for r in 0..rows {
@@ -324,43 +379,80 @@ impl Pqn {
         self.rollout(epsilon)?;
         self.lambda_returns();
 
-        let total = self.index.len();
+        let per = self.cfg.arenas * self.learners;
+        let rows = self.replicas * per;
+        let total = self.cfg.rollout * per;
         let size = total / self.cfg.minibatches;
-        let d = self.obs_len;
-        let rows = self.cfg.arenas * self.learners;
+        let (d, a) = (self.obs_len, self.actions);
         let mut losses = 0.0f64;
         let mut count = 0;
-        // The shuffle depends only on the stream (resuming restores the stream, not this array).
-        for (i, v) in self.index.iter_mut().enumerate() {
-            *v = i as u32;
+        // Each replica's shuffle depends only on its stream (resuming restores the stream).
+        for index in &mut self.index {
+            for (i, v) in index.iter_mut().enumerate() {
+                *v = i as u32;
+            }
         }
         for _ in 0..self.cfg.epochs {
-            for k in (1..total).rev() {
-                let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
-                self.index.swap(k, j);
+            for (index, rng) in self.index.iter_mut().zip(&mut self.shuffle) {
+                for k in (1..total).rev() {
+                    let j = below(rng.next_u32(), k as u32 + 1) as usize;
+                    index.swap(k, j);
+                }
             }
             for mb in 0..self.cfg.minibatches {
-                let idx = &self.index[mb * size..(mb + 1) * size];
+                // Replica r's k-th slice, as storage rows [t][replica][local row].
+                self.mb_rows.clear();
+                for (r, index) in self.index.iter().enumerate() {
+                    for &i in &index[mb * size..(mb + 1) * size] {
+                        let (t, local) = (i as usize / per, i as usize % per);
+                        self.mb_rows.push(t * rows + r * per + local);
+                    }
+                }
                 self.mb_obs.clear();
                 self.mb_nets.clear();
                 self.mb_actions.clear();
                 self.mb_targets.clear();
-                for &i in idx {
-                    let i = i as usize;
-                    self.mb_obs.extend_from_slice(&self.obs[i * d..(i + 1) * d]);
-                    self.mb_nets.push(self.nets[i % rows]);
-                    self.mb_actions.push(self.taken[i]);
-                    self.mb_targets.push(self.returns[i]);
+                for &g in &self.mb_rows {
+                    self.mb_obs.extend_from_slice(&self.obs[g * d..(g + 1) * d]);
+                    self.mb_nets.push(self.nets[g % rows]);
+                    self.mb_actions.push(self.taken[g]);
+                    self.mb_targets.push(self.returns[g]);
                 }
-                self.critic
-                    .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
-                let loss = Loss::Mse {
-                    actions: &self.mb_actions,
-                    targets: &self.mb_targets,
-                    mask: None,
+                let value = if self.replicas == 1 {
+                    self.critic
+                        .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
+                    let loss = Loss::Mse {
+                        actions: &self.mb_actions,
+                        targets: &self.mb_targets,
+                        mask: None,
+                    };
+                    self.critic.loss_backward(&loss)?;
+                    self.critic.last_loss()?
+                } else {
+                    // Each replica's loss is averaged over its own minibatch.
+                    let out = self
+                        .critic
+                        .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
+                    self.d_out.resize(out.len(), 0.0);
+                    let mut sum = 0.0;
+                    for r in 0..self.replicas {
+                        let (rows_r, vals) =
+                            (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
+                        let loss = Loss::Mse {
+                            actions: &self.mb_actions[rows_r.clone()],
+                            targets: &self.mb_targets[rows_r],
+                            mask: None,
+                        };
+                        sum += crate::critic::loss::loss_and_grad(
+                            &loss,
+                            &out[vals.clone()],
+                            a,
+                            &mut self.d_out[vals],
+                        );
+                    }
+                    self.critic.backward(&self.d_out)?;
+                    sum / self.replicas as f32
                 };
-                self.critic.loss_backward(&loss)?;
-                let value = self.critic.last_loss()?;
                 if !value.is_finite() {
                     return Err(TrainError::NonFinite {
                         update: self.update + 1,
@@ -375,11 +467,18 @@ impl Pqn {
         }
         self.update += 1;
         self.learn_seconds += t0.elapsed().as_secs_f64() - (self.sim_seconds - sim_before);
+        let mut per_replica: Vec<Vec<EpisodeSummary>> =
+            self.batches.iter_mut().map(|b| b.take_episodes()).collect();
+        let episodes = per_replica[0].clone();
+        if self.replicas == 1 {
+            per_replica.clear();
+        }
         Ok(UpdateStats {
             loss: (losses / count.max(1) as f64) as f32,
             epsilon,
             lr,
-            episodes: self.batch.take_episodes(),
+            episodes,
+            per_replica,
         })
     }
 
@@ -394,7 +493,7 @@ impl Pqn {
             env_steps: self.env_steps,
             explore: self.explore.clone(),
             shuffle: self.shuffle.clone(),
-            batch: self.batch.save_state(),
+            batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
         }
     }
 
@@ -404,7 +503,16 @@ impl Pqn {
         self.env_steps = s.env_steps;
         self.explore = s.explore.clone();
         self.shuffle = s.shuffle.clone();
-        self.batch.load_state(&s.batch)?;
+        if s.batches.len() != self.batches.len() {
+            return Err(TrainError::Config(format!(
+                "checkpoint has {} replicas, the run {}",
+                s.batches.len(),
+                self.batches.len()
+            )));
+        }
+        for (b, state) in self.batches.iter_mut().zip(&s.batches) {
+            b.load_state(state)?;
+        }
         Ok(())
     }
 }
