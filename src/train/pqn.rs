@@ -264,7 +264,7 @@ impl Pqn {
         let input = self.current_input()[..per * d].to_vec();
         let q = self
             .critic
-            .forward(Input::U8(&input), &self.nets[..per].to_vec())?;
+            .forward(Input::U8(&input), &self.nets[..per])?;
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 
