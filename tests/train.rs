@@ -159,6 +159,36 @@ fn iql_with_combined_experience_replay_learns_to_chase() {
 }
 
 #[test]
+fn threaded_iql_finishes_without_deadlock_and_learns() {
+    // Actor and learner on separate threads, coordinated by the rate limiter's bounded waits.
+    let cfg = RunConfig {
+        algo: gridarena::train::config::Algo::Iql,
+        threaded: true,
+        wait_seconds: 20.0,
+        total_steps: 16 * 8 * 234,
+        lr: 1e-3,
+        lr_decay: false,
+        batch_size: 64,
+        min_replay: 500,
+        samples_per_insert: 2.0,
+        eps_fraction: 0.3,
+        ..small("tests/data/chase.ron")
+    };
+    let run = temp("chase-threaded");
+    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    assert_eq!(summary.updates, 234);
+    let device = choose_device(Device::Cpu).unwrap();
+    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    assert!(
+        report.policy.mean_return > report.random.mean_return + 0.5,
+        "greedy {} vs random {}",
+        report.policy.mean_return,
+        report.random.mean_return
+    );
+    let _ = std::fs::remove_dir_all(run);
+}
+
+#[test]
 fn an_existing_run_is_not_overwritten_and_an_unwritable_directory_is_refused() {
     let cfg = RunConfig {
         total_steps: 16 * 8,

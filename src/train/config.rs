@@ -85,6 +85,12 @@ pub struct RunConfig {
     pub target_tau: f32,
     /// IQL: newest rows always in each minibatch (combined experience replay).
     pub cer: usize,
+    /// IQL: run the actor (arenas, acting) and the learner on separate threads, coordinated
+    /// by the rate limiter with bounded waits.
+    pub threaded: bool,
+    /// IQL threaded: longest wait for the rate limiter before the run stops with a report of
+    /// which bound held it, in seconds.
+    pub wait_seconds: f64,
     /// Save a checkpoint every this many updates (and at the end).
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
@@ -124,6 +130,8 @@ impl Default for RunConfig {
             rate_error_buffer: 0.0,
             target_tau: 0.01,
             cer: 8,
+            threaded: false,
+            wait_seconds: 30.0,
             checkpoint_every: 50,
             keep_checkpoints: 3,
         }

@@ -81,6 +81,86 @@ impl Replay {
     }
 }
 
+/// A minibatch's rows copied out of the replay (so a shared replay is locked only while
+/// copying).
+#[derive(Default)]
+struct Minibatch {
+    obs: Vec<u8>,
+    next: Vec<u8>,
+    nets: Vec<u32>,
+    actions: Vec<u32>,
+    rewards: Vec<f32>,
+    dones: Vec<f32>,
+    targets: Vec<f32>,
+}
+
+impl Minibatch {
+    /// The newest `cer` rows plus uniform samples, `batch_size` in all.
+    fn fill(&mut self, replay: &Replay, sampler: &mut ChaCha8Rng, cfg: &RunConfig) {
+        let d = replay.width;
+        self.obs.clear();
+        self.next.clear();
+        self.nets.clear();
+        self.actions.clear();
+        self.rewards.clear();
+        self.dones.clear();
+        for k in 0..cfg.batch_size {
+            let i = if k < cfg.cer.min(replay.len) {
+                replay.newest(k)
+            } else {
+                below(sampler.next_u32(), replay.len as u32) as usize
+            };
+            self.obs.extend_from_slice(&replay.obs[i * d..(i + 1) * d]);
+            self.next
+                .extend_from_slice(&replay.next[i * d..(i + 1) * d]);
+            self.nets.push(replay.net[i]);
+            self.actions.push(replay.action[i]);
+            self.rewards.push(replay.reward[i]);
+            self.dones.push(replay.done[i]);
+        }
+    }
+
+    /// Targets from the target networks, a Huber step on the online networks, a Polyak update.
+    fn train(
+        &mut self,
+        critic: &mut Critic,
+        cfg: &RunConfig,
+        actions: usize,
+        adam: &AdamConfig,
+        update: u64,
+    ) -> Result<f32, TrainError> {
+        let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        self.targets.clear();
+        for k in 0..self.nets.len() {
+            let best = q_next[k * actions..(k + 1) * actions]
+                .iter()
+                .copied()
+                .fold(f32::NEG_INFINITY, f32::max);
+            self.targets
+                .push(self.rewards[k] + cfg.gamma * (1.0 - self.dones[k]) * best);
+        }
+        critic.forward(Input::U8(&self.obs), &self.nets)?;
+        let loss = Loss::Huber {
+            delta: 1.0,
+            actions: &self.actions,
+            targets: &self.targets,
+            mask: None,
+        };
+        critic.loss_backward(&loss)?;
+        let value = critic.last_loss()?;
+        if !value.is_finite() {
+            return Err(TrainError::NonFinite {
+                update: update + 1,
+                tensor: "loss".into(),
+                value,
+            });
+        }
+        critic.step(adam);
+        critic.polyak(cfg.target_tau);
+        Ok(value)
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Learner
 // ------------------------------------------------------------------------------------------
@@ -106,12 +186,7 @@ pub struct Iql {
     /// Learner steps done.
     pub learner_steps: u64,
     nets: Vec<u32>,
-    rows: Vec<usize>,
-    mb_obs: Vec<u8>,
-    mb_next: Vec<u8>,
-    mb_nets: Vec<u32>,
-    mb_actions: Vec<u32>,
-    mb_targets: Vec<f32>,
+    mb: Minibatch,
     sim_seconds: f64,
     learn_seconds: f64,
 }
@@ -190,12 +265,7 @@ impl Iql {
             nets: (0..rows_per_step as usize)
                 .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
                 .collect(),
-            rows: Vec::with_capacity(cfg.batch_size),
-            mb_obs: Vec::new(),
-            mb_next: Vec::new(),
-            mb_nets: Vec::new(),
-            mb_actions: Vec::new(),
-            mb_targets: Vec::new(),
+            mb: Minibatch::default(),
             sim_seconds: 0.0,
             learn_seconds: 0.0,
             cfg: cfg.clone(),
@@ -240,65 +310,181 @@ impl Iql {
 
     /// One learner step on a minibatch with the newest rows and uniform samples.
     fn learn(&mut self, adam: &AdamConfig) -> Result<f32, TrainError> {
-        let (b, d) = (self.cfg.batch_size, self.spec.input);
-        self.rows.clear();
-        for k in 0..self.cfg.cer.min(self.replay.len) {
-            self.rows.push(self.replay.newest(k));
-        }
-        while self.rows.len() < b {
-            self.rows
-                .push(below(self.sampler.next_u32(), self.replay.len as u32) as usize);
-        }
-        self.mb_obs.clear();
-        self.mb_next.clear();
-        self.mb_nets.clear();
-        self.mb_actions.clear();
-        for &i in &self.rows {
-            self.mb_obs
-                .extend_from_slice(&self.replay.obs[i * d..(i + 1) * d]);
-            self.mb_next
-                .extend_from_slice(&self.replay.next[i * d..(i + 1) * d]);
-            self.mb_nets.push(self.replay.net[i]);
-            self.mb_actions.push(self.replay.action[i]);
-        }
-        let q_next = self
-            .critic
-            .forward_target(Input::U8(&self.mb_next), &self.mb_nets)?;
-        self.mb_targets.clear();
-        for (k, &i) in self.rows.iter().enumerate() {
-            let best = q_next[k * self.actions..(k + 1) * self.actions]
-                .iter()
-                .copied()
-                .fold(f32::NEG_INFINITY, f32::max);
-            self.mb_targets
-                .push(self.replay.reward[i] + self.cfg.gamma * (1.0 - self.replay.done[i]) * best);
-        }
-        self.critic
-            .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
-        let loss = Loss::Huber {
-            delta: 1.0,
-            actions: &self.mb_actions,
-            targets: &self.mb_targets,
-            mask: None,
-        };
-        self.critic.loss_backward(&loss)?;
-        let value = self.critic.last_loss()?;
-        if !value.is_finite() {
-            return Err(TrainError::NonFinite {
-                update: self.update + 1,
-                tensor: "loss".into(),
-                value,
-            });
-        }
-        self.critic.step(adam);
-        self.critic.polyak(self.cfg.target_tau);
-        self.limiter.sample(b as u64);
+        self.mb.fill(&self.replay, &mut self.sampler, &self.cfg);
+        let value = self
+            .mb
+            .train(&mut self.critic, &self.cfg, self.actions, adam, self.update)?;
+        self.limiter.sample(self.cfg.batch_size as u64);
         self.learner_steps += 1;
         Ok(value)
     }
 
+    /// Threaded mode: an actor thread steps the arenas and inserts rows (waiting on the rate
+    /// limiter when the learner falls behind), this thread learns whenever the limiter allows.
+    /// The actor acts with a copy of the parameters refreshed every 8 learner steps. Waits are
+    /// bounded by `wait_seconds`; running out reports which bound held the thread.
+    /// Returns the summed loss and the learner steps.
+    fn update_threaded(
+        &mut self,
+        adam: &AdamConfig,
+        threshold: u64,
+    ) -> Result<(f64, u64), TrainError> {
+        use std::sync::Mutex;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::time::{Duration, Instant};
+
+        use super::rate_limiter::SharedLimiter;
+
+        let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
+        let limiter = SharedLimiter::new(self.limiter.clone());
+        let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0)));
+        let snapshot = Mutex::new(self.critic.params()?);
+        let version = AtomicU64::new(0);
+        let done = AtomicBool::new(false);
+        let Iql {
+            cfg,
+            batch,
+            critic,
+            spec,
+            learners,
+            actions,
+            explore,
+            sampler,
+            nets,
+            mb,
+            update,
+            learner_steps,
+            sim_seconds,
+            ..
+        } = self;
+        let (cfg, spec, n, a) = (&*cfg, *spec, *learners, *actions);
+        let lock_replay = || replay.lock().unwrap_or_else(|p| p.into_inner());
+
+        let (result, actor_seconds) = std::thread::scope(|scope| {
+            let actor = scope.spawn(|| -> Result<f64, TrainError> {
+                let finish = |r| {
+                    done.store(true, Ordering::SeqCst);
+                    limiter.close();
+                    r
+                };
+                let mut acting = match crate::critic::cpu::CpuCritic::new(spec, 0) {
+                    Ok(c) => c,
+                    Err(e) => return finish(Err(e.into())),
+                };
+                let (mut seen, mut sim) = (u64::MAX, 0.0);
+                for _ in 0..cfg.rollout {
+                    let v = version.load(Ordering::SeqCst);
+                    if v != seen {
+                        let p = snapshot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                        if let Err(e) = acting.set_params(&p) {
+                            return finish(Err(e.into()));
+                        }
+                        seen = v;
+                    }
+                    let obs = batch.buffers().obs.clone();
+                    let q = match acting.forward(Input::U8(&obs), nets) {
+                        Ok(q) => q.to_vec(),
+                        Err(e) => return finish(Err(e.into())),
+                    };
+                    let chosen = batch.actions_mut();
+                    let mut taken = vec![0u32; chosen.len()];
+                    for (arena, rng) in explore.iter_mut().enumerate() {
+                        for l in 0..n {
+                            let r = arena * n + l;
+                            let explore = (rng.next_u32() as u64) < threshold;
+                            let action = if explore {
+                                below(rng.next_u32(), a as u32) as u8
+                            } else {
+                                argmax(&q[r * a..(r + 1) * a])
+                            };
+                            chosen[r] = action;
+                            taken[r] = action as u32;
+                        }
+                    }
+                    let t0 = Instant::now();
+                    if let Err(e) = batch.step() {
+                        return finish(Err(e.into()));
+                    }
+                    sim += t0.elapsed().as_secs_f64();
+                    if let Err(e) = limiter.insert(taken.len() as u64, wait) {
+                        return finish(Err(TrainError::Config(format!("actor: {e}"))));
+                    }
+                    let b = batch.buffers();
+                    let d = spec.input;
+                    let mut evicted = 0;
+                    let mut rp = lock_replay();
+                    for r in 0..taken.len() {
+                        let done_r = f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0);
+                        let row = r * d..(r + 1) * d;
+                        evicted += u64::from(rp.push(
+                            &obs[row.clone()],
+                            &b.obs[row],
+                            taken[r],
+                            b.rewards[r],
+                            done_r,
+                            nets[r],
+                        ));
+                    }
+                    drop(rp);
+                    limiter.delete(evicted);
+                }
+                finish(Ok(sim))
+            });
+
+            // The learner, on this thread.
+            let (mut losses, mut steps) = (0.0f64, 0u64);
+            let mut waited = Duration::ZERO;
+            let mut learn = || -> Result<(), TrainError> {
+                loop {
+                    let start = Instant::now();
+                    match limiter.sample(cfg.batch_size as u64, Duration::from_millis(20)) {
+                        Ok(()) => {
+                            waited = Duration::ZERO;
+                            mb.fill(&lock_replay(), sampler, cfg);
+                            losses += mb.train(critic, cfg, a, adam, *update)? as f64;
+                            steps += 1;
+                            *learner_steps += 1;
+                            if steps % 8 == 0 {
+                                *snapshot.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    critic.params()?;
+                                version.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        Err(e) => {
+                            if done.load(Ordering::SeqCst)
+                                && !limiter.can_sample(cfg.batch_size as u64)
+                            {
+                                return Ok(());
+                            }
+                            waited += start.elapsed();
+                            if waited > wait {
+                                return Err(TrainError::Config(format!("learner: {e}")));
+                            }
+                        }
+                    }
+                }
+            };
+            let learned = learn();
+            if learned.is_err() {
+                done.store(true, Ordering::SeqCst);
+            }
+            let acted = actor
+                .join()
+                .unwrap_or_else(|_| Err(TrainError::Config("the actor thread panicked".into())));
+            let seconds = acted_seconds(&acted);
+            (
+                learned.and(acted.map(|_| ())).map(|()| (losses, steps)),
+                seconds,
+            )
+        });
+        *sim_seconds += actor_seconds;
+        self.limiter = limiter.snapshot();
+        self.replay = replay.into_inner().unwrap_or_else(|p| p.into_inner());
+        result
+    }
+
     /// One update: `rollout` environment steps, each followed by the learner steps the rate
-    /// limiter allows.
+    /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
         let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
@@ -317,7 +503,16 @@ impl Iql {
         let (n, a, d) = (self.learners, self.actions, self.spec.input);
         let nets = self.nets.clone();
         let (mut losses, mut steps) = (0.0f64, 0u64);
-        for _ in 0..self.cfg.rollout {
+        let rollout = if self.cfg.threaded {
+            let t0 = std::time::Instant::now();
+            let sim_before = self.sim_seconds;
+            (losses, steps) = self.update_threaded(&adam, threshold)?;
+            self.learn_seconds += t0.elapsed().as_secs_f64() - (self.sim_seconds - sim_before);
+            0
+        } else {
+            self.cfg.rollout
+        };
+        for _ in 0..rollout {
             let t_learn = std::time::Instant::now();
             let obs = self.input();
             let q = self.critic.forward(Input::U8(&obs), &nets)?;
@@ -423,4 +618,8 @@ impl Iql {
         self.batch.load_state(&s.batch)?;
         Ok(())
     }
+}
+
+fn acted_seconds(r: &Result<f64, TrainError>) -> f64 {
+    r.as_ref().map_or(0.0, |s| *s)
 }

@@ -262,9 +262,7 @@ impl Pqn {
     pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
         let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
         let input = self.current_input()[..per * d].to_vec();
-        let q = self
-            .critic
-            .forward(Input::U8(&input), &self.nets[..per])?;
+        let q = self.critic.forward(Input::U8(&input), &self.nets[..per])?;
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 

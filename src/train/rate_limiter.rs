@@ -237,6 +237,7 @@ impl RateLimiter {
 pub struct SharedLimiter {
     state: Mutex<RateLimiter>,
     changed: Condvar,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl SharedLimiter {
@@ -245,6 +246,7 @@ impl SharedLimiter {
         SharedLimiter {
             state: Mutex::new(limiter),
             changed: Condvar::new(),
+            closed: Default::default(),
         }
     }
 
@@ -300,10 +302,12 @@ impl SharedLimiter {
         let guard = self.lock();
         let (mut l, result) = self
             .changed
-            .wait_timeout_while(guard, timeout, |l| !l.can_sample(k))
+            .wait_timeout_while(guard, timeout, |l| !l.can_sample(k) && !self.is_closed())
             .unwrap_or_else(|p| p.into_inner());
-        if result.timed_out() && !l.can_sample(k) {
-            let bound = if l.size() < l.cfg.min_size_to_sample {
+        if (result.timed_out() || self.is_closed()) && !l.can_sample(k) {
+            let bound = if self.is_closed() {
+                "closed: the actor has finished"
+            } else if l.size() < l.cfg.min_size_to_sample {
                 "min_size_to_sample: the buffer is not full enough"
             } else {
                 "min_diff: the actor has not inserted enough"
@@ -314,6 +318,29 @@ impl SharedLimiter {
         drop(l);
         self.changed.notify_all();
         Ok(())
+    }
+
+    /// Records evicted items.
+    pub fn delete(&self, k: u64) {
+        self.lock().delete(k);
+        self.changed.notify_all();
+    }
+
+    /// Whether `k` samples may be taken now.
+    pub fn can_sample(&self, k: u64) -> bool {
+        self.lock().can_sample(k)
+    }
+
+    /// Marks the actor side finished: waiting samplers return at once when nothing more can
+    /// be sampled.
+    pub fn close(&self) {
+        let _guard = self.lock();
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.changed.notify_all();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A copy of the counters.
