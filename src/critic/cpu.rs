@@ -121,6 +121,38 @@ fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
     );
 }
 
+/// Width of the partial sums below: independent accumulators let the compiler vectorise
+/// reductions that a single running sum would serialise.
+const LANES: usize = 8;
+
+/// `sum f(x)` over a slice, in `LANES` partial sums.
+#[inline]
+fn lanes_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] += f(c[i]);
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
+/// `sum a * b` over two slices, in `LANES` partial sums.
+#[inline]
+fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let rest: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
 /// LayerNorm then ReLU, in place on `z` (becomes the activation), keeping x-hat and 1/std.
 fn layernorm_relu(
     n: usize,
@@ -136,14 +168,15 @@ fn layernorm_relu(
     let beta = &net[o.beta..o.beta + h];
     for r in 0..n {
         let zr = &z[r * h..(r + 1) * h];
-        let mean = zr.iter().sum::<f32>() / h as f32;
-        let var = zr.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let mean = lanes_sum(zr, |x| x) / h as f32;
+        let var = lanes_sum(zr, |x| (x - mean) * (x - mean)) / h as f32;
         let inv = 1.0 / (var + LN_EPS).sqrt();
         rstd[r] = inv;
-        for j in 0..h {
-            let xh = (zr[j] - mean) * inv;
-            xhat[r * h + j] = xh;
-            act[r * h + j] = (gamma[j] * xh + beta[j]).max(0.0);
+        let (xr, ar) = (&mut xhat[r * h..(r + 1) * h], &mut act[r * h..(r + 1) * h]);
+        for ((xo, ao), ((&zj, &gj), &bj)) in xr.iter_mut().zip(ar.iter_mut()).zip(zr.iter().zip(gamma).zip(beta)) {
+            let xh = (zj - mean) * inv;
+            *xo = xh;
+            *ao = (gj * xh + bj).max(0.0);
         }
     }
 }
@@ -646,20 +679,20 @@ impl NetBackward<'_> {
                 let (xh, a) = (&xhat[l][r * h..(r + 1) * h], &act[l][r * h..(r + 1) * h]);
                 let gr = &g[r * h..(r + 1) * h];
                 let dzr = &mut dz[r * h..(r + 1) * h];
-                let (mut sum, mut sum_x) = (0.0f32, 0.0f32);
-                for j in 0..h {
-                    let dpre = if a[j] > 0.0 { gr[j] } else { 0.0 };
-                    dgamma[j] += dpre * xh[j];
-                    dbeta[j] += dpre;
-                    let dxh = dpre * gamma[j];
-                    dzr[j] = dxh;
-                    sum += dxh;
-                    sum_x += dxh * xh[j];
+                // Zipped slices (no indexing) so the loop vectorises.
+                let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
+                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma))) {
+                    let dpre = if aj > 0.0 { gj } else { 0.0 };
+                    *dg += dpre * xj;
+                    *db += dpre;
+                    *dzj = dpre * gmj;
                 }
+                let sum = lanes_sum(dzr, |x| x);
+                let sum_x = lanes_dot(dzr, xh);
                 let (mean, mean_x) = (sum / h as f32, sum_x / h as f32);
                 let inv = rstd[l][r];
-                for j in 0..h {
-                    dzr[j] = inv * (dzr[j] - mean - xh[j] * mean_x);
+                for (dzj, &xj) in dzr.iter_mut().zip(xh) {
+                    *dzj = inv * (*dzj - mean - xj * mean_x);
                 }
             }
             let x: &[f32] = if l == 0 { x0 } else { act[l - 1] };
