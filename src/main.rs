@@ -613,7 +613,9 @@ fn bench_critic(args: BenchCriticArgs) -> Result<()> {
     );
     if matches!(chosen, gridarena::critic::Chosen::Cpu { .. }) {
         let peak = with_pool(args.threads, || gemm_peak_gflops(512, 9))?;
-        println!("GEMM peak here:    {peak:.1} GFLOP/s (matrixmultiply, 512^3 per thread, best of 9)");
+        println!(
+            "GEMM peak here:    {peak:.1} GFLOP/s (matrixmultiply, 512^3 per thread, best of 9)"
+        );
     }
     Ok(())
 }

@@ -144,7 +144,12 @@ fn lanes_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let rest: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    let rest: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (x, y) in ca.zip(cb) {
         for i in 0..LANES {
             acc[i] += x[i] * y[i];
@@ -173,7 +178,11 @@ fn layernorm_relu(
         let inv = 1.0 / (var + LN_EPS).sqrt();
         rstd[r] = inv;
         let (xr, ar) = (&mut xhat[r * h..(r + 1) * h], &mut act[r * h..(r + 1) * h]);
-        for ((xo, ao), ((&zj, &gj), &bj)) in xr.iter_mut().zip(ar.iter_mut()).zip(zr.iter().zip(gamma).zip(beta)) {
+        for ((xo, ao), ((&zj, &gj), &bj)) in xr
+            .iter_mut()
+            .zip(ar.iter_mut())
+            .zip(zr.iter().zip(gamma).zip(beta))
+        {
             let xh = (zj - mean) * inv;
             *xo = xh;
             *ao = (gj * xh + bj).max(0.0);
@@ -681,7 +690,9 @@ impl NetBackward<'_> {
                 let dzr = &mut dz[r * h..(r + 1) * h];
                 // Zipped slices (no indexing) so the loop vectorises.
                 let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
-                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma))) {
+                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in
+                    lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma)))
+                {
                     let dpre = if aj > 0.0 { gj } else { 0.0 };
                     *dg += dpre * xj;
                     *db += dpre;
