@@ -26,6 +26,9 @@ enum Command {
     Train(TrainArgs),
     /// Evaluate a run's newest checkpoint: greedy policy vs a uniformly random one.
     Eval(EvalArgs),
+    /// Print the memory a run would need, tensor by tensor, against the budget (exit 1 when it
+    /// does not fit).
+    Plan(PlanArgs),
     /// Write a run's learning-curve PNG (also written at the end of training).
     Plot {
         /// Run directory.
@@ -75,6 +78,25 @@ struct TrainArgs {
     /// Set any config field: key=value (RON value), repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Memory budget for the preflight, e.g. 2GiB (default: 3/4 of the available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    /// Run configuration (defaults when omitted).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Set any config field: key=value, repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Memory budget, e.g. 2GiB (default: 3/4 of the available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+    /// Print one JSON object: tensors [{name, shape, bytes}], total_bytes, budget_bytes, fits.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -209,6 +231,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command.unwrap_or(Command::Train(TrainArgs::default())) {
         Command::Train(args) => train(args).map(|()| ExitCode::SUCCESS),
         Command::Eval(args) => eval(args).map(|()| ExitCode::SUCCESS),
+        Command::Plan(args) => plan(args),
         Command::Plot { run } => {
             let png = gridarena::train::plot::plot_run(&run).map_err(anyhow::Error::msg)?;
             println!("wrote {}", png.display());
@@ -426,6 +449,7 @@ fn train(args: TrainArgs) -> Result<()> {
         progress: true,
         stop,
         until_update: None,
+        memory_budget: args.memory_budget,
     };
     let summary = with_pool(None, || {
         gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)
@@ -453,6 +477,39 @@ fn train(args: TrainArgs) -> Result<()> {
         summary.run.display()
     );
     Ok(())
+}
+
+fn plan(args: PlanArgs) -> Result<ExitCode> {
+    use gridarena::train::{config::RunConfig, load_scenario, plan};
+    let mut cfg = match &args.config {
+        Some(p) => RunConfig::load(p)?,
+        None => RunConfig::default(),
+    };
+    for a in &args.set {
+        cfg.set(a)?;
+    }
+    cfg.validate()?;
+    let loaded = load_scenario(&cfg)?;
+    let device = gridarena::critic::choose_device(cfg.device)?;
+    let p = plan::plan(
+        &cfg,
+        &loaded,
+        &device,
+        args.memory_budget.unwrap_or_else(plan::default_budget),
+    );
+    if args.json {
+        println!("{}", serde_json::to_string(&p)?);
+    } else {
+        print!("{}", p.table());
+        if let Some(r) = p.refusal() {
+            eprintln!("error: {r}");
+        }
+    }
+    Ok(if p.fits {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn eval(args: EvalArgs) -> Result<()> {

@@ -335,3 +335,37 @@ fn replica_r_of_a_multi_seed_run_matches_a_single_run_with_seed_plus_r() {
         let _ = std::fs::remove_dir_all(multi);
     });
 }
+
+#[test]
+fn the_memory_preflight_refuses_an_impossible_run_before_allocating() {
+    let cfg = RunConfig {
+        arenas: 100_000,
+        total_steps: 100_000 * 8,
+        ..small("tests/data/chase.ron")
+    };
+    let run = temp("too-big");
+    let opts = TrainOptions {
+        memory_budget: Some(64 << 20),
+        ..TrainOptions::default()
+    };
+    let err = train(&cfg, &run, &opts).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RunError::Memory(_)), "{text}");
+    assert!(
+        text.contains("200,000 rows")
+            && text.contains("budget 64.00 MiB")
+            && text.contains("raise minibatches"),
+        "{text}"
+    );
+    assert!(!run.exists(), "nothing was created");
+
+    let device = choose_device(Device::Cpu).unwrap();
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let plan = gridarena::train::plan::plan(&cfg, &loaded, &device, 64 << 20);
+    assert!(!plan.fits && plan.total_bytes > 64 << 20);
+    let json = serde_json::to_value(&plan).unwrap();
+    assert!(json["tensors"][0]["name"].is_string() && json["tensors"][0]["bytes"].is_u64());
+    let small_plan =
+        gridarena::train::plan::plan(&small("tests/data/chase.ron"), &loaded, &device, 64 << 20);
+    assert!(small_plan.fits, "{}", small_plan.table());
+}

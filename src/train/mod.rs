@@ -4,6 +4,7 @@
 pub mod config;
 pub mod eval;
 pub mod iql;
+pub mod plan;
 pub mod plot;
 pub mod pqn;
 pub mod rate_limiter;
@@ -141,6 +142,9 @@ pub enum RunError {
     /// The device.
     #[error(transparent)]
     Critic(#[from] CriticError),
+    /// The preflight refused the run.
+    #[error("memory preflight: {0} (see `gridarena plan`)")]
+    Memory(String),
     /// A checkpoint that does not fit this run.
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {
@@ -241,6 +245,8 @@ pub struct TrainOptions {
     pub stop: Arc<AtomicBool>,
     /// End (with a checkpoint) after this update even if the run has more to go.
     pub until_update: Option<u64>,
+    /// Memory budget for the preflight (default: three quarters of the available memory).
+    pub memory_budget: Option<u64>,
 }
 
 /// Trains (or resumes) the run in `out`.
@@ -249,6 +255,10 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     cfg.validate()?;
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
+    let budget = opts.memory_budget.unwrap_or_else(plan::default_budget);
+    if let Some(refusal) = plan::plan(cfg, &loaded, &device, budget).refusal() {
+        return Err(RunError::Memory(refusal));
+    }
     let dir = if resume {
         RunDir::open(out)?
     } else {
