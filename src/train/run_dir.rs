@@ -23,8 +23,11 @@ pub enum RunDirError {
     /// A run is already there.
     #[error("{0} already holds a run; use --resume {0} to continue it, or another --out")]
     Exists(PathBuf),
-    /// Nothing to resume.
-    #[error("{0} has no complete checkpoint to resume from")]
+    /// Not a run directory.
+    #[error("{0} is not a run directory (it has no config.ron)")]
+    NotARun(PathBuf),
+    /// Nothing to resume or evaluate.
+    #[error("{0} has no complete checkpoint yet")]
     NoCheckpoint(PathBuf),
     /// A checkpoint that does not parse.
     #[error("{path}: damaged checkpoint: {reason}")]
@@ -82,7 +85,7 @@ impl RunDir {
     /// Opens an existing run for resuming.
     pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
         if !path.join("config.ron").exists() {
-            return Err(RunDirError::NoCheckpoint(path.to_path_buf()));
+            return Err(RunDirError::NotARun(path.to_path_buf()));
         }
         let dir = RunDir {
             path: path.to_path_buf(),
