@@ -328,3 +328,54 @@ fn the_gpu_fits_a_synthetic_classification() {
     let accuracy = correct as f32 / (rows * 2) as f32;
     assert!(accuracy > 0.95, "accuracy {accuracy} after 300 steps");
 }
+
+#[test]
+fn pqn_and_iql_train_on_the_gpu_backend() {
+    use gridarena::critic::Device;
+    use gridarena::train::config::{Algo, RunConfig};
+    use gridarena::train::{TrainOptions, train};
+    if gpu(
+        StackSpec {
+            nets: 1,
+            input: 1,
+            hidden: 1,
+            layers: 1,
+            head: 1,
+        },
+        0,
+    )
+    .is_none()
+    {
+        return;
+    }
+    for algo in [Algo::Pqn, Algo::Iql] {
+        let cfg = RunConfig {
+            algo,
+            scenario: Some("tests/data/chase.ron".into()),
+            device: Device::Gpu,
+            arenas: 16,
+            rollout: 8,
+            minibatches: 4,
+            hidden: 32,
+            layers: 1,
+            batch_size: 32,
+            min_replay: 64,
+            total_steps: 16 * 8 * 6,
+            ..RunConfig::default()
+        };
+        let run = std::env::temp_dir().join(format!(
+            "gridarena-gpu-train-{algo:?}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&run);
+        let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+        assert_eq!(summary.updates, 6);
+        assert!(summary.device.starts_with("gpu"), "{}", summary.device);
+        let ckpt = gridarena::train::run_dir::RunDir::open(&run)
+            .unwrap()
+            .load_latest()
+            .unwrap();
+        assert!(ckpt.params.iter().all(|v| v.is_finite()));
+        let _ = std::fs::remove_dir_all(&run);
+    }
+}
