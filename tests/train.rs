@@ -369,3 +369,52 @@ fn the_memory_preflight_refuses_an_impossible_run_before_allocating() {
         gridarena::train::plan::plan(&small("tests/data/chase.ron"), &loaded, &device, 64 << 20);
     assert!(small_plan.fits, "{}", small_plan.table());
 }
+
+#[test]
+fn opponent_models_beat_the_uniform_prediction_against_trained_opponents() {
+    // pursuit_3: 2 pursuers and 1 evader, all learning; each predicts the other two's actions.
+    let cfg = RunConfig {
+        total_steps: 200_000,
+        arenas: 64,
+        rollout: 16,
+        minibatches: 4,
+        hidden: 64,
+        layers: 2,
+        opponent_models: true,
+        lr: 5e-4,
+        ..small("assets/scenarios/pursuit_3.ron")
+    };
+    let run = temp("opponents");
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let metrics = deterministic_metrics(&run);
+    // Average the last 10 updates' scores over every (agent, opponent) pair.
+    let (mut acc, mut nll, mut k) = (0.0, 0.0, 0.0);
+    for m in &metrics[metrics.len() - 10..] {
+        for (a_row, l_row) in m["opponent_accuracy"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(m["opponent_log_loss"].as_array().unwrap())
+        {
+            for (a, l) in a_row
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(l_row.as_array().unwrap())
+            {
+                acc += a.as_f64().unwrap();
+                nll += l.as_f64().unwrap();
+                k += 1.0;
+            }
+        }
+    }
+    let (acc, nll) = (acc / k, nll / k);
+    let uniform = metrics[0]["opponent_uniform_log_loss"].as_f64().unwrap();
+    assert!((uniform - 5f64.ln()).abs() < 1e-9);
+    assert!(acc > 0.27, "mean accuracy {acc} vs 0.2 for a uniform guess");
+    assert!(
+        nll < uniform - 0.1,
+        "mean log-loss {nll} vs {uniform} for a uniform guess"
+    );
+    let _ = std::fs::remove_dir_all(run);
+}

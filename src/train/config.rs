@@ -71,6 +71,9 @@ pub struct RunConfig {
     /// One network shared by every learner (with the learner's index as an extra input) instead
     /// of one per learner.
     pub shared: bool,
+    /// Train opponent models beside the learner (PQN, one seed): each learner predicts every
+    /// other learner's action from its own observation; accuracy and log-loss are logged.
+    pub opponent_models: bool,
     /// IQL: replay capacity in transitions (rows).
     pub replay_capacity: usize,
     /// IQL: rows per learner step.
@@ -123,6 +126,7 @@ impl Default for RunConfig {
             hidden: 128,
             layers: 2,
             shared: false,
+            opponent_models: false,
             replay_capacity: 100_000,
             batch_size: 256,
             samples_per_insert: 1.0,
@@ -292,6 +296,12 @@ impl RunConfig {
                     "{}; at least 1 (more than 1 with algo pqn only, for now)",
                     self.seeds
                 ),
+            );
+        }
+        if self.opponent_models && (self.algo != Algo::Pqn || self.seeds > 1) {
+            return bad(
+                "opponent_models",
+                "true needs algo pqn with seeds 1 (for now)".into(),
             );
         }
         if self.algo == Algo::Iql {

@@ -578,6 +578,7 @@ impl Iql {
             lr,
             episodes: self.batch.take_episodes(),
             per_replica: Vec::new(),
+            opponents: None,
         })
     }
 

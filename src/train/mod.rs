@@ -4,6 +4,7 @@
 pub mod config;
 pub mod eval;
 pub mod iql;
+pub mod opponent;
 pub mod plan;
 pub mod plot;
 pub mod pqn;
@@ -360,6 +361,10 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             "return_per_agent": m.mean_return,
             "collective_return": m.collective_return,
             "equality": m.equality,
+            "opponent_accuracy": stats.opponents.as_ref().map(|o| o.accuracy.clone()),
+            "opponent_log_loss": stats.opponents.as_ref().map(|o| o.log_loss.clone()),
+            "opponent_uniform_log_loss": stats.opponents.as_ref().map(|o| o.uniform_log_loss),
+            "opponent_train_loss": stats.opponents.as_ref().map(|o| o.train_loss),
             "counters": m.counters.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         });
         dir.append_metrics(&line.to_string())?;

@@ -71,6 +71,7 @@ pub struct Pqn {
     mb_targets: Vec<f32>,
     sim_seconds: f64,
     learn_seconds: f64,
+    opponents: Option<super::opponent::OpponentModels>,
 }
 
 /// What one update did.
@@ -87,6 +88,8 @@ pub struct UpdateStats {
     pub episodes: Vec<EpisodeSummary>,
     /// With several seeds: each replica's finished episodes.
     pub per_replica: Vec<Vec<EpisodeSummary>>,
+    /// Opponent-model scores on this rollout (when enabled).
+    pub opponents: Option<super::opponent::OpponentScores>,
 }
 
 /// The learner's own evolving state beyond the parameters (checkpoints).
@@ -175,7 +178,20 @@ impl Pqn {
             (loaded.scenario.learners_per_arena(), spec.head, spec.input);
         let per = cfg.arenas * learners;
         let rows = replicas * per;
+        let opponents = if cfg.opponent_models {
+            Some(super::opponent::OpponentModels::new(
+                cfg,
+                learners,
+                actions,
+                obs_len,
+                (cfg.rollout * per / cfg.minibatches).max(1),
+                device,
+            )?)
+        } else {
+            None
+        };
         Ok(Pqn {
+            opponents,
             batches,
             critic,
             spec,
@@ -376,6 +392,10 @@ impl Pqn {
         let sim_before = self.sim_seconds;
         self.rollout(epsilon)?;
         self.lambda_returns();
+        let opponents = match &mut self.opponents {
+            Some(models) => Some(models.score_and_train(&self.obs, &self.taken, self.cfg.lr)?),
+            None => None,
+        };
 
         let per = self.cfg.arenas * self.learners;
         let rows = self.replicas * per;
@@ -477,6 +497,7 @@ impl Pqn {
             lr,
             episodes,
             per_replica,
+            opponents,
         })
     }
 

@@ -1,0 +1,167 @@
+//! Opponent models: for every learner i, a network predicting each other learner j's action
+//! from i's own observation, `m_ij(a_j | o_i)`, trained by cross-entropy on the actions observed
+//! in the rollouts. All models live in one stack (one network per learner, one output group per
+//! other learner), so one pass serves everyone. Before each training pass the models are scored
+//! on the fresh rollout: accuracy and log-loss per (agent, opponent) pair, against the uniform
+//! prediction's log-loss ln |A|.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::pqn::TrainError;
+use crate::critic::loss::Loss;
+use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
+use crate::rng::below;
+
+/// Scores of one rollout, before training on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpponentScores {
+    /// `[i][k]`: fraction of learner i's predictions of its k-th other learner that were right.
+    pub accuracy: Vec<Vec<f64>>,
+    /// `[i][k]`: mean negative log-likelihood of the action taken.
+    pub log_loss: Vec<Vec<f64>>,
+    /// ln |A|, the uniform prediction's log-loss.
+    pub uniform_log_loss: f64,
+    /// The training loss of this update's pass.
+    pub train_loss: f32,
+}
+
+/// The opponent models of one run.
+pub struct OpponentModels {
+    critic: Critic,
+    learners: usize,
+    actions: usize,
+    minibatch: usize,
+    shuffle: ChaCha8Rng,
+}
+
+impl OpponentModels {
+    /// One model per learner over `input` bytes (hidden width and layers as the Q-networks),
+    /// `learners - 1` groups of `actions` outputs, minibatches of `minibatch` rows.
+    pub fn new(
+        cfg: &super::config::RunConfig,
+        learners: usize,
+        actions: usize,
+        input: usize,
+        minibatch: usize,
+        device: &Chosen,
+    ) -> Result<OpponentModels, TrainError> {
+        if learners < 2 {
+            return Err(TrainError::Config(
+                "opponent models need at least two learners per arena".into(),
+            ));
+        }
+        let spec = StackSpec {
+            nets: learners,
+            input,
+            hidden: cfg.hidden,
+            layers: cfg.layers,
+            head: (learners - 1) * actions,
+        };
+        Ok(OpponentModels {
+            critic: Critic::new(spec, cfg.seed ^ 0x6f70_706f, device)?,
+            learners,
+            actions,
+            minibatch: minibatch.max(1),
+            shuffle: crate::rng::stream(cfg.seed, u64::MAX >> 9, crate::rng::Purpose::Policy),
+        })
+    }
+
+    /// The j-th other learner of learner i (the others in slot order, skipping i).
+    pub fn other(i: usize, k: usize) -> usize {
+        if k < i { k } else { k + 1 }
+    }
+
+    /// Scores the models on `rows` stored rows (`obs` `[R, D]`, `taken` `[R]`, rows ordered
+    /// `[..., arena, learner]` so row r's learner is r % N), then trains one epoch on them.
+    pub fn score_and_train(
+        &mut self,
+        obs: &[u8],
+        taken: &[u32],
+        lr: f32,
+    ) -> Result<OpponentScores, TrainError> {
+        let (n, a) = (self.learners, self.actions);
+        let rows = taken.len();
+        let d = obs.len() / rows.max(1);
+        let groups = n - 1;
+        // Labels: for row r (learner i of its arena), the actions of the others in that arena.
+        let labels: Vec<u32> = (0..rows)
+            .flat_map(|r| {
+                let (base, i) = (r - r % n, r % n);
+                (0..groups).map(move |k| taken[base + Self::other(i, k)])
+            })
+            .collect();
+        let nets: Vec<u32> = (0..rows).map(|r| (r % n) as u32).collect();
+
+        // Score on the fresh rollout.
+        let out = self.critic.forward(Input::U8(obs), &nets)?;
+        let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
+        let mut count = vec![0.0f64; n];
+        for r in 0..rows {
+            let i = r % n;
+            count[i] += 1.0;
+            for k in 0..groups {
+                let z = &out[(r * groups + k) * a..(r * groups + k + 1) * a];
+                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let lse = max + z.iter().map(|v| (v - max).exp()).sum::<f32>().ln();
+                let label = labels[r * groups + k] as usize;
+                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
+                correct[i][k] += f64::from(u8::from(best == label));
+                nll[i][k] += (lse - z[label]) as f64;
+            }
+        }
+        for i in 0..n {
+            for k in 0..groups {
+                correct[i][k] /= count[i].max(1.0);
+                nll[i][k] /= count[i].max(1.0);
+            }
+        }
+
+        // One shuffled epoch of cross-entropy.
+        let mut index: Vec<usize> = (0..rows).collect();
+        for k in (1..rows).rev() {
+            let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
+            index.swap(k, j);
+        }
+        let adam = AdamConfig {
+            lr,
+            ..AdamConfig::default()
+        };
+        let (mut loss_sum, mut batches) = (0.0f64, 0);
+        for chunk in index.chunks(self.minibatch) {
+            let mb_obs: Vec<u8> = chunk
+                .iter()
+                .flat_map(|&r| obs[r * d..(r + 1) * d].iter().copied())
+                .collect();
+            let mb_nets: Vec<u32> = chunk.iter().map(|&r| nets[r]).collect();
+            let mb_labels: Vec<u32> = chunk
+                .iter()
+                .flat_map(|&r| labels[r * groups..(r + 1) * groups].iter().copied())
+                .collect();
+            self.critic.forward(Input::U8(&mb_obs), &mb_nets)?;
+            self.critic.loss_backward(&Loss::CrossEntropy {
+                groups,
+                labels: &mb_labels,
+                mask: None,
+            })?;
+            let value = self.critic.last_loss()?;
+            if !value.is_finite() {
+                return Err(TrainError::NonFinite {
+                    update: 0,
+                    tensor: "opponent-model loss".into(),
+                    value,
+                });
+            }
+            loss_sum += value as f64;
+            batches += 1;
+            self.critic.step(&adam);
+        }
+        Ok(OpponentScores {
+            accuracy: correct,
+            log_loss: nll,
+            uniform_log_loss: (a as f64).ln(),
+            train_loss: (loss_sum / batches.max(1) as f64) as f32,
+        })
+    }
+}
