@@ -11,6 +11,7 @@ pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod loss;
+pub mod pr2;
 
 use serde::{Deserialize, Serialize};
 
