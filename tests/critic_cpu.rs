@@ -553,3 +553,24 @@ fn a_shared_network_split_over_threads_gets_the_same_gradients() {
         );
     }
 }
+
+#[test]
+fn backward_before_any_forward_is_an_error_not_a_panic() {
+    let spec = StackSpec {
+        nets: 1,
+        input: 2,
+        hidden: 2,
+        layers: 1,
+        head: 1,
+    };
+    let mut c = CpuCritic::new(spec, 0).unwrap();
+    assert!(c.backward(&[], false).is_err());
+    assert!(
+        c.forward(Input::F32(&[1.0]), &[0]).is_err(),
+        "input of the wrong length"
+    );
+    assert!(
+        c.forward(Input::F32(&[1.0, 2.0]), &[3]).is_err(),
+        "a network the stack does not have"
+    );
+}

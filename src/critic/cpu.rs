@@ -387,6 +387,13 @@ impl CpuCritic {
     pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
         let (spec, a) = (self.spec, &mut self.acts);
         let (rows, d, h, head) = (a.rows, spec.input, spec.hidden, spec.head);
+        if a.unit_bounds.is_empty() {
+            return Err(CriticError::Shape {
+                what: "forward passes before backward",
+                expected: 1,
+                got: 0,
+            });
+        }
         if d_out.len() != rows * head {
             return Err(CriticError::Shape {
                 what: "d_output",
