@@ -10,7 +10,7 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
-use super::pqn::{TrainError, UpdateStats, argmax, stack_spec};
+use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, stack_spec};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
@@ -391,12 +391,7 @@ impl Iql {
                     for (arena, rng) in explore.iter_mut().enumerate() {
                         for l in 0..n {
                             let r = arena * n + l;
-                            let explore = (rng.next_u32() as u64) < threshold;
-                            let action = if explore {
-                                below(rng.next_u32(), a as u32) as u8
-                            } else {
-                                argmax(&q[r * a..(r + 1) * a])
-                            };
+                            let action = epsilon_greedy(rng, &q[r * a..(r + 1) * a], threshold);
                             chosen[r] = action;
                             taken[r] = action as u32;
                         }
@@ -521,12 +516,7 @@ impl Iql {
             for (arena, rng) in self.explore.iter_mut().enumerate() {
                 for l in 0..n {
                     let r = arena * n + l;
-                    let explore = (rng.next_u32() as u64) < threshold;
-                    let action = if explore {
-                        below(rng.next_u32(), a as u32) as u8
-                    } else {
-                        argmax(&q[r * a..(r + 1) * a])
-                    };
+                    let action = epsilon_greedy(rng, &q[r * a..(r + 1) * a], threshold);
                     chosen[r] = action;
                     taken[r] = action as u32;
                 }

@@ -312,12 +312,7 @@ impl Pqn {
                         let qr = &q[g * a..(g + 1) * a];
                         self.q_max[t * rows + g] =
                             qr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                        let explore = (rng.next_u32() as u64) < threshold;
-                        let action = if explore {
-                            below(rng.next_u32(), a as u32) as u8
-                        } else {
-                            argmax(qr)
-                        };
+                        let action = epsilon_greedy(rng, qr, threshold);
                         chosen[local] = action;
                         self.taken[t * rows + g] = action as u32;
                     }
@@ -533,6 +528,16 @@ impl Pqn {
             b.load_state(state)?;
         }
         Ok(())
+    }
+}
+
+/// The epsilon-greedy action for one row of Q-values: with probability `threshold / 2^32` a
+/// uniform action, else the greedy one (one draw, plus one more when exploring).
+pub fn epsilon_greedy(rng: &mut ChaCha8Rng, q: &[f32], threshold: u64) -> u8 {
+    if (rng.next_u32() as u64) < threshold {
+        below(rng.next_u32(), q.len() as u32) as u8
+    } else {
+        argmax(q)
     }
 }
 
