@@ -341,24 +341,15 @@ impl CpuCritic {
         let outs = segments(&mut a.out_sorted, &starts, head);
         // Per network: transpose the per-layer lists so each task owns its slices.
         let mut tasks: Vec<NetForward> = Vec::with_capacity(outs.len());
-        for (u, out) in outs.into_iter().enumerate().rev() {
+        for (u, out) in outs.into_iter().enumerate() {
             let k = a.unit_net[u];
             tasks.push(NetForward {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
                 x0: x0[u],
-                xhat: xhat
-                    .iter_mut()
-                    .map(|v| v.pop().expect("one per net"))
-                    .collect(),
-                rstd: rstd
-                    .iter_mut()
-                    .map(|v| v.pop().expect("one per net"))
-                    .collect(),
-                act: act
-                    .iter_mut()
-                    .map(|v| v.pop().expect("one per net"))
-                    .collect(),
+                xhat: xhat.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
+                rstd: rstd.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
+                act: act.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
                 out,
             });
         }
@@ -445,20 +436,20 @@ impl CpuCritic {
         };
         let mut grads: Vec<&mut [f32]> = grad_buf.chunks_exact_mut(per_net).collect();
         let mut tasks = Vec::with_capacity(units);
-        for u in (0..units).rev() {
+        for u in 0..units {
             let k = a.unit_net[u];
             tasks.push(NetBackward {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
-                grad: grads.pop().expect("one per unit"),
+                grad: std::mem::take(&mut grads[u]),
                 x0: x0[u],
                 xhat: xhat.iter().map(|v| v[u]).collect(),
                 rstd: rstd.iter().map(|v| v[u]).collect(),
                 act: act.iter().map(|v| v[u]).collect(),
                 g_out: g[u],
-                scratch_a: sa.pop().expect("one per net"),
-                scratch_b: sb.pop().expect("one per net"),
-                d_x0: dx.pop(),
+                scratch_a: std::mem::take(&mut sa[u]),
+                scratch_b: std::mem::take(&mut sb[u]),
+                d_x0: dx.get_mut(u).map(std::mem::take),
             });
         }
         tasks.into_par_iter().for_each(|t| t.run(offsets, spec));

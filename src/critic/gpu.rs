@@ -512,10 +512,7 @@ impl GpuCritic {
         self.plan = RowPlan::new(nets, self.spec.nets)?;
         self.rows = nets.len();
         self.ensure_rows(self.rows);
-        let rb = self
-            .rows_buf
-            .as_ref()
-            .expect("row buffers exist after ensure_rows");
+        let rb = row_buffers(&self.rows_buf)?;
         match input {
             Input::U8(x) => {
                 let mut padded = x.to_vec();
@@ -619,8 +616,12 @@ impl GpuCritic {
     }
 
     /// The forward items over `params` into `acts`.
-    fn forward_items<'a>(&'a self, uniforms: &mut UniformArena, target: bool) -> Vec<Item<'a>> {
-        let rb = self.rows_buf.as_ref().expect("rows uploaded");
+    fn forward_items<'a>(
+        &'a self,
+        uniforms: &mut UniformArena,
+        target: bool,
+    ) -> Result<Vec<Item<'a>>, CriticError> {
+        let rb = row_buffers(&self.rows_buf)?;
         let (params, acts) = if target {
             (&self.target, &rb.target)
         } else {
@@ -677,7 +678,7 @@ impl GpuCritic {
                 items.push((&k.layernorm_forward, group, (rows_x, rows_y, 1)));
             }
         }
-        items
+        Ok(items)
     }
 
     /// The backward items from `d_out` (already on the device).
@@ -685,8 +686,8 @@ impl GpuCritic {
         &'a self,
         uniforms: &mut UniformArena,
         input_grad: bool,
-    ) -> Vec<Item<'a>> {
-        let rb = self.rows_buf.as_ref().expect("rows uploaded");
+    ) -> Result<Vec<Item<'a>>, CriticError> {
+        let rb = row_buffers(&self.rows_buf)?;
         let acts = &rb.online;
         let k = &self.kernels;
         let mut items = Vec::new();
@@ -785,7 +786,7 @@ impl GpuCritic {
                 items.push((&k.linear_backward_input, group, self.tile_grid(o.fan_in)));
             }
         }
-        items
+        Ok(items)
     }
 
     /// Forward pass with the online parameters; keeps activations on the device for backward.
@@ -796,7 +797,7 @@ impl GpuCritic {
             buffer: self.uniforms.buffer.clone(),
             data: std::mem::take(&mut self.uniforms.data),
         };
-        let items = self.forward_items(&mut arena, false);
+        let items = self.forward_items(&mut arena, false)?;
         self.dispatches += Self::run(&self.device, &self.queue, &mut arena, "forward", items);
         self.uniforms.data = arena.data;
         Ok(())
@@ -810,7 +811,7 @@ impl GpuCritic {
             buffer: self.uniforms.buffer.clone(),
             data: std::mem::take(&mut self.uniforms.data),
         };
-        let items = self.forward_items(&mut arena, true);
+        let items = self.forward_items(&mut arena, true)?;
         self.dispatches += Self::run(
             &self.device,
             &self.queue,
@@ -829,10 +830,7 @@ impl GpuCritic {
 
     fn read_output(&mut self, target: bool) -> Result<Vec<f32>, CriticError> {
         let head = self.spec.head;
-        let rb = self
-            .rows_buf
-            .as_ref()
-            .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))?;
+        let rb = row_buffers(&self.rows_buf)?;
         let buffer = if target {
             rb.target.out.clone()
         } else {
@@ -868,17 +866,14 @@ impl GpuCritic {
             sorted[pos * head..(pos + 1) * head]
                 .copy_from_slice(&d_out[row * head..(row + 1) * head]);
         }
-        let rb = self
-            .rows_buf
-            .as_ref()
-            .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))?;
+        let rb = row_buffers(&self.rows_buf)?;
         self.queue
             .write_buffer(&rb.d_out, 0, bytemuck::cast_slice(&sorted));
         let mut arena = UniformArena {
             buffer: self.uniforms.buffer.clone(),
             data: std::mem::take(&mut self.uniforms.data),
         };
-        let items = self.backward_items(&mut arena, input_grad);
+        let items = self.backward_items(&mut arena, input_grad)?;
         self.dispatches += Self::run(&self.device, &self.queue, &mut arena, "backward", items);
         self.uniforms.data = arena.data;
         Ok(())
@@ -889,10 +884,7 @@ impl GpuCritic {
     pub fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
         let (rows, head) = (self.rows, self.spec.head);
         loss.check(rows, head)?;
-        let rb = self
-            .rows_buf
-            .as_ref()
-            .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))?;
+        let rb = row_buffers(&self.rows_buf)?;
         let ones;
         let (kind, groups, delta, labels, targets, mask) = match loss {
             Loss::Mse {
@@ -963,7 +955,7 @@ impl GpuCritic {
         );
         let (x, y) = fold((rows as u32).div_ceil(64));
         let mut items: Vec<Item> = vec![(&k.loss, group, (x, y, 1))];
-        items.extend(self.backward_items(&mut arena, false));
+        items.extend(self.backward_items(&mut arena, false)?);
         self.dispatches += Self::run(
             &self.device,
             &self.queue,
@@ -977,10 +969,7 @@ impl GpuCritic {
 
     /// The loss of the last [`GpuCritic::loss_backward`] (a readback).
     pub fn read_loss(&mut self) -> Result<f32, CriticError> {
-        let rb = self
-            .rows_buf
-            .as_ref()
-            .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))?;
+        let rb = row_buffers(&self.rows_buf)?;
         let buffer = rb.row_loss.clone();
         let rows = self.read_f32(&buffer, self.rows)?;
         Ok(rows.iter().map(|v| *v as f64).sum::<f64>() as f32)
@@ -1194,15 +1183,16 @@ impl GpuCritic {
     /// Reads `len` f32s from the start of `buffer`, waiting for the device.
     fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
         let bytes = (len * 4).max(4) as u64;
-        if self.staging.as_ref().is_none_or(|s| s.size() < bytes) {
-            self.staging = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
+        let device = &self.device;
+        let staging = match &mut self.staging {
+            Some(s) if s.size() >= bytes => s,
+            slot => slot.insert(device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("readback staging"),
                 size: bytes.next_power_of_two(),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
-            }));
-        }
-        let staging = self.staging.as_ref().expect("just created");
+            })),
+        };
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -1227,6 +1217,13 @@ impl GpuCritic {
         staging.unmap();
         Ok(data)
     }
+}
+
+/// The per-row device buffers (a field borrow, so other fields stay usable); an error before the
+/// first forward pass.
+fn row_buffers(rows: &Option<RowBuffers>) -> Result<&RowBuffers, CriticError> {
+    rows.as_ref()
+        .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))
 }
 
 /// Times full updates on the GPU backend (waiting for the device at the end of each repeat).
