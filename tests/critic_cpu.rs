@@ -1,6 +1,9 @@
 //! The CPU critic backend: gradients against central finite differences of an f64 reference,
 //! the optimiser's arithmetic, learning on synthetic tasks, and determinism.
 
+mod common;
+use common::{classification_labels, random};
+
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, Input, LN_EPS, RowPlan, StackSpec};
@@ -77,20 +80,6 @@ fn loss64(spec: &StackSpec, all: &[f64], x: &[f64], nets: &[u32], loss: &Loss) -
             l / (rows * groups) as f64
         }
     }
-}
-
-fn random(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
 }
 
 /// Backward's parameter and input gradients against central differences of the f64 reference.
@@ -408,26 +397,7 @@ fn fits_a_synthetic_classification() {
     };
     let rows = 256;
     let x = random(rows * 6, 2, 1.0);
-    let labels: Vec<u32> = (0..rows)
-        .flat_map(|r| {
-            let xr = &x[r * 6..(r + 1) * 6];
-            let a = if xr[0] > 0.3 {
-                0
-            } else if xr[1] > 0.0 {
-                1
-            } else {
-                2
-            };
-            let b = if xr[2] + xr[3] > 0.0 {
-                0
-            } else if xr[4] > 0.5 {
-                1
-            } else {
-                2
-            };
-            [a, b]
-        })
-        .collect();
+    let labels = classification_labels(&x, rows);
     let nets: Vec<u32> = (0..rows as u32).map(|r| r % 2).collect();
     let mut c = CpuCritic::new(spec, 1).unwrap();
     let cfg = AdamConfig {

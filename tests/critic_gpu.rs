@@ -5,6 +5,9 @@
 //! when `CI` is set, where they fail.
 #![cfg(feature = "gpu")]
 
+mod common;
+use common::{classification_labels, random};
+
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::gpu::{GpuCritic, SHADERS};
 use gridarena::critic::loss::Loss;
@@ -21,18 +24,6 @@ fn gpu(spec: StackSpec, seed: u64) -> Option<GpuCritic> {
         }
         Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
     }
-}
-
-fn random(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(7);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
 }
 
 /// Max relative difference, with an absolute floor for values near zero.
@@ -282,26 +273,7 @@ fn the_gpu_fits_a_synthetic_classification() {
     let Some(mut g) = gpu(spec, 1) else { return };
     let rows = 256;
     let x = random(rows * 6, 2, 1.0);
-    let labels: Vec<u32> = (0..rows)
-        .flat_map(|r| {
-            let xr = &x[r * 6..(r + 1) * 6];
-            let a = if xr[0] > 0.3 {
-                0
-            } else if xr[1] > 0.0 {
-                1
-            } else {
-                2
-            };
-            let b = if xr[2] + xr[3] > 0.0 {
-                0
-            } else if xr[4] > 0.5 {
-                1
-            } else {
-                2
-            };
-            [a, b]
-        })
-        .collect();
+    let labels = classification_labels(&x, rows);
     let nets_of: Vec<u32> = (0..rows as u32).map(|r| r % 2).collect();
     let cfg = AdamConfig {
         lr: 3e-3,

@@ -41,3 +41,41 @@ pub const RIGHT: u8 = 1;
 pub const UP: u8 = 2;
 pub const DOWN: u8 = 3;
 pub const STAY: u8 = 4;
+
+/// Deterministic uniform values in `[-scale, scale)` (an LCG, so the critic tests need no RNG).
+pub fn random(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(7);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// Labels for the synthetic classification task over `[rows, 6]` inputs: two groups of three
+/// classes each, a fixed function of the input, two labels per row.
+pub fn classification_labels(x: &[f32], rows: usize) -> Vec<u32> {
+    (0..rows)
+        .flat_map(|r| {
+            let xr = &x[r * 6..(r + 1) * 6];
+            let a = if xr[0] > 0.3 {
+                0
+            } else if xr[1] > 0.0 {
+                1
+            } else {
+                2
+            };
+            let b = if xr[2] + xr[3] > 0.0 {
+                0
+            } else if xr[4] > 0.5 {
+                1
+            } else {
+                2
+            };
+            [a, b]
+        })
+        .collect()
+}
