@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use gridarena::critic::{Device, choose_device};
 use gridarena::train::config::RunConfig;
+use gridarena::train::eval::EvalReport;
 use gridarena::train::run_dir::RunDir;
-use gridarena::train::{RunError, TrainOptions, train};
+use gridarena::train::{RunError, TrainOptions, TrainSummary, train};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-train-{name}-{}", std::process::id()));
@@ -28,6 +29,34 @@ fn small(scenario: &str) -> RunConfig {
         lr: 3e-3,
         checkpoint_every: 2,
         ..RunConfig::default()
+    }
+}
+
+/// Trains `cfg` into a fresh run directory, evaluates 200 episodes on the CPU and removes the
+/// directory.
+fn train_and_evaluate(cfg: &RunConfig, name: &str) -> (TrainSummary, EvalReport) {
+    let run = temp(name);
+    let summary = train(cfg, &run, &TrainOptions::default()).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    let _ = std::fs::remove_dir_all(run);
+    (summary, report)
+}
+
+/// IQL+CER on the chase task (shared by the synchronous and the threaded test).
+fn iql_chase(threaded: bool) -> RunConfig {
+    RunConfig {
+        algo: gridarena::train::config::Algo::Iql,
+        threaded,
+        wait_seconds: 20.0,
+        total_steps: 16 * 8 * 234,
+        lr: 1e-3,
+        lr_decay: false,
+        batch_size: 64,
+        min_replay: 500,
+        samples_per_insert: 2.0,
+        eps_fraction: 0.3,
+        ..small("tests/data/chase.ron")
     }
 }
 
@@ -104,10 +133,7 @@ fn pqn_learns_to_chase_better_than_the_random_policy() {
         total_steps: 16 * 8 * 234,
         ..small("tests/data/chase.ron")
     };
-    let run = temp("chase");
-    train(&cfg, &run, &TrainOptions::default()).unwrap();
-    let device = choose_device(Device::Cpu).unwrap();
-    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    let (_, report) = train_and_evaluate(&cfg, "chase");
     let (greedy, random) = (&report.policy, &report.random);
     let catches = |r: &gridarena::train::eval::PolicyResult| r.counters["catches"];
     assert!(
@@ -122,27 +148,12 @@ fn pqn_learns_to_chase_better_than_the_random_policy() {
         greedy.mean_return,
         random.mean_return
     );
-    let _ = std::fs::remove_dir_all(run);
 }
 
 #[test]
 fn iql_with_combined_experience_replay_learns_to_chase() {
     // The same task as above with IQL: replay, CER, Polyak targets, rate-limited learning.
-    let cfg = RunConfig {
-        algo: gridarena::train::config::Algo::Iql,
-        total_steps: 16 * 8 * 234,
-        lr: 1e-3,
-        lr_decay: false,
-        batch_size: 64,
-        min_replay: 500,
-        samples_per_insert: 2.0,
-        eps_fraction: 0.3,
-        ..small("tests/data/chase.ron")
-    };
-    let run = temp("chase-iql");
-    train(&cfg, &run, &TrainOptions::default()).unwrap();
-    let device = choose_device(Device::Cpu).unwrap();
-    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    let (_, report) = train_and_evaluate(&iql_chase(false), "chase-iql");
     let (greedy, random) = (&report.policy, &report.random);
     assert!(
         greedy.counters["catches"] > 0.85,
@@ -155,37 +166,19 @@ fn iql_with_combined_experience_replay_learns_to_chase() {
         greedy.mean_return,
         random.mean_return
     );
-    let _ = std::fs::remove_dir_all(run);
 }
 
 #[test]
 fn threaded_iql_finishes_without_deadlock_and_learns() {
     // Actor and learner on separate threads, coordinated by the rate limiter's bounded waits.
-    let cfg = RunConfig {
-        algo: gridarena::train::config::Algo::Iql,
-        threaded: true,
-        wait_seconds: 20.0,
-        total_steps: 16 * 8 * 234,
-        lr: 1e-3,
-        lr_decay: false,
-        batch_size: 64,
-        min_replay: 500,
-        samples_per_insert: 2.0,
-        eps_fraction: 0.3,
-        ..small("tests/data/chase.ron")
-    };
-    let run = temp("chase-threaded");
-    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let (summary, report) = train_and_evaluate(&iql_chase(true), "chase-threaded");
     assert_eq!(summary.updates, 234);
-    let device = choose_device(Device::Cpu).unwrap();
-    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
     assert!(
         report.policy.mean_return > report.random.mean_return + 0.5,
         "greedy {} vs random {}",
         report.policy.mean_return,
         report.random.mean_return
     );
-    let _ = std::fs::remove_dir_all(run);
 }
 
 #[test]
