@@ -54,6 +54,11 @@ fn put(l: &Layout, cells: &mut [u8], x: i16, y: i16, name: &str) {
     cells[l.cell_index(x, y) + ITEM] = id(name);
 }
 
+/// Empties every cell's ground item.
+fn clear_ground(cells: &mut [u8]) {
+    cells.iter_mut().skip(ITEM).step_by(3).for_each(|c| *c = 0);
+}
+
 fn ground(b: &mut EnvBatch, x: usize, y: usize) -> u8 {
     b.snapshot(0).items[y * 5 + x]
 }
@@ -62,11 +67,7 @@ fn ground(b: &mut EnvBatch, x: usize, y: usize) -> u8 {
 fn a_reaction_makes_its_products_in_place_and_pays_only_participating_vesicles() {
     let mut b = dish(2);
     b.edit_arena(0, |l, a| {
-        a.cells
-            .iter_mut()
-            .skip(ITEM)
-            .step_by(3)
-            .for_each(|c| *c = 0);
+        clear_ground(a.cells);
         put(l, a.cells, 2, 1, "a");
         a.pos[0] = GridPos { x: 3, y: 1 }; // next to the a, carrying b
         a.carry[0] = Carry([id("b"), 0, 0]);
@@ -100,11 +101,7 @@ fn a_reaction_makes_its_products_in_place_and_pays_only_participating_vesicles()
 fn a_catalyst_is_kept() {
     let mut b = dish(1);
     b.edit_arena(0, |l, a| {
-        a.cells
-            .iter_mut()
-            .skip(ITEM)
-            .step_by(3)
-            .for_each(|c| *c = 0);
+        clear_ground(a.cells);
         put(l, a.cells, 2, 1, "cat");
         put(l, a.cells, 2, 2, "x");
         a.pos[0] = GridPos { x: 0, y: 0 };
@@ -123,11 +120,7 @@ fn a_catalyst_is_kept() {
 fn no_cell_takes_part_in_two_reactions_in_one_step() {
     let mut b = dish(1);
     b.edit_arena(0, |l, a| {
-        a.cells
-            .iter_mut()
-            .skip(ITEM)
-            .step_by(3)
-            .for_each(|c| *c = 0);
+        clear_ground(a.cells);
         put(l, a.cells, 1, 1, "a");
         put(l, a.cells, 2, 1, "b"); // the only b, next to both a's
         put(l, a.cells, 3, 1, "a");
@@ -152,11 +145,7 @@ fn no_cell_takes_part_in_two_reactions_in_one_step() {
 fn io_swaps_vesicle_and_ground_with_a_cooldown() {
     let mut b = dish(1);
     b.edit_arena(0, |l, a| {
-        a.cells
-            .iter_mut()
-            .skip(ITEM)
-            .step_by(3)
-            .for_each(|c| *c = 0);
+        clear_ground(a.cells);
         put(l, a.cells, 2, 1, "x");
         a.pos[0] = GridPos { x: 2, y: 1 };
         a.carry[0] = Carry([0, 0, 0]);
