@@ -13,6 +13,18 @@ use rand_chacha::ChaCha8Rng;
 // Agents (one entity per agent, M per arena)
 // ---------------------------------------------------------------------------------------------
 
+/// A learning agent's opponent model: the network of the run's opponent-model stack that
+/// predicts the other learners' actions from this agent's observation (`None` for scripted
+/// agents), and its latest prediction `[N-1, A]` for the others in slot order. Written by
+/// `Learner::predict_opponents` (never by the step systems), read by the viewer.
+#[derive(Component, Debug, Clone, Default, PartialEq)]
+pub struct OpponentModel {
+    /// Network index in the opponent-model stack.
+    pub net: Option<u32>,
+    /// Predicted action distributions of the others; empty until first written.
+    pub predicted: Vec<f32>,
+}
+
 /// Who an agent is: its arena, its slot in the arena (learners first) and its role.
 /// Written at spawn, never changed.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use bevy_ecs::system::RunSystemOnce;
 
 use crate::components::{
     AgentId, Alive, AppliedAction, ArenaId, BatchSize, Carry, Cells, Cooldown, Counters,
-    EpisodeClock, EpisodeReturn, Facing, GridPos, ResetAll, RulesEnded, SpawnDeck, StepBuffers,
-    StepReward,
+    EpisodeClock, EpisodeReturn, Facing, GridPos, OpponentModel, ResetAll, RulesEnded, SpawnDeck,
+    StepBuffers, StepReward,
 };
 use crate::error::EngineError;
 use crate::layout::Layout;
@@ -76,6 +76,10 @@ impl EnvBatch {
                 Facing(0),
                 Carry::default(),
                 Cooldown(0),
+                OpponentModel {
+                    net: ((i % m) < n).then_some((i % m) as u32),
+                    predicted: Vec::new(),
+                },
             )
         }));
         world.insert_resource(StepBuffers {
@@ -172,6 +176,43 @@ impl EnvBatch {
         }
         self.step.run(&mut self.world);
         Ok(())
+    }
+
+    /// Writes the opponent models' predictions `[B x N, N-1, A]` into the learners'
+    /// [`OpponentModel`] components.
+    pub fn set_opponent_predictions(&mut self, p: &[f32]) -> Result<(), EngineError> {
+        let (n, b) = (self.layout().learners, self.arenas);
+        let per = p.len() / (b * n).max(1);
+        if n < 2 || per * b * n != p.len() || per == 0 {
+            return Err(EngineError::Shape {
+                what: "opponent predictions",
+                expected: b * n,
+                got: p.len(),
+            });
+        }
+        let mut q = self.world.query::<(&AgentId, &mut OpponentModel)>();
+        for (id, mut m) in q.iter_mut(&mut self.world) {
+            if (id.slot as usize) < n {
+                let r = id.arena as usize * n + id.slot as usize;
+                m.predicted.clear();
+                m.predicted.extend_from_slice(&p[r * per..(r + 1) * per]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The opponent models' latest predictions in `arena`, per learner slot (`[N-1, A]`
+    /// each, empty when never written).
+    pub fn opponent_predictions(&mut self, arena: usize) -> Vec<Vec<f32>> {
+        let n = self.layout().learners;
+        let mut out = vec![Vec::new(); n];
+        let mut q = self.world.query::<(&AgentId, &OpponentModel)>();
+        for (id, m) in q.iter(&self.world) {
+            if id.arena as usize == arena && (id.slot as usize) < n {
+                out[id.slot as usize] = m.predicted.clone();
+            }
+        }
+        out
     }
 
     /// Respawns every arena (episode counters are kept).

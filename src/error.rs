@@ -109,6 +109,16 @@ pub enum EngineError {
         /// Row.
         y: i32,
     },
+    /// A per-learner buffer of the wrong length.
+    #[error("{what}: {got} values is not a whole number of rows for {expected} learner rows")]
+    Shape {
+        /// Which buffer.
+        what: &'static str,
+        /// Learner rows in the batch.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
     /// A saved state from another scenario or batch size.
     #[error("cannot restore the batch: {0}")]
     StateMismatch(String),

@@ -399,7 +399,13 @@ impl CpuCritic {
             g_out[pos * head..(pos + 1) * head]
                 .copy_from_slice(&d_out[row * head..(row + 1) * head]);
         }
-        let width = h.max(d);
+        // The scratch carries gradients of hidden activations; only the first layer's input
+        // gradient (or a network without hidden layers) needs the input's width.
+        let width = if input_grad || spec.layers == 0 {
+            h.max(d)
+        } else {
+            h
+        };
         let mut scratch_a = vec![0.0f32; rows * width];
         let mut scratch_b = vec![0.0f32; rows * width];
         let mut d_x0 = if input_grad {

@@ -173,6 +173,12 @@ impl StackSpec {
     /// up to a power of two (at least 64) and keeps a second set of activations for target
     /// passes.
     pub fn sizing(&self, rows: usize, backend: Backend) -> Sizing {
+        self.sizing_for(rows, backend, true)
+    }
+
+    /// [`StackSpec::sizing`] for updates with or without the input gradient (training never
+    /// asks for it; the CPU backend then skips its input-width buffers).
+    pub fn sizing_for(&self, rows: usize, backend: Backend, input_grad: bool) -> Sizing {
         let p = self.params() as u64 * 4;
         let (h, l, a, d) = (
             self.hidden as u64,
@@ -192,7 +198,12 @@ impl StackSpec {
                     // x0; per layer x-hat, 1/std, activation; sorted and caller-order outputs,
                     // d_out, input gradient; forward's linear-output scratch; backward's sorted
                     // d_out, two gradient scratch blocks and the sorted input gradient.
-                    activations: r * 4 * (d + l * (2 * h + 1) + 3 * a + d + h + a + 2 * w + d),
+                    activations: if input_grad {
+                        r * 4 * (d + l * (2 * h + 1) + 3 * a + d + h + a + 2 * w + d)
+                    } else {
+                        let w = if l == 0 { w } else { h };
+                        r * 4 * (d + l * (2 * h + 1) + 3 * a + h + a + 2 * w)
+                    },
                     // Row order and 2 x (K + 1) boundaries.
                     indices: r * 4 + (self.nets as u64 + 1) * 8,
                 }

@@ -92,6 +92,225 @@ pub fn bootstrap(f_i: &[f32], f_pair: &[f32], rho: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, f32::max)
 }
 
+/// How a PR2 critic row is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadForm {
+    /// `f_i` `[A]`, then `f_pair` `[N-1, A, A]`.
+    Pairwise,
+    /// `f_i` `[A]`, then `u` `[N-1, A, k]` and `v` `[N-1, A, k]` with `f_ij = u . v`.
+    LowRank(usize),
+    /// Every joint action, `[A, A^(N-1)]`: own action first, the others in slot order, the
+    /// last other varying fastest.
+    Joint,
+}
+
+/// The output row of agent i's PR2 critic: its width, the value of an observed joint action,
+/// that value's gradient, and the expectations PR2 bootstraps from. Factorised forms never
+/// build anything of size `A^(N-1)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pr2Head {
+    /// Agents N (the critic's own agent and N-1 others).
+    pub agents: usize,
+    /// Actions per agent A.
+    pub actions: usize,
+    /// The layout.
+    pub form: HeadForm,
+}
+
+/// Scratch reused across rows (no allocation per row).
+#[derive(Debug, Default, Clone)]
+pub struct Scratch {
+    pairs: Vec<f32>,
+    rho: Vec<f32>,
+    weights: Vec<f64>,
+}
+
+impl Pr2Head {
+    /// Outputs per row; `None` when a joint head's `A^N` overflows.
+    pub fn width_checked(&self) -> Option<u64> {
+        let (n, a) = (self.agents as u64, self.actions as u64);
+        match self.form {
+            HeadForm::Pairwise => Some(a + (n - 1) * a * a),
+            HeadForm::LowRank(k) => Some(a + 2 * (n - 1) * a * k as u64),
+            HeadForm::Joint => a.checked_pow(n as u32),
+        }
+    }
+
+    /// Outputs per row (saturating).
+    pub fn width(&self) -> usize {
+        self.width_checked()
+            .map_or(usize::MAX, |w| usize::try_from(w).unwrap_or(usize::MAX))
+    }
+
+    fn opponents(&self) -> usize {
+        self.agents - 1
+    }
+
+    /// The pairwise tables `[N-1, A, A]` of a factorised row (built from `u`, `v` when low rank).
+    fn pairs<'a>(&self, row: &'a [f32], scratch: &'a mut Vec<f32>) -> &'a [f32] {
+        let (a, o) = (self.actions, self.opponents());
+        match self.form {
+            HeadForm::Pairwise | HeadForm::Joint => &row[a..],
+            HeadForm::LowRank(k) => {
+                scratch.clear();
+                scratch.resize(o * a * a, 0.0);
+                let (u, v) = row[a..].split_at(o * a * k);
+                for j in 0..o {
+                    for ai in 0..a {
+                        let ur = &u[(j * a + ai) * k..(j * a + ai + 1) * k];
+                        for aj in 0..a {
+                            let vr = &v[(j * a + aj) * k..(j * a + aj + 1) * k];
+                            scratch[(j * a + ai) * a + aj] =
+                                ur.iter().zip(vr).map(|(x, y)| x * y).sum();
+                        }
+                    }
+                }
+                scratch
+            }
+        }
+    }
+
+    fn joint_index(&self, own: usize, others: &[u32]) -> usize {
+        others
+            .iter()
+            .fold(own, |acc, &aj| acc * self.actions + aj as usize)
+    }
+
+    /// `Q_i(s, a_i, a_-i)` for the observed joint action (`others` in slot order without i).
+    pub fn q_taken(&self, row: &[f32], own: usize, others: &[u32]) -> f32 {
+        let a = self.actions;
+        match self.form {
+            HeadForm::Joint => row[self.joint_index(own, others)],
+            HeadForm::Pairwise => {
+                row[own]
+                    + others
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &aj)| row[a + (j * a + own) * a + aj as usize])
+                        .sum::<f32>()
+            }
+            HeadForm::LowRank(k) => {
+                let o = self.opponents();
+                let (u, v) = row[a..].split_at(o * a * k);
+                row[own]
+                    + others
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &aj)| {
+                            let ur = &u[(j * a + own) * k..(j * a + own + 1) * k];
+                            let vr = &v[(j * a + aj as usize) * k..(j * a + aj as usize + 1) * k];
+                            ur.iter().zip(vr).map(|(x, y)| x * y).sum::<f32>()
+                        })
+                        .sum::<f32>()
+            }
+        }
+    }
+
+    /// Adds `g * dQ_taken / d row` into `d_row`.
+    pub fn add_grad(&self, row: &[f32], own: usize, others: &[u32], g: f32, d_row: &mut [f32]) {
+        let a = self.actions;
+        match self.form {
+            HeadForm::Joint => d_row[self.joint_index(own, others)] += g,
+            HeadForm::Pairwise => {
+                d_row[own] += g;
+                for (j, &aj) in others.iter().enumerate() {
+                    d_row[a + (j * a + own) * a + aj as usize] += g;
+                }
+            }
+            HeadForm::LowRank(k) => {
+                d_row[own] += g;
+                let o = self.opponents();
+                for (j, &aj) in others.iter().enumerate() {
+                    let (ui, vi) = (
+                        a + (j * a + own) * k,
+                        a + o * a * k + (j * a + aj as usize) * k,
+                    );
+                    for x in 0..k {
+                        d_row[ui + x] += g * row[vi + x];
+                        d_row[vi + x] += g * row[ui + x];
+                    }
+                }
+            }
+        }
+    }
+
+    /// `E_rho[Q_i(s, a_i, .)]` per own action into `out` `[A]`. `model` is a factorised rho
+    /// `[N-1, A, A]` (probabilities); `None` uses the soft-optimal rho of the row itself
+    /// (`softmax_{a_j} f_ij(a_i, .)`; for a joint row `softmax_{a_-i} Q(a_i, .)`).
+    pub fn expectation(
+        &self,
+        row: &[f32],
+        model: Option<&[f32]>,
+        scratch: &mut Scratch,
+        out: &mut [f32],
+    ) {
+        let (a, o) = (self.actions, self.opponents());
+        if self.form == HeadForm::Joint {
+            let m = row.len() / a;
+            for (ai, v) in out.iter_mut().enumerate() {
+                let block = &row[ai * m..(ai + 1) * m];
+                scratch.weights.clear();
+                match model {
+                    None => {
+                        let max = block.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                        scratch
+                            .weights
+                            .extend(block.iter().map(|q| ((q - max) as f64).exp()));
+                    }
+                    Some(rho) => scratch.weights.extend((0..m).map(|c| {
+                        let mut c = c;
+                        let mut p = 1.0f64;
+                        for j in (0..o).rev() {
+                            p *= rho[(j * a + ai) * a + c % a] as f64;
+                            c /= a;
+                        }
+                        p
+                    })),
+                }
+                let z: f64 = scratch.weights.iter().sum();
+                *v = (block
+                    .iter()
+                    .zip(&scratch.weights)
+                    .map(|(q, w)| *q as f64 * w)
+                    .sum::<f64>()
+                    / z) as f32;
+            }
+            return;
+        }
+        let Scratch {
+            pairs, rho: soft, ..
+        } = scratch;
+        let f_pair = self.pairs(row, pairs);
+        let rho = match model {
+            Some(r) => r,
+            None => {
+                soft.clear();
+                soft.extend_from_slice(f_pair);
+                for r in soft.chunks_exact_mut(a) {
+                    let lse = log_sum_exp(r);
+                    for v in r.iter_mut() {
+                        *v = (*v - lse).exp();
+                    }
+                }
+                &soft[..]
+            }
+        };
+        for (ai, v) in out.iter_mut().enumerate() {
+            *v = row[ai]
+                + (0..o)
+                    .map(|j| {
+                        let r = (j * a + ai) * a..(j * a + ai + 1) * a;
+                        f_pair[r.clone()]
+                            .iter()
+                            .zip(&rho[r])
+                            .map(|(f, p)| f * p)
+                            .sum::<f32>()
+                    })
+                    .sum::<f32>();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +398,115 @@ mod tests {
         let f = low_rank_pairs(&u, &v, 1, 3, 1);
         assert_eq!(f[2 * 3 + 1], -3.0, "u(2) v(1)");
         assert_eq!(f[3 + 2], 2.0 * 2.0);
+    }
+
+    /// Brute force over the opponents' joint action of `E_rho[Q]` for a Pr2Head row.
+    fn brute_expectation(head: &Pr2Head, row: &[f32], model: Option<&[f32]>) -> Vec<f64> {
+        let (a, o) = (head.actions, head.agents - 1);
+        let combos = a.pow(o as u32);
+        (0..a)
+            .map(|ai| {
+                let mut others = vec![0u32; o];
+                let (mut num, mut den) = (0.0f64, 0.0f64);
+                let qs: Vec<f64> = (0..combos)
+                    .map(|c| {
+                        let mut c = c;
+                        for j in (0..o).rev() {
+                            others[j] = (c % a) as u32;
+                            c /= a;
+                        }
+                        head.q_taken(row, ai, &others) as f64
+                    })
+                    .collect();
+                let max = qs.iter().copied().fold(f64::MIN, f64::max);
+                for (c, q) in qs.iter().enumerate() {
+                    let w = match model {
+                        None => (q - max).exp(),
+                        Some(rho) => {
+                            let mut c = c;
+                            let mut p = 1.0;
+                            for j in (0..o).rev() {
+                                p *= rho[(j * a + ai) * a + c % a] as f64;
+                                c /= a;
+                            }
+                            p
+                        }
+                    };
+                    num += w * q;
+                    den += w;
+                }
+                num / den
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_head_form_matches_brute_force_and_its_gradient_is_exact() {
+        for (agents, actions) in [(3usize, 3usize), (4, 4)] {
+            for form in [HeadForm::Pairwise, HeadForm::LowRank(2), HeadForm::Joint] {
+                let head = Pr2Head {
+                    agents,
+                    actions,
+                    form,
+                };
+                let w = head.width();
+                let row = values(w, agents as u64 * 31 + w as u64);
+                let model = rho(&values((agents - 1) * actions * actions, 5), actions);
+                let mut scratch = Scratch::default();
+                let mut out = vec![0.0f32; actions];
+                for m in [None, Some(&model[..])] {
+                    head.expectation(&row, m, &mut scratch, &mut out);
+                    let want = brute_expectation(&head, &row, m);
+                    // The soft rho of a factorised row is the soft rho over the joint (the
+                    // pairwise terms are independent given a_i); a joint row's soft rho is
+                    // the joint softmax by definition.
+                    for (x, y) in out.iter().zip(&want) {
+                        assert!(
+                            (*x as f64 - y).abs() < 1e-4,
+                            "{form:?} {agents}x{actions} model {}: {x} vs {y}",
+                            m.is_some()
+                        );
+                    }
+                }
+                // Gradient of Q_taken against central differences.
+                let others: Vec<u32> = (0..agents - 1).map(|j| (j % actions) as u32).collect();
+                let own = actions - 1;
+                let mut grad = vec![0.0f32; w];
+                head.add_grad(&row, own, &others, 1.0, &mut grad);
+                for p in 0..w {
+                    let (mut up, mut down) = (row.clone(), row.clone());
+                    up[p] += 1e-2;
+                    down[p] -= 1e-2;
+                    let fd = (head.q_taken(&up, own, &others) - head.q_taken(&down, own, &others))
+                        / 2e-2;
+                    assert!(
+                        (fd - grad[p]).abs() < 1e-3,
+                        "{form:?} param {p}: {fd} vs {}",
+                        grad[p]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn joint_widths_overflow_into_none_not_a_panic() {
+        let head = Pr2Head {
+            agents: 6,
+            actions: 9,
+            form: HeadForm::Joint,
+        };
+        assert_eq!(head.width_checked(), Some(531_441));
+        let huge = Pr2Head {
+            agents: 40,
+            actions: 9,
+            form: HeadForm::Joint,
+        };
+        assert_eq!(huge.width_checked(), None);
+        let f = Pr2Head {
+            form: HeadForm::Pairwise,
+            ..head
+        };
+        assert_eq!(f.width(), 9 + 5 * 81);
     }
 }

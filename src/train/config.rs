@@ -17,6 +17,31 @@ pub enum Algo {
     /// Independent DQN per learner: replay with combined experience replay, target networks,
     /// a rate limiter.
     Iql,
+    /// PR2-IQL with combined experience replay: a pairwise-factorised opponent-aware critic
+    /// over replayed sequences, bootstrapping from `max_{a_i} E_rho[Q_i]`.
+    Pr2Iql,
+}
+
+/// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticForm {
+    /// `f_i(s, a_i) + sum_j f_ij(s, a_i, a_j)`: `A + (N-1) A^2` outputs per row (or
+    /// `A + 2 (N-1) A k` with `pair_rank: k`).
+    Factorized,
+    /// Every joint action: `A^N` outputs per row. Small games only; the preflight decides.
+    Joint,
+}
+
+/// PR2-IQL's opponent-conditional policy `rho_-i(a_-i | s, a_i)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum RhoForm {
+    /// The soft-optimal rho of the critic itself, `softmax_{a_j} f_ij(s, a_i, .)` (PR2's
+    /// level-1 reasoning; exact from the factors).
+    Soft,
+    /// The learned conditional opponent model `m_ij(a_j | o_i, a_i)`, trained on replay.
+    Model,
 }
 
 /// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
@@ -40,9 +65,12 @@ pub struct RunConfig {
     pub total_steps: u64,
     /// Arenas stepped together (B).
     pub arenas: usize,
-    /// Steps per arena per rollout (T).
+    /// Steps per arena per rollout (T; `num_steps` is accepted too).
+    #[serde(alias = "num_steps")]
     pub rollout: usize,
-    /// Passes over each rollout.
+    /// Passes over each rollout (PQN) or over each sampled batch (PR2-IQL; `num_epochs` is
+    /// accepted too).
+    #[serde(alias = "num_epochs")]
     pub epochs: usize,
     /// Minibatches per epoch.
     pub minibatches: usize,
@@ -71,10 +99,23 @@ pub struct RunConfig {
     /// One network shared by every learner (with the learner's index as an extra input) instead
     /// of one per learner.
     pub shared: bool,
-    /// Train opponent models beside the learner (PQN, one seed): each learner predicts every
-    /// other learner's action from its own observation; accuracy and log-loss are logged.
+    /// Train opponent models beside the learner (one seed): each learner predicts every other
+    /// learner's action from its own observation (PR2-IQL: and its own action, the conditional
+    /// form); accuracy and log-loss are logged.
     pub opponent_models: bool,
-    /// IQL: replay capacity in transitions (rows).
+    /// PR2-IQL: the critic's form.
+    pub critic: CriticForm,
+    /// PR2-IQL: rank of the pairwise terms (0: full `A x A` tables).
+    pub pair_rank: usize,
+    /// PR2-IQL: the opponent-conditional policy used for expectations (`model` needs
+    /// `opponent_models: true`).
+    pub rho: RhoForm,
+    /// PR2-IQL: whole replayed sequences of `rollout` steps per learner step (each learner
+    /// step trains `epochs` times on `buffer_batch_size x rollout x learners` rows).
+    pub buffer_batch_size: usize,
+    /// IQL: replay capacity in transitions (rows). PR2-IQL counts its replay, `min_replay`
+    /// and the rate limiter in arena-steps (one step of one arena with all its learners), and
+    /// holds `replay_capacity / rollout` whole sequences.
     pub replay_capacity: usize,
     /// IQL: rows per learner step.
     pub batch_size: usize,
@@ -86,7 +127,8 @@ pub struct RunConfig {
     pub rate_error_buffer: f64,
     /// IQL: Polyak factor of the target update after every learner step.
     pub target_tau: f32,
-    /// IQL: newest rows always in each minibatch (combined experience replay).
+    /// IQL: newest rows always in each minibatch (combined experience replay). PR2-IQL: any
+    /// value above 0 puts the newest sequence in every batch.
     pub cer: usize,
     /// IQL: run the actor (arenas, acting) and the learner on separate threads, coordinated
     /// by the rate limiter with bounded waits.
@@ -127,6 +169,10 @@ impl Default for RunConfig {
             layers: 2,
             shared: false,
             opponent_models: false,
+            critic: CriticForm::Factorized,
+            pair_rank: 0,
+            rho: RhoForm::Soft,
+            buffer_batch_size: 4,
             replay_capacity: 100_000,
             batch_size: 256,
             samples_per_insert: 1.0,
@@ -298,11 +344,49 @@ impl RunConfig {
                 ),
             );
         }
-        if self.opponent_models && (self.algo != Algo::Pqn || self.seeds > 1) {
+        if self.opponent_models && (self.seeds > 1 || self.threaded) {
             return bad(
                 "opponent_models",
-                "true needs algo pqn with seeds 1 (for now)".into(),
+                "true needs seeds 1 and threaded false (for now)".into(),
             );
+        }
+        if self.algo == Algo::Pr2Iql {
+            if self.threaded || self.shared {
+                return bad(
+                    if self.threaded { "threaded" } else { "shared" },
+                    "true is not available with algo pr2_iql (one network per learner, one thread)"
+                        .into(),
+                );
+            }
+            if self.rho == RhoForm::Model && !self.opponent_models {
+                return bad(
+                    "rho",
+                    "model needs opponent_models: true (or use rho: soft)".into(),
+                );
+            }
+            if self.critic == CriticForm::Joint && self.pair_rank > 0 {
+                return bad(
+                    "pair_rank",
+                    format!(
+                        "{} with critic: joint; pair_rank applies to critic: factorized only",
+                        self.pair_rank
+                    ),
+                );
+            }
+            if self.buffer_batch_size == 0 {
+                return bad("buffer_batch_size", "0; at least 1 sequence".into());
+            }
+            let sequence_rows = self.rollout as u64;
+            let sequences = self.replay_capacity as u64 / sequence_rows.max(1);
+            if sequences < self.buffer_batch_size as u64 {
+                return bad(
+                    "replay_capacity",
+                    format!(
+                        "{} rows hold {sequences} sequences of {} steps; at least buffer_batch_size {} needed",
+                        self.replay_capacity, self.rollout, self.buffer_batch_size
+                    ),
+                );
+            }
         }
         if self.algo == Algo::Iql {
             if self.batch_size == 0 || self.cer >= self.batch_size {

@@ -34,10 +34,14 @@ struct Replay {
     reward: Vec<f32>,
     done: Vec<f32>,
     net: Vec<u32>,
+    /// With opponent models: the learner's slot and the others' actions `[C, N-1]`.
+    slot: Vec<u32>,
+    others: Vec<u32>,
+    groups: usize,
 }
 
 impl Replay {
-    fn new(capacity: usize, width: usize) -> Replay {
+    fn new(capacity: usize, width: usize, groups: usize) -> Replay {
         Replay {
             capacity,
             width,
@@ -49,6 +53,9 @@ impl Replay {
             reward: vec![0.0; capacity],
             done: vec![0.0; capacity],
             net: vec![0; capacity],
+            slot: vec![0; if groups > 0 { capacity } else { 0 }],
+            others: vec![0; capacity * groups],
+            groups,
         }
     }
 
@@ -57,12 +64,14 @@ impl Replay {
         &mut self,
         obs: &[u8],
         next: &[u8],
-        action: u32,
-        reward: f32,
-        done: f32,
-        net: u32,
+        (action, reward, done, net): (u32, f32, f32, u32),
+        opponents: Option<(u32, &[u32])>,
     ) -> bool {
         let (i, w) = (self.head, self.width);
+        if let Some((slot, others)) = opponents {
+            self.slot[i] = slot;
+            self.others[i * self.groups..(i + 1) * self.groups].copy_from_slice(others);
+        }
         self.obs[i * w..(i + 1) * w].copy_from_slice(obs);
         self.next[i * w..(i + 1) * w].copy_from_slice(next);
         self.action[i] = action;
@@ -92,6 +101,8 @@ struct Minibatch {
     rewards: Vec<f32>,
     dones: Vec<f32>,
     targets: Vec<f32>,
+    slots: Vec<u32>,
+    others: Vec<u32>,
 }
 
 impl Minibatch {
@@ -104,6 +115,9 @@ impl Minibatch {
         self.actions.clear();
         self.rewards.clear();
         self.dones.clear();
+        self.slots.clear();
+        self.others.clear();
+        let g = replay.groups;
         for k in 0..cfg.batch_size {
             let i = if k < cfg.cer.min(replay.len) {
                 replay.newest(k)
@@ -117,6 +131,11 @@ impl Minibatch {
             self.actions.push(replay.action[i]);
             self.rewards.push(replay.reward[i]);
             self.dones.push(replay.done[i]);
+            if g > 0 {
+                self.slots.push(replay.slot[i]);
+                self.others
+                    .extend_from_slice(&replay.others[i * g..(i + 1) * g]);
+            }
         }
     }
 
@@ -187,6 +206,9 @@ pub struct Iql {
     pub learner_steps: u64,
     nets: Vec<u32>,
     mb: Minibatch,
+    /// Opponent models (`opponent_models: true`), trained on every sampled minibatch.
+    pub models: Option<super::opponent::OpponentModels>,
+    scores: super::opponent::ScoreMean,
     sim_seconds: f64,
     learn_seconds: f64,
 }
@@ -207,6 +229,9 @@ pub struct IqlState {
     pub sampler: ChaCha8Rng,
     /// Target parameters.
     pub target: Vec<f32>,
+    /// The opponent models' parameters, when trained.
+    #[serde(default)]
+    pub models: Option<Vec<f32>>,
     /// The arenas.
     pub batch: BatchState,
 }
@@ -258,7 +283,11 @@ impl Iql {
             sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
             limiter: RateLimiter::new(limits)
                 .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?,
-            replay: Replay::new(cfg.replay_capacity, spec.input),
+            replay: Replay::new(
+                cfg.replay_capacity,
+                spec.input,
+                if cfg.opponent_models { learners - 1 } else { 0 },
+            ),
             update: 0,
             env_steps: 0,
             learner_steps: 0,
@@ -266,6 +295,19 @@ impl Iql {
                 .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
                 .collect(),
             mb: Minibatch::default(),
+            models: if cfg.opponent_models {
+                Some(super::opponent::OpponentModels::new(
+                    cfg,
+                    learners,
+                    spec.head,
+                    spec.input,
+                    cfg.batch_size,
+                    device,
+                )?)
+            } else {
+                None
+            },
+            scores: Default::default(),
             sim_seconds: 0.0,
             learn_seconds: 0.0,
             cfg: cfg.clone(),
@@ -301,6 +343,18 @@ impl Iql {
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 
+    /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
+    /// observations, or `None` without models.
+    pub fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let input = self.input();
+        let n = self.learners as u32;
+        let nets: Vec<u32> = (0..self.nets.len() as u32).map(|r| r % n).collect();
+        match &mut self.models {
+            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
+            None => Ok(None),
+        }
+    }
+
     /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
         let horizon = (self.cfg.eps_fraction as f64 * self.cfg.total_steps as f64).max(1.0);
@@ -314,6 +368,11 @@ impl Iql {
         let value = self
             .mb
             .train(&mut self.critic, &self.cfg, self.actions, adam, self.update)?;
+        if let Some(m) = &mut self.models {
+            let scores =
+                m.score_and_train_rows(&self.mb.obs, &self.mb.slots, &self.mb.others, adam.lr)?;
+            self.scores.add(scores, self.mb.slots.len() as f64);
+        }
         self.limiter.sample(self.cfg.batch_size as u64);
         self.learner_steps += 1;
         Ok(value)
@@ -337,7 +396,7 @@ impl Iql {
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
         let limiter = SharedLimiter::new(self.limiter.clone());
-        let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0)));
+        let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0, 0)));
         let snapshot = Mutex::new(self.critic.params()?);
         let version = AtomicU64::new(0);
         let done = AtomicBool::new(false);
@@ -414,10 +473,8 @@ impl Iql {
                         evicted += u64::from(rp.push(
                             &obs[row.clone()],
                             &b.obs[row],
-                            taken[r],
-                            b.rewards[r],
-                            done_r,
-                            nets[r],
+                            (taken[r], b.rewards[r], done_r, nets[r]),
+                            None,
                         ));
                     }
                     drop(rp);
@@ -537,15 +594,22 @@ impl Iql {
                 })
                 .unzip();
             let mut evicted = 0;
+            let mut others = Vec::with_capacity(n);
             for r in 0..taken.len() {
                 let row = r * d..(r + 1) * d;
+                let opponents = if self.models.is_some() {
+                    let (base, i) = (r - r % n, r % n);
+                    others.clear();
+                    others.extend((0..n).filter(|&j| j != i).map(|j| taken[base + j]));
+                    Some((i as u32, &others[..]))
+                } else {
+                    None
+                };
                 evicted += u64::from(self.replay.push(
                     &obs[row.clone()],
                     &next[row],
-                    taken[r],
-                    rewards[r],
-                    dones[r],
-                    nets[r],
+                    (taken[r], rewards[r], dones[r], nets[r]),
+                    opponents,
                 ));
             }
             self.limiter.insert(taken.len() as u64);
@@ -568,7 +632,7 @@ impl Iql {
             lr,
             episodes: self.batch.take_episodes(),
             per_replica: Vec::new(),
-            opponents: None,
+            opponents: std::mem::take(&mut self.scores).mean(),
         })
     }
 
@@ -589,6 +653,10 @@ impl Iql {
             explore: self.explore.clone(),
             sampler: self.sampler.clone(),
             target: self.critic.target_params()?,
+            models: match &mut self.models {
+                Some(m) => Some(m.params()?),
+                None => None,
+            },
             batch: self.batch.save_state(),
         })
     }
@@ -606,6 +674,9 @@ impl Iql {
         self.critic.set_params(&s.target)?;
         self.critic.polyak(1.0);
         self.critic.set_params(&online)?;
+        if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
+            m.set_params(p)?;
+        }
         self.batch.load_state(&s.batch)?;
         Ok(())
     }

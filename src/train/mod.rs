@@ -8,6 +8,7 @@ pub mod opponent;
 pub mod plan;
 pub mod plot;
 pub mod pqn;
+pub mod pr2;
 pub mod rate_limiter;
 pub mod run_dir;
 
@@ -19,6 +20,7 @@ use std::time::Instant;
 use config::{Algo, RunConfig};
 use iql::{Iql, IqlState};
 use pqn::{Pqn, PqnState, TrainError, UpdateStats};
+use pr2::{Pr2Iql, Pr2State};
 use run_dir::{Checkpoint, RunDir, RunDirError};
 
 use crate::critic::{Chosen, CriticError, choose_device};
@@ -32,6 +34,8 @@ pub enum Learner {
     Pqn(Box<Pqn>),
     /// IQL.
     Iql(Box<Iql>),
+    /// PR2-IQL.
+    Pr2(Box<Pr2Iql>),
 }
 
 impl Learner {
@@ -44,6 +48,7 @@ impl Learner {
         Ok(match cfg.algo {
             Algo::Pqn => Learner::Pqn(Box::new(Pqn::new(cfg, loaded, device)?)),
             Algo::Iql => Learner::Iql(Box::new(Iql::new(cfg, loaded, device)?)),
+            Algo::Pr2Iql => Learner::Pr2(Box::new(Pr2Iql::new(cfg, loaded, device)?)),
         })
     }
 
@@ -52,6 +57,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.update(),
             Learner::Iql(q) => q.update(),
+            Learner::Pr2(q) => q.update(),
         }
     }
 
@@ -60,6 +66,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.take_timing(),
             Learner::Iql(q) => q.take_timing(),
+            Learner::Pr2(q) => q.take_timing(),
         }
     }
 
@@ -68,6 +75,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.batch(),
             Learner::Iql(q) => &mut q.batch,
+            Learner::Pr2(q) => &mut q.batch,
         }
     }
 
@@ -76,6 +84,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => &mut p.critic,
             Learner::Iql(q) => &mut q.critic,
+            Learner::Pr2(q) => &mut q.critic,
         }
     }
 
@@ -84,6 +93,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.update,
             Learner::Iql(q) => q.update,
+            Learner::Pr2(q) => q.update,
         }
     }
 
@@ -92,6 +102,7 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.env_steps,
             Learner::Iql(q) => q.env_steps,
+            Learner::Pr2(q) => q.env_steps,
         }
     }
 
@@ -100,13 +111,36 @@ impl Learner {
         match self {
             Learner::Pqn(p) => p.greedy(),
             Learner::Iql(q) => q.greedy(),
+            Learner::Pr2(q) => q.greedy(),
+        }
+    }
+
+    /// Runs the opponent models on the current observations and writes each learner's
+    /// predicted distributions for the others into its [`crate::components::OpponentModel`]
+    /// component (the viewer reads them there). PR2's conditional models predict at the
+    /// learner's greedy action. Returns whether the run has opponent models.
+    pub fn predict_opponents(&mut self) -> Result<bool, TrainError> {
+        let p = match self {
+            Learner::Pqn(p) => p.opponent_predictions()?,
+            Learner::Iql(q) => q.opponent_predictions()?,
+            Learner::Pr2(q) => q.predictions()?,
+        };
+        match p {
+            Some(p) => {
+                self.batch().set_opponent_predictions(&p)?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 
     fn state_json(&mut self) -> Result<String, String> {
         match self {
-            Learner::Pqn(p) => serde_json::to_string(&p.save_state()).map_err(|e| e.to_string()),
+            Learner::Pqn(p) => serde_json::to_string(&p.save_state().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string()),
             Learner::Iql(q) => serde_json::to_string(&q.save_state().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string()),
+            Learner::Pr2(q) => serde_json::to_string(&q.save_state().map_err(|e| e.to_string())?)
                 .map_err(|e| e.to_string()),
         }
     }
@@ -119,6 +153,10 @@ impl Learner {
             }
             Learner::Iql(q) => {
                 let s: IqlState = serde_json::from_str(text).map_err(|e| e.to_string())?;
+                q.load_state(&s).map_err(|e| e.to_string())
+            }
+            Learner::Pr2(q) => {
+                let s: Pr2State = serde_json::from_str(text).map_err(|e| e.to_string())?;
                 q.load_state(&s).map_err(|e| e.to_string())
             }
         }

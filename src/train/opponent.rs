@@ -14,6 +14,21 @@ use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
 use crate::rng::below;
 
+/// Softmax over every `width` consecutive values.
+fn softmax_rows(out: &mut [f32], width: usize) {
+    for z in out.chunks_exact_mut(width) {
+        let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut sum = 0.0;
+        for v in z.iter_mut() {
+            *v = (*v - max).exp();
+            sum += *v;
+        }
+        for v in z.iter_mut() {
+            *v /= sum;
+        }
+    }
+}
+
 /// Scores of one rollout, before training on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpponentScores {
@@ -68,6 +83,23 @@ impl OpponentModels {
         })
     }
 
+    /// The networks' parameters (checkpoints).
+    pub fn params(&mut self) -> Result<Vec<f32>, TrainError> {
+        Ok(self.critic.params()?)
+    }
+
+    /// Restores parameters.
+    pub fn set_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        Ok(self.critic.set_params(p)?)
+    }
+
+    /// Predicted distributions `[R, N-1, A]` for rows `obs` `[R, D]` of learners `nets`.
+    pub fn probs(&mut self, obs: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
+        let mut out = self.critic.forward(Input::U8(obs), nets)?;
+        softmax_rows(&mut out, self.actions);
+        Ok(out)
+    }
+
     /// The j-th other learner of learner i (the others in slot order, skipping i).
     pub fn other(i: usize, k: usize) -> usize {
         if k < i { k } else { k + 1 }
@@ -81,9 +113,8 @@ impl OpponentModels {
         taken: &[u32],
         lr: f32,
     ) -> Result<OpponentScores, TrainError> {
-        let (n, a) = (self.learners, self.actions);
+        let n = self.learners;
         let rows = taken.len();
-        let d = obs.len() / rows.max(1);
         let groups = n - 1;
         // Labels: for row r (learner i of its arena), the actions of the others in that arena.
         let labels: Vec<u32> = (0..rows)
@@ -93,13 +124,30 @@ impl OpponentModels {
             })
             .collect();
         let nets: Vec<u32> = (0..rows).map(|r| (r % n) as u32).collect();
+        self.score_and_train_rows(obs, &nets, &labels, lr)
+    }
 
-        // Score on the fresh rollout.
-        let out = self.critic.forward(Input::U8(obs), &nets)?;
+    /// Scores the models on rows `obs` `[R, D]` of learners `nets` `[R]` whose others took
+    /// `labels` `[R, N-1]` (slot order without the learner), then trains one shuffled epoch
+    /// of minibatches on them.
+    pub fn score_and_train_rows(
+        &mut self,
+        obs: &[u8],
+        nets: &[u32],
+        labels: &[u32],
+        lr: f32,
+    ) -> Result<OpponentScores, TrainError> {
+        let (n, a) = (self.learners, self.actions);
+        let rows = nets.len();
+        let d = obs.len() / rows.max(1);
+        let groups = n - 1;
+
+        // Score on the fresh rows.
+        let out = self.critic.forward(Input::U8(obs), nets)?;
         let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
         let mut count = vec![0.0f64; n];
         for r in 0..rows {
-            let i = r % n;
+            let i = nets[r] as usize;
             count[i] += 1.0;
             for k in 0..groups {
                 let z = &out[(r * groups + k) * a..(r * groups + k + 1) * a];
@@ -162,6 +210,202 @@ impl OpponentModels {
             log_loss: nll,
             uniform_log_loss: (a as f64).ln(),
             train_loss: (loss_sum / batches.max(1) as f64) as f32,
+        })
+    }
+}
+
+/// Running weighted mean of scores over several scored batches.
+#[derive(Debug, Default)]
+pub struct ScoreMean {
+    total: Option<OpponentScores>,
+    weight: f64,
+}
+
+impl ScoreMean {
+    /// Adds a batch's scores with weight `w` (its rows).
+    pub fn add(&mut self, s: OpponentScores, w: f64) {
+        let scaled = |mut s: OpponentScores| {
+            for row in s.accuracy.iter_mut().chain(s.log_loss.iter_mut()) {
+                for v in row.iter_mut() {
+                    *v *= w;
+                }
+            }
+            s.train_loss = (s.train_loss as f64 * w) as f32;
+            s
+        };
+        self.weight += w;
+        match &mut self.total {
+            None => self.total = Some(scaled(s)),
+            Some(t) => {
+                let s = scaled(s);
+                for (x, y) in t
+                    .accuracy
+                    .iter_mut()
+                    .zip(&s.accuracy)
+                    .chain(t.log_loss.iter_mut().zip(&s.log_loss))
+                {
+                    for (a, b) in x.iter_mut().zip(y) {
+                        *a += b;
+                    }
+                }
+                t.train_loss += s.train_loss;
+            }
+        }
+    }
+
+    /// The mean, or `None` when nothing was added.
+    pub fn mean(self) -> Option<OpponentScores> {
+        let w = self.weight.max(f64::MIN_POSITIVE);
+        self.total.map(|mut t| {
+            for row in t.accuracy.iter_mut().chain(t.log_loss.iter_mut()) {
+                for v in row.iter_mut() {
+                    *v /= w;
+                }
+            }
+            t.train_loss = (t.train_loss as f64 / w) as f32;
+            t
+        })
+    }
+}
+
+/// The conditional opponent models of PR2 (`rho_ij(a_j | o_i, a_i)`): per learner one network
+/// with `(N-1) x A` groups of `A` logits, the group `(j, a_i)` predicting j's action when i takes
+/// `a_i`. Only the group of the action i actually took has a label, so the cross-entropy
+/// gradient is built here and handed to the stack's backward.
+pub struct ConditionalModels {
+    critic: Critic,
+    learners: usize,
+    actions: usize,
+    d_out: Vec<f32>,
+}
+
+impl ConditionalModels {
+    /// One model per learner over `input` bytes.
+    pub fn new(
+        cfg: &super::config::RunConfig,
+        learners: usize,
+        actions: usize,
+        input: usize,
+        device: &Chosen,
+    ) -> Result<ConditionalModels, TrainError> {
+        if learners < 2 {
+            return Err(TrainError::Config(
+                "opponent models need at least two learners per arena".into(),
+            ));
+        }
+        let spec = Self::spec(cfg, learners, actions, input);
+        Ok(ConditionalModels {
+            critic: Critic::new(spec, cfg.seed ^ 0x7268_6f00, device)?,
+            learners,
+            actions,
+            d_out: Vec::new(),
+        })
+    }
+
+    /// The stack's shape.
+    pub fn spec(
+        cfg: &super::config::RunConfig,
+        learners: usize,
+        actions: usize,
+        input: usize,
+    ) -> StackSpec {
+        StackSpec {
+            nets: learners,
+            input,
+            hidden: cfg.hidden,
+            layers: cfg.layers,
+            head: (learners - 1) * actions * actions,
+        }
+    }
+
+    /// The networks' parameters (checkpoints).
+    pub fn params(&mut self) -> Result<Vec<f32>, TrainError> {
+        Ok(self.critic.params()?)
+    }
+
+    /// Restores parameters.
+    pub fn set_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        Ok(self.critic.set_params(p)?)
+    }
+
+    /// Probabilities `[R, N-1, A, A]` (other, own action, other's action) for input rows whose
+    /// learner is `nets[r]`.
+    pub fn probs(&mut self, obs: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
+        let mut out = self.critic.forward(Input::U8(obs), nets)?;
+        softmax_rows(&mut out, self.actions);
+        Ok(out)
+    }
+
+    /// Scores on rows `obs` `[R, D]` of learners `nets` that took `own` `[R]` while the others
+    /// took `others` `[R, N-1]`, then takes one cross-entropy step on them. `train` masks rows
+    /// out of the step (still scored).
+    pub fn score_and_train(
+        &mut self,
+        obs: &[u8],
+        nets: &[u32],
+        own: &[u32],
+        others: &[u32],
+        train: &[bool],
+        lr: f32,
+    ) -> Result<OpponentScores, TrainError> {
+        let (n, a) = (self.learners, self.actions);
+        let groups = n - 1;
+        let rows = nets.len();
+        let width = groups * a * a;
+        let out = self.critic.forward(Input::U8(obs), nets)?;
+        self.d_out.clear();
+        self.d_out.resize(out.len(), 0.0);
+        let trained = train.iter().filter(|t| **t).count().max(1) as f32;
+        let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
+        let mut count = vec![0.0f64; n];
+        let mut loss = 0.0f64;
+        for r in 0..rows {
+            let i = nets[r] as usize;
+            count[i] += 1.0;
+            for k in 0..groups {
+                let at = r * width + (k * a + own[r] as usize) * a;
+                let z = &out[at..at + a];
+                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let sum: f32 = z.iter().map(|v| (v - max).exp()).sum();
+                let lse = max + sum.ln();
+                let label = others[r * groups + k] as usize;
+                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
+                correct[i][k] += f64::from(u8::from(best == label));
+                let l = (lse - z[label]) as f64;
+                nll[i][k] += l;
+                if train[r] {
+                    loss += l;
+                    for (c, d) in self.d_out[at..at + a].iter_mut().enumerate() {
+                        let p = (z[c] - max).exp() / sum;
+                        *d = (p - f32::from(u8::from(c == label))) / (trained * groups as f32);
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            for k in 0..groups {
+                correct[i][k] /= count[i].max(1.0);
+                nll[i][k] /= count[i].max(1.0);
+            }
+        }
+        let train_loss = (loss / (trained as f64 * groups as f64)) as f32;
+        if !train_loss.is_finite() {
+            return Err(TrainError::NonFinite {
+                update: 0,
+                tensor: "opponent-model loss".into(),
+                value: train_loss,
+            });
+        }
+        self.critic.backward(&self.d_out)?;
+        self.critic.step(&AdamConfig {
+            lr,
+            ..AdamConfig::default()
+        });
+        Ok(OpponentScores {
+            accuracy: correct,
+            log_loss: nll,
+            uniform_log_loss: (a as f64).ln(),
+            train_loss,
         })
     }
 }

@@ -105,6 +105,9 @@ pub struct PqnState {
     pub shuffle: Vec<ChaCha8Rng>,
     /// The arenas of every replica.
     pub batches: Vec<BatchState>,
+    /// The opponent models' parameters, when trained.
+    #[serde(default)]
+    pub models: Option<Vec<f32>>,
 }
 
 /// Errors while training.
@@ -280,6 +283,19 @@ impl Pqn {
         let input = self.current_input()[..per * d].to_vec();
         let q = self.critic.forward(Input::U8(&input), &self.nets[..per])?;
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
+    }
+
+    /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
+    /// observations of replica 0, or `None` without models.
+    pub fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
+        let input = self.current_input()[..per * d].to_vec();
+        let n = self.learners as u32;
+        let nets: Vec<u32> = (0..per as u32).map(|r| r % n).collect();
+        match &mut self.opponents {
+            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
+            None => Ok(None),
+        }
     }
 
     // --------------------------------------------------------------------------------------
@@ -501,14 +517,18 @@ impl Pqn {
     // --------------------------------------------------------------------------------------
 
     /// The learner's evolving state beyond the parameters.
-    pub fn save_state(&mut self) -> PqnState {
-        PqnState {
+    pub fn save_state(&mut self) -> Result<PqnState, TrainError> {
+        Ok(PqnState {
             update: self.update,
             env_steps: self.env_steps,
             explore: self.explore.clone(),
             shuffle: self.shuffle.clone(),
             batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
-        }
+            models: match &mut self.opponents {
+                Some(m) => Some(m.params()?),
+                None => None,
+            },
+        })
     }
 
     /// Restores what [`Pqn::save_state`] saved.
@@ -526,6 +546,9 @@ impl Pqn {
         }
         for (b, state) in self.batches.iter_mut().zip(&s.batches) {
             b.load_state(state)?;
+        }
+        if let (Some(m), Some(p)) = (&mut self.opponents, &s.models) {
+            m.set_params(p)?;
         }
         Ok(())
     }

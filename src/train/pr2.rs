@@ -1,0 +1,717 @@
+//! PR2-IQL with combined experience replay (ALGORITHMS.md, PR2). Each learner i has a critic
+//! network whose output row is a [`Pr2Head`]: pairwise-factorised `f_i(s, a_i) + sum_j
+//! f_ij(s, a_i, a_j)` (optionally low rank), or, for small games, the joint table. The
+//! opponent-conditional policy rho is the critic's own soft-optimal one or a learned
+//! conditional opponent model; expectations under it are exact from the factors.
+//!
+//! Schedule (as JaxMARL's IQL): act `rollout` steps in every arena epsilon-greedily on
+//! `E_rho[Q_i(s, a_i, .)]`, store each arena's rollout as one sequence, insert into the rate
+//! limiter (counted in arena-steps), then run exactly the learner steps it allows. A learner
+//! step samples `buffer_batch_size` sequences (the newest always among them when `cer > 0`),
+//! computes targets `r + gamma (1 - d) max_{a_i} E_rho[Q_target(s', a_i, .)]` once, and takes
+//! `epochs` Huber steps on all `rollout x sequences x learners` rows, then a Polyak update.
+//!
+//! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::config::{CriticForm, RhoForm, RunConfig};
+use super::opponent::{ConditionalModels, OpponentScores, ScoreMean};
+use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy};
+use super::rate_limiter::{RateLimiter, RateLimiterConfig};
+use crate::critic::pr2::{HeadForm, Pr2Head, Scratch};
+use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
+use crate::engine::{BatchState, EnvBatch};
+use crate::rng::{Purpose, below, stream};
+use crate::scenario::LoadedScenario;
+
+/// The critic head a configuration asks for.
+pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
+    Pr2Head {
+        agents: learners,
+        actions,
+        form: match (cfg.critic, cfg.pair_rank) {
+            (CriticForm::Joint, _) => HeadForm::Joint,
+            (CriticForm::Factorized, 0) => HeadForm::Pairwise,
+            (CriticForm::Factorized, k) => HeadForm::LowRank(k),
+        },
+    }
+}
+
+/// The critic stack: one network per learner with the PR2 head.
+pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+    let learners = loaded.scenario.learners_per_arena();
+    let actions = loaded.scenario.action_set().len();
+    StackSpec {
+        nets: learners,
+        input: loaded.scenario.observation_len(),
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: head(cfg, learners, actions).width(),
+    }
+}
+
+/// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
+pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
+    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
+}
+
+/// Sequences the replay holds.
+pub fn replay_sequences(cfg: &RunConfig) -> usize {
+    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
+}
+
+/// The rate limiter of a run, in arena-steps: `arenas x rollout` inserted per update,
+/// `buffer_batch_size x rollout` sampled per learner step.
+pub fn limiter_config(cfg: &RunConfig) -> RateLimiterConfig {
+    let spi = cfg.samples_per_insert;
+    let insert = (cfg.arenas * cfg.rollout) as f64;
+    let batch = (cfg.buffer_batch_size * cfg.rollout) as f64;
+    let smallest = ((insert * spi + batch) / 2.0)
+        .max(insert * spi)
+        .max(spi.max(1.0));
+    RateLimiterConfig {
+        samples_per_insert: spi,
+        min_size_to_sample: cfg.min_replay.max(batch as u64),
+        error_buffer: if cfg.rate_error_buffer > 0.0 {
+            cfg.rate_error_buffer
+        } else {
+            smallest
+        },
+    }
+}
+
+/// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`
+/// `[C, T, N]` actions, `rewards` `[C, T, N]`, `dones` `[C, T]`.
+struct SequenceReplay {
+    capacity: usize,
+    steps: usize,
+    learners: usize,
+    width: usize,
+    len: usize,
+    head: usize,
+    obs: Vec<u8>,
+    actions: Vec<u32>,
+    rewards: Vec<f32>,
+    dones: Vec<f32>,
+}
+
+impl SequenceReplay {
+    fn new(capacity: usize, steps: usize, learners: usize, width: usize) -> SequenceReplay {
+        SequenceReplay {
+            capacity,
+            steps,
+            learners,
+            width,
+            len: 0,
+            head: 0,
+            obs: vec![0; capacity * (steps + 1) * learners * width],
+            actions: vec![0; capacity * steps * learners],
+            rewards: vec![0.0; capacity * steps * learners],
+            dones: vec![0.0; capacity * steps],
+        }
+    }
+
+    /// Copies arena `b`'s sequence out of a rollout laid out `[T(+1), B, N, ...]`; returns
+    /// whether the oldest sequence was evicted.
+    fn push(&mut self, roll: &Rollout, b: usize) -> bool {
+        let (t_max, n, d, arenas) = (self.steps, self.learners, self.width, roll.arenas);
+        let c = self.head;
+        for t in 0..=t_max {
+            let src = ((t * arenas + b) * n) * d;
+            let dst = ((c * (t_max + 1) + t) * n) * d;
+            self.obs[dst..dst + n * d].copy_from_slice(&roll.obs[src..src + n * d]);
+        }
+        for t in 0..t_max {
+            let src = (t * arenas + b) * n;
+            let dst = (c * t_max + t) * n;
+            self.actions[dst..dst + n].copy_from_slice(&roll.actions[src..src + n]);
+            self.rewards[dst..dst + n].copy_from_slice(&roll.rewards[src..src + n]);
+            self.dones[c * t_max + t] = roll.dones[t * arenas + b];
+        }
+        self.head = (self.head + 1) % self.capacity;
+        let evicted = self.len == self.capacity;
+        self.len = (self.len + 1).min(self.capacity);
+        evicted
+    }
+
+    fn newest(&self) -> usize {
+        (self.head + self.capacity - 1) % self.capacity
+    }
+}
+
+/// One rollout of every arena: `obs` `[T+1, B, N, D]`, `actions`/`rewards` `[T, B, N]`,
+/// `dones` `[T, B]`.
+struct Rollout {
+    arenas: usize,
+    obs: Vec<u8>,
+    actions: Vec<u32>,
+    rewards: Vec<f32>,
+    dones: Vec<f32>,
+}
+
+/// The row buffers of one learner step, reused.
+#[derive(Default)]
+struct StepBuffers {
+    input: Vec<u8>,
+    nets: Vec<u32>,
+    own: Vec<u32>,
+    others: Vec<u32>,
+    rewards: Vec<f32>,
+    dones: Vec<f32>,
+    train: Vec<bool>,
+    targets: Vec<f32>,
+    d_out: Vec<f32>,
+    values: Vec<f32>,
+}
+
+/// One minibatch's rows gathered out of the learner step's rows.
+#[derive(Default)]
+struct Minibatch {
+    input: Vec<u8>,
+    nets: Vec<u32>,
+    own: Vec<u32>,
+    others: Vec<u32>,
+}
+
+impl Minibatch {
+    fn gather(
+        &mut self,
+        chunk: &[usize],
+        input: &[u8],
+        nets: &[u32],
+        step: &StepBuffers,
+        d: usize,
+        o: usize,
+    ) {
+        self.input.clear();
+        self.nets.clear();
+        self.own.clear();
+        self.others.clear();
+        for &r in chunk {
+            self.input.extend_from_slice(&input[r * d..(r + 1) * d]);
+            self.nets.push(nets[r]);
+            self.own.push(step.own[r]);
+            self.others
+                .extend_from_slice(&step.others[r * o..(r + 1) * o]);
+        }
+    }
+}
+
+/// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
+/// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
+pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
+    batch_rows(cfg, learners)
+        .div_ceil(cfg.minibatches.max(1))
+        .max(1)
+}
+
+/// PR2-IQL's evolving state beyond the online parameters and Adam (checkpoints). The replay
+/// is not saved: a resumed run refills it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pr2State {
+    /// Updates done.
+    pub update: u64,
+    /// Environment steps done.
+    pub env_steps: u64,
+    /// Learner steps done.
+    pub learner_steps: u64,
+    /// Exploration streams.
+    pub explore: Vec<ChaCha8Rng>,
+    /// Sequence sampling stream.
+    pub sampler: ChaCha8Rng,
+    /// Target parameters.
+    pub target: Vec<f32>,
+    /// The conditional opponent models' parameters, when trained.
+    pub models: Option<Vec<f32>>,
+    /// The arenas.
+    pub batch: BatchState,
+}
+
+/// A PR2-IQL learner with its arenas.
+pub struct Pr2Iql {
+    cfg: RunConfig,
+    /// The arenas.
+    pub batch: EnvBatch,
+    /// The critics (targets beside them).
+    pub critic: Critic,
+    /// The conditional opponent models (`opponent_models: true`).
+    pub models: Option<ConditionalModels>,
+    spec: StackSpec,
+    head: Pr2Head,
+    learners: usize,
+    actions: usize,
+    explore: Vec<ChaCha8Rng>,
+    sampler: ChaCha8Rng,
+    limiter: RateLimiter,
+    replay: SequenceReplay,
+    rollout: Rollout,
+    step: StepBuffers,
+    scratch: Scratch,
+    /// Updates done.
+    pub update: u64,
+    /// Environment steps done.
+    pub env_steps: u64,
+    /// Learner steps done.
+    pub learner_steps: u64,
+    acting_nets: Vec<u32>,
+    sim_seconds: f64,
+    learn_seconds: f64,
+}
+
+impl Pr2Iql {
+    /// A fresh learner.
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<Pr2Iql, TrainError> {
+        let learners = loaded.scenario.learners_per_arena();
+        if learners < 2 {
+            return Err(TrainError::Config(format!(
+                "algo pr2_iql models the other learners; {} has {learners} learner per arena",
+                loaded.scenario.name
+            )));
+        }
+        let actions = loaded.scenario.action_set().len();
+        let head = head(cfg, learners, actions);
+        if head.width_checked().is_none_or(|w| w > u32::MAX as u64) {
+            return Err(TrainError::Config(format!(
+                "critic: joint needs {actions}^{learners} outputs per row; use critic: factorized"
+            )));
+        }
+        let spec = stack_spec(cfg, loaded);
+        let limits = limiter_config(cfg);
+        let (insert, sample) = (
+            (cfg.arenas * cfg.rollout) as u64,
+            (cfg.buffer_batch_size * cfg.rollout) as u64,
+        );
+        limits
+            .validate_for_loop(insert, sample)
+            .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?;
+        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+        let critic = Critic::new(spec, cfg.seed, device)?;
+        let models = if cfg.opponent_models {
+            Some(ConditionalModels::new(
+                cfg, learners, actions, spec.input, device,
+            )?)
+        } else {
+            None
+        };
+        let (t, b, d) = (cfg.rollout, cfg.arenas, spec.input);
+        let mut pr2 = Pr2Iql {
+            batch,
+            critic,
+            models,
+            spec,
+            head,
+            learners,
+            actions,
+            explore: (0..b)
+                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
+                .collect(),
+            sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
+            limiter: RateLimiter::new(limits)
+                .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?,
+            replay: SequenceReplay::new(replay_sequences(cfg), t, learners, d),
+            rollout: Rollout {
+                arenas: b,
+                obs: vec![0; (t + 1) * b * learners * d],
+                actions: vec![0; t * b * learners],
+                rewards: vec![0.0; t * b * learners],
+                dones: vec![0.0; t * b],
+            },
+            step: StepBuffers::default(),
+            scratch: Scratch::default(),
+            update: 0,
+            env_steps: 0,
+            learner_steps: 0,
+            acting_nets: (0..b * learners).map(|r| (r % learners) as u32).collect(),
+            sim_seconds: 0.0,
+            learn_seconds: 0.0,
+            cfg: cfg.clone(),
+        };
+        pr2.batch.start_episode_log(1 << 16);
+        Ok(pr2)
+    }
+
+    /// The critic stack's shape.
+    pub fn spec(&self) -> StackSpec {
+        self.spec
+    }
+
+    /// The critic head.
+    pub fn head(&self) -> Pr2Head {
+        self.head
+    }
+
+    /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from critic rows `out` and, with a learned
+    /// rho, the models' probabilities `rho` `[R, N-1, A, A]`.
+    fn expectations(&mut self, out: &[f32], rho: Option<&[f32]>, values: &mut Vec<f32>) {
+        let (w, a) = (self.head.width(), self.actions);
+        let rows = out.len() / w;
+        values.clear();
+        values.resize(rows * a, 0.0);
+        let m = (self.learners - 1) * a * a;
+        for r in 0..rows {
+            self.head.expectation(
+                &out[r * w..(r + 1) * w],
+                rho.map(|p| &p[r * m..(r + 1) * m]),
+                &mut self.scratch,
+                &mut values[r * a..(r + 1) * a],
+            );
+        }
+    }
+
+    fn rho_for(&mut self, input: &[u8], nets: &[u32]) -> Result<Option<Vec<f32>>, TrainError> {
+        match (&mut self.models, self.cfg.rho) {
+            (Some(m), RhoForm::Model) => Ok(Some(m.probs(input, nets)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Greedy actions for the current observations: `argmax_{a_i} E_rho[Q_i]`.
+    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
+        let values = self.acting_values()?;
+        Ok(values.chunks_exact(self.actions).map(argmax).collect())
+    }
+
+    /// `E_rho[Q_i]` `[B x N, A]` for the current observations (online critic).
+    pub fn acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
+        let obs = self.batch.buffers().obs.clone();
+        let nets = self.acting_nets.clone();
+        let out = self.critic.forward(Input::U8(&obs), &nets)?;
+        let rho = self.rho_for(&obs, &nets)?;
+        let mut values = Vec::new();
+        self.expectations(&out, rho.as_deref(), &mut values);
+        Ok(values)
+    }
+
+    /// The conditional opponent models' predictions for the current observations at each
+    /// learner's greedy action: `[B x N, N-1, A]`, or `None` without models.
+    pub fn predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let greedy = self.greedy()?;
+        let obs = self.batch.buffers().obs.clone();
+        let nets = self.acting_nets.clone();
+        let a = self.actions;
+        let Some(models) = &mut self.models else {
+            return Ok(None);
+        };
+        let p = models.probs(&obs, &nets)?;
+        let (o, m) = (self.learners - 1, (self.learners - 1) * a * a);
+        let mut out = Vec::with_capacity(greedy.len() * o * a);
+        for (r, &g) in greedy.iter().enumerate() {
+            for j in 0..o {
+                let at = r * m + (j * a + g as usize) * a;
+                out.extend_from_slice(&p[at..at + a]);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The exploration rate now (linear over `eps_fraction` of the run's steps).
+    pub fn epsilon(&self) -> f32 {
+        let horizon = (self.cfg.eps_fraction as f64 * self.cfg.total_steps as f64).max(1.0);
+        let frac = (self.env_steps as f64 / horizon).min(1.0) as f32;
+        self.cfg.eps_start + (self.cfg.eps_finish - self.cfg.eps_start) * frac
+    }
+
+    /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
+    fn gather(&mut self, sequences: &[usize]) {
+        let (t_max, n, d, o) = (
+            self.cfg.rollout,
+            self.learners,
+            self.spec.input,
+            self.learners - 1,
+        );
+        let rp = &self.replay;
+        let s = &mut self.step;
+        s.input.clear();
+        s.nets.clear();
+        s.own.clear();
+        s.others.clear();
+        s.rewards.clear();
+        s.dones.clear();
+        s.train.clear();
+        for &c in sequences {
+            let seq_obs = (c * (t_max + 1) * n) * d..((c + 1) * (t_max + 1) * n) * d;
+            s.input.extend_from_slice(&rp.obs[seq_obs]);
+            for t in 0..=t_max {
+                let last = t == t_max;
+                for i in 0..n {
+                    s.nets.push(i as u32);
+                    s.train.push(!last);
+                    if last {
+                        s.own.push(0);
+                        s.others.extend(std::iter::repeat_n(0, o));
+                        s.rewards.push(0.0);
+                        s.dones.push(1.0);
+                        continue;
+                    }
+                    let at = (c * t_max + t) * n;
+                    s.own.push(rp.actions[at + i]);
+                    s.others
+                        .extend((0..n).filter(|&j| j != i).map(|j| rp.actions[at + j]));
+                    s.rewards.push(rp.rewards[at + i]);
+                    s.dones.push(rp.dones[c * t_max + t]);
+                }
+            }
+        }
+    }
+
+    /// One learner step: sample sequences, targets from the target critics (in passes of at
+    /// most [`pass_rows`] rows), `epochs` shuffled passes of `minibatches` Huber steps, one
+    /// pass of the opponent models, a Polyak update. Returns the mean loss and the models'
+    /// scores.
+    fn learn(&mut self, adam: &AdamConfig) -> Result<(f32, Option<OpponentScores>), TrainError> {
+        let s_count = self.cfg.buffer_batch_size;
+        let mut chosen = Vec::with_capacity(s_count);
+        for k in 0..s_count {
+            chosen.push(if k == 0 && self.cfg.cer > 0 {
+                self.replay.newest()
+            } else {
+                below(self.sampler.next_u32(), self.replay.len as u32) as usize
+            });
+        }
+        self.gather(&chosen);
+        let (n, w, a, d) = (
+            self.learners,
+            self.head.width(),
+            self.actions,
+            self.spec.input,
+        );
+        let o = n - 1;
+        let rows = self.step.nets.len();
+        let pass = pass_rows(&self.cfg, n);
+
+        // Targets: V(s_{t+1}) = max_a E_rho[Q_target(s_{t+1}, a, .)] of row r + N.
+        let input = std::mem::take(&mut self.step.input);
+        let nets = std::mem::take(&mut self.step.nets);
+        let mut values = std::mem::take(&mut self.step.values);
+        values.clear();
+        let mut chunk_values = Vec::new();
+        for start in (0..rows).step_by(pass) {
+            let end = (start + pass).min(rows);
+            let q = self
+                .critic
+                .forward_target(Input::U8(&input[start * d..end * d]), &nets[start..end])?;
+            let rho = self.rho_for(&input[start * d..end * d], &nets[start..end])?;
+            self.expectations(&q, rho.as_deref(), &mut chunk_values);
+            values.extend_from_slice(&chunk_values);
+        }
+        let gamma = self.cfg.gamma;
+        let s = &mut self.step;
+        s.targets.clear();
+        s.targets.extend((0..rows).map(|r| {
+            if !s.train[r] {
+                return 0.0;
+            }
+            let next = &values[(r + n) * a..(r + n + 1) * a];
+            let best = next.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            s.rewards[r] + gamma * (1.0 - s.dones[r]) * best
+        }));
+        self.step.values = values;
+
+        // Epochs of shuffled minibatches of Huber on the observed Q(s, a_i, a_-i).
+        let mut order: Vec<usize> = (0..rows).filter(|&r| self.step.train[r]).collect();
+        let per_batch = order.len().div_ceil(self.cfg.minibatches.max(1)).max(1);
+        let mut mb = Minibatch::default();
+        let (mut loss_sum, mut batches) = (0.0f64, 0u64);
+        for _ in 0..self.cfg.epochs {
+            for k in (1..order.len()).rev() {
+                let j = below(self.sampler.next_u32(), k as u32 + 1) as usize;
+                order.swap(k, j);
+            }
+            for chunk in order.chunks(per_batch) {
+                mb.gather(chunk, &input, &nets, &self.step, d, o);
+                let out = self.critic.forward(Input::U8(&mb.input), &mb.nets)?;
+                let s = &mut self.step;
+                s.d_out.clear();
+                s.d_out.resize(out.len(), 0.0);
+                let mut loss = 0.0f64;
+                let scale = 1.0 / chunk.len() as f32;
+                for (k, &r) in chunk.iter().enumerate() {
+                    let row = &out[k * w..(k + 1) * w];
+                    let others = &s.others[r * o..(r + 1) * o];
+                    let own = s.own[r] as usize;
+                    let td = self.head.q_taken(row, own, others) - s.targets[r];
+                    loss += if td.abs() <= 1.0 {
+                        0.5 * td * td
+                    } else {
+                        td.abs() - 0.5
+                    } as f64;
+                    self.head.add_grad(
+                        row,
+                        own,
+                        others,
+                        td.clamp(-1.0, 1.0) * scale,
+                        &mut s.d_out[k * w..(k + 1) * w],
+                    );
+                }
+                drop(out);
+                let loss = (loss / chunk.len() as f64) as f32;
+                if !loss.is_finite() {
+                    return Err(TrainError::NonFinite {
+                        update: self.update + 1,
+                        tensor: "PR2 critic loss".into(),
+                        value: loss,
+                    });
+                }
+                loss_sum += loss as f64;
+                batches += 1;
+                self.critic.backward(&self.step.d_out)?;
+                self.critic.step(adam);
+            }
+        }
+        self.critic.polyak(self.cfg.target_tau);
+
+        // The opponent models: one pass over the same rows, scored before each step.
+        let scores = match &mut self.models {
+            Some(m) => {
+                let mut mean = ScoreMean::default();
+                for chunk in order.chunks(per_batch) {
+                    mb.gather(chunk, &input, &nets, &self.step, d, o);
+                    let train = vec![true; chunk.len()];
+                    let sc = m.score_and_train(
+                        &mb.input, &mb.nets, &mb.own, &mb.others, &train, adam.lr,
+                    )?;
+                    mean.add(sc, chunk.len() as f64);
+                }
+                mean.mean()
+            }
+            None => None,
+        };
+        self.step.input = input;
+        self.step.nets = nets;
+        self.limiter
+            .sample((self.cfg.buffer_batch_size * self.cfg.rollout) as u64);
+        self.learner_steps += 1;
+        Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
+    }
+
+    /// One update: a rollout of every arena, stored as sequences, then the learner steps the
+    /// rate limiter allows.
+    pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        let epsilon = self.epsilon();
+        let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
+        let lr = if self.cfg.lr_decay {
+            self.cfg.lr * (1.0 - progress).max(0.0)
+        } else {
+            self.cfg.lr
+        };
+        let adam = AdamConfig {
+            lr: lr.max(1e-12),
+            max_grad_norm: Some(self.cfg.max_grad_norm),
+            radam: self.cfg.radam,
+            ..AdamConfig::default()
+        };
+        let threshold = crate::rng::threshold(epsilon as f64);
+        let (n, a, b) = (self.learners, self.actions, self.cfg.arenas);
+        let per_step = b * n * self.spec.input;
+        for t in 0..self.cfg.rollout {
+            let t_learn = std::time::Instant::now();
+            let values = self.acting_values()?;
+            let obs = &self.batch.buffers().obs;
+            self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
+            let chosen = self.batch.actions_mut();
+            for (arena, rng) in self.explore.iter_mut().enumerate() {
+                for l in 0..n {
+                    let r = arena * n + l;
+                    let action = epsilon_greedy(rng, &values[r * a..(r + 1) * a], threshold);
+                    chosen[r] = action;
+                    self.rollout.actions[t * b * n + r] = action as u32;
+                }
+            }
+            self.learn_seconds += t_learn.elapsed().as_secs_f64();
+            let t_sim = std::time::Instant::now();
+            self.batch.step()?;
+            self.sim_seconds += t_sim.elapsed().as_secs_f64();
+            let buf = self.batch.buffers();
+            self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
+            for arena in 0..b {
+                self.rollout.dones[t * b + arena] =
+                    f32::from(buf.terminated[arena] != 0 || buf.truncated[arena] != 0);
+            }
+        }
+        let t_learn = std::time::Instant::now();
+        let last = self.cfg.rollout * per_step;
+        self.rollout.obs[last..last + per_step].copy_from_slice(&self.batch.buffers().obs);
+        let mut evicted = 0u64;
+        for arena in 0..b {
+            evicted += u64::from(self.replay.push(&self.rollout, arena));
+        }
+        let t_steps = self.cfg.rollout as u64;
+        self.limiter.insert(b as u64 * t_steps);
+        self.limiter.delete(evicted * t_steps);
+        let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
+        for _ in 0..self
+            .limiter
+            .allowed_batches((self.cfg.buffer_batch_size as u64) * t_steps)
+        {
+            let (loss, s) = self.learn(&adam)?;
+            losses += loss as f64;
+            steps += 1;
+            scores = s.or(scores);
+        }
+        self.learn_seconds += t_learn.elapsed().as_secs_f64();
+        self.env_steps += self.cfg.steps_per_update();
+        self.update += 1;
+        Ok(UpdateStats {
+            loss: if steps == 0 {
+                0.0
+            } else {
+                (losses / steps as f64) as f32
+            },
+            epsilon,
+            lr,
+            episodes: self.batch.take_episodes(),
+            per_replica: Vec::new(),
+            opponents: scores,
+        })
+    }
+
+    /// Seconds spent stepping arenas and learning since the last call.
+    pub fn take_timing(&mut self) -> (f64, f64) {
+        let t = (self.sim_seconds, self.learn_seconds);
+        self.sim_seconds = 0.0;
+        self.learn_seconds = 0.0;
+        t
+    }
+
+    /// The evolving state beyond parameters and Adam.
+    pub fn save_state(&mut self) -> Result<Pr2State, TrainError> {
+        Ok(Pr2State {
+            update: self.update,
+            env_steps: self.env_steps,
+            learner_steps: self.learner_steps,
+            explore: self.explore.clone(),
+            sampler: self.sampler.clone(),
+            target: self.critic.target_params()?,
+            models: match &mut self.models {
+                Some(m) => Some(m.params()?),
+                None => None,
+            },
+            batch: self.batch.save_state(),
+        })
+    }
+
+    /// Restores what [`Pr2Iql::save_state`] saved (the replay starts empty again).
+    pub fn load_state(&mut self, s: &Pr2State) -> Result<(), TrainError> {
+        self.update = s.update;
+        self.env_steps = s.env_steps;
+        self.learner_steps = s.learner_steps;
+        self.explore = s.explore.clone();
+        self.sampler = s.sampler.clone();
+        let online = self.critic.params()?;
+        self.critic.set_params(&s.target)?;
+        self.critic.polyak(1.0);
+        self.critic.set_params(&online)?;
+        if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
+            m.set_params(p)?;
+        }
+        self.batch.load_state(&s.batch)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! PR2-IQL end to end: it coordinates where independent learners do not, it trains the
+//! six-player gift_refinements configuration, the joint-critic configuration is refused with its
+//! numbers before anything is created, the GPU backend agrees with the CPU, and opponent models
+//! (plain and conditional) beat the uniform prediction.
+
+use std::path::{Path, PathBuf};
+
+use gridarena::critic::{Device, choose_device};
+use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::{RunError, TrainOptions, train};
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("gridarena-pr2-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn shipped(name: &str) -> RunConfig {
+    let mut cfg = RunConfig::load(Path::new(&format!("assets/runs/{name}.ron"))).unwrap();
+    cfg.device = Device::Cpu;
+    cfg
+}
+
+fn metrics(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Greedy mean return per player over 64 episodes of a fresh run of `cfg`.
+fn greedy_return(cfg: &RunConfig, name: &str) -> f64 {
+    let run = temp(name);
+    train(cfg, &run, &TrainOptions::default()).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let report = gridarena::train::eval::evaluate(&run, 64, &device).unwrap();
+    let _ = std::fs::remove_dir_all(run);
+    report.policy.mean_return
+}
+
+#[test]
+fn pr2_iql_finds_the_climbing_game_optimum_where_independent_learners_miscoordinate() {
+    // 16 rounds per episode: (a, a) pays 11 per round, (b, b) 7, (c, c) 5.
+    let (mut pr2_sum, mut iql_sum) = (0.0, 0.0);
+    for seed in 0..3 {
+        let pr2 = greedy_return(
+            &RunConfig {
+                seed,
+                ..shipped("climbing_pr2")
+            },
+            &format!("climb-pr2-{seed}"),
+        );
+        let iql = greedy_return(
+            &RunConfig {
+                seed,
+                ..shipped("climbing_iql")
+            },
+            &format!("climb-iql-{seed}"),
+        );
+        eprintln!("seed {seed}: PR2-IQL {pr2}, IQL {iql}");
+        assert!(pr2 > iql, "seed {seed}: PR2-IQL {pr2} vs IQL {iql}");
+        pr2_sum += pr2;
+        iql_sum += iql;
+    }
+    assert!(
+        pr2_sum / 3.0 > 16.0 * 10.0,
+        "PR2-IQL mean {}",
+        pr2_sum / 3.0
+    );
+    assert!(iql_sum / 3.0 < 16.0 * 8.0, "IQL mean {}", iql_sum / 3.0);
+}
+
+#[test]
+fn the_six_player_gift_configuration_trains_with_finite_losses_and_opponent_scores() {
+    let cfg = RunConfig {
+        total_steps: 4 * 256 * 2,
+        ..shipped("gift_pr2")
+    };
+    let run = temp("gift");
+    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    assert_eq!((summary.updates, summary.env_steps), (2, 2048));
+    let m = metrics(&run);
+    // The first update fills the replay past min_replay (1,024 arena-steps), so both learn.
+    for line in &m {
+        let loss = line["loss"].as_f64().unwrap();
+        assert!(loss.is_finite() && loss > 0.0, "{line}");
+        let acc = line["opponent_accuracy"].as_array().unwrap();
+        assert_eq!(acc.len(), 6);
+        assert_eq!(acc[0].as_array().unwrap().len(), 5);
+    }
+    // The checkpoint restores into a fresh learner of the same configuration.
+    let resumed = train(
+        &RunConfig {
+            total_steps: 4 * 256 * 3,
+            ..cfg.clone()
+        },
+        &run,
+        &TrainOptions {
+            resume: true,
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(resumed.updates, 3);
+    assert_eq!(metrics(&run).len(), 3);
+    let _ = std::fs::remove_dir_all(run);
+}
+
+#[test]
+fn the_joint_critic_configuration_is_refused_with_its_numbers_before_anything_is_created() {
+    let cfg = shipped("gift_pr2_joint");
+    let run = temp("joint");
+    let opts = TrainOptions {
+        memory_budget: Some(2 << 30),
+        ..TrainOptions::default()
+    };
+    let err = train(&cfg, &run, &opts).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RunError::Memory(_)), "{text}");
+    for part in [
+        "critic head",
+        "9^6 = 531,441 per row",
+        "1,542 rows per pass",
+        "257 steps x 4 sequences x 6 learners",
+        "GiB",
+        "budget 2.00 GiB",
+        "critic: factorized",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    assert!(!run.exists(), "nothing was created");
+
+    // The factorised twin fits, and its critic (head and body) is under 64 MiB.
+    let loaded = gridarena::train::load_scenario(&shipped("gift_pr2")).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let plan = gridarena::train::plan::plan(&shipped("gift_pr2"), &loaded, &device, 2 << 30);
+    assert!(plan.fits, "{}", plan.table());
+    let critic: u64 = plan
+        .tensors
+        .iter()
+        .filter(|t| t.name.starts_with("critic"))
+        .map(|t| t.bytes)
+        .sum();
+    assert!(critic < 64 << 20, "{}", plan.table());
+    assert!(
+        plan.tensors[0].shape.contains("414 per row"),
+        "{}",
+        plan.table()
+    );
+}
+
+#[test]
+fn pr2_on_the_gpu_backend_matches_the_cpu_backend() {
+    let device = match choose_device(Device::Gpu) {
+        Ok(d) => d,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+            return;
+        }
+        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    };
+    let cfg = RunConfig {
+        total_steps: 16 * 16 * 2,
+        min_replay: 128,
+        ..shipped("climbing_pr2")
+    };
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let cpu = choose_device(Device::Cpu).unwrap();
+    let mut losses = Vec::new();
+    for d in [&cpu, &device] {
+        let mut learner = gridarena::train::Learner::new(&cfg, &loaded, d).unwrap();
+        let a = learner.update().unwrap().loss;
+        let b = learner.update().unwrap().loss;
+        losses.push((a, b));
+    }
+    let ((c1, c2), (g1, g2)) = (losses[0], losses[1]);
+    assert!(c1 > 0.0 && c2 > 0.0);
+    for (c, g) in [(c1, g1), (c2, g2)] {
+        assert!(
+            (c - g).abs() <= 1e-3 * c.abs().max(1.0),
+            "cpu {c} vs gpu {g}"
+        );
+    }
+}
+
+/// Mean accuracy and log-loss over the last `k` updates and every (agent, opponent) pair.
+fn mean_scores(m: &[serde_json::Value], k: usize) -> (f64, f64, f64) {
+    let (mut acc, mut nll, mut n) = (0.0, 0.0, 0.0);
+    for line in &m[m.len() - k..] {
+        let rows = line["opponent_accuracy"].as_array().unwrap();
+        for (a_row, l_row) in rows
+            .iter()
+            .zip(line["opponent_log_loss"].as_array().unwrap())
+        {
+            for (a, l) in a_row
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(l_row.as_array().unwrap())
+            {
+                acc += a.as_f64().unwrap();
+                nll += l.as_f64().unwrap();
+                n += 1.0;
+            }
+        }
+    }
+    let uniform = m[0]["opponent_uniform_log_loss"].as_f64().unwrap();
+    (acc / n, nll / n, uniform)
+}
+
+#[test]
+fn iql_and_pr2_opponent_models_beat_the_uniform_prediction_on_pursuit() {
+    let base = RunConfig {
+        scenario: Some("assets/scenarios/pursuit_3.ron".into()),
+        device: Device::Cpu,
+        opponent_models: true,
+        arenas: 32,
+        hidden: 64,
+        layers: 2,
+        lr: 1e-3,
+        min_replay: 512,
+        checkpoint_every: 1000,
+        ..RunConfig::default()
+    };
+    let iql = RunConfig {
+        algo: Algo::Iql,
+        rollout: 8,
+        batch_size: 128,
+        cer: 4,
+        total_steps: 32 * 8 * 150,
+        ..base.clone()
+    };
+    let pr2 = RunConfig {
+        algo: Algo::Pr2Iql,
+        rollout: 16,
+        buffer_batch_size: 8,
+        minibatches: 2,
+        epochs: 1,
+        replay_capacity: 4096,
+        total_steps: 32 * 16 * 60,
+        ..base
+    };
+    for (name, cfg) in [("iql", iql), ("pr2", pr2)] {
+        let run = temp(&format!("opp-{name}"));
+        train(&cfg, &run, &TrainOptions::default()).unwrap();
+        let (acc, nll, uniform) = mean_scores(&metrics(&run), 10);
+        eprintln!("{name}: accuracy {acc:.3}, log-loss {nll:.3} (uniform {uniform:.3})");
+        assert!((uniform - 5f64.ln()).abs() < 1e-9);
+        assert!(
+            acc > 0.27,
+            "{name}: mean accuracy {acc} vs 0.2 for a uniform guess"
+        );
+        assert!(nll < uniform - 0.1, "{name}: log-loss {nll} vs {uniform}");
+        let _ = std::fs::remove_dir_all(run);
+    }
+}
+
+#[test]
+fn opponent_predictions_reach_the_agents_components_for_the_viewer() {
+    let base = RunConfig {
+        scenario: Some("assets/scenarios/pursuit_3.ron".into()),
+        device: Device::Cpu,
+        arenas: 4,
+        rollout: 8,
+        minibatches: 2,
+        hidden: 16,
+        layers: 1,
+        total_steps: 4 * 8 * 4,
+        ..RunConfig::default()
+    };
+    let loaded = gridarena::train::load_scenario(&base).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql] {
+        for models in [false, true] {
+            let cfg = RunConfig {
+                algo,
+                opponent_models: models,
+                ..base.clone()
+            };
+            let mut learner = gridarena::train::Learner::new(&cfg, &loaded, &device).unwrap();
+            learner.update().unwrap();
+            assert_eq!(learner.predict_opponents().unwrap(), models, "{algo:?}");
+            let predicted = learner.batch().opponent_predictions(3);
+            assert_eq!(predicted.len(), 3, "three learners");
+            for p in &predicted {
+                if !models {
+                    assert!(p.is_empty());
+                    continue;
+                }
+                // Two others x 5 actions, each a distribution.
+                assert_eq!(p.len(), 2 * 5, "{algo:?}");
+                for group in p.chunks_exact(5) {
+                    assert!((group.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{group:?}");
+                    assert!(group.iter().all(|v| *v > 0.0));
+                }
+            }
+        }
+    }
+}
