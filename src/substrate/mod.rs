@@ -163,6 +163,20 @@ impl ArenaState {
     pub fn rewards(&self) -> &[StepReward] {
         &self.reward
     }
+
+    /// Writes and returns the learners' observations `[N, O]` of this state.
+    pub fn observe(&mut self, layout: &Layout) -> &[u8] {
+        let mut a = self.view();
+        write_observations(layout, &mut a);
+        &self.obs
+    }
+
+    /// Recomputes the cell layer's derived parts after positions or alive flags were set by
+    /// hand.
+    pub fn rebuild(&mut self, layout: &Layout) {
+        let mut a = self.view();
+        rebuild_cells(layout, &mut a);
+    }
 }
 
 /// The rules of one step on one arena, given the applied actions (chance already resolved for
