@@ -252,9 +252,11 @@ impl Layout {
                     channel_offsets,
                     obs_is_cell_layout,
                 });
+                // At least one cell of padding: tags and surround catches read the four
+                // neighbours of every agent, also with a radius-0 window.
                 (
                     rules,
-                    scenario.observation.radius.unwrap_or(0) as usize,
+                    (scenario.observation.radius.unwrap_or(0) as usize).max(1),
                     vec!["catches".to_string()],
                 )
             }

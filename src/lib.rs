@@ -5,6 +5,7 @@
 //! [`schedule`] steps them all at once through the [`systems`], which call the rules in
 //! [`substrate`]. Learners read the dense buffers in [`components::StepBuffers`].
 
+pub mod analysis;
 pub mod atomic;
 pub mod bench;
 pub mod components;

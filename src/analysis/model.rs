@@ -57,7 +57,9 @@ pub enum ModelError {
         substrate: &'static str,
     },
     /// The index does not fit in 64 bits.
-    #[error("{scenario}: the state space overflows a 64-bit index ({detail}); use --nashconv learned")]
+    #[error(
+        "{scenario}: the state space overflows a 64-bit index ({detail}); use --nashconv learned"
+    )]
     TooLarge {
         /// Scenario name.
         scenario: String,
@@ -146,12 +148,12 @@ impl TransitionModel {
             }
             Rules::Matrix(m) => {
                 let k = m.actions as u64;
-                let joint = k.checked_pow(layout.agents as u32).ok_or_else(|| {
-                    ModelError::TooLarge {
-                        scenario: name.clone(),
-                        detail: format!("{k}^{}", layout.agents),
-                    }
-                })?;
+                let joint =
+                    k.checked_pow(layout.agents as u32)
+                        .ok_or_else(|| ModelError::TooLarge {
+                            scenario: name.clone(),
+                            detail: format!("{k}^{}", layout.agents),
+                        })?;
                 (vec![joint + 1], false, Some(k as usize))
             }
             _ => {
@@ -325,13 +327,12 @@ impl TransitionModel {
             for slot in (0..self.agents()).rev() {
                 let p = state.pos[slot];
                 let cell = self.free_of[p.y as usize * self.layout.width + p.x as usize] as u64;
-                let digit = if self.evader_alive_digit
-                    && self.layout.slot_kind[slot] == RoleKind::Evader
-                {
-                    if state.alive[slot].0 { cell + 1 } else { 0 }
-                } else {
-                    cell
-                };
+                let digit =
+                    if self.evader_alive_digit && self.layout.slot_kind[slot] == RoleKind::Evader {
+                        if state.alive[slot].0 { cell + 1 } else { 0 }
+                    } else {
+                        cell
+                    };
                 index = index * self.radix[slot] + digit;
             }
             index
@@ -389,10 +390,7 @@ impl TransitionModel {
             self.load(index, &mut state);
             let next = self.step(&mut state, &applied).state;
             let rewards: Vec<f32> = self.rewards(&state).iter().map(|r| r.0).collect();
-            match out
-                .iter_mut()
-                .find(|(n, _, r)| *n == next && *r == rewards)
-            {
+            match out.iter_mut().find(|(n, _, r)| *n == next && *r == rewards) {
                 Some(e) => e.1 += p,
                 None => out.push((next, p, rewards)),
             }
@@ -436,11 +434,9 @@ impl TransitionModel {
             .product();
         // Odometer over every group's ordered tuple of distinct deck positions.
         'outer: loop {
-            let distinct = choice.iter().all(|c| {
-                c.iter()
-                    .enumerate()
-                    .all(|(i, x)| !c[..i].contains(x))
-            });
+            let distinct = choice
+                .iter()
+                .all(|c| c.iter().enumerate().all(|(i, x)| !c[..i].contains(x)));
             if distinct {
                 for (g, c) in groups.iter().zip(&choice) {
                     for (k, &slot) in g.slots.iter().enumerate() {

@@ -150,7 +150,7 @@ pub fn evaluate(
 }
 
 /// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
-fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
+pub(crate) fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
     let n = pqn.critic().params()?.len().min(c.params.len());
     pqn.critic()

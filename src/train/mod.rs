@@ -115,6 +115,24 @@ impl Learner {
         }
     }
 
+    /// Greedy actions for raw observation rows `[R, N, O]` (R arenas' learners in slot order),
+    /// e.g. states decoded by exact analysis.
+    pub fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
+        let layout = self.batch().layout();
+        let (n, o, a) = (layout.learners, layout.obs_len, layout.actions);
+        match self {
+            Learner::Pqn(p) => {
+                let d = p.spec().input;
+                pqn::greedy_rows(&mut p.critic, obs, n, o, d, a)
+            }
+            Learner::Iql(q) => {
+                let d = q.spec().input;
+                pqn::greedy_rows(&mut q.critic, obs, n, o, d, a)
+            }
+            Learner::Pr2(q) => q.greedy_obs(obs),
+        }
+    }
+
     /// Runs the opponent models on the current observations and writes each learner's
     /// predicted distributions for the others into its [`crate::components::OpponentModel`]
     /// component (the viewer reads them there). PR2's conditional models predict at the

@@ -564,6 +564,35 @@ pub fn epsilon_greedy(rng: &mut ChaCha8Rng, q: &[f32], threshold: u64) -> u8 {
     }
 }
 
+/// Greedy actions of independent or shared Q-networks for raw observation rows `[R, N, O]`
+/// (R arenas' learners in slot order): the learner's one-hot index is appended when `shared`
+/// (the network's input is wider than an observation).
+pub fn greedy_rows(
+    critic: &mut Critic,
+    obs: &[u8],
+    learners: usize,
+    obs_len: usize,
+    input: usize,
+    actions: usize,
+) -> Result<Vec<u8>, TrainError> {
+    let rows = obs.len() / obs_len.max(1);
+    let shared = input > obs_len;
+    let nets: Vec<u32> = (0..rows)
+        .map(|r| if shared { 0 } else { (r % learners) as u32 })
+        .collect();
+    let q = if shared {
+        let mut x = vec![0u8; rows * input];
+        for (r, row) in x.chunks_exact_mut(input).enumerate() {
+            row[..obs_len].copy_from_slice(&obs[r * obs_len..(r + 1) * obs_len]);
+            row[obs_len + r % learners] = 1;
+        }
+        critic.forward(Input::U8(&x), &nets)?
+    } else {
+        critic.forward(Input::U8(obs), &nets)?
+    };
+    Ok(q.chunks_exact(actions).map(argmax).collect())
+}
+
 /// Index of the largest value (the first on ties).
 pub fn argmax(q: &[f32]) -> u8 {
     let mut best = 0;

@@ -378,6 +378,17 @@ impl Pr2Iql {
         Ok(values.chunks_exact(self.actions).map(argmax).collect())
     }
 
+    /// Greedy actions for raw observation rows `[R, N, O]` (exact analysis).
+    pub fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
+        let rows = obs.len() / self.spec.input.max(1);
+        let nets: Vec<u32> = (0..rows).map(|r| (r % self.learners) as u32).collect();
+        let out = self.critic.forward(Input::U8(obs), &nets)?;
+        let rho = self.rho_for(obs, &nets)?;
+        let mut values = Vec::new();
+        self.expectations(&out, rho.as_deref(), &mut values);
+        Ok(values.chunks_exact(self.actions).map(argmax).collect())
+    }
+
     /// `E_rho[Q_i]` `[B x N, A]` for the current observations (online critic).
     pub fn acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
         let obs = self.batch.buffers().obs.clone();

@@ -1,0 +1,463 @@
+//! Exact best responses and NashConv over a [`TransitionModel`] with memory proportional to
+//! the number of states: the frozen policies are a table `[S, N, A]`, values are `[S]` or
+//! `[S, N]`, and successors are computed on the fly by the rules, or read from an optional
+//! cache of the deterministic successor under every applied joint action (`[S, A^M]`, taken only
+//! when the preflight says it fits). No table is indexed by edges.
+//!
+//! Per state the solvers enumerate applied joint actions `b` (chance already folded in): each
+//! other learner k applies `b_k` with probability `q_k(b_k) = sum_a pi_k(a | s) P(b_k | a)`
+//! (slip), random walkers uniformly, removed agents idle. Agent i's best response then needs
+//! `Q_i(s, a_i) = sum_b P(b_i | a_i) prod_{k != i} q_k(b_k) [r_i(s, b) + gamma V_i(s'(s, b))]`,
+//! and policy evaluation weights every `b` by the full product.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::model::TransitionModel;
+use crate::components::AppliedAction;
+
+/// Frozen policies: `probs[(s * N + i) * A + a]`.
+#[derive(Debug, Clone)]
+pub struct PolicyTable {
+    /// Learners.
+    pub learners: usize,
+    /// Actions.
+    pub actions: usize,
+    /// Action distributions per state and learner.
+    pub probs: Vec<f32>,
+}
+
+impl PolicyTable {
+    /// Every learner uniform in every state.
+    pub fn uniform(model: &TransitionModel) -> PolicyTable {
+        let (n, a) = (model.learners(), model.actions());
+        PolicyTable {
+            learners: n,
+            actions: a,
+            probs: vec![1.0 / a as f32; model.states() as usize * n * a],
+        }
+    }
+
+    /// A table from a function of (state, learner) to a distribution.
+    pub fn from_fn(
+        model: &TransitionModel,
+        f: impl Fn(u64, usize, &mut [f32]) + Sync,
+    ) -> PolicyTable {
+        let (n, a) = (model.learners(), model.actions());
+        let mut probs = vec![0.0f32; model.states() as usize * n * a];
+        probs
+            .par_chunks_mut(n * a)
+            .enumerate()
+            .for_each(|(s, row)| {
+                for (i, d) in row.chunks_exact_mut(a).enumerate() {
+                    f(s as u64, i, d);
+                }
+            });
+        PolicyTable {
+            learners: n,
+            actions: a,
+            probs,
+        }
+    }
+
+    /// Deterministic policies from greedy actions `[S, N]`.
+    pub fn from_actions(model: &TransitionModel, actions: &[u8]) -> PolicyTable {
+        Self::from_fn(model, |s, i, d| {
+            d.fill(0.0);
+            d[actions[s as usize * model.learners() + i] as usize] = 1.0;
+        })
+    }
+
+    /// Learner i's distribution in state s.
+    pub fn dist(&self, s: u64, i: usize) -> &[f32] {
+        let at = (s as usize * self.learners + i) * self.actions;
+        &self.probs[at..at + self.actions]
+    }
+}
+
+/// The deterministic successor of every (state, applied joint action): `next` (u32::MAX for
+/// terminal) and the learners' rewards.
+#[derive(Debug)]
+pub struct SuccessorCache {
+    next: Vec<u32>,
+    rewards: Vec<f32>,
+}
+
+impl SuccessorCache {
+    /// Bytes the cache of `model` takes.
+    pub fn bytes(model: &TransitionModel) -> u64 {
+        model
+            .states()
+            .saturating_mul(model.applied_joint())
+            .saturating_mul(4 + 4 * model.learners() as u64)
+    }
+
+    /// Builds the cache (parallel over states).
+    pub fn build(model: &TransitionModel, progress: &indicatif::ProgressBar) -> SuccessorCache {
+        let (j, n) = (model.applied_joint() as usize, model.learners());
+        let s_count = model.states() as usize;
+        let mut next = vec![0u32; s_count * j];
+        let mut rewards = vec![0.0f32; s_count * j * n];
+        const CHUNK: usize = 256;
+        next.par_chunks_mut(CHUNK * j)
+            .zip(rewards.par_chunks_mut(CHUNK * j * n))
+            .enumerate()
+            .for_each_init(
+                || Walker::new(model),
+                |w, (c, (next, rewards))| {
+                    for (k, (nx, rw)) in next
+                        .chunks_exact_mut(j)
+                        .zip(rewards.chunks_exact_mut(j * n))
+                        .enumerate()
+                    {
+                        let s = (c * CHUNK + k) as u64;
+                        for code in 0..j {
+                            let (to, r) = w.step(model, s, code as u64);
+                            nx[code] = to.map_or(u32::MAX, |t| t as u32);
+                            rw[code * n..(code + 1) * n].copy_from_slice(r);
+                        }
+                    }
+                    progress.inc(next.len() as u64 / j as u64);
+                },
+            );
+        SuccessorCache { next, rewards }
+    }
+}
+
+/// A per-thread scratch for on-the-fly successors.
+struct Walker {
+    state: crate::substrate::ArenaState,
+    applied: Vec<AppliedAction>,
+    rewards: Vec<f32>,
+}
+
+impl Walker {
+    fn new(model: &TransitionModel) -> Walker {
+        Walker {
+            state: model.scratch(),
+            applied: vec![AppliedAction(0); model.agents()],
+            rewards: vec![0.0; model.learners()],
+        }
+    }
+
+    /// The successor of state `s` under applied joint `code` (slot 0 most significant).
+    fn step(&mut self, model: &TransitionModel, s: u64, code: u64) -> (Option<u64>, &[f32]) {
+        let a = model.actions() as u64;
+        let mut c = code;
+        for slot in (0..model.agents()).rev() {
+            self.applied[slot] = AppliedAction((c % a) as u8);
+            c /= a;
+        }
+        model.load(s, &mut self.state);
+        let next = model.step(&mut self.state, &self.applied).state;
+        for (out, r) in self.rewards.iter_mut().zip(model.rewards(&self.state)) {
+            *out = r.0;
+        }
+        (next, &self.rewards)
+    }
+}
+
+/// Iteration limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Tolerance {
+    /// Stop when the largest value change of a sweep is below this.
+    pub delta: f64,
+    /// Stop after this many sweeps regardless.
+    pub max_sweeps: usize,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            delta: 1e-10,
+            max_sweeps: 100_000,
+        }
+    }
+}
+
+/// The solvers over one model, with or without a successor cache.
+pub struct Solver<'a> {
+    model: &'a TransitionModel,
+    cache: Option<SuccessorCache>,
+    gamma: f64,
+    tol: Tolerance,
+}
+
+/// Values of one solve.
+#[derive(Debug, Clone)]
+pub struct Solved {
+    /// `[S]` (best response) or `[S, N]` (policy evaluation).
+    pub values: Vec<f64>,
+    /// Sweeps done.
+    pub sweeps: usize,
+    /// The last sweep's largest change.
+    pub delta: f64,
+}
+
+impl<'a> Solver<'a> {
+    /// A solver; `cache` when the preflight allowed one.
+    pub fn new(
+        model: &'a TransitionModel,
+        cache: Option<SuccessorCache>,
+        gamma: f64,
+        tol: Tolerance,
+    ) -> Solver<'a> {
+        Solver {
+            model,
+            cache,
+            gamma,
+            tol,
+        }
+    }
+
+    /// Per-agent applied-action probabilities `[M, A]` in state `s` (learner i uses its own
+    /// row only when `own` is None).
+    fn applied_probs(&self, policy: &PolicyTable, s: u64, alive: &[bool], out: &mut [f64]) {
+        let (m, a) = (self.model.agents(), self.model.actions());
+        for slot in 0..m {
+            let row = &mut out[slot * a..(slot + 1) * a];
+            if slot < policy.learners && alive[slot] {
+                let pi = policy.dist(s, slot);
+                for (b, v) in row.iter_mut().enumerate() {
+                    *v = (0..a)
+                        .map(|x| pi[x] as f64 * self.model.slip_prob(x, b))
+                        .sum();
+                }
+            } else {
+                for (b, v) in row.iter_mut().enumerate() {
+                    *v = self.model.applied_prob(slot, alive[slot], None, b);
+                }
+            }
+        }
+    }
+
+    /// One sweep over every state: `update(s, visit)` where `visit(f)` calls `f(code, next,
+    /// rewards)` for every applied joint action of s. Returns the largest change.
+    fn sweep<F>(&self, width: usize, old: &[f64], new: &mut [f64], update: F) -> f64
+    where
+        F: Fn(u64, &mut dyn FnMut(&mut dyn FnMut(u64, Option<u64>, &[f32])), &[bool], &mut [f64])
+            + Sync,
+    {
+        let j = self.model.applied_joint();
+        let cache = self.cache.as_ref();
+        let n = self.model.learners();
+        new.par_chunks_mut(width * 64)
+            .enumerate()
+            .map_init(
+                || (Walker::new(self.model), self.model.scratch()),
+                |(w, probe), (c, chunk)| {
+                    let mut worst = 0.0f64;
+                    for (k, out) in chunk.chunks_exact_mut(width).enumerate() {
+                        let s = (c * 64 + k) as u64;
+                        self.model.load(s, probe);
+                        let alive: Vec<bool> = (0..self.model.agents())
+                            .map(|x| TransitionModel::alive(probe, x))
+                            .collect();
+                        let mut visit = |f: &mut dyn FnMut(u64, Option<u64>, &[f32])| {
+                            for code in 0..j {
+                                match cache {
+                                    Some(cache) => {
+                                        let at = (s * j + code) as usize;
+                                        let nx = cache.next[at];
+                                        f(
+                                            code,
+                                            (nx != u32::MAX).then_some(nx as u64),
+                                            &cache.rewards[at * n..(at + 1) * n],
+                                        );
+                                    }
+                                    None => {
+                                        let (nx, r) = w.step(self.model, s, code);
+                                        f(code, nx, r);
+                                    }
+                                }
+                            }
+                        };
+                        update(s, &mut visit, &alive, out);
+                        for (x, o) in out.iter().zip(&old[s as usize * width..]) {
+                            worst = worst.max((x - o).abs());
+                        }
+                    }
+                    worst
+                },
+            )
+            .reduce(|| 0.0, f64::max)
+    }
+
+    fn iterate(
+        &self,
+        width: usize,
+        progress: &indicatif::ProgressBar,
+        step: impl Fn(&[f64], &mut [f64]) -> f64,
+    ) -> Solved {
+        let s = self.model.states() as usize;
+        let (mut v, mut next) = (vec![0.0f64; s * width], vec![0.0f64; s * width]);
+        let (mut sweeps, mut delta) = (0, f64::INFINITY);
+        while sweeps < self.tol.max_sweeps && delta > self.tol.delta {
+            delta = step(&v, &mut next);
+            std::mem::swap(&mut v, &mut next);
+            sweeps += 1;
+            progress.set_message(format!("sweep {sweeps}, change {delta:.2e}"));
+            progress.tick();
+        }
+        Solved {
+            values: v,
+            sweeps,
+            delta,
+        }
+    }
+
+    /// The value of every learner under the joint policy, `[S, N]`.
+    pub fn evaluate(&self, policy: &PolicyTable, progress: &indicatif::ProgressBar) -> Solved {
+        let (m, a, n) = (
+            self.model.agents(),
+            self.model.actions(),
+            self.model.learners(),
+        );
+        let gamma = self.gamma;
+        self.iterate(n, progress, |old, new| {
+            self.sweep(n, old, new, |s, visit, alive, out| {
+                let mut q = vec![0.0f64; m * a];
+                self.applied_probs(policy, s, alive, &mut q);
+                out.fill(0.0);
+                visit(&mut |code, next, r| {
+                    let w = weight(code, &q, m, a, None);
+                    if w == 0.0 {
+                        return;
+                    }
+                    for k in 0..n {
+                        let cont = next.map_or(0.0, |t| old[t as usize * n + k]);
+                        out[k] += w * (r[k] as f64 + gamma * cont);
+                    }
+                });
+            })
+        })
+    }
+
+    /// Agent i's best-response values `[S]` against the others' frozen policies.
+    pub fn best_response(
+        &self,
+        policy: &PolicyTable,
+        i: usize,
+        progress: &indicatif::ProgressBar,
+    ) -> Solved {
+        let (m, a) = (self.model.agents(), self.model.actions());
+        let gamma = self.gamma;
+        self.iterate(1, progress, |old, new| {
+            self.sweep(1, old, new, |s, visit, alive, out| {
+                let mut q = vec![0.0f64; m * a];
+                self.applied_probs(policy, s, alive, &mut q);
+                // Sum over the others' applied actions, per applied action of i.
+                let mut by_own = vec![0.0f64; a];
+                visit(&mut |code, next, r| {
+                    let w = weight(code, &q, m, a, Some(i));
+                    if w == 0.0 {
+                        return;
+                    }
+                    let b_i = digit(code, i, m, a);
+                    let cont = next.map_or(0.0, |t| old[t as usize]);
+                    by_own[b_i] += w * (r[i] as f64 + gamma * cont);
+                });
+                out[0] = if alive[i] {
+                    (0..a)
+                        .map(|x| {
+                            (0..a)
+                                .map(|b| self.model.slip_prob(x, b) * by_own[b])
+                                .sum::<f64>()
+                        })
+                        .fold(f64::NEG_INFINITY, f64::max)
+                } else {
+                    by_own[self.model.layout().idle_action as usize]
+                };
+            })
+        })
+    }
+}
+
+/// Digit of `slot` in an applied joint code (slot 0 most significant).
+fn digit(code: u64, slot: usize, m: usize, a: usize) -> usize {
+    ((code / (a as u64).pow((m - 1 - slot) as u32)) % a as u64) as usize
+}
+
+/// The product of the agents' applied-action probabilities for `code`, skipping `skip`.
+fn weight(code: u64, q: &[f64], m: usize, a: usize, skip: Option<usize>) -> f64 {
+    let mut c = code;
+    let mut w = 1.0;
+    for slot in (0..m).rev() {
+        let b = (c % a as u64) as usize;
+        c /= a as u64;
+        if Some(slot) != skip {
+            w *= q[slot * a + b];
+        }
+    }
+    w
+}
+
+/// NashConv of a joint policy with the per-agent gains.
+#[derive(Debug, Clone, Serialize)]
+pub struct NashConv {
+    /// `sum_i [V_i(BR_i, pi_-i) - V_i(pi)]` from the start distribution.
+    pub nashconv: f64,
+    /// `V_i(BR_i, pi_-i) - V_i(pi)` per learner.
+    pub per_agent_gain: Vec<f64>,
+    /// `V_i(pi)` per learner.
+    pub policy_values: Vec<f64>,
+    /// `V_i(BR_i, pi_-i)` per learner.
+    pub best_response_values: Vec<f64>,
+    /// `exact`.
+    pub method: String,
+    /// States in the index.
+    pub states: u64,
+    /// Value-iteration sweeps per solve (evaluation first, then each best response).
+    pub sweeps: Vec<usize>,
+    /// Whether the successor cache was used.
+    pub cached: bool,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// Exact NashConv of `policy` (all agents, or only `only`).
+pub fn nashconv(
+    model: &TransitionModel,
+    policy: &PolicyTable,
+    gamma: f64,
+    cache: Option<SuccessorCache>,
+    only: Option<usize>,
+    progress: &indicatif::ProgressBar,
+) -> NashConv {
+    let t0 = Instant::now();
+    let cached = cache.is_some();
+    let solver = Solver::new(model, cache, gamma, Tolerance::default());
+    let start = model.start_distribution();
+    let n = model.learners();
+    let eval = solver.evaluate(policy, progress);
+    let policy_values: Vec<f64> = (0..n)
+        .map(|k| {
+            start
+                .iter()
+                .map(|(s, p)| p * eval.values[*s as usize * n + k])
+                .sum()
+        })
+        .collect();
+    let mut sweeps = vec![eval.sweeps];
+    let agents: Vec<usize> = only.map_or_else(|| (0..n).collect(), |i| vec![i]);
+    let mut br_values = policy_values.clone();
+    for &i in &agents {
+        let br = solver.best_response(policy, i, progress);
+        sweeps.push(br.sweeps);
+        br_values[i] = start.iter().map(|(s, p)| p * br.values[*s as usize]).sum();
+    }
+    let gains: Vec<f64> = (0..n).map(|k| br_values[k] - policy_values[k]).collect();
+    NashConv {
+        nashconv: agents.iter().map(|&i| gains[i]).sum(),
+        per_agent_gain: gains,
+        policy_values,
+        best_response_values: br_values,
+        method: "exact".into(),
+        states: model.states(),
+        sweeps,
+        cached,
+        seconds: t0.elapsed().as_secs_f64(),
+    }
+}

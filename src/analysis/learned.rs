@@ -1,0 +1,1 @@
+//! Learned best responses (filled in below).

@@ -1,0 +1,156 @@
+//! `gridarena eval --run RUN --nashconv exact|learned`: loads the run's configuration and newest
+//! checkpoint, runs the preflight, tabulates the frozen greedy policies over every state (in
+//! batches through the networks), solves, and writes the result atomically as
+//! `RUN/nashconv_<method>.json`.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::exact::{NashConv, PolicyTable, SuccessorCache, nashconv};
+use super::model::{ModelError, TransitionModel};
+use super::plan::{Method, plan};
+use crate::critic::Chosen;
+use crate::train::config::RunConfig;
+use crate::train::pqn::TrainError;
+use crate::train::run_dir::RunDir;
+use crate::train::{Learner, RunError, load_scenario};
+
+/// Everything that can stop an analysis.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    /// The scenario cannot be modelled.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The run or its checkpoint.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// Running the networks or training a best response.
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    /// The preflight refused.
+    #[error("analysis preflight: {0} (see `gridarena plan --nashconv`)")]
+    Refused(String),
+    /// A bad request.
+    #[error("{0}")]
+    Invalid(String),
+    /// Writing the result.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        error: std::io::Error,
+    },
+}
+
+/// States per batch when tabulating the frozen policies.
+pub const POLICY_BATCH: usize = 4096;
+
+/// The run's configuration with a single evaluation arena.
+pub fn run_config(run: &Path) -> Result<RunConfig, AnalysisError> {
+    let mut cfg = RunConfig::load(&run.join("config.ron")).map_err(RunError::from)?;
+    cfg.arenas = 1;
+    cfg.seeds = 1;
+    Ok(cfg)
+}
+
+/// The greedy policies of `learner` at every state of `model`, `[S, N]` actions, in batches.
+pub fn greedy_actions(
+    model: &TransitionModel,
+    learner: &mut Learner,
+    progress: &indicatif::ProgressBar,
+) -> Result<Vec<u8>, AnalysisError> {
+    let (n, o) = (model.learners(), model.layout().obs_len);
+    let states = model.states() as usize;
+    let mut actions = Vec::with_capacity(states * n);
+    let mut obs = vec![0u8; POLICY_BATCH * n * o];
+    for start in (0..states).step_by(POLICY_BATCH) {
+        let end = (start + POLICY_BATCH).min(states);
+        let rows = &mut obs[..(end - start) * n * o];
+        rows.par_chunks_mut(n * o).enumerate().for_each_init(
+            || model.scratch(),
+            |scratch, (k, out)| {
+                model.load((start + k) as u64, scratch);
+                out.copy_from_slice(scratch.observe(model.layout()));
+            },
+        );
+        actions.extend(learner.greedy_obs(rows)?);
+        progress.inc((end - start) as u64);
+    }
+    Ok(actions)
+}
+
+fn bar(len: u64, what: &str, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{what:<22} {{bar:30}} {{pos}}/{{len}} {{msg}} {{elapsed}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    b
+}
+
+/// Exact NashConv of the run's newest checkpoint (all learners, or only `agent`).
+pub fn exact(
+    run: &Path,
+    device: &Chosen,
+    agent: Option<usize>,
+    budget: u64,
+    progress: bool,
+) -> Result<NashConv, AnalysisError> {
+    let cfg = run_config(run)?;
+    let loaded = load_scenario(&cfg).map_err(RunError::from)?;
+    let model = TransitionModel::new(&loaded, None)?;
+    if let Some(i) = agent
+        && i >= model.learners()
+    {
+        return Err(AnalysisError::Invalid(format!(
+            "--agent {i}: the scenario has learners 0..{}",
+            model.learners()
+        )));
+    }
+    let p = plan(&model, Method::Exact, budget, POLICY_BATCH as u64);
+    if let Some(r) = p.plan.refusal() {
+        return Err(AnalysisError::Refused(r));
+    }
+    let dir = RunDir::open(run).map_err(RunError::from)?;
+    let mut learner = Learner::new(&cfg, &loaded, device)?;
+    crate::train::eval::restore_params(&mut learner, &dir)?;
+    let b = bar(model.states(), "policies", progress);
+    let actions = greedy_actions(&model, &mut learner, &b)?;
+    b.finish_and_clear();
+    drop(learner);
+    let policy = PolicyTable::from_actions(&model, &actions);
+    drop(actions);
+    let cache = if p.cache {
+        let b = bar(model.states(), "successor cache", progress);
+        let c = SuccessorCache::build(&model, &b);
+        b.finish_and_clear();
+        Some(c)
+    } else {
+        None
+    };
+    let b = bar(0, "value iteration", progress);
+    let result = nashconv(&model, &policy, cfg.gamma as f64, cache, agent, &b);
+    b.finish_and_clear();
+    write_result(run, "exact", &result)?;
+    Ok(result)
+}
+
+/// Writes `RUN/nashconv_<method>.json` atomically.
+pub fn write_result(
+    run: &Path,
+    method: &str,
+    value: &impl serde::Serialize,
+) -> Result<(), AnalysisError> {
+    let path = run.join(format!("nashconv_{method}.json"));
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| AnalysisError::Invalid(format!("cannot serialise the result: {e}")))?;
+    crate::atomic::write_atomic(&path, text.as_bytes())
+        .map_err(|error| AnalysisError::Io { path, error })
+}

@@ -1,0 +1,269 @@
+//! Exact analysis: the procedural model agrees with the simulation, best responses and NashConv
+//! match closed forms and a brute-force explicit graph, and the preflight refuses what cannot fit.
+
+use std::path::Path;
+
+use gridarena::analysis::exact::{PolicyTable, Solver, SuccessorCache, Tolerance, nashconv};
+use gridarena::analysis::explicit::ExplicitGraph;
+use gridarena::analysis::plan::{Method, plan};
+use gridarena::analysis::{Horizon, TransitionModel};
+use gridarena::engine::EnvBatch;
+use gridarena::scenario::{LoadedScenario, Scenario};
+
+fn load(path: &str) -> LoadedScenario {
+    Scenario::load(Path::new(path)).unwrap()
+}
+
+fn hidden() -> indicatif::ProgressBar {
+    indicatif::ProgressBar::hidden()
+}
+
+/// A matrix game from a payoff table (rows: joint actions, player 0 most significant).
+fn matrix(actions: usize, payoffs: &[[f32; 2]], max_steps: u32) -> LoadedScenario {
+    let rows: Vec<String> = payoffs
+        .iter()
+        .map(|[a, b]| format!("[{a:?}, {b:?}]"))
+        .collect();
+    let names: Vec<String> = (0..actions).map(|k| format!("\"a{k}\"")).collect();
+    let text = format!(
+        "Scenario(name: \"m\", substrate: MatrixGame((actions: {actions}, action_names: [{}], payoffs: [{}])), roles: [(kind: player, count: 2)], max_steps: {max_steps})",
+        names.join(", "),
+        rows.join(", ")
+    );
+    Scenario::parse(&text, "inline.ron").unwrap()
+}
+
+/// A tiny stochastic Pursuit: 1 pursuer and 1 evader (both learning) on a 3x3 map with one
+/// obstacle, catch on the same cell, 20% slip.
+fn tiny_pursuit(slip: f64) -> LoadedScenario {
+    let text = format!(
+        r#"Scenario(
+    name: "tiny",
+    substrate: Pursuit((surround: false, n_catch: 1, tag_reward: 0.0, catch_reward: 1.0,
+        urgency_reward: -0.1, escape_reward: 0.1, shared_reward: false)),
+    map: ["***", "*#*", "***"],
+    roles: [(kind: pursuer, count: 1, control: learner), (kind: evader, count: 1, control: learner)],
+    actions: move5,
+    slip: {slip},
+    max_steps: 100,
+    observation: (radius: 1, channels: [obstacle, pursuers, evaders]),
+)"#
+    );
+    Scenario::parse(&text, "tiny.ron").unwrap()
+}
+
+#[test]
+fn pursuit_3_has_85184_states_and_encode_inverts_decode() {
+    let model = TransitionModel::new(&load("assets/scenarios/pursuit_3.ron"), None).unwrap();
+    assert_eq!(model.horizon(), Horizon::Discounted);
+    assert_eq!(model.states(), 85_184);
+    for s in (0..model.states()).step_by(997) {
+        let state = model.decode(s);
+        assert_eq!(model.encode(&state), Some(s));
+    }
+    let start = model.start_distribution();
+    assert_eq!(start.len(), 44 * 43 * 44);
+    assert!((start.iter().map(|(_, p)| p).sum::<f64>() - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn simulated_next_state_frequencies_match_the_model() {
+    // 8,192 copies of one state stepped once with one joint action, for several (state,
+    // action) pairs: every successor's count is within 5 sigma of the model's probability and
+    // no successor appears that the model does not list.
+    let loaded = load("assets/scenarios/pursuit_3.ron");
+    let model = TransitionModel::new(&loaded, None).unwrap();
+    let arenas = 8192;
+    let mut batch = EnvBatch::new(&loaded, arenas, 11).unwrap();
+    let cases: [(u64, [u8; 3]); 4] = [
+        (12_345, [0, 1, 4]),
+        (40_000, [2, 3, 0]),
+        (model.states() - 1, [4, 4, 4]),
+        (77, [1, 1, 2]),
+    ];
+    for (s, joint) in cases {
+        let state = model.decode(s);
+        let agents: Vec<_> = (0..3).map(|k| (state.pos[k], state.alive[k].0)).collect();
+        for arena in 0..arenas {
+            batch.set_agents(arena, &agents).unwrap();
+        }
+        for arena in 0..arenas {
+            batch.actions_mut()[arena * 3..arena * 3 + 3].copy_from_slice(&joint);
+        }
+        batch.step().unwrap();
+        let mut counts: std::collections::HashMap<Option<u64>, f64> = Default::default();
+        for arena in 0..arenas {
+            let next = if batch.buffers().terminated[arena] != 0 {
+                None
+            } else {
+                let mut st = model.scratch();
+                for (k, (p, alive)) in batch.agents(arena).into_iter().enumerate() {
+                    st.pos[k] = p;
+                    st.alive[k] = gridarena::components::Alive(alive);
+                }
+                model.encode(&st)
+            };
+            *counts.entry(next).or_default() += 1.0;
+        }
+        let succ = model.successors(s, &joint);
+        let total: f64 = succ.iter().map(|x| x.1).sum();
+        assert!((total - 1.0).abs() < 1e-12, "probabilities sum to {total}");
+        let mut by_next: std::collections::HashMap<Option<u64>, f64> = Default::default();
+        for (n, p, _) in &succ {
+            *by_next.entry(*n).or_default() += p;
+        }
+        for (next, count) in &counts {
+            let p = by_next.get(next).copied().unwrap_or(0.0);
+            assert!(p > 0.0, "state {s}: simulated successor {next:?} not in the model");
+            let n = arenas as f64;
+            let sigma = (n * p * (1.0 - p)).sqrt().max(1.0);
+            assert!(
+                (count - n * p).abs() <= 5.0 * sigma,
+                "state {s} -> {next:?}: {count} of {n} vs p = {p}"
+            );
+        }
+        // The intended outcome dominates (90% kept + 2% slips to the same action, per agent).
+        let top = by_next.values().copied().fold(0.0, f64::max);
+        assert!(top > 0.7, "{top}");
+    }
+}
+
+#[test]
+fn one_shot_matrix_games_have_their_closed_form_nashconv() {
+    let hidden = hidden();
+    // Matching pennies, both play heads: the matcher (player 0) already wins 1; player 1 gains
+    // 2 by switching to tails. NashConv 2. At the 50/50 mix it is 0.
+    let pennies = matrix(2, &[[1.0, -1.0], [-1.0, 1.0], [-1.0, 1.0], [1.0, -1.0]], 1);
+    let model = TransitionModel::new(&pennies, None).unwrap();
+    assert_eq!(model.horizon(), Horizon::Finite(1));
+    let heads = PolicyTable::from_actions(&model, &vec![0u8; model.states() as usize * 2]);
+    let r = nashconv(&model, &heads, 0.99, None, None, &hidden);
+    assert!((r.nashconv - 2.0).abs() < 1e-9, "{r:?}");
+    assert!((r.per_agent_gain[0]).abs() < 1e-9 && (r.per_agent_gain[1] - 2.0).abs() < 1e-9);
+    let mixed = PolicyTable::uniform(&model);
+    let r = nashconv(&model, &mixed, 0.99, None, None, &hidden);
+    assert!(r.nashconv.abs() < 1e-9, "{r:?}");
+
+    // A coordination game with a payoff-dominant (A, A) = 4 and a risk-dominant (B, B) = 3,
+    // mismatches 0: both equilibria have NashConv 0; (A, B) has NashConv 3 + 4 = 7 - 0... each
+    // player's best response against the other's pure action pays that action's match payoff.
+    let coord = matrix(2, &[[4.0, 4.0], [0.0, 0.0], [0.0, 0.0], [3.0, 3.0]], 1);
+    let model = TransitionModel::new(&coord, None).unwrap();
+    let pure = |a0: u8, a1: u8| {
+        let acts: Vec<u8> = (0..model.states()).flat_map(|_| [a0, a1]).collect();
+        PolicyTable::from_actions(&model, &acts)
+    };
+    for (a0, a1, want) in [(0, 0, 0.0), (1, 1, 0.0), (0, 1, 3.0 + 4.0), (1, 0, 4.0 + 3.0)] {
+        let r = nashconv(&model, &pure(a0, a1), 0.99, None, None, &hidden);
+        assert!((r.nashconv - want).abs() < 1e-9, "({a0}, {a1}): {r:?}");
+    }
+    // Player 0 mixes (p, 1 - p) with p = 0.25, player 1 plays A: player 0's value is
+    // 0.25 * 4 = 1, its best response 4 (gain 3); player 1's value 1, its best response against
+    // (0.25, 0.75) is B with 0.75 * 3 = 2.25 (gain 1.25). NashConv 4.25.
+    let mixed = PolicyTable::from_fn(&model, |_, i, d| {
+        if i == 0 {
+            d.copy_from_slice(&[0.25, 0.75]);
+        } else {
+            d.copy_from_slice(&[1.0, 0.0]);
+        }
+    });
+    let r = nashconv(&model, &mixed, 0.99, None, None, &hidden);
+    assert!((r.nashconv - 4.25).abs() < 1e-6, "{r:?}");
+}
+
+#[test]
+fn a_hand_computed_grid_best_response_is_found() {
+    // No slip, shared nothing: a 1x4 corridor "****" with a pursuer at x = 0 and an evader at
+    // x = 3 that always stays. Catch reward 1, urgency -0.1 per step. The pursuer's best
+    // response walks right: caught on its 3rd move, value -0.1 + g(-0.1) + g^2(1 - 0.1).
+    let text = r#"Scenario(
+    name: "corridor",
+    substrate: Pursuit((surround: false, n_catch: 1, tag_reward: 0.0, catch_reward: 1.0,
+        urgency_reward: -0.1, escape_reward: 0.0, shared_reward: false)),
+    map: ["****"],
+    roles: [(kind: pursuer, count: 1, control: learner), (kind: evader, count: 1, control: learner)],
+    actions: move5,
+    max_steps: 100,
+    observation: (radius: 0, channels: [obstacle, pursuers, evaders]),
+)"#;
+    let loaded = Scenario::parse(text, "corridor.ron").unwrap();
+    let model = TransitionModel::new(&loaded, None).unwrap();
+    assert_eq!(model.states(), 16);
+    let stay = PolicyTable::from_fn(&model, |_, _, d| {
+        d.fill(0.0);
+        d[4] = 1.0;
+    });
+    let gamma = 0.9;
+    let solver = Solver::new(&model, None, gamma, Tolerance::default());
+    let br = solver.best_response(&stay, 0, &hidden());
+    let mut st = model.scratch();
+    st.pos[0] = gridarena::components::GridPos { x: 0, y: 0 };
+    st.pos[1] = gridarena::components::GridPos { x: 3, y: 0 };
+    st.rebuild(model.layout());
+    let s = model.encode(&st).unwrap();
+    // Rewards are f32 in the engine: the same sums, rounded as the rules round them.
+    let (urgency, caught) = ((-0.1f32) as f64, (1.0f32 - 0.1f32) as f64);
+    let want = urgency + gamma * urgency + gamma * gamma * caught;
+    assert!(
+        (br.values[s as usize] - want).abs() < 1e-9,
+        "{} vs {want}",
+        br.values[s as usize]
+    );
+}
+
+#[test]
+fn exact_best_responses_match_brute_force_over_the_explicit_graph() {
+    let loaded = tiny_pursuit(0.2);
+    let model = TransitionModel::new(&loaded, None).unwrap();
+    assert_eq!(model.states(), 64);
+    // Some stochastic policy that depends on the state.
+    let policy = PolicyTable::from_fn(&model, |s, i, d| {
+        let mut total = 0.0;
+        for (a, v) in d.iter_mut().enumerate() {
+            *v = 1.0 + ((s as usize * 7 + i * 3 + a * 5) % 11) as f32;
+            total += *v;
+        }
+        d.iter_mut().for_each(|v| *v /= total);
+    });
+    let gamma = 0.9;
+    let graph = ExplicitGraph::build(&model);
+    assert!(graph.edges() > 64 * 25, "slip fans out: {} edges", graph.edges());
+    for with_cache in [false, true] {
+        let cache = with_cache.then(|| SuccessorCache::build(&model, &hidden()));
+        let solver = Solver::new(&model, cache, gamma, Tolerance::default());
+        for i in 0..2 {
+            let fast = solver.best_response(&policy, i, &hidden()).values;
+            let slow = graph.best_response(&model, &policy, i, gamma, 400);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!((a - b).abs() < 1e-6, "agent {i}: {a} vs {b}");
+            }
+        }
+        let fast = solver.evaluate(&policy, &hidden()).values;
+        let slow = graph.evaluate(&model, &policy, gamma, 400);
+        for (a, b) in fast.iter().zip(&slow) {
+            assert!((a - b).abs() < 1e-6, "evaluation: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn the_preflight_refuses_the_explicit_graph_of_pursuit_3_under_one_gib() {
+    let model = TransitionModel::new(&load("assets/scenarios/pursuit_3.ron"), None).unwrap();
+    let p = plan(&model, Method::Explicit, 1 << 30, 4096);
+    assert!(!p.plan.fits);
+    let refusal = p.plan.refusal().unwrap();
+    assert!(
+        refusal.contains("explicit transition graph")
+            && refusal.contains("85,184 states x 125 joint actions")
+            && refusal.contains("budget 1.00 GiB"),
+        "{refusal}"
+    );
+    // Hundreds of millions of edges; the exact method fits in the same budget.
+    assert!(
+        p.estimates.edges > 200_000_000 && p.estimates.edges < 1_000_000_000,
+        "{:?}",
+        p.estimates
+    );
+    let exact = plan(&model, Method::Exact, 1 << 30, 4096);
+    assert!(exact.plan.fits, "{}", exact.table());
+}
