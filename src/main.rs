@@ -97,6 +97,10 @@ struct PlanArgs {
     /// Print one JSON object: tensors [{name, shape, bytes}], total_bytes, budget_bytes, fits.
     #[arg(long)]
     json: bool,
+    /// Plan an exact analysis of the config's scenario instead of training: `exact` (values per
+    /// state, successors on the fly) or `explicit` (materialise the transition graph).
+    #[arg(long, value_enum)]
+    nashconv: Option<gridarena::analysis::plan::Method>,
 }
 
 #[derive(Args, Debug)]
@@ -113,6 +117,28 @@ struct EvalArgs {
     /// Critic device.
     #[arg(long, value_enum, default_value = "auto")]
     device: gridarena::critic::Device,
+    /// Measure exploitability instead: NashConv of the greedy joint policy, exactly (value
+    /// iteration over every state) or learned (trained best responses: a lower bound).
+    #[arg(long, value_enum)]
+    nashconv: Option<NashConvMethod>,
+    /// With --nashconv: only this learner's gain.
+    #[arg(long)]
+    agent: Option<usize>,
+    /// With --nashconv exact: memory budget, e.g. 1GiB (default: 3/4 of the available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+    /// With --nashconv learned: environment steps of best-response training per learner.
+    #[arg(long, default_value_t = 1_000_000)]
+    br_steps: u64,
+}
+
+/// How `eval --nashconv` computes NashConv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum NashConvMethod {
+    /// Value iteration over every state, successors from the rules on the fly.
+    Exact,
+    /// Train a best response per learner against the frozen others (a lower bound).
+    Learned,
 }
 
 #[derive(Subcommand, Debug)]
@@ -490,6 +516,29 @@ fn plan(args: PlanArgs) -> Result<ExitCode> {
     }
     cfg.validate()?;
     let loaded = load_scenario(&cfg)?;
+    if let Some(method) = args.nashconv {
+        let model = gridarena::analysis::TransitionModel::new(&loaded, None)?;
+        let budget = args.memory_budget.unwrap_or_else(plan::default_budget);
+        let p = gridarena::analysis::plan::plan(
+            &model,
+            method,
+            budget,
+            gridarena::analysis::run::POLICY_BATCH as u64,
+        );
+        if args.json {
+            println!("{}", serde_json::to_string(&p)?);
+        } else {
+            print!("{}", p.table());
+            if let Some(r) = p.plan.refusal() {
+                eprintln!("error: {r}");
+            }
+        }
+        return Ok(if p.plan.fits {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let device = gridarena::critic::choose_device(cfg.device)?;
     let p = plan::plan(
         &cfg,
@@ -512,7 +561,71 @@ fn plan(args: PlanArgs) -> Result<ExitCode> {
     })
 }
 
+fn nashconv(args: &EvalArgs, method: NashConvMethod) -> Result<()> {
+    let device = gridarena::critic::choose_device(args.device)?;
+    let progress = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = gridarena::train::eval::evaluate(&args.run, args.episodes, &device)?;
+    let mut value = serde_json::to_value(&report)?;
+    let result = match method {
+        NashConvMethod::Exact => {
+            let budget = args
+                .memory_budget
+                .unwrap_or_else(gridarena::train::plan::default_budget);
+            serde_json::to_value(gridarena::analysis::run::exact(
+                &args.run, &device, args.agent, budget, progress,
+            )?)?
+        }
+        NashConvMethod::Learned => serde_json::to_value(gridarena::analysis::learned::learned(
+            &args.run,
+            &device,
+            args.agent,
+            gridarena::analysis::learned::LearnedOptions {
+                steps: args.br_steps,
+                episodes: args.episodes,
+            },
+            progress,
+        )?)?,
+    };
+    if let (Some(obj), Some(res)) = (value.as_object_mut(), result.as_object()) {
+        for (k, v) in res {
+            obj.insert(k.clone(), v.clone());
+        }
+    }
+    if args.json {
+        println!("{value}");
+        return Ok(());
+    }
+    let get = |k: &str| value.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    println!(
+        "checkpoint of update {}: NashConv {} ({}), {} s",
+        report.update,
+        get("nashconv"),
+        get("method").as_str().unwrap_or(""),
+        get("seconds")
+    );
+    println!("per-agent gain: {}", get("per_agent_gain"));
+    if let Some(ci) = value.get("per_agent_ci95") {
+        println!("95% intervals: {ci}; the learned value is a lower bound on NashConv");
+    }
+    if let Some(states) = value.get("states") {
+        println!("states: {states}; sweeps per solve: {}", get("sweeps"));
+    }
+    println!(
+        "written to {}",
+        args.run
+            .join(format!(
+                "nashconv_{}.json",
+                if method == NashConvMethod::Exact { "exact" } else { "learned" }
+            ))
+            .display()
+    );
+    Ok(())
+}
+
 fn eval(args: EvalArgs) -> Result<()> {
+    if let Some(method) = args.nashconv {
+        return with_pool(None, || nashconv(&args, method))?;
+    }
     let device = gridarena::critic::choose_device(args.device)?;
     let report = with_pool(None, || {
         gridarena::train::eval::evaluate(&args.run, args.episodes, &device)

@@ -72,6 +72,17 @@ pub struct Pqn {
     sim_seconds: f64,
     learn_seconds: f64,
     opponents: Option<super::opponent::OpponentModels>,
+    frozen: Option<FrozenOthers>,
+}
+
+/// A fixed policy acting for some slots while the others learn (learned best responses):
+/// `policy` maps raw observations `[B, N, O]` to actions `[B x N]`; `slots[l]` says whether
+/// slot l's action comes from it.
+pub struct FrozenOthers {
+    /// The frozen policy.
+    pub policy: Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, TrainError>>,
+    /// Which learner slots it controls.
+    pub slots: Vec<bool>,
 }
 
 /// What one update did.
@@ -195,6 +206,7 @@ impl Pqn {
         };
         Ok(Pqn {
             opponents,
+            frozen: None,
             batches,
             critic,
             spec,
@@ -285,6 +297,12 @@ impl Pqn {
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 
+    /// Lets `frozen` act for its slots from now on (their networks still train on what they
+    /// see, but never act).
+    pub fn freeze_others(&mut self, frozen: FrozenOthers) {
+        self.frozen = Some(frozen);
+    }
+
     /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
     /// observations of replica 0, or `None` without models.
     pub fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
@@ -331,6 +349,16 @@ impl Pqn {
                         let action = epsilon_greedy(rng, qr, threshold);
                         chosen[local] = action;
                         self.taken[t * rows + g] = action as u32;
+                    }
+                }
+                if let Some(f) = &mut self.frozen {
+                    let fixed = (f.policy)(&batch.buffers().obs)?;
+                    let chosen = batch.actions_mut();
+                    for local in 0..per {
+                        if f.slots[local % n] {
+                            chosen[local] = fixed[local];
+                            self.taken[t * rows + r * per + local] = fixed[local] as u32;
+                        }
                     }
                 }
                 let t0 = std::time::Instant::now();
