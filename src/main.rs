@@ -615,7 +615,11 @@ fn nashconv(args: &EvalArgs, method: NashConvMethod) -> Result<()> {
         args.run
             .join(format!(
                 "nashconv_{}.json",
-                if method == NashConvMethod::Exact { "exact" } else { "learned" }
+                if method == NashConvMethod::Exact {
+                    "exact"
+                } else {
+                    "learned"
+                }
             ))
             .display()
     );

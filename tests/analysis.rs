@@ -33,25 +33,6 @@ fn matrix(actions: usize, payoffs: &[[f32; 2]], max_steps: u32) -> LoadedScenari
     Scenario::parse(&text, "inline.ron").unwrap()
 }
 
-/// A tiny stochastic Pursuit: 1 pursuer and 1 evader (both learning) on a 3x3 map with one
-/// obstacle, catch on the same cell, 20% slip.
-fn tiny_pursuit(slip: f64) -> LoadedScenario {
-    let text = format!(
-        r#"Scenario(
-    name: "tiny",
-    substrate: Pursuit((surround: false, n_catch: 1, tag_reward: 0.0, catch_reward: 1.0,
-        urgency_reward: -0.1, escape_reward: 0.1, shared_reward: false)),
-    map: ["***", "*#*", "***"],
-    roles: [(kind: pursuer, count: 1, control: learner), (kind: evader, count: 1, control: learner)],
-    actions: move5,
-    slip: {slip},
-    max_steps: 100,
-    observation: (radius: 1, channels: [obstacle, pursuers, evaders]),
-)"#
-    );
-    Scenario::parse(&text, "tiny.ron").unwrap()
-}
-
 #[test]
 fn pursuit_3_has_85184_states_and_encode_inverts_decode() {
     let model = TransitionModel::new(&load("assets/scenarios/pursuit_3.ron"), None).unwrap();
@@ -114,7 +95,10 @@ fn simulated_next_state_frequencies_match_the_model() {
         }
         for (next, count) in &counts {
             let p = by_next.get(next).copied().unwrap_or(0.0);
-            assert!(p > 0.0, "state {s}: simulated successor {next:?} not in the model");
+            assert!(
+                p > 0.0,
+                "state {s}: simulated successor {next:?} not in the model"
+            );
             let n = arenas as f64;
             let sigma = (n * p * (1.0 - p)).sqrt().max(1.0);
             assert!(
@@ -153,7 +137,12 @@ fn one_shot_matrix_games_have_their_closed_form_nashconv() {
         let acts: Vec<u8> = (0..model.states()).flat_map(|_| [a0, a1]).collect();
         PolicyTable::from_actions(&model, &acts)
     };
-    for (a0, a1, want) in [(0, 0, 0.0), (1, 1, 0.0), (0, 1, 3.0 + 4.0), (1, 0, 4.0 + 3.0)] {
+    for (a0, a1, want) in [
+        (0, 0, 0.0),
+        (1, 1, 0.0),
+        (0, 1, 3.0 + 4.0),
+        (1, 0, 4.0 + 3.0),
+    ] {
         let r = nashconv(&model, &pure(a0, a1), 0.99, None, None, &hidden);
         assert!((r.nashconv - want).abs() < 1e-9, "({a0}, {a1}): {r:?}");
     }
@@ -213,7 +202,7 @@ fn a_hand_computed_grid_best_response_is_found() {
 
 #[test]
 fn exact_best_responses_match_brute_force_over_the_explicit_graph() {
-    let loaded = tiny_pursuit(0.2);
+    let loaded = load("tests/data/tiny_pursuit.ron");
     let model = TransitionModel::new(&loaded, None).unwrap();
     assert_eq!(model.states(), 64);
     // Some stochastic policy that depends on the state.
@@ -227,7 +216,11 @@ fn exact_best_responses_match_brute_force_over_the_explicit_graph() {
     });
     let gamma = 0.9;
     let graph = ExplicitGraph::build(&model);
-    assert!(graph.edges() > 64 * 25, "slip fans out: {} edges", graph.edges());
+    assert!(
+        graph.edges() > 64 * 25,
+        "slip fans out: {} edges",
+        graph.edges()
+    );
     for with_cache in [false, true] {
         let cache = with_cache.then(|| SuccessorCache::build(&model, &hidden()));
         let solver = Solver::new(&model, cache, gamma, Tolerance::default());
@@ -266,4 +259,106 @@ fn the_preflight_refuses_the_explicit_graph_of_pursuit_3_under_one_gib() {
     );
     let exact = plan(&model, Method::Exact, 1 << 30, 4096);
     assert!(exact.plan.fits, "{}", exact.table());
+}
+
+#[test]
+fn exact_and_learned_nashconv_of_a_trained_checkpoint_through_the_cli() {
+    use std::process::Command;
+    let run = std::env::temp_dir().join(format!("gridarena-nashconv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    let cfg = gridarena::train::config::RunConfig {
+        scenario: Some("tests/data/tiny_pursuit.ron".into()),
+        device: gridarena::critic::Device::Cpu,
+        arenas: 16,
+        rollout: 8,
+        minibatches: 2,
+        hidden: 32,
+        layers: 1,
+        gamma: 0.9,
+        total_steps: 16 * 8 * 40,
+        ..Default::default()
+    };
+    gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();
+    let eval = |method: &str, extra: &[&str]| -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+            .args(["eval", "--run"])
+            .arg(&run)
+            .args(["--nashconv", method, "--json", "--device", "cpu"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let exact = eval("exact", &["--episodes", "20"]);
+    for key in [
+        "nashconv",
+        "per_agent_gain",
+        "method",
+        "states",
+        "seconds",
+        "policy",
+        "random",
+    ] {
+        assert!(exact.get(key).is_some(), "{key} missing: {exact}");
+    }
+    assert_eq!(exact["states"], 64);
+    let nc = exact["nashconv"].as_f64().unwrap();
+    let gains: Vec<f64> = exact["per_agent_gain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_f64().unwrap())
+        .collect();
+    assert!(
+        gains.iter().all(|g| *g >= -1e-9),
+        "a best response never loses: {gains:?}"
+    );
+    assert!((gains.iter().sum::<f64>() - nc).abs() < 1e-9);
+    assert!(run.join("nashconv_exact.json").exists());
+
+    let learned = eval(
+        "learned",
+        &["--agent", "1", "--episodes", "400", "--br-steps", "40960"],
+    );
+    assert_eq!(learned["method"], "learned (lower bound)");
+    let (g, ci) = (
+        learned["per_agent_gain"][1].as_f64().unwrap(),
+        learned["per_agent_ci95"][1].as_f64().unwrap(),
+    );
+    // A trained best response cannot beat the exact one (up to its interval).
+    assert!(
+        g - ci <= gains[1] + 1e-9,
+        "learned {g} ± {ci} vs exact {}",
+        gains[1]
+    );
+    // Refusals: an agent that does not exist, and the explicit graph under a tiny budget.
+    let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+        .args(["eval", "--run"])
+        .arg(&run)
+        .args(["--nashconv", "exact", "--agent", "5", "--device", "cpu"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("learners 0..2"));
+    let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+        .args([
+            "plan",
+            "--set",
+            "scenario=\"assets/scenarios/pursuit_3.ron\"",
+        ])
+        .args(["--nashconv", "explicit", "--memory-budget", "1GiB"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("explicit transition graph") && err.contains("budget 1.00 GiB"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(run);
 }

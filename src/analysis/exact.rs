@@ -159,6 +159,9 @@ impl Walker {
     }
 }
 
+/// Receives one applied joint action's code, next state (None: terminal) and rewards.
+type Edge<'f> = dyn FnMut(u64, Option<u64>, &[f32]) + 'f;
+
 /// Iteration limits.
 #[derive(Debug, Clone, Copy)]
 pub struct Tolerance {
@@ -237,8 +240,7 @@ impl<'a> Solver<'a> {
     /// rewards)` for every applied joint action of s. Returns the largest change.
     fn sweep<F>(&self, width: usize, old: &[f64], new: &mut [f64], update: F) -> f64
     where
-        F: Fn(u64, &mut dyn FnMut(&mut dyn FnMut(u64, Option<u64>, &[f32])), &[bool], &mut [f64])
-            + Sync,
+        F: Fn(u64, &mut dyn FnMut(&mut Edge), &[bool], &mut Vec<f64>, &mut [f64]) + Sync,
     {
         let j = self.model.applied_joint();
         let cache = self.cache.as_ref();
@@ -246,16 +248,23 @@ impl<'a> Solver<'a> {
         new.par_chunks_mut(width * 64)
             .enumerate()
             .map_init(
-                || (Walker::new(self.model), self.model.scratch()),
-                |(w, probe), (c, chunk)| {
+                || {
+                    (
+                        Walker::new(self.model),
+                        self.model.scratch(),
+                        vec![false; self.model.agents()],
+                        Vec::new(),
+                    )
+                },
+                |(w, probe, alive, buf), (c, chunk)| {
                     let mut worst = 0.0f64;
                     for (k, out) in chunk.chunks_exact_mut(width).enumerate() {
                         let s = (c * 64 + k) as u64;
                         self.model.load(s, probe);
-                        let alive: Vec<bool> = (0..self.model.agents())
-                            .map(|x| TransitionModel::alive(probe, x))
-                            .collect();
-                        let mut visit = |f: &mut dyn FnMut(u64, Option<u64>, &[f32])| {
+                        for (x, al) in alive.iter_mut().enumerate() {
+                            *al = TransitionModel::alive(probe, x);
+                        }
+                        let mut visit = |f: &mut Edge| {
                             for code in 0..j {
                                 match cache {
                                     Some(cache) => {
@@ -274,7 +283,7 @@ impl<'a> Solver<'a> {
                                 }
                             }
                         };
-                        update(s, &mut visit, &alive, out);
+                        update(s, &mut visit, alive, buf, out);
                         for (x, o) in out.iter().zip(&old[s as usize * width..]) {
                             worst = worst.max((x - o).abs());
                         }
@@ -317,9 +326,10 @@ impl<'a> Solver<'a> {
         );
         let gamma = self.gamma;
         self.iterate(n, progress, |old, new| {
-            self.sweep(n, old, new, |s, visit, alive, out| {
-                let mut q = vec![0.0f64; m * a];
-                self.applied_probs(policy, s, alive, &mut q);
+            self.sweep(n, old, new, |s, visit, alive, buf, out| {
+                buf.resize(m * a, 0.0);
+                let q = &mut buf[..];
+                self.applied_probs(policy, s, alive, q);
                 out.fill(0.0);
                 visit(&mut |code, next, r| {
                     let w = weight(code, &q, m, a, None);
@@ -345,11 +355,12 @@ impl<'a> Solver<'a> {
         let (m, a) = (self.model.agents(), self.model.actions());
         let gamma = self.gamma;
         self.iterate(1, progress, |old, new| {
-            self.sweep(1, old, new, |s, visit, alive, out| {
-                let mut q = vec![0.0f64; m * a];
-                self.applied_probs(policy, s, alive, &mut q);
+            self.sweep(1, old, new, |s, visit, alive, buf, out| {
+                buf.clear();
+                buf.resize(m * a + a, 0.0);
+                let (q, by_own) = buf.split_at_mut(m * a);
+                self.applied_probs(policy, s, alive, q);
                 // Sum over the others' applied actions, per applied action of i.
-                let mut by_own = vec![0.0f64; a];
                 visit(&mut |code, next, r| {
                     let w = weight(code, &q, m, a, Some(i));
                     if w == 0.0 {

@@ -98,7 +98,8 @@ fn discounted_returns(
     seed: u64,
     gamma: f64,
 ) -> Result<Vec<f64>, AnalysisError> {
-    let mut batch = EnvBatch::new(loaded, episodes, seed).map_err(|e| RunError::from(crate::train::pqn::TrainError::from(e)))?;
+    let mut batch = EnvBatch::new(loaded, episodes, seed)
+        .map_err(|e| RunError::from(crate::train::pqn::TrainError::from(e)))?;
     let layout = batch.layout().clone();
     let (n, o, a) = (layout.learners, layout.obs_len, layout.actions);
     let mut returns = vec![0.0f64; episodes];
@@ -212,7 +213,15 @@ pub fn learned(
         bar.finish_and_clear();
         let seed = cfg.seed.wrapping_add(2_000_003);
         let mut fz = frozen.borrow_mut();
-        let with_br = discounted_returns(&loaded, &mut fz, Some(&mut br), i, opts.episodes, seed, gamma)?;
+        let with_br = discounted_returns(
+            &loaded,
+            &mut fz,
+            Some(&mut br),
+            i,
+            opts.episodes,
+            seed,
+            gamma,
+        )?;
         let base = discounted_returns(&loaded, &mut fz, None, i, opts.episodes, seed, gamma)?;
         let diffs: Vec<f64> = with_br.iter().zip(&base).map(|(x, y)| x - y).collect();
         let (g, ci) = mean_ci(&diffs);

@@ -24,7 +24,7 @@ pub enum AnalysisError {
     Model(#[from] ModelError),
     /// The run or its checkpoint.
     #[error(transparent)]
-    Run(#[from] RunError),
+    Run(Box<RunError>),
     /// Running the networks or training a best response.
     #[error(transparent)]
     Train(#[from] TrainError),
@@ -42,6 +42,12 @@ pub enum AnalysisError {
         /// The cause.
         error: std::io::Error,
     },
+}
+
+impl From<RunError> for AnalysisError {
+    fn from(e: RunError) -> Self {
+        AnalysisError::Run(Box::new(e))
+    }
 }
 
 /// States per batch when tabulating the frozen policies.

@@ -183,10 +183,9 @@ pub fn write_observations(
         // The window's top-left in padded coordinates: the agent's map position shifted by
         // the padding beyond the window's radius.
         let shift = layout.pad - side / 2;
-        let top_left = ((pos[slot].y as usize + shift) * layout.padded_width
-            + pos[slot].x as usize
-            + shift)
-            * crate::components::CELL_CHANNELS;
+        let top_left =
+            ((pos[slot].y as usize + shift) * layout.padded_width + pos[slot].x as usize + shift)
+                * crate::components::CELL_CHANNELS;
         if p.obs_is_cell_layout {
             for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
                 let start = top_left + r * stride;

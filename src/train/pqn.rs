@@ -75,12 +75,15 @@ pub struct Pqn {
     frozen: Option<FrozenOthers>,
 }
 
+/// Maps raw observations `[B, N, O]` to actions `[B x N]`.
+pub type FixedPolicy = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, TrainError>>;
+
 /// A fixed policy acting for some slots while the others learn (learned best responses):
 /// `policy` maps raw observations `[B, N, O]` to actions `[B x N]`; `slots[l]` says whether
 /// slot l's action comes from it.
 pub struct FrozenOthers {
     /// The frozen policy.
-    pub policy: Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, TrainError>>,
+    pub policy: FixedPolicy,
     /// Which learner slots it controls.
     pub slots: Vec<bool>,
 }
