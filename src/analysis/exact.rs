@@ -332,7 +332,7 @@ impl<'a> Solver<'a> {
                 self.applied_probs(policy, s, alive, q);
                 out.fill(0.0);
                 visit(&mut |code, next, r| {
-                    let w = weight(code, &q, m, a, None);
+                    let w = weight(code, q, m, a, None);
                     if w == 0.0 {
                         return;
                     }
@@ -362,7 +362,7 @@ impl<'a> Solver<'a> {
                 self.applied_probs(policy, s, alive, q);
                 // Sum over the others' applied actions, per applied action of i.
                 visit(&mut |code, next, r| {
-                    let w = weight(code, &q, m, a, Some(i));
+                    let w = weight(code, q, m, a, Some(i));
                     if w == 0.0 {
                         return;
                     }

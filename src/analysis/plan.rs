@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::explicit::edge_bytes;
 use super::model::TransitionModel;
-use crate::train::plan::{Plan, PlanTensor};
+use crate::train::plan::{Plan, PlanTensor, fmt};
 
 /// How NashConv is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -47,18 +47,6 @@ pub struct AnalysisPlan {
     pub plan: Plan,
     /// Whether the exact method keeps the successor cache.
     pub cache: bool,
-}
-
-fn fmt(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Counts for `model`; the edges from `samples` random pairs (fixed seed).

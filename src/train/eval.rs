@@ -159,5 +159,16 @@ pub(crate) fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, Run
             path: dir.path.clone(),
             reason: format!("parameters do not fit this scenario's networks: {e}"),
         })?;
+    // Opponent models (PR2 with `rho: model` acts through them) live in the state.
+    let models = serde_json::from_str::<serde_json::Value>(&c.state)
+        .ok()
+        .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok());
+    if let Some(m) = models {
+        pqn.set_opponent_params(&m)
+            .map_err(|e| RunError::Checkpoint {
+                path: dir.path.clone(),
+                reason: format!("opponent models do not fit: {e}"),
+            })?;
+    }
     Ok(c.update)
 }

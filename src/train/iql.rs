@@ -10,7 +10,7 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
-use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, stack_spec};
+use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, optimiser, stack_spec};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
@@ -357,9 +357,7 @@ impl Iql {
 
     /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        let horizon = (self.cfg.eps_fraction as f64 * self.cfg.total_steps as f64).max(1.0);
-        let frac = (self.env_steps as f64 / horizon).min(1.0) as f32;
-        self.cfg.eps_start + (self.cfg.eps_finish - self.cfg.eps_start) * frac
+        super::pqn::epsilon_by_steps(&self.cfg, self.env_steps)
     }
 
     /// One learner step on a minibatch with the newest rows and uniform samples.
@@ -539,18 +537,7 @@ impl Iql {
     /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
-        let lr = if self.cfg.lr_decay {
-            self.cfg.lr * (1.0 - progress).max(0.0)
-        } else {
-            self.cfg.lr
-        };
-        let adam = AdamConfig {
-            lr: lr.max(1e-12),
-            max_grad_norm: Some(self.cfg.max_grad_norm),
-            radam: self.cfg.radam,
-            ..AdamConfig::default()
-        };
+        let (lr, adam) = optimiser(&self.cfg, self.update);
         let threshold = crate::rng::threshold(epsilon as f64);
         let (n, a, d) = (self.learners, self.actions, self.spec.input);
         let nets = self.nets.clone();
@@ -668,18 +655,23 @@ impl Iql {
         self.learner_steps = s.learner_steps;
         self.explore = s.explore.clone();
         self.sampler = s.sampler.clone();
-        // Copy the saved target into the online slot, average it fully into the target, then
-        // put the online parameters back.
-        let online = self.critic.params()?;
-        self.critic.set_params(&s.target)?;
-        self.critic.polyak(1.0);
-        self.critic.set_params(&online)?;
+        restore_target(&mut self.critic, &s.target)?;
         if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
             m.set_params(p)?;
         }
         self.batch.load_state(&s.batch)?;
         Ok(())
     }
+}
+
+/// Sets the target parameters: copies them into the online slot, averages them fully into
+/// the target, then puts the online parameters back.
+pub(super) fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError> {
+    let online = critic.params()?;
+    critic.set_params(target)?;
+    critic.polyak(1.0);
+    critic.set_params(&online)?;
+    Ok(())
 }
 
 fn acted_seconds(r: &Result<f64, TrainError>) -> f64 {

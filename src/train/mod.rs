@@ -115,6 +115,21 @@ impl Learner {
         }
     }
 
+    /// Restores the opponent models' parameters (when the run has models).
+    pub fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        match self {
+            Learner::Pqn(q) => q.set_opponent_params(p),
+            Learner::Iql(q) => match &mut q.models {
+                Some(m) => m.set_params(p),
+                None => Ok(()),
+            },
+            Learner::Pr2(q) => match &mut q.models {
+                Some(m) => m.set_params(p),
+                None => Ok(()),
+            },
+        }
+    }
+
     /// Greedy actions for raw observation rows `[R, N, O]` (R arenas' learners in slot order),
     /// e.g. states decoded by exact analysis.
     pub fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {

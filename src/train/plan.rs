@@ -43,7 +43,8 @@ pub fn default_budget() -> u64 {
     crate::sys::available_memory_bytes().map_or(8 << 30, |b| b / 4 * 3)
 }
 
-fn fmt(n: u64) -> String {
+/// `n` with thousands separators.
+pub(crate) fn fmt(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

@@ -75,6 +75,32 @@ pub struct Pqn {
     frozen: Option<FrozenOthers>,
 }
 
+/// The learning rate at `update` (linear decay to 0 over the run when `lr_decay`) and the
+/// optimiser settings every learner uses.
+pub fn optimiser(cfg: &RunConfig, update: u64) -> (f32, AdamConfig) {
+    let progress = update as f32 / cfg.updates().max(1) as f32;
+    let lr = if cfg.lr_decay {
+        cfg.lr * (1.0 - progress).max(0.0)
+    } else {
+        cfg.lr
+    };
+    let adam = AdamConfig {
+        lr: lr.max(1e-12),
+        max_grad_norm: Some(cfg.max_grad_norm),
+        radam: cfg.radam,
+        ..AdamConfig::default()
+    };
+    (lr, adam)
+}
+
+/// Exploration after `env_steps` steps: linear from `eps_start` to `eps_finish` over
+/// `eps_fraction` of the run's steps (the replay learners' schedule).
+pub fn epsilon_by_steps(cfg: &RunConfig, env_steps: u64) -> f32 {
+    let horizon = (cfg.eps_fraction as f64 * cfg.total_steps as f64).max(1.0);
+    let frac = (env_steps as f64 / horizon).min(1.0) as f32;
+    cfg.eps_start + (cfg.eps_finish - cfg.eps_start) * frac
+}
+
 /// Maps raw observations `[B, N, O]` to actions `[B x N]`.
 pub type FixedPolicy = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, TrainError>>;
 
@@ -300,6 +326,14 @@ impl Pqn {
         Ok(q.chunks_exact(self.actions).map(argmax).collect())
     }
 
+    /// Restores the opponent models' parameters (when the run has models).
+    pub fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        match &mut self.opponents {
+            Some(m) => m.set_params(p),
+            None => Ok(()),
+        }
+    }
+
     /// Lets `frozen` act for its slots from now on (their networks still train on what they
     /// see, but never act).
     pub fn freeze_others(&mut self, frozen: FrozenOthers) {
@@ -418,18 +452,7 @@ impl Pqn {
     /// One PQN update: rollout, lambda-returns, epochs of shuffled minibatches.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
-        let lr = if self.cfg.lr_decay {
-            self.cfg.lr * (1.0 - progress).max(0.0)
-        } else {
-            self.cfg.lr
-        };
-        let adam = AdamConfig {
-            lr: lr.max(1e-12),
-            max_grad_norm: Some(self.cfg.max_grad_norm),
-            radam: self.cfg.radam,
-            ..AdamConfig::default()
-        };
+        let (lr, adam) = optimiser(&self.cfg, self.update);
         let t0 = std::time::Instant::now();
         let sim_before = self.sim_seconds;
         self.rollout(epsilon)?;

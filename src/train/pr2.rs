@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{CriticForm, RhoForm, RunConfig};
 use super::opponent::{ConditionalModels, OpponentScores, ScoreMean};
-use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy};
+use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, optimiser};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
 use crate::critic::pr2::{HeadForm, Pr2Head, Scratch};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
@@ -424,9 +424,7 @@ impl Pr2Iql {
 
     /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        let horizon = (self.cfg.eps_fraction as f64 * self.cfg.total_steps as f64).max(1.0);
-        let frac = (self.env_steps as f64 / horizon).min(1.0) as f32;
-        self.cfg.eps_start + (self.cfg.eps_finish - self.cfg.eps_start) * frac
+        super::pqn::epsilon_by_steps(&self.cfg, self.env_steps)
     }
 
     /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
@@ -606,18 +604,7 @@ impl Pr2Iql {
     /// rate limiter allows.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let progress = self.update as f32 / self.cfg.updates().max(1) as f32;
-        let lr = if self.cfg.lr_decay {
-            self.cfg.lr * (1.0 - progress).max(0.0)
-        } else {
-            self.cfg.lr
-        };
-        let adam = AdamConfig {
-            lr: lr.max(1e-12),
-            max_grad_norm: Some(self.cfg.max_grad_norm),
-            radam: self.cfg.radam,
-            ..AdamConfig::default()
-        };
+        let (lr, adam) = optimiser(&self.cfg, self.update);
         let threshold = crate::rng::threshold(epsilon as f64);
         let (n, a, b) = (self.learners, self.actions, self.cfg.arenas);
         let per_step = b * n * self.spec.input;
@@ -715,10 +702,7 @@ impl Pr2Iql {
         self.learner_steps = s.learner_steps;
         self.explore = s.explore.clone();
         self.sampler = s.sampler.clone();
-        let online = self.critic.params()?;
-        self.critic.set_params(&s.target)?;
-        self.critic.polyak(1.0);
-        self.critic.set_params(&online)?;
+        super::iql::restore_target(&mut self.critic, &s.target)?;
         if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
             m.set_params(p)?;
         }
