@@ -307,6 +307,34 @@ impl EnvBatch {
         })
     }
 
+    /// Turns the render system on for `arena` (with `selected` marked): from now on every step
+    /// and reset extracts its instances into the scene [`EnvBatch::render_scene`] returns.
+    pub fn watch_render(&mut self, arena: usize, selected: Option<usize>) {
+        use crate::systems::render::{RenderScene, RenderWatch, extract_render};
+        self.world.insert_resource(RenderWatch {
+            arena: arena.min(self.arenas - 1),
+            selected,
+        });
+        if !self.world.contains_resource::<RenderScene>() {
+            self.world.insert_resource(RenderScene::default());
+        }
+        // Extract the current state at once.
+        let _ = self.world.run_system_once(extract_render);
+    }
+
+    /// Turns the render system off.
+    pub fn stop_render(&mut self) {
+        self.world
+            .remove_resource::<crate::systems::render::RenderWatch>();
+    }
+
+    /// The watched arena's scene after the last step (None unless watched).
+    pub fn render_scene(&self) -> Option<&crate::render::Scene> {
+        self.world
+            .get_resource::<crate::systems::render::RenderScene>()
+            .map(|s| &s.0)
+    }
+
     /// Places one arena's agents by hand; see [`EnvBatch::edit_arena`].
     pub fn set_agents(
         &mut self,

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod layout;
 pub mod metrics;
+pub mod render;
 pub mod rng;
 pub mod rollout;
 pub mod scenario;
@@ -22,3 +23,5 @@ pub mod substrate;
 pub mod sys;
 pub mod systems;
 pub mod train;
+#[cfg(feature = "viewer")]
+pub mod viewer;

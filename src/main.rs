@@ -44,6 +44,31 @@ enum Command {
     Bench(BenchCommand),
     /// Record a random-policy rollout of one arena to a file (atomically written).
     Rollout(RolloutArgs),
+    /// Draw a recorded rollout headless into an animated GIF or a directory of PNG frames.
+    #[cfg(feature = "gpu")]
+    Render(RenderArgs),
+    /// Watch a recorded rollout, or a run's greedy policy live, in a window.
+    #[cfg(feature = "viewer")]
+    View(gridarena::viewer::ViewArgs),
+}
+
+#[cfg(feature = "gpu")]
+#[derive(Args, Debug)]
+struct RenderArgs {
+    /// Rollout file (from `gridarena rollout`).
+    rollout: PathBuf,
+    /// Output: FILE.gif, or a directory for PNG frames.
+    #[arg(long)]
+    out: PathBuf,
+    /// Pixels per grid cell.
+    #[arg(long, default_value_t = 24)]
+    cell: u32,
+    /// GIF frames per second.
+    #[arg(long, default_value_t = 10)]
+    fps: u32,
+    /// Render only the first N frames.
+    #[arg(long)]
+    frames: Option<usize>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -270,6 +295,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Bench(BenchCommand::Train(args)) => bench_train(args).map(|()| ExitCode::SUCCESS),
         Command::Rollout(args) => rollout(args).map(|()| ExitCode::SUCCESS),
+        #[cfg(feature = "gpu")]
+        Command::Render(args) => render(args).map(|()| ExitCode::SUCCESS),
+        #[cfg(feature = "viewer")]
+        Command::View(args) => gridarena::viewer::run(args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::from),
     }
 }
 
@@ -501,6 +532,43 @@ fn train(args: TrainArgs) -> Result<()> {
         "metrics: {}/metrics.jsonl, curve: {}/learning_curve.png",
         summary.run.display(),
         summary.run.display()
+    );
+    Ok(())
+}
+
+#[cfg(feature = "gpu")]
+fn render(args: RenderArgs) -> Result<()> {
+    anyhow::ensure!(
+        (1..=256).contains(&args.cell),
+        "--cell {}: between 1 and 256 pixels",
+        args.cell
+    );
+    let rollout = gridarena::rollout::Rollout::load(&args.rollout)?;
+    let n = args.frames.unwrap_or(usize::MAX).min(rollout.frames.len());
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(n as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let s = gridarena::render::output::render_rollout(
+        &rollout,
+        &args.out,
+        args.cell,
+        args.fps,
+        args.frames,
+        &bar,
+    )?;
+    bar.finish_and_clear();
+    println!(
+        "rendered {} frames of {}x{} px to {} on {}: drawing {:.2} s ({:.0} frames/s), encoding {:.2} s",
+        s.frames,
+        s.size.0,
+        s.size.1,
+        s.out.display(),
+        s.adapter,
+        s.render_seconds,
+        s.frames as f64 / s.render_seconds.max(1e-9),
+        s.encode_seconds
     );
     Ok(())
 }

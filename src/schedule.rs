@@ -7,6 +7,7 @@ use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 
 use crate::metrics::EpisodeLog;
 use crate::systems::record::{Recorder, log_episodes, record_reset, record_step};
+use crate::systems::render::{RenderWatch, extract_render};
 use crate::systems::step::{
     apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance, resolve_interactions,
     write_observations,
@@ -43,6 +44,8 @@ pub fn step_schedule() -> Schedule {
             // auto-reset: respawn finished arenas and rewrite their observations.
             auto_reset,
             record_reset.run_if(resource_exists::<Recorder>),
+            // render: the watched arena's instances for the viewer (only while watched).
+            extract_render.run_if(resource_exists::<RenderWatch>),
         )
             .chain(),
     );
@@ -52,7 +55,13 @@ pub fn step_schedule() -> Schedule {
 /// Builds the schedule that respawns every arena (with `ResetAll` set).
 pub fn reset_schedule() -> Schedule {
     let mut schedule = new_schedule(Reset);
-    schedule.add_systems(auto_reset);
+    schedule.add_systems(
+        (
+            auto_reset,
+            extract_render.run_if(resource_exists::<RenderWatch>),
+        )
+            .chain(),
+    );
     schedule
 }
 

@@ -98,6 +98,28 @@ pub struct TransitionModel {
     walk: Vec<f64>,
 }
 
+/// `193^8 x 194^30`: the radices as powers, in slot order.
+fn radix_formula(radix: &[u64]) -> String {
+    let mut parts: Vec<(u64, usize)> = Vec::new();
+    for &r in radix {
+        match parts.last_mut() {
+            Some((v, k)) if *v == r => *k += 1,
+            _ => parts.push((r, 1)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(v, k)| {
+            if *k == 1 {
+                v.to_string()
+            } else {
+                format!("{v}^{k}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
 /// Exact probabilities of `below(bits, n) == k` over uniform 32-bit `bits`.
 fn below_probs(n: usize) -> Vec<f64> {
     let scale = 4_294_967_296u128;
@@ -168,13 +190,13 @@ impl TransitionModel {
             .try_fold(1u64, |acc, r| acc.checked_mul(*r))
             .ok_or_else(|| ModelError::TooLarge {
                 scenario: name.clone(),
-                detail: format!("{radix:?}"),
+                detail: radix_formula(&radix),
             })?;
         if let Horizon::Finite(t) = horizon {
             base.checked_mul(t as u64)
                 .ok_or_else(|| ModelError::TooLarge {
                     scenario: name.clone(),
-                    detail: format!("{radix:?} x {t} steps"),
+                    detail: format!("{} x {t} steps", radix_formula(&radix)),
                 })?;
         }
         let p_slip = layout.slip_threshold as f64 / 4_294_967_296.0;

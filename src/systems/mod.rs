@@ -4,6 +4,7 @@
 //! rayon. No system loops over arenas sequentially, none allocates.
 
 pub mod record;
+pub mod render;
 pub mod step;
 
 use bevy_ecs::change_detection::ContiguousMut;

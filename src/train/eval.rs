@@ -152,7 +152,17 @@ pub fn evaluate(
 /// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
 pub(crate) fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
     let c = dir.load_latest()?;
-    let n = pqn.critic().params()?.len().min(c.params.len());
+    let n = pqn.critic().params()?.len();
+    // A multi-seed run stores every replica's networks, replica 0's first.
+    if c.params.len() < n || !c.params.len().is_multiple_of(n.max(1)) {
+        return Err(RunError::Checkpoint {
+            path: dir.path.clone(),
+            reason: format!(
+                "{} parameters do not fit this scenario's networks ({n} expected, or a multiple for a multi-seed run)",
+                c.params.len()
+            ),
+        });
+    }
     pqn.critic()
         .set_params(&c.params[..n])
         .map_err(|e| RunError::Checkpoint {

@@ -1,0 +1,223 @@
+//! What to draw, extracted from one arena's state: cells (floor, walls), substrate items, agents
+//! with a colour per agent and role, facings. Backend-free: the wgpu renderer draws the
+//! instances as quads shaped in the fragment shader (`shaders/render.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::layout::{Layout, Rules};
+use crate::rollout::Frame;
+use crate::scenario::RoleKind;
+
+/// Shapes the fragment shader knows.
+pub mod shape {
+    /// A filled square.
+    pub const RECT: u32 = 0;
+    /// A filled disc.
+    pub const DISC: u32 = 1;
+    /// A triangle pointing along the instance's angle.
+    pub const TRIANGLE: u32 = 2;
+    /// A ring (selection marker).
+    pub const RING: u32 = 3;
+    /// A diamond (items).
+    pub const DIAMOND: u32 = 4;
+}
+
+/// One drawn shape, in cell units (x right, y down).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct Instance {
+    /// Centre.
+    pub center: [f32; 2],
+    /// Half extent.
+    pub half: [f32; 2],
+    /// Linear RGBA.
+    pub color: [f32; 4],
+    /// One of [`shape`].
+    pub shape: u32,
+    /// Rotation of triangles, radians (0 points up / north).
+    pub angle: f32,
+    /// Padding to 16 bytes.
+    pub _pad: [f32; 2],
+}
+
+/// A frame's instances over a `width x height` grid.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scene {
+    /// Map columns.
+    pub width: u32,
+    /// Map rows.
+    pub height: u32,
+    /// Back to front.
+    pub instances: Vec<Instance>,
+}
+
+/// The floor colour (sRGB 0-255).
+pub const FLOOR: [u8; 3] = [236, 236, 230];
+/// The wall colour.
+pub const WALL: [u8; 3] = [52, 56, 64];
+/// Gift tokens.
+pub const TOKEN: [u8; 3] = [242, 190, 26];
+
+/// sRGB bytes to linear floats (the render targets are sRGB-encoded where the surface is).
+pub fn rgb(c: [u8; 3]) -> [f32; 4] {
+    [
+        c[0] as f32 / 255.0,
+        c[1] as f32 / 255.0,
+        c[2] as f32 / 255.0,
+        1.0,
+    ]
+}
+
+/// Agent `slot`'s colour: pursuers in warm hues, evaders in cold ones, players spread over the
+/// wheel, each slot its own shade.
+pub fn agent_color(kind: RoleKind, slot: usize, of_kind: usize, index: usize) -> [u8; 3] {
+    let t = if of_kind <= 1 {
+        0.0
+    } else {
+        index as f32 / (of_kind - 1) as f32
+    };
+    let (h, s, v) = match kind {
+        RoleKind::Pursuer => (0.0 + 35.0 * t, 0.85, 0.90),
+        RoleKind::Evader => (200.0 + 40.0 * t, 0.85, 0.85),
+        RoleKind::Player => ((slot as f32 * 137.5) % 360.0, 0.75, 0.85),
+    };
+    hsv(h, s, v)
+}
+
+fn hsv(h: f32, s: f32, v: f32) -> [u8; 3] {
+    let c = v * s;
+    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
+    let m = v - c;
+    let (r, g, b) = match (h / 60.0) as u32 % 6 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    [
+        ((r + m) * 255.0).round() as u8,
+        ((g + m) * 255.0).round() as u8,
+        ((b + m) * 255.0).round() as u8,
+    ]
+}
+
+/// Every slot's colour for a layout.
+pub fn palette(layout: &Layout) -> Vec<[u8; 3]> {
+    let kinds = &layout.slot_kind;
+    (0..layout.agents)
+        .map(|slot| {
+            let k = kinds[slot];
+            let of_kind = kinds.iter().filter(|x| **x == k).count();
+            let index = kinds[..slot].iter().filter(|x| **x == k).count();
+            agent_color(k, slot, of_kind, index)
+        })
+        .collect()
+}
+
+fn rect(x: f32, y: f32, half: f32, color: [f32; 4], shape: u32, angle: f32) -> Instance {
+    Instance {
+        center: [x + 0.5, y + 0.5],
+        half: [half, half],
+        color,
+        shape,
+        angle,
+        _pad: [0.0; 2],
+    }
+}
+
+/// A distinct colour per chemistry compound.
+fn compound_color(c: u8) -> [u8; 3] {
+    hsv((c as f32 * 67.0 + 90.0) % 360.0, 0.55, 0.80)
+}
+
+/// The scene of `frame` (a recorded or live arena), optionally marking agent `selected`.
+pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene {
+    let (w, h) = (layout.width, layout.height);
+    let mut out = Vec::with_capacity(w * h + 4 * layout.agents);
+    for y in 0..h {
+        for x in 0..w {
+            let open = layout.is_open(x as i32, y as i32);
+            let color = if open { FLOOR } else { WALL };
+            out.push(rect(x as f32, y as f32, 0.5, rgb(color), shape::RECT, 0.0));
+        }
+    }
+    // Items.
+    match &layout.rules {
+        Rules::Gift(..) => {
+            for (i, &item) in frame.items.iter().enumerate() {
+                if item != 0 {
+                    let (x, y) = ((i % w) as f32, (i / w) as f32);
+                    out.push(rect(x, y, 0.22, rgb(TOKEN), shape::DIAMOND, 0.0));
+                }
+            }
+        }
+        Rules::Chemistry(..) => {
+            for (i, &item) in frame.items.iter().enumerate() {
+                if item != 0 {
+                    let (x, y) = ((i % w) as f32, (i / w) as f32);
+                    out.push(rect(
+                        x,
+                        y,
+                        0.25,
+                        rgb(compound_color(item - 1)),
+                        shape::DIAMOND,
+                        0.0,
+                    ));
+                }
+            }
+        }
+        Rules::Coin(_) => {
+            if let [lo, hi, colour, ..] = frame.items[..] {
+                let cell = lo as usize | (hi as usize) << 8;
+                let colors = palette(layout);
+                let c = colors.get(colour as usize).copied().unwrap_or(TOKEN);
+                out.push(rect(
+                    (cell % w) as f32,
+                    (cell / w) as f32,
+                    0.25,
+                    rgb(c),
+                    shape::DISC,
+                    0.0,
+                ));
+            }
+        }
+        Rules::Pursuit(_) | Rules::Matrix(_) => {}
+    }
+    // Agents, with facing where it exists.
+    let colors = palette(layout);
+    for (slot, (&(x, y), &alive)) in frame.positions.iter().zip(&frame.alive).enumerate() {
+        if !alive {
+            continue;
+        }
+        let (x, y) = (x as f32, y as f32);
+        if selected == Some(slot) {
+            out.push(rect(x, y, 0.5, rgb([20, 20, 20]), shape::RING, 0.0));
+        }
+        let c = colors.get(slot).copied().unwrap_or([128, 128, 128]);
+        let radius = if layout.slot_kind[slot] == RoleKind::Evader {
+            0.30
+        } else {
+            0.38
+        };
+        out.push(rect(x, y, radius, rgb(c), shape::DISC, 0.0));
+        if let Some(&f) = frame.facing.get(slot) {
+            let angle = f as f32 * std::f32::consts::FRAC_PI_2;
+            let (dx, dy) = (angle.sin() * 0.26, -angle.cos() * 0.26);
+            out.push(Instance {
+                center: [x + 0.5 + dx, y + 0.5 + dy],
+                half: [0.14, 0.14],
+                color: rgb([25, 25, 25]),
+                shape: shape::TRIANGLE,
+                angle,
+                _pad: [0.0; 2],
+            });
+        }
+    }
+    Scene {
+        width: w as u32,
+        height: h as u32,
+        instances: out,
+    }
+}

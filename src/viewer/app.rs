@@ -1,0 +1,1024 @@
+//! The viewer window: the grid (drawn by the renderer's pipeline through a paint callback) and a
+//! side panel with playback controls, the timeline, the selected agent's observation,
+//! Q-values and opponent predictions, and everyone's rewards.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use eframe::egui::{self, Color32, Key, Modifiers, RichText, Sense, StrokeKind};
+use eframe::egui_wgpu;
+
+use super::obs::{ObsImage, obs_image};
+use super::paint::{GridCallback, install};
+use super::source::{Details, Source};
+use crate::layout::Layout;
+use crate::render::scene::{extract, palette};
+
+/// How the window ended, when that matters to the caller: the screenshot written (or why not),
+/// or a live-mode failure.
+pub type Outcome = Arc<Mutex<Option<Result<PathBuf, String>>>>;
+
+/// Locks a mutex, taking the data even if another thread panicked holding it.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Start-up options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Write a screenshot here after `after_frames` frames, then close.
+    pub screenshot: Option<PathBuf>,
+    /// Frames to show before the screenshot.
+    pub after_frames: u64,
+    /// Playback speed, frames per second.
+    pub fps: f32,
+    /// Agent selected at start.
+    pub agent: Option<usize>,
+}
+
+/// A screenshot being taken.
+struct ShotRequest {
+    path: PathBuf,
+    close: bool,
+}
+
+const MIN_FPS: f32 = 0.5;
+const MAX_FPS: f32 = 60.0;
+
+/// The keyboard shortcuts, as listed in the panel.
+const SHORTCUTS: &[(&str, &str)] = &[
+    ("Space", "play / pause"),
+    ("Right / Left", "step forward / back"),
+    ("Home", "restart (live: new seed)"),
+    ("+ / -", "faster / slower"),
+    ("F12", "screenshot to gridarena_screenshot_<frame>.png"),
+];
+
+/// The eframe application.
+pub struct ViewerApp {
+    source: Source,
+    colors: Vec<[u8; 3]>,
+    cursor: usize,
+    playing: bool,
+    fps: f32,
+    last_advance: Instant,
+    selected: Option<usize>,
+    auto_shot: Option<PathBuf>,
+    after_frames: u64,
+    auto_requested: bool,
+    shown: u64,
+    last_drawn: Option<usize>,
+    /// Where the grid was drawn last, and its pixels per cell.
+    grid_rect: Option<(egui::Rect, f32)>,
+    image: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
+    in_flight: Option<ShotRequest>,
+    status: String,
+    error: Option<String>,
+    outcome: Outcome,
+}
+
+fn color(c: [u8; 3]) -> Color32 {
+    Color32::from_rgb(c[0], c[1], c[2])
+}
+
+impl ViewerApp {
+    /// Sets up the grid renderer on the window's device.
+    pub fn new(
+        cc: &eframe::CreationContext<'_>,
+        source: Source,
+        opts: Options,
+        outcome: Outcome,
+    ) -> Result<ViewerApp, String> {
+        let rs = cc
+            .wgpu_render_state
+            .as_ref()
+            .ok_or("the window has no wgpu renderer")?;
+        install(rs);
+        Ok(ViewerApp::with_source(source, opts, outcome))
+    }
+
+    /// The viewer's state, without touching any GPU (the grid renderer is installed by
+    /// [`ViewerApp::new`]).
+    pub fn with_source(source: Source, opts: Options, outcome: Outcome) -> ViewerApp {
+        let colors = palette(source.layout());
+        let auto = opts.screenshot.is_some();
+        ViewerApp {
+            source,
+            colors,
+            cursor: 0,
+            playing: true,
+            fps: opts.fps.clamp(MIN_FPS, MAX_FPS),
+            last_advance: Instant::now(),
+            selected: opts.agent,
+            auto_shot: opts.screenshot,
+            after_frames: opts.after_frames,
+            auto_requested: false,
+            shown: 0,
+            last_drawn: None,
+            grid_rect: None,
+            image: Arc::default(),
+            in_flight: None,
+            status: if auto {
+                "taking a screenshot".into()
+            } else {
+                String::new()
+            },
+            error: None,
+            outcome,
+        }
+    }
+
+    /// One pass of the whole window.
+    pub fn frame_ui(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        self.save_screenshot(&ctx);
+        self.keys(&ctx);
+        self.advance(&ctx);
+        egui::Panel::left("controls")
+            .default_size(340.0)
+            .resizable(true)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.panel(ui, &ctx));
+            });
+        egui::CentralPanel::default().show(ui, |ui| self.grid(ui));
+        self.after_draw(&ctx);
+    }
+
+    /// The absolute number of the frame shown (live histories drop their oldest frames).
+    fn frame_number(&self) -> usize {
+        self.source.dropped() + self.cursor
+    }
+
+    /// Moves one frame forward, stepping the live arena at the end of its history. False at
+    /// the end of a recording or on failure.
+    fn step_forward(&mut self, ctx: &egui::Context) -> bool {
+        if self.cursor + 1 < self.source.frames() {
+            self.cursor += 1;
+            return true;
+        }
+        if !self.source.is_live() {
+            return false;
+        }
+        match self.source.extend() {
+            Ok(dropped) => {
+                self.cursor = self.cursor.saturating_sub(dropped) + 1;
+                self.cursor = self.cursor.min(self.source.frames().saturating_sub(1));
+                true
+            }
+            Err(e) => {
+                self.fail(ctx, e.to_string());
+                false
+            }
+        }
+    }
+
+    fn step_back(&mut self) {
+        self.cursor = self.cursor.saturating_sub(1);
+    }
+
+    fn restart(&mut self, ctx: &egui::Context) {
+        if let Source::Live(l) = &self.source {
+            let seed = l.seed.wrapping_add(1);
+            match self.source.restart(seed) {
+                Ok(()) => self.status = format!("restarted with seed {seed}"),
+                Err(e) => self.fail(ctx, e.to_string()),
+            }
+        }
+        self.cursor = 0;
+        self.last_advance = Instant::now();
+    }
+
+    fn fail(&mut self, ctx: &egui::Context, e: String) {
+        self.playing = false;
+        if self.auto_shot.is_some() {
+            *lock(&self.outcome) = Some(Err(e.clone()));
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+        self.error = Some(e);
+    }
+
+    fn request_shot(&mut self, ctx: &egui::Context, path: PathBuf, close: bool) {
+        if self.in_flight.is_some() {
+            self.status = "a screenshot is already being taken".into();
+            return;
+        }
+        self.in_flight = Some(ShotRequest { path, close });
+        let slot = self.image.clone();
+        let again = ctx.clone();
+        ctx.request_screenshot(move |img: Arc<egui::ColorImage>| {
+            *lock(&slot) = Some(img);
+            again.request_repaint();
+        });
+    }
+
+    /// Writes a screenshot that arrived (atomically, as PNG) and prints its path.
+    fn save_screenshot(&mut self, ctx: &egui::Context) {
+        let img = lock(&self.image).take();
+        let Some(img) = img else {
+            return;
+        };
+        let Some(req) = self.in_flight.take() else {
+            return;
+        };
+        let [w, h] = img.size;
+        let rgba: Vec<u8> = img
+            .pixels
+            .iter()
+            .flat_map(|c| {
+                let [r, g, b, _] = c.to_array();
+                [r, g, b, 255]
+            })
+            .collect();
+        let result = crate::render::output::png_bytes(w as u32, h as u32, &rgba)
+            .and_then(|bytes| {
+                crate::atomic::write_atomic(&req.path, &bytes).map_err(|e| e.to_string())
+            })
+            .map(|()| req.path.clone())
+            .map_err(|e| format!("screenshot {}: {e}", req.path.display()));
+        match &result {
+            Ok(p) => {
+                println!("wrote {}", p.display());
+                self.status = format!("saved {}", p.display());
+            }
+            Err(e) => self.error = Some(e.clone()),
+        }
+        if req.close {
+            *lock(&self.outcome) = Some(result);
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+
+    fn keys(&mut self, ctx: &egui::Context) {
+        let none = Modifiers::NONE;
+        let (space, right, left, home, faster, slower, f12) = ctx.input_mut(|i| {
+            (
+                i.consume_key(none, Key::Space),
+                i.consume_key(none, Key::ArrowRight),
+                i.consume_key(none, Key::ArrowLeft),
+                i.consume_key(none, Key::Home),
+                // Both, not short-circuited: `+` arrives as Plus or as Shift+Equals.
+                i.consume_key(none, Key::Plus) | i.consume_key(none, Key::Equals),
+                i.consume_key(none, Key::Minus),
+                i.consume_key(none, Key::F12),
+            )
+        });
+        if space {
+            self.playing = !self.playing;
+            self.last_advance = Instant::now();
+        }
+        if right {
+            self.playing = false;
+            self.step_forward(ctx);
+        }
+        if left {
+            self.playing = false;
+            self.step_back();
+        }
+        if home {
+            self.restart(ctx);
+        }
+        if faster {
+            self.fps = (self.fps * 1.5).min(MAX_FPS);
+        }
+        if slower {
+            self.fps = (self.fps / 1.5).max(MIN_FPS);
+        }
+        if f12 {
+            let path = PathBuf::from(format!("gridarena_screenshot_{}.png", self.frame_number()));
+            self.request_shot(ctx, path, false);
+        }
+    }
+
+    /// Playback: one frame per period while playing; with `--screenshot`, one frame per pass
+    /// until the screenshot is requested.
+    fn advance(&mut self, ctx: &egui::Context) {
+        if self.auto_shot.is_some() {
+            // One frame per rendered frame: a pass egui re-runs (discarded) must not step.
+            if !self.auto_requested
+                && self.last_drawn.is_some()
+                && self.error.is_none()
+                && ctx.current_pass_index() == 0
+            {
+                self.step_forward(ctx);
+            }
+            ctx.request_repaint();
+            return;
+        }
+        if !self.playing {
+            return;
+        }
+        let period = Duration::from_secs_f32(1.0 / self.fps.clamp(MIN_FPS, MAX_FPS));
+        if self.last_advance.elapsed() >= period {
+            self.last_advance = Instant::now();
+            if !self.step_forward(ctx) {
+                self.playing = false;
+                return;
+            }
+        }
+        ctx.request_repaint_after(period.saturating_sub(self.last_advance.elapsed()));
+    }
+
+    /// After drawing: count frames shown and request the `--screenshot` when due.
+    fn after_draw(&mut self, ctx: &egui::Context) {
+        let Some(path) = self.auto_shot.clone() else {
+            return;
+        };
+        if self.auto_requested || self.error.is_some() {
+            return;
+        }
+        let at_end = !self.source.is_live() && self.cursor + 1 >= self.source.frames();
+        if self.shown >= self.after_frames || at_end {
+            self.auto_requested = true;
+            self.request_shot(ctx, path, true);
+        }
+    }
+
+    fn grid(&mut self, ui: &mut egui::Ui) {
+        let avail = ui.available_size();
+        let (area, response) = ui.allocate_exact_size(avail, Sense::click());
+        let layout = self.source.layout();
+        let (w, h) = (layout.width.max(1) as f32, layout.height.max(1) as f32);
+        let scale = (area.width() / w).min(area.height() / h).max(1.0);
+        let rect = egui::Rect::from_center_size(area.center(), egui::vec2(w * scale, h * scale));
+        self.grid_rect = Some((rect, scale));
+        if response.clicked()
+            && let Some(p) = response.interact_pointer_pos()
+        {
+            self.selected = if rect.contains(p) {
+                let (x, y) = (
+                    ((p.x - rect.min.x) / scale).floor() as i32,
+                    ((p.y - rect.min.y) / scale).floor() as i32,
+                );
+                // Agents on the clicked cell, topmost (drawn last) first; clicking again
+                // selects the next one down.
+                let here: Vec<usize> = self.source.frame(self.cursor).map_or_else(Vec::new, |f| {
+                    (0..f.positions.len().min(f.alive.len()))
+                        .rev()
+                        .filter(|&s| {
+                            let (ax, ay) = f.positions[s];
+                            f.alive[s] && ax as i32 == x && ay as i32 == y
+                        })
+                        .collect()
+                });
+                match self
+                    .selected
+                    .and_then(|s| here.iter().position(|&h| h == s))
+                {
+                    Some(i) => here.get((i + 1) % here.len()).copied(),
+                    None => here.first().copied(),
+                }
+            } else {
+                None
+            };
+        }
+        let layout = self.source.layout();
+        let Some(frame) = self.source.frame(self.cursor) else {
+            return;
+        };
+        let scene = extract(layout, frame, self.selected);
+        ui.painter().add(egui_wgpu::Callback::new_paint_callback(
+            rect,
+            GridCallback { scene },
+        ));
+        let n = self.frame_number();
+        if self.last_drawn != Some(n) {
+            self.last_drawn = Some(n);
+            self.shown += 1;
+        }
+    }
+
+    fn panel(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
+        ui.heading("gridarena viewer");
+        ui.label(RichText::new(self.source.describe()).small());
+        ui.separator();
+
+        ui.horizontal(|ui| {
+            let restart = if self.source.is_live() {
+                "Restart (new seed)"
+            } else {
+                "Restart"
+            };
+            if ui.button(restart).clicked() {
+                self.restart(ctx);
+            }
+            if ui.button("< Back").clicked() {
+                self.playing = false;
+                self.step_back();
+            }
+            if ui
+                .button(if self.playing { "Pause" } else { "Play" })
+                .clicked()
+            {
+                self.playing = !self.playing;
+                self.last_advance = Instant::now();
+            }
+            if ui.button("Step >").clicked() {
+                self.playing = false;
+                self.step_forward(ctx);
+            }
+        });
+        let last = self.source.frames().saturating_sub(1);
+        let mut c = self.cursor.min(last);
+        let timeline = if self.source.is_live() {
+            "frame (history)"
+        } else {
+            "frame"
+        };
+        if ui
+            .add(egui::Slider::new(&mut c, 0..=last).text(timeline))
+            .changed()
+        {
+            self.cursor = c;
+            self.playing = false;
+        }
+        ui.add(
+            egui::Slider::new(&mut self.fps, MIN_FPS..=MAX_FPS)
+                .logarithmic(true)
+                .text("frames / s"),
+        );
+        if let Some(f) = self.source.frame(self.cursor) {
+            let end = if f.terminated {
+                " (terminated)"
+            } else if f.truncated {
+                " (truncated)"
+            } else {
+                ""
+            };
+            ui.label(format!(
+                "frame {} · episode {} · t = {}{end}",
+                self.frame_number(),
+                f.episode,
+                f.t
+            ));
+        }
+        if let Source::Live(l) = &self.source {
+            ui.label(format!("arena seed {}", l.seed));
+        }
+        ui.separator();
+
+        // Agent selection.
+        let layout = self.source.layout();
+        let label = |s: usize| slot_label(layout, s);
+        let agents = layout.agents;
+        let current = self.selected.map_or("none".to_string(), label);
+        let mut selected = self.selected;
+        egui::ComboBox::from_label("agent (or click it)")
+            .selected_text(current)
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut selected, None, "none");
+                for s in 0..agents {
+                    let c = self.colors.get(s).copied().unwrap_or([128, 128, 128]);
+                    let text = RichText::new(label(s)).color(color(c));
+                    ui.selectable_value(&mut selected, Some(s), text);
+                }
+            });
+        self.selected = selected;
+        if let Some(s) = self.selected {
+            self.agent_details(ui, s);
+        }
+        ui.separator();
+        self.rewards_table(ui);
+        ui.separator();
+        ui.label(RichText::new("Keys").strong());
+        egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
+            for (k, what) in SHORTCUTS {
+                ui.label(RichText::new(*k).monospace());
+                ui.label(*what);
+                ui.end_row();
+            }
+        });
+        if !self.status.is_empty() {
+            ui.label(RichText::new(&self.status).weak());
+        }
+        if let Some(e) = &self.error {
+            ui.colored_label(Color32::from_rgb(200, 40, 40), e);
+        }
+    }
+
+    fn agent_details(&mut self, ui: &mut egui::Ui, s: usize) {
+        let details = self.source.details(self.cursor);
+        let live = self.source.is_live();
+        let q_label = match &self.source {
+            Source::Live(l) => l.q_label,
+            Source::Replay(_) => "",
+        };
+        let layout = self.source.layout();
+        let Some(frame) = self.source.frame(self.cursor) else {
+            return;
+        };
+        let names = action_names(layout);
+        if let (Some(&(x, y)), Some(&alive)) = (frame.positions.get(s), frame.alive.get(s)) {
+            let mut line = format!("at ({x}, {y})");
+            if !alive {
+                line.push_str(", out of the arena");
+            }
+            if let Some(f) = frame.facing.get(s) {
+                let dir = ["north", "east", "south", "west"]
+                    .get(*f as usize)
+                    .copied()
+                    .unwrap_or("?");
+                line.push_str(&format!(", facing {dir}"));
+            }
+            if let Some(c) = frame.carry.get(s) {
+                line.push_str(&format!(", carries {c:?}"));
+            }
+            ui.label(line);
+        }
+        if s >= layout.learners {
+            ui.label("scripted agent: no observation or networks");
+            return;
+        }
+        // Observation window.
+        let o = layout.obs_len;
+        match details
+            .obs
+            .as_ref()
+            .and_then(|obs| obs.get(s * o..(s + 1) * o))
+        {
+            Some(bytes) => {
+                let title = if details.obs_exact {
+                    "observation"
+                } else {
+                    "observation (rebuilt from the frame)"
+                };
+                ui.label(RichText::new(title).strong());
+                draw_obs(ui, &obs_image(layout, s, bytes));
+            }
+            None => {
+                ui.label("observation not available");
+            }
+        }
+        // Q-values.
+        if let Some(q) = details.q.get(s).filter(|q| !q.is_empty()) {
+            ui.label(RichText::new(format!("{q_label} per action")).strong());
+            q_bars(ui, q, &names);
+        } else if live {
+            ui.label("Q-values not available for this frame");
+        } else {
+            ui.label(RichText::new("Q-values: live mode only (view --run RUN)").weak());
+        }
+        let missing = match &self.source {
+            Source::Replay(_) => "opponent predictions: live mode only",
+            Source::Live(l) if l.has_models => "opponent predictions: not for a terminal frame",
+            Source::Live(_) => "opponent model: none in this run",
+        };
+        prediction_bars(ui, &details, s, layout, &names, &self.colors, missing);
+    }
+
+    fn rewards_table(&mut self, ui: &mut egui::Ui) {
+        let layout = self.source.layout();
+        let names = action_names(layout);
+        let Some(frame) = self.source.frame(self.cursor) else {
+            return;
+        };
+        let returns = self.source.returns(self.cursor);
+        ui.label(RichText::new("Rewards").strong());
+        egui::Grid::new("rewards")
+            .num_columns(5)
+            .striped(true)
+            .show(ui, |ui| {
+                ui.label("agent");
+                ui.label("last action");
+                ui.label("last step");
+                ui.label("return");
+                ui.end_row();
+                for s in 0..layout.agents {
+                    let c = color(self.colors.get(s).copied().unwrap_or([128, 128, 128]));
+                    let text = RichText::new(s.to_string()).color(c);
+                    let text = if self.selected == Some(s) {
+                        text.strong()
+                    } else {
+                        text
+                    };
+                    ui.horizontal(|ui| {
+                        swatch(ui, c);
+                        ui.label(text);
+                    });
+                    ui.label(
+                        frame
+                            .actions
+                            .get(s)
+                            .map_or("-".to_string(), |&a| name(&names, a as usize)),
+                    );
+                    ui.label(
+                        frame
+                            .rewards
+                            .get(s)
+                            .map_or("-".to_string(), |r| format!("{r:+.3}")),
+                    );
+                    ui.label(
+                        returns
+                            .get(s)
+                            .map_or("-".to_string(), |r| format!("{r:+.3}")),
+                    );
+                    ui.end_row();
+                }
+            });
+    }
+}
+
+/// "2: evader (learner)".
+fn slot_label(layout: &Layout, s: usize) -> String {
+    let kind = layout.slot_kind.get(s).map_or("?", |k| k.name());
+    let control = match layout.slot_control.get(s) {
+        Some(crate::scenario::Control::Learner) => "learner",
+        Some(crate::scenario::Control::RandomWalk) => "random walk",
+        None => "?",
+    };
+    format!("{s}: {kind} ({control})")
+}
+
+fn action_names(layout: &Layout) -> Vec<String> {
+    let known = layout.action_set.names();
+    (0..layout.actions)
+        .map(|a| {
+            known
+                .get(a)
+                .map_or_else(|| format!("action {a}"), |s| (*s).to_string())
+        })
+        .collect()
+}
+
+fn name(names: &[String], a: usize) -> String {
+    names
+        .get(a)
+        .cloned()
+        .unwrap_or_else(|| format!("action {a}"))
+}
+
+/// A horizontal bar filled to `frac` with `text` over it.
+fn bar(ui: &mut egui::Ui, frac: f32, text: &str, fill: Color32) {
+    let width = ui.available_width().clamp(120.0, 300.0);
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, 16.0), Sense::hover());
+    let painter = ui.painter();
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    let frac = if frac.is_finite() {
+        frac.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mut filled = rect;
+    filled.set_width(rect.width() * frac);
+    painter.rect_filled(filled, 2.0, fill);
+    painter.text(
+        rect.left_center() + egui::vec2(4.0, 0.0),
+        egui::Align2::LEFT_CENTER,
+        text,
+        egui::FontId::proportional(12.0),
+        ui.visuals().strong_text_color(),
+    );
+}
+
+fn q_bars(ui: &mut egui::Ui, q: &[f32], names: &[String]) {
+    let finite = q.iter().copied().filter(|v| v.is_finite());
+    let lo = finite.clone().fold(f32::INFINITY, f32::min);
+    let hi = finite.fold(f32::NEG_INFINITY, f32::max);
+    let best = crate::train::pqn::argmax(q) as usize;
+    for (a, &v) in q.iter().enumerate() {
+        let frac = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+        // Keep the smallest visible.
+        let frac = 0.05 + 0.95 * frac;
+        let fill = if a == best {
+            Color32::from_rgb(60, 150, 80)
+        } else {
+            Color32::from_rgb(90, 110, 140)
+        };
+        let mark = if a == best { "  (greedy)" } else { "" };
+        bar(ui, frac, &format!("{}: {v:.3}{mark}", name(names, a)), fill);
+    }
+}
+
+fn prediction_bars(
+    ui: &mut egui::Ui,
+    details: &Details,
+    s: usize,
+    layout: &Layout,
+    names: &[String],
+    colors: &[[u8; 3]],
+    missing: &str,
+) {
+    let (n, a) = (layout.learners, layout.actions);
+    let Some(p) = details.predictions.get(s).filter(|p| !p.is_empty()) else {
+        if !details.predictions.is_empty() || n < 2 {
+            return;
+        }
+        ui.label(RichText::new(missing).weak());
+        return;
+    };
+    if n < 2 || a == 0 || p.len() != (n - 1) * a {
+        return;
+    }
+    ui.label(RichText::new("opponent model: predicted actions of the others").strong());
+    let others = (0..n).filter(|&j| j != s);
+    for (k, j) in others.enumerate() {
+        let c = color(colors.get(j).copied().unwrap_or([128, 128, 128]));
+        ui.label(RichText::new(format!("agent {j}")).color(c));
+        let probs = &p[k * a..(k + 1) * a];
+        let best = crate::train::pqn::argmax(probs) as usize;
+        for (act, &v) in probs.iter().enumerate() {
+            let fill = if act == best {
+                c
+            } else {
+                c.gamma_multiply(0.55)
+            };
+            bar(ui, v, &format!("{}: {v:.2}", name(names, act)), fill);
+        }
+    }
+}
+
+/// A small square of colour `c` (the default fonts have no square glyph).
+fn swatch(ui: &mut egui::Ui, c: Color32) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), Sense::hover());
+    ui.painter().rect_filled(rect, 1.0, c);
+    ui.painter().rect_stroke(
+        rect,
+        1.0,
+        egui::Stroke::new(1.0, Color32::from_gray(90)),
+        StrokeKind::Inside,
+    );
+}
+
+fn draw_obs(ui: &mut egui::Ui, img: &ObsImage) {
+    let width = ui.available_width().clamp(80.0, 300.0);
+    let cell = (width / img.cols.max(1) as f32).clamp(3.0, 18.0);
+    let size = egui::vec2(cell * img.cols as f32, cell * img.rows as f32);
+    let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+    let painter = ui.painter();
+    for (i, &c) in img.cells.iter().enumerate() {
+        let (x, y) = ((i % img.cols.max(1)) as f32, (i / img.cols.max(1)) as f32);
+        let r = egui::Rect::from_min_size(
+            rect.min + egui::vec2(x * cell, y * cell),
+            egui::vec2(cell, cell),
+        );
+        painter.rect_filled(r.shrink(0.5), 0.0, c);
+    }
+    if let Some((x, y)) = img.observer {
+        let r = egui::Rect::from_min_size(
+            rect.min + egui::vec2(x as f32 * cell, y as f32 * cell),
+            egui::vec2(cell, cell),
+        );
+        painter.rect_stroke(
+            r,
+            0.0,
+            egui::Stroke::new(2.0, Color32::BLACK),
+            StrokeKind::Inside,
+        );
+    }
+    ui.horizontal_wrapped(|ui| {
+        for (c, what) in &img.legend {
+            swatch(ui, *c);
+            ui.label(RichText::new(what).small());
+        }
+    });
+    for note in &img.notes {
+        ui.label(RichText::new(note).small());
+    }
+}
+
+impl eframe::App for ViewerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.frame_ui(ui);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use eframe::egui::{Event, PointerButton, Pos2, RawInput, Rect, vec2};
+
+    use super::*;
+    use crate::bench::RandomPolicy;
+    use crate::engine::EnvBatch;
+    use crate::rollout::Rollout;
+    use crate::scenario::Scenario;
+    use crate::viewer::source::{Live, Replay};
+
+    const SCENARIO: &str = "assets/scenarios/pursuit_3.ron";
+
+    fn rollout(steps: usize) -> Rollout {
+        let loaded = Scenario::load(Path::new(SCENARIO)).unwrap();
+        let mut b = EnvBatch::new(&loaded, 1, 1).unwrap();
+        b.start_recording(0);
+        let mut policy = RandomPolicy::new(1, 1, b.layout().actions);
+        let mut a = vec![0; b.actions_mut().len()];
+        for _ in 0..steps {
+            policy.act(&mut a);
+            b.actions_mut().copy_from_slice(&a);
+            b.step().unwrap();
+        }
+        b.finish_recording().unwrap()
+    }
+
+    fn replay_app(opts: Options) -> ViewerApp {
+        let r = Replay::from_rollout(rollout(30), Path::new("test.ron")).unwrap();
+        ViewerApp::with_source(Source::Replay(Box::new(r)), opts, Outcome::default())
+    }
+
+    fn opts() -> Options {
+        Options {
+            screenshot: None,
+            after_frames: 3,
+            fps: 8.0,
+            agent: None,
+        }
+    }
+
+    fn key(k: Key) -> Event {
+        Event::Key {
+            key: k,
+            physical_key: None,
+            pressed: true,
+            repeat: false,
+            modifiers: Modifiers::NONE,
+        }
+    }
+
+    fn pass(ctx: &egui::Context, app: &mut ViewerApp, events: Vec<Event>) {
+        let raw = RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, vec2(1180.0, 760.0))),
+            events,
+            ..Default::default()
+        };
+        let _ = ctx.run_ui(raw, |ui| app.frame_ui(ui));
+    }
+
+    #[test]
+    fn keyboard_shortcuts_drive_playback() {
+        let ctx = egui::Context::default();
+        let mut app = replay_app(opts());
+        pass(&ctx, &mut app, vec![key(Key::Space)]);
+        assert!(!app.playing, "Space pauses");
+        pass(
+            &ctx,
+            &mut app,
+            vec![key(Key::ArrowRight), key(Key::ArrowRight)],
+        );
+        // Two presses of one key in a pass count once.
+        assert_eq!(app.cursor, 1);
+        pass(&ctx, &mut app, vec![key(Key::ArrowRight)]);
+        pass(&ctx, &mut app, vec![key(Key::ArrowRight)]);
+        assert_eq!(app.cursor, 3);
+        pass(&ctx, &mut app, vec![key(Key::ArrowLeft)]);
+        assert_eq!(app.cursor, 2);
+        let fps = app.fps;
+        pass(&ctx, &mut app, vec![key(Key::Plus)]);
+        assert!(app.fps > fps);
+        pass(&ctx, &mut app, vec![key(Key::Minus)]);
+        pass(&ctx, &mut app, vec![key(Key::Minus)]);
+        assert!(app.fps < fps);
+        pass(&ctx, &mut app, vec![key(Key::Home)]);
+        assert_eq!(app.cursor, 0);
+        pass(&ctx, &mut app, vec![key(Key::F12)]);
+        let shot = app.in_flight.as_ref().map(|r| (r.path.clone(), r.close));
+        assert_eq!(
+            shot,
+            Some((PathBuf::from("gridarena_screenshot_0.png"), false))
+        );
+        pass(&ctx, &mut app, vec![key(Key::Space)]);
+        assert!(app.playing);
+        // Stepping back at the start and forward at the end stay in range.
+        pass(&ctx, &mut app, vec![key(Key::ArrowLeft)]);
+        assert_eq!(app.cursor, 0);
+        for _ in 0..40 {
+            pass(&ctx, &mut app, vec![key(Key::ArrowRight)]);
+        }
+        assert_eq!(app.cursor, app.source.frames() - 1);
+    }
+
+    #[test]
+    fn clicking_an_agent_selects_it() {
+        let ctx = egui::Context::default();
+        let mut app = replay_app(opts());
+        pass(&ctx, &mut app, vec![key(Key::Space)]);
+        let (rect, scale) = app.grid_rect.unwrap();
+        let frame = app.source.frame(app.cursor).unwrap().clone();
+        let slot = frame.alive.iter().position(|&a| a).unwrap();
+        let (x, y) = frame.positions[slot];
+        let p = rect.min + vec2((x as f32 + 0.5) * scale, (y as f32 + 0.5) * scale);
+        let button = |pressed| Event::PointerButton {
+            pos: p,
+            button: PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        };
+        pass(&ctx, &mut app, vec![Event::PointerMoved(p), button(true)]);
+        pass(&ctx, &mut app, vec![button(false)]);
+        let picked = app.selected.expect("an agent is selected");
+        assert_eq!(
+            frame.positions[picked],
+            (x, y),
+            "the agent on the clicked cell"
+        );
+        // A selected agent's panel draws (observation, rewards) without trouble.
+        pass(&ctx, &mut app, Vec::new());
+        // Clicking an empty spot outside the grid clears the selection.
+        let away = rect.min - vec2(2.0, 2.0);
+        let button = |pressed| Event::PointerButton {
+            pos: away,
+            button: PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        };
+        pass(
+            &ctx,
+            &mut app,
+            vec![Event::PointerMoved(away), button(true)],
+        );
+        pass(&ctx, &mut app, vec![button(false)]);
+        assert_eq!(app.selected, None);
+    }
+
+    #[test]
+    fn screenshot_mode_requests_after_n_frames_and_saves_the_png() {
+        let dir = std::env::temp_dir().join(format!("gridarena-viewer-app-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("shot.png");
+        let ctx = egui::Context::default();
+        let mut app = replay_app(Options {
+            screenshot: Some(path.clone()),
+            ..opts()
+        });
+        for _ in 0..2 {
+            pass(&ctx, &mut app, Vec::new());
+        }
+        assert!(app.in_flight.is_none());
+        pass(&ctx, &mut app, Vec::new());
+        assert_eq!(app.shown, 3);
+        assert_eq!(app.cursor, 2, "one frame per pass");
+        assert!(app.in_flight.as_ref().is_some_and(|r| r.close));
+        // The integration hands the image over; the next pass writes it.
+        *lock(&app.image) = Some(Arc::new(egui::ColorImage::new(
+            [4, 3],
+            vec![Color32::from_rgb(10, 20, 30); 12],
+        )));
+        pass(&ctx, &mut app, Vec::new());
+        assert_eq!(lock(&app.outcome).clone(), Some(Ok(path.clone())));
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn live_mode_steps_back_through_its_history_and_restarts_with_a_new_seed() {
+        let dir =
+            std::env::temp_dir().join(format!("gridarena-viewer-live-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = crate::train::config::RunConfig {
+            scenario: Some(SCENARIO.into()),
+            device: crate::critic::Device::Cpu,
+            arenas: 4,
+            rollout: 4,
+            minibatches: 1,
+            hidden: 8,
+            layers: 1,
+            total_steps: 4 * 4 * 2,
+            ..Default::default()
+        };
+        crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+        let live = Live::open(&dir, None, 5).unwrap();
+        let ctx = egui::Context::default();
+        let mut app = ViewerApp::with_source(
+            Source::Live(Box::new(live)),
+            Options {
+                agent: Some(0),
+                ..opts()
+            },
+            Outcome::default(),
+        );
+        pass(&ctx, &mut app, vec![key(Key::Space)]);
+        for _ in 0..5 {
+            pass(&ctx, &mut app, vec![key(Key::ArrowRight)]);
+        }
+        assert_eq!(app.cursor, 5);
+        assert!(app.source.frames() >= 6);
+        let d = app.source.details(app.cursor);
+        let (n, o, a) = {
+            let l = app.source.layout();
+            (l.learners, l.obs_len, l.actions)
+        };
+        assert_eq!(d.obs.as_ref().map(Vec::len), Some(n * o));
+        assert_eq!(d.q.len(), n);
+        assert!(
+            d.q.iter()
+                .all(|q| q.len() == a && q.iter().all(|v| v.is_finite()))
+        );
+        pass(
+            &ctx,
+            &mut app,
+            vec![key(Key::ArrowLeft), key(Key::ArrowLeft)],
+        );
+        pass(&ctx, &mut app, vec![key(Key::ArrowLeft)]);
+        assert_eq!(app.cursor, 3);
+        let before = app.source.frames();
+        pass(&ctx, &mut app, vec![key(Key::ArrowRight)]);
+        assert_eq!(app.source.frames(), before, "replays its history first");
+        pass(&ctx, &mut app, vec![key(Key::Home)]);
+        assert_eq!(app.cursor, 0);
+        assert_eq!(app.source.frames(), 1);
+        assert!(matches!(&app.source, Source::Live(l) if l.seed == 6));
+        assert!(app.error.is_none(), "{:?}", app.error);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,685 @@
+//! What the viewer shows: the frames of a recorded rollout, or a run's greedy policy stepped
+//! live in one arena (with a history of the frames shown so far).
+
+use std::path::{Path, PathBuf};
+
+use super::ViewError;
+use crate::components::{Alive, Carry, Facing, GridPos};
+use crate::engine::EnvBatch;
+use crate::layout::{Layout, Rules};
+use crate::rollout::{Frame, Rollout};
+use crate::scenario::{LoadedScenario, Scenario};
+use crate::substrate::ArenaState;
+use crate::substrate::avatars::ITEM;
+use crate::train::config::RunConfig;
+use crate::train::run_dir::RunDir;
+use crate::train::{Learner, load_scenario};
+
+/// Live frames kept for stepping back; the oldest are dropped beyond this.
+pub const HISTORY_LIMIT: usize = 20_000;
+
+/// Everything the panel shows about one frame besides the frame itself.
+#[derive(Debug, Clone, Default)]
+pub struct Details {
+    /// The learners' observations `[N, O]`, when known.
+    pub obs: Option<Vec<u8>>,
+    /// Whether `obs` is what the networks saw (live) rather than rebuilt from the frame.
+    pub obs_exact: bool,
+    /// Q-values per learner slot (`[A]` each), empty when not available.
+    pub q: Vec<Vec<f32>>,
+    /// Opponent models' predictions per learner slot (`[N-1, A]` each), empty without models.
+    pub predictions: Vec<Vec<f32>>,
+}
+
+/// One frame of a live arena with what the networks said about it.
+#[derive(Debug, Clone)]
+struct LiveFrame {
+    frame: Frame,
+    details: Details,
+    returns: Vec<f32>,
+}
+
+/// A recorded rollout.
+pub struct Replay {
+    /// The file.
+    pub path: PathBuf,
+    layout: Layout,
+    rollout: Rollout,
+    returns: Vec<Vec<f32>>,
+    cache: Option<(usize, Details)>,
+}
+
+/// A run's greedy policy in one live arena.
+pub struct Live {
+    /// The run directory.
+    pub run: PathBuf,
+    learner: Learner,
+    loaded: LoadedScenario,
+    layout: Layout,
+    /// Seed of the current arena.
+    pub seed: u64,
+    /// The checkpoint's update.
+    pub update: u64,
+    /// What the Q-values are (`Q` or `E_rho[Q]`), empty when not shown.
+    pub q_label: &'static str,
+    /// Whether the run has opponent models.
+    pub has_models: bool,
+    history: Vec<LiveFrame>,
+    /// Frames dropped from the front of the history so far.
+    pub dropped: usize,
+}
+
+/// Either source.
+pub enum Source {
+    /// A recorded rollout.
+    Replay(Box<Replay>),
+    /// A live arena.
+    Live(Box<Live>),
+}
+
+fn train_err(e: impl std::fmt::Display) -> ViewError {
+    ViewError::Live(e.to_string())
+}
+
+/// Checks a recorded frame against the layout so drawing and rebuilding observations cannot go
+/// out of range.
+pub fn validate_frame(layout: &Layout, k: usize, f: &Frame) -> Result<(), String> {
+    let m = layout.agents;
+    let bad = |what: String| Err(format!("frame {k}: {what}"));
+    if f.positions.len() != m || f.alive.len() != m {
+        return bad(format!(
+            "{} positions and {} alive flags for {m} agents",
+            f.positions.len(),
+            f.alive.len()
+        ));
+    }
+    for (slot, (&(x, y), &alive)) in f.positions.iter().zip(&f.alive).enumerate() {
+        if alive && !layout.is_open(x as i32, y as i32) {
+            return bad(format!(
+                "agent {slot} stands on ({x}, {y}), not an open cell of the {}x{} map",
+                layout.width, layout.height
+            ));
+        }
+    }
+    if !f.facing.is_empty() && f.facing.len() != m {
+        return bad(format!("{} facings for {m} agents", f.facing.len()));
+    }
+    if let Some(v) = f.facing.iter().find(|&&v| v > 3) {
+        return bad(format!("facing {v} (0-3)"));
+    }
+    if !f.carry.is_empty() && f.carry.len() != m {
+        return bad(format!("{} carried items for {m} agents", f.carry.len()));
+    }
+    if !f.rewards.is_empty() && f.rewards.len() != m {
+        return bad(format!("{} rewards for {m} agents", f.rewards.len()));
+    }
+    if !f.actions.is_empty() && f.actions.len() != m {
+        return bad(format!("{} actions for {m} agents", f.actions.len()));
+    }
+    let items = match &layout.rules {
+        Rules::Pursuit(_) => None,
+        Rules::Gift(..) | Rules::Chemistry(..) => Some(layout.width * layout.height),
+        Rules::Coin(_) | Rules::Matrix(_) => Some(layout.cells_template.len()),
+    };
+    if let Some(n) = items
+        && f.items.len() != n
+    {
+        return bad(format!("{} items, expected {n}", f.items.len()));
+    }
+    Ok(())
+}
+
+/// The learners' observations `[N, O]` of a recorded frame, rebuilt by the substrate's own
+/// observation code (what the cell layer holds beyond the frame, such as cooldowns, is taken
+/// as fresh). `None` when the frame cannot be placed.
+pub fn rebuild_observations(layout: &Layout, f: &Frame) -> Option<Vec<u8>> {
+    let m = layout.agents;
+    if f.positions.len() != m || f.alive.len() != m {
+        return None;
+    }
+    let in_map = |&(x, y): &(i16, i16)| {
+        x >= 0 && y >= 0 && (x as usize) < layout.width && (y as usize) < layout.height
+    };
+    if !f.positions.iter().all(in_map) || f.facing.iter().any(|&v| v > 3) {
+        return None;
+    }
+    let pos = f.positions.iter().map(|&(x, y)| GridPos { x, y }).collect();
+    let alive = f.alive.iter().map(|&a| Alive(a)).collect();
+    let mut state = ArenaState::new(layout, pos, alive);
+    for (slot, &v) in f.facing.iter().enumerate().take(m) {
+        state.facing[slot] = Facing(v);
+    }
+    for (slot, &c) in f.carry.iter().enumerate().take(m) {
+        state.carry[slot] = Carry(c);
+    }
+    match &layout.rules {
+        Rules::Pursuit(_) => {}
+        Rules::Gift(..) | Rules::Chemistry(..) => {
+            if f.items.len() != layout.width * layout.height {
+                return None;
+            }
+            for (i, &item) in f.items.iter().enumerate() {
+                let (x, y) = ((i % layout.width) as i16, (i / layout.width) as i16);
+                let at = layout.cell_index(x, y) + ITEM;
+                *state.cells.get_mut(at)? = item;
+            }
+        }
+        Rules::Coin(_) => {
+            if f.items.len() != state.cells.len() {
+                return None;
+            }
+            state.cells.copy_from_slice(&f.items);
+        }
+        Rules::Matrix(params) => {
+            if f.items.len() != state.cells.len()
+                || f.items.iter().take(m).any(|&a| a >= params.actions)
+            {
+                return None;
+            }
+            state.cells.copy_from_slice(&f.items);
+        }
+    }
+    state.rebuild(layout);
+    Some(state.observe(layout).to_vec())
+}
+
+/// Episode returns after `f`, given those before it.
+fn next_returns(prev: &[f32], f: &Frame, agents: usize) -> Vec<f32> {
+    if f.t == 0 {
+        return vec![0.0; agents];
+    }
+    (0..agents)
+        .map(|s| prev.get(s).copied().unwrap_or(0.0) + f.rewards.get(s).copied().unwrap_or(0.0))
+        .collect()
+}
+
+impl Replay {
+    /// Loads and checks a rollout.
+    pub fn load(path: &Path) -> Result<Replay, ViewError> {
+        let rollout = Rollout::load(path)?;
+        Replay::from_rollout(rollout, path)
+    }
+
+    /// Checks a rollout (read from `path`, named in messages).
+    pub fn from_rollout(rollout: Rollout, path: &Path) -> Result<Replay, ViewError> {
+        let layout = crate::render::output::rollout_layout(&rollout).map_err(|e| {
+            ViewError::BadRollout(format!("{}: its scenario is invalid: {e}", path.display()))
+        })?;
+        if rollout.frames.is_empty() {
+            return Err(ViewError::BadRollout(format!(
+                "{}: the rollout has no frames",
+                path.display()
+            )));
+        }
+        for (k, f) in rollout.frames.iter().enumerate() {
+            validate_frame(&layout, k, f)
+                .map_err(|e| ViewError::BadRollout(format!("{}: {e}", path.display())))?;
+        }
+        let mut returns: Vec<Vec<f32>> = Vec::with_capacity(rollout.frames.len());
+        for f in &rollout.frames {
+            let prev = returns.last().map_or(&[][..], |r| &r[..]);
+            let next = next_returns(prev, f, layout.agents);
+            returns.push(next);
+        }
+        Ok(Replay {
+            path: path.to_path_buf(),
+            layout,
+            rollout,
+            returns,
+            cache: None,
+        })
+    }
+
+    /// The recorded rollout.
+    pub fn rollout(&self) -> &Rollout {
+        &self.rollout
+    }
+}
+
+/// Q-values `[R, A]` of observation rows `[R, O]` for PQN and IQL heads (`None` for PR2,
+/// whose acting values need the live batch).
+fn q_rows(learner: &mut Learner, obs: &[u8]) -> Result<Option<Vec<f32>>, ViewError> {
+    let (n, o) = {
+        let l = learner.batch().layout();
+        (l.learners, l.obs_len)
+    };
+    let input = match learner {
+        Learner::Pqn(p) => p.spec().input,
+        Learner::Iql(q) => q.spec().input,
+        Learner::Pr2(_) => return Ok(None),
+    };
+    if o == 0 || n == 0 || !obs.len().is_multiple_of(o) {
+        return Ok(None);
+    }
+    let rows = obs.len() / o;
+    let shared = input > o;
+    if shared && input < o + n {
+        return Ok(None);
+    }
+    let nets: Vec<u32> = (0..rows)
+        .map(|r| if shared { 0 } else { (r % n) as u32 })
+        .collect();
+    let q = if shared {
+        let mut x = vec![0u8; rows * input];
+        for (r, row) in x.chunks_exact_mut(input).enumerate() {
+            row[..o].copy_from_slice(&obs[r * o..(r + 1) * o]);
+            row[o + r % n] = 1;
+        }
+        learner
+            .critic()
+            .forward(crate::critic::Input::U8(&x), &nets)
+    } else {
+        learner
+            .critic()
+            .forward(crate::critic::Input::U8(obs), &nets)
+    }
+    .map_err(train_err)?;
+    Ok(Some(q))
+}
+
+fn split_rows(values: Vec<f32>, width: usize) -> Vec<Vec<f32>> {
+    if width == 0 {
+        return Vec::new();
+    }
+    values.chunks_exact(width).map(<[f32]>::to_vec).collect()
+}
+
+impl Live {
+    /// Builds the run's learner for one arena, restores the newest checkpoint's parameters and
+    /// captures the first frame.
+    pub fn open(run: &Path, scenario: Option<&Path>, seed: u64) -> Result<Live, ViewError> {
+        let config = run.join("config.ron");
+        if !config.is_file() {
+            return Err(ViewError::Run(format!(
+                "{}: not a run directory (no config.ron)",
+                run.display()
+            )));
+        }
+        let mut cfg = RunConfig::load(&config).map_err(|e| ViewError::Run(e.to_string()))?;
+        let run_seeds = cfg.seeds.max(1);
+        cfg.arenas = 1;
+        cfg.seeds = 1;
+        cfg.seed = seed;
+        // The run's own scenario, as it trained on it (scenario.ron), else as configured.
+        let own = if run.join("scenario.ron").is_file() {
+            Scenario::load(&run.join("scenario.ron"))
+        } else {
+            load_scenario(&cfg)
+        }
+        .map_err(|e| ViewError::Run(format!("{}: its scenario: {e}", run.display())))?;
+        let loaded = match scenario {
+            Some(p) => {
+                cfg.scenario = Some(p.to_path_buf());
+                let other = Scenario::load(p).map_err(|e| ViewError::Run(e.to_string()))?;
+                check_fits(&own, &other, p)?;
+                other
+            }
+            None => own,
+        };
+        // Networks on the CPU: one arena needs no GPU, and the window owns the adapter.
+        cfg.device = crate::critic::Device::Cpu;
+        let device = crate::critic::choose_device(crate::critic::Device::Cpu).map_err(train_err)?;
+        let mut learner = Learner::new(&cfg, &loaded, &device).map_err(train_err)?;
+        let dir = RunDir::open(run).map_err(|e| ViewError::Run(e.to_string()))?;
+        // The networks' size must match exactly (a multi-seed run stores every replica's,
+        // replica 0 first): a smaller network must not take a prefix of a larger one.
+        let expected = learner.critic().params().map_err(train_err)?.len();
+        let found = dir
+            .load_latest()
+            .map_err(|e| ViewError::Checkpoint(e.to_string()))?
+            .params
+            .len();
+        if found != expected && found != expected * run_seeds {
+            return Err(ViewError::Checkpoint(format!(
+                "checkpoint of {}: {found} parameters, but the networks of its configuration \
+                 on this scenario have {expected}; the checkpoint does not fit",
+                run.display()
+            )));
+        }
+        let update = crate::train::eval::restore_params(&mut learner, &dir)
+            .map_err(|e| ViewError::Checkpoint(e.to_string()))?;
+        let q_label = match learner {
+            Learner::Pr2(_) => "E_rho[Q]",
+            _ => "Q",
+        };
+        let layout = learner.batch().layout().clone();
+        let mut live = Live {
+            run: run.to_path_buf(),
+            learner,
+            loaded,
+            layout,
+            seed,
+            update,
+            q_label,
+            has_models: false,
+            history: Vec::new(),
+            dropped: 0,
+        };
+        live.start()?;
+        Ok(live)
+    }
+
+    /// Captures the arena's current state as the first frame of a fresh history.
+    fn start(&mut self) -> Result<(), ViewError> {
+        let frame = self.learner.batch().with_arena(0, |layout, a| {
+            crate::systems::record::frame(layout, a, false)
+        });
+        let agents = frame.positions.len();
+        let f = self.capture(frame, true, &vec![0.0; agents])?;
+        self.history = vec![f];
+        self.dropped = 0;
+        Ok(())
+    }
+
+    /// What the networks say about `frame`: the batch's current state when `current`, else a
+    /// terminal state (observations rebuilt from the frame).
+    fn capture(
+        &mut self,
+        frame: Frame,
+        current: bool,
+        prev: &[f32],
+    ) -> Result<LiveFrame, ViewError> {
+        let (a, agents) = (self.layout.actions, self.layout.agents);
+        let returns = next_returns(prev, &frame, agents);
+        let details = if current {
+            let obs = self.learner.batch().buffers().obs.clone();
+            let q = match &mut self.learner {
+                Learner::Pr2(p) => Some(p.acting_values().map_err(train_err)?),
+                _ => q_rows(&mut self.learner, &obs)?,
+            };
+            self.has_models = self.learner.predict_opponents().map_err(train_err)?;
+            let predictions = if self.has_models {
+                self.learner.batch().opponent_predictions(0)
+            } else {
+                Vec::new()
+            };
+            Details {
+                obs: Some(obs),
+                obs_exact: true,
+                q: q.map(|q| split_rows(q, a)).unwrap_or_default(),
+                predictions,
+            }
+        } else {
+            let obs = rebuild_observations(&self.layout, &frame);
+            let q = match &obs {
+                Some(o) => q_rows(&mut self.learner, o)?,
+                None => None,
+            };
+            Details {
+                obs,
+                obs_exact: false,
+                q: q.map(|q| split_rows(q, a)).unwrap_or_default(),
+                predictions: Vec::new(),
+            }
+        };
+        Ok(LiveFrame {
+            frame,
+            details,
+            returns,
+        })
+    }
+
+    /// One greedy step; returns how many frames were dropped from the front of the history.
+    fn step(&mut self) -> Result<usize, ViewError> {
+        let actions = self.learner.greedy().map_err(train_err)?;
+        let batch = self.learner.batch();
+        if actions.len() != batch.actions_mut().len() {
+            return Err(ViewError::Live(format!(
+                "the policy gave {} actions for {} learners",
+                actions.len(),
+                batch.actions_mut().len()
+            )));
+        }
+        batch.start_recording(0);
+        batch.actions_mut().copy_from_slice(&actions);
+        let stepped = batch.step();
+        // Always stop recording, even when the step failed.
+        let frames = batch
+            .finish_recording()
+            .map(|r| r.frames)
+            .unwrap_or_default();
+        stepped.map_err(train_err)?;
+        // frames[0] is the state before the step; then the stepped state and, when the
+        // episode ended, the respawned one (the batch's current state is the last).
+        let new: Vec<Frame> = frames.into_iter().skip(1).collect();
+        let new = if new.is_empty() {
+            vec![self.learner.batch().snapshot(0)]
+        } else {
+            new
+        };
+        let count = new.len();
+        for (j, frame) in new.into_iter().enumerate() {
+            let prev = self
+                .history
+                .last()
+                .map(|f| f.returns.clone())
+                .unwrap_or_default();
+            let f = self.capture(frame, j + 1 == count, &prev)?;
+            self.history.push(f);
+        }
+        let over = self.history.len().saturating_sub(HISTORY_LIMIT);
+        if over > 0 {
+            self.history.drain(..over);
+            self.dropped += over;
+        }
+        Ok(over)
+    }
+
+    /// A fresh arena with `seed` (the networks are kept); the history starts over.
+    fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
+        let batch = EnvBatch::new(&self.loaded, 1, seed).map_err(train_err)?;
+        *self.learner.batch() = batch;
+        self.seed = seed;
+        self.start()
+    }
+}
+
+/// A scenario other than the run's must give its networks the same shapes.
+fn check_fits(own: &LoadedScenario, other: &LoadedScenario, path: &Path) -> Result<(), ViewError> {
+    let (a, b) = (Layout::derive(own), Layout::derive(other));
+    let mut problems = Vec::new();
+    if a.obs_len != b.obs_len {
+        problems.push(format!(
+            "observations of {} bytes, the run's networks read {}",
+            b.obs_len, a.obs_len
+        ));
+    }
+    if a.actions != b.actions {
+        problems.push(format!(
+            "{} actions, the run's networks have {}",
+            b.actions, a.actions
+        ));
+    }
+    if a.learners != b.learners {
+        problems.push(format!(
+            "{} learners, the run has {}",
+            b.learners, a.learners
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ViewError::Checkpoint(format!(
+            "{} does not fit the run's checkpoint: {}",
+            path.display(),
+            problems.join("; ")
+        )))
+    }
+}
+
+impl Source {
+    /// Frames available now (at least one).
+    pub fn frames(&self) -> usize {
+        match self {
+            Source::Replay(r) => r.rollout.frames.len(),
+            Source::Live(l) => l.history.len(),
+        }
+    }
+
+    /// The arena's layout.
+    pub fn layout(&self) -> &Layout {
+        match self {
+            Source::Replay(r) => &r.layout,
+            Source::Live(l) => &l.layout,
+        }
+    }
+
+    /// Frame `i` (clamped to the last).
+    pub fn frame(&self, i: usize) -> Option<&Frame> {
+        match self {
+            Source::Replay(r) => r.rollout.frames.get(i.min(self.frames().saturating_sub(1))),
+            Source::Live(l) => l
+                .history
+                .get(i.min(self.frames().saturating_sub(1)))
+                .map(|f| &f.frame),
+        }
+    }
+
+    /// Episode returns per slot after frame `i`.
+    pub fn returns(&self, i: usize) -> &[f32] {
+        let last = self.frames().saturating_sub(1);
+        match self {
+            Source::Replay(r) => r.returns.get(i.min(last)).map_or(&[][..], |v| &v[..]),
+            Source::Live(l) => l
+                .history
+                .get(i.min(last))
+                .map_or(&[][..], |f| &f.returns[..]),
+        }
+    }
+
+    /// Observations, Q-values and predictions at frame `i`.
+    pub fn details(&mut self, i: usize) -> Details {
+        let last = self.frames().saturating_sub(1);
+        let i = i.min(last);
+        match self {
+            Source::Replay(r) => {
+                if let Some((k, d)) = &r.cache
+                    && *k == i
+                {
+                    return d.clone();
+                }
+                let obs = r
+                    .rollout
+                    .frames
+                    .get(i)
+                    .and_then(|f| rebuild_observations(&r.layout, f));
+                let d = Details {
+                    obs,
+                    ..Details::default()
+                };
+                r.cache = Some((i, d.clone()));
+                d
+            }
+            Source::Live(l) => l
+                .history
+                .get(i)
+                .map(|f| f.details.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether frames can be added (live).
+    pub fn is_live(&self) -> bool {
+        matches!(self, Source::Live(_))
+    }
+
+    /// Adds one live frame; returns frames dropped from the front.
+    pub fn extend(&mut self) -> Result<usize, ViewError> {
+        match self {
+            Source::Replay(_) => Ok(0),
+            Source::Live(l) => l.step(),
+        }
+    }
+
+    /// A fresh live arena with `seed`.
+    pub fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
+        match self {
+            Source::Replay(_) => Ok(()),
+            Source::Live(l) => l.restart(seed),
+        }
+    }
+
+    /// Frames dropped from the front of the history (live), for absolute frame numbers.
+    pub fn dropped(&self) -> usize {
+        match self {
+            Source::Replay(_) => 0,
+            Source::Live(l) => l.dropped,
+        }
+    }
+
+    /// One line saying what is shown.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Replay(r) => format!(
+                "rollout {} ({}, seed {}, arena {})",
+                r.path.display(),
+                r.rollout.scenario.name,
+                r.rollout.seed,
+                r.rollout.arena
+            ),
+            Source::Live(l) => format!(
+                "run {} (update {}, {}), arena seed {}",
+                l.run.display(),
+                l.update,
+                l.loaded.scenario.name,
+                l.seed
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::config::{Algo, RhoForm};
+
+    /// Every learner kind shows its values and, with opponent models, each learner's predicted
+    /// distributions over every other learner's actions.
+    #[test]
+    fn live_frames_carry_values_and_predictions_for_every_algorithm() {
+        for (k, algo) in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql].into_iter().enumerate() {
+            let dir = std::env::temp_dir().join(format!(
+                "gridarena-viewer-source-{k}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let cfg = RunConfig {
+                scenario: Some("assets/scenarios/pursuit_3.ron".into()),
+                algo,
+                device: crate::critic::Device::Cpu,
+                arenas: 4,
+                rollout: 4,
+                minibatches: 1,
+                hidden: 8,
+                layers: 1,
+                total_steps: 4 * 4 * 2,
+                opponent_models: true,
+                rho: RhoForm::Model,
+                min_replay: 8,
+                batch_size: 16,
+                cer: 4,
+                replay_capacity: 1024,
+                ..Default::default()
+            };
+            crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+            let mut live = Live::open(&dir, None, 3).unwrap();
+            let (n, a) = (live.layout.learners, live.layout.actions);
+            for _ in 0..3 {
+                live.step().unwrap();
+            }
+            let d = &live.history.last().unwrap().details;
+            assert_eq!(d.q.len(), n, "{algo:?}");
+            assert!(d.q.iter().all(|q| q.len() == a), "{algo:?}");
+            assert!(live.has_models, "{algo:?}");
+            assert_eq!(d.predictions.len(), n, "{algo:?}");
+            for p in &d.predictions {
+                assert_eq!(p.len(), (n - 1) * a, "{algo:?}");
+                for dist in p.chunks_exact(a) {
+                    let sum: f32 = dist.iter().sum();
+                    assert!((sum - 1.0).abs() < 1e-3, "{algo:?}: {dist:?}");
+                }
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}

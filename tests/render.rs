@@ -1,0 +1,223 @@
+//! The renderer draws known states with the right colours where walls, agents and items are
+//! (offscreen, on lavapipe in CI), and `gridarena render` writes a GIF and PNG frames.
+
+use std::path::Path;
+
+#[cfg(feature = "gpu")]
+use gridarena::layout::Layout;
+#[cfg(feature = "gpu")]
+use gridarena::render::gpu::Offscreen;
+use gridarena::render::scene::extract;
+#[cfg(feature = "gpu")]
+use gridarena::render::scene::{FLOOR, TOKEN, WALL, palette};
+#[cfg(feature = "gpu")]
+use gridarena::rollout::Frame;
+use gridarena::scenario::Scenario;
+
+#[cfg(feature = "gpu")]
+fn offscreen() -> Option<Offscreen> {
+    match Offscreen::new() {
+        Ok(g) => Some(g),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("\n!!! SKIPPING RENDER TEST: {e}\n");
+            None
+        }
+        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    }
+}
+
+#[cfg(feature = "gpu")]
+fn frame(positions: Vec<(i16, i16)>, facing: Vec<u8>, items: Vec<u8>) -> Frame {
+    let n = positions.len();
+    Frame {
+        t: 0,
+        episode: 0,
+        alive: vec![true; n],
+        positions,
+        facing,
+        carry: Vec::new(),
+        items,
+        actions: Vec::new(),
+        rewards: Vec::new(),
+        terminated: false,
+        truncated: false,
+    }
+}
+
+/// The RGB at the centre of cell (x, y).
+#[cfg(feature = "gpu")]
+fn at(rgba: &[u8], width: u32, cell: u32, x: u32, y: u32, dx: u32, dy: u32) -> [u8; 3] {
+    let (px, py) = (x * cell + dx, y * cell + dy);
+    let i = ((py * width + px) * 4) as usize;
+    [rgba[i], rgba[i + 1], rgba[i + 2]]
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn walls_agents_and_items_have_their_colours_at_their_cells() {
+    let Some(mut gpu) = offscreen() else {
+        return;
+    };
+    let cell = 16;
+    // pursuit_3: 7x7, obstacles at (1,1), (5,1), (3,3), (1,5), (5,5); 2 pursuers, 1 evader.
+    let loaded = Scenario::load(Path::new("assets/scenarios/pursuit_3.ron")).unwrap();
+    let layout = Layout::derive(&loaded);
+    let colors = palette(&layout);
+    assert_ne!(colors[0], colors[1], "each agent its own colour");
+    assert_ne!(colors[0], colors[2]);
+    let f = frame(vec![(0, 0), (6, 6), (2, 4)], Vec::new(), Vec::new());
+    let (w, h, rgba) = gpu.render(&extract(&layout, &f, None), cell).unwrap();
+    assert_eq!((w, h), (7 * cell, 7 * cell));
+    let c = cell / 2;
+    assert_eq!(at(&rgba, w, cell, 3, 3, c, c), WALL, "obstacle");
+    assert_eq!(at(&rgba, w, cell, 1, 5, c, c), WALL, "obstacle");
+    assert_eq!(at(&rgba, w, cell, 4, 0, c, c), FLOOR, "free cell");
+    assert_eq!(at(&rgba, w, cell, 0, 0, c, c), colors[0], "pursuer 0");
+    assert_eq!(at(&rgba, w, cell, 6, 6, c, c), colors[1], "pursuer 1");
+    assert_eq!(at(&rgba, w, cell, 2, 4, c, c), colors[2], "evader");
+    // Agents are discs: the cell's corner shows the floor.
+    assert_eq!(at(&rgba, w, cell, 0, 0, 1, 1), FLOOR, "disc, not square");
+
+    // gift_refinements: a token item and a facing triangle.
+    let loaded = Scenario::load(Path::new("assets/scenarios/gift_refinements.ron")).unwrap();
+    let layout = Layout::derive(&loaded);
+    let colors = palette(&layout);
+    let mut items = vec![0u8; layout.width * layout.height];
+    items[2 * layout.width + 3] = 1; // token at (3, 2)
+    let positions = vec![(5, 5), (6, 5), (7, 5), (8, 5), (9, 5), (10, 5)];
+    let f = frame(positions, vec![0, 1, 2, 3, 0, 0], items);
+    let (w, _, rgba) = gpu.render(&extract(&layout, &f, Some(1)), cell).unwrap();
+    assert_eq!(at(&rgba, w, cell, 3, 2, c, c), TOKEN, "token");
+    assert_eq!(at(&rgba, w, cell, 0, 0, c, c), WALL, "border wall");
+    // Agent 0 faces north: the triangle sits above the centre, the disc colour below it.
+    assert_eq!(
+        at(&rgba, w, cell, 10, 5, c, c + 4),
+        colors[5],
+        "agent 5 body"
+    );
+    let tip = at(&rgba, w, cell, 5, 5, c, c - 4);
+    assert!(
+        tip.iter().all(|v| *v < 60),
+        "facing marker above agent 0: {tip:?}"
+    );
+    let below = at(&rgba, w, cell, 5, 5, c, c + 5);
+    assert_eq!(below, colors[0], "agent 0 body below the marker");
+    // Agent 1 (selected) faces east: marker to the right of its centre.
+    let right = at(&rgba, w, cell, 6, 5, c + 4, c);
+    assert!(right.iter().all(|v| *v < 60), "east marker: {right:?}");
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn render_writes_a_gif_and_png_frames_of_a_rollout() {
+    if offscreen().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("gridarena-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gridarena");
+    let rollout = dir.join("r.ron");
+    let ok = std::process::Command::new(bin)
+        .args([
+            "rollout",
+            "--scenario",
+            "assets/scenarios/pursuit.ron",
+            "--seed",
+            "2",
+            "--steps",
+            "30",
+            "--out",
+        ])
+        .arg(&rollout)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let gif = dir.join("r.gif");
+    let out = std::process::Command::new(bin)
+        .arg("render")
+        .arg(&rollout)
+        .arg("--out")
+        .arg(&gif)
+        .args(["--cell", "8"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("rendered 31 frames of 128x128 px"), "{text}");
+    let bytes = std::fs::read(&gif).unwrap();
+    assert_eq!(&bytes[..6], b"GIF89a");
+    let mut decoder = gif::DecodeOptions::new();
+    decoder.set_color_output(gif::ColorOutput::RGBA);
+    let mut d = decoder
+        .read_info(std::fs::File::open(&gif).unwrap())
+        .unwrap();
+    let mut frames = 0;
+    while d.read_next_frame().unwrap().is_some() {
+        frames += 1;
+    }
+    assert_eq!(frames, 31);
+    let pngs = dir.join("frames");
+    let ok = std::process::Command::new(bin)
+        .arg("render")
+        .arg(&rollout)
+        .arg("--out")
+        .arg(&pngs)
+        .args(["--frames", "4"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(pngs.join("frame_00003.png").exists() && !pngs.join("frame_00004.png").exists());
+    // An unreadable rollout is refused with the path.
+    let bad = dir.join("bad.ron");
+    std::fs::write(&bad, "not a rollout").unwrap();
+    let out = std::process::Command::new(bin)
+        .arg("render")
+        .arg(&bad)
+        .arg("--out")
+        .arg(dir.join("x.gif"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.ron"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_render_system_extracts_the_watched_arena_after_every_step() {
+    let loaded = Scenario::load(Path::new("assets/scenarios/pursuit_3.ron")).unwrap();
+    let mut batch = gridarena::engine::EnvBatch::new(&loaded, 4, 9).unwrap();
+    assert!(batch.render_scene().is_none(), "off unless watched");
+    batch.watch_render(2, Some(1));
+    let layout = batch.layout().clone();
+    let mut policy = gridarena::bench::RandomPolicy::new(3, 4, layout.actions);
+    let mut moved = 0;
+    for _ in 0..20 {
+        let before = batch.render_scene().unwrap().clone();
+        policy.act(batch.actions_mut());
+        batch.step().unwrap();
+        let scene = batch.render_scene().unwrap().clone();
+        let want = extract(&layout, &batch.snapshot(2), Some(1));
+        assert_eq!(
+            scene, want,
+            "the system's scene is the extraction of arena 2"
+        );
+        moved += usize::from(scene != before);
+    }
+    assert!(
+        moved > 10,
+        "the scene follows the arena ({moved} of 20 steps changed it)"
+    );
+    batch.stop_render();
+    let frozen = batch.render_scene().unwrap().clone();
+    policy.act(batch.actions_mut());
+    batch.step().unwrap();
+    assert_eq!(
+        batch.render_scene().unwrap(),
+        &frozen,
+        "stopped: no more extraction"
+    );
+}
