@@ -13,7 +13,7 @@ use super::obs::{ObsImage, obs_image};
 use super::paint::{GridCallback, install};
 use super::source::{Details, Source};
 use crate::layout::Layout;
-use crate::render::scene::{extract, palette};
+use crate::render::scene::palette;
 
 /// How the window ended, when that matters to the caller: the screenshot written (or why not),
 /// or a live-mode failure.
@@ -372,11 +372,9 @@ impl ViewerApp {
                 None
             };
         }
-        let layout = self.source.layout();
-        let Some(frame) = self.source.frame(self.cursor) else {
+        let Some(scene) = self.source.scene(self.cursor, self.selected) else {
             return;
         };
-        let scene = extract(layout, frame, self.selected);
         ui.painter().add(egui_wgpu::Callback::new_paint_callback(
             rect,
             GridCallback { scene },

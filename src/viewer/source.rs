@@ -7,6 +7,7 @@ use super::ViewError;
 use crate::components::{Alive, Carry, Facing, GridPos};
 use crate::engine::EnvBatch;
 use crate::layout::{Layout, Rules};
+use crate::render::scene::{Scene, extract};
 use crate::rollout::{Frame, Rollout};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::substrate::ArenaState;
@@ -533,6 +534,24 @@ impl Source {
                 .get(i.min(self.frames().saturating_sub(1)))
                 .map(|f| &f.frame),
         }
+    }
+
+    /// The scene of frame `i` with `selected` marked. For the newest live frame (the batch's
+    /// current state) it comes from the batch's render system; older frames are extracted from
+    /// the history.
+    pub fn scene(&mut self, i: usize, selected: Option<usize>) -> Option<Scene> {
+        let last = self.frames().saturating_sub(1);
+        if let Source::Live(l) = self
+            && i >= last
+        {
+            let batch = l.learner.batch();
+            batch.watch_render(0, selected);
+            if let Some(scene) = batch.render_scene() {
+                return Some(scene.clone());
+            }
+        }
+        let frame = self.frame(i)?;
+        Some(extract(self.layout(), frame, selected))
     }
 
     /// Episode returns per slot after frame `i`.
