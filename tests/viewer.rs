@@ -8,6 +8,7 @@
 #![cfg(feature = "viewer")]
 
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -112,7 +113,16 @@ fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
 /// as RGBA whatever the surface format, Bgra8Unorm included, so the order is checked exactly).
 fn check_screenshot(shot: &Path, colors: &[[u8; 3]]) {
     assert!(shot.is_file(), "no screenshot at {}", shot.display());
-    eprintln!("screenshot artifact: {}", shot.display());
+    // Kept under the target directory and named in the log even when the test passes (the
+    // harness captures print macros, not writes to the stderr handle).
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "viewer_{}",
+        shot.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("screenshot.png")
+    ));
+    std::fs::copy(shot, &kept).unwrap();
+    let _ = writeln!(std::io::stderr(), "screenshot artifact: {}", kept.display());
     let (w, h, pixels) = decode(shot);
     assert!(w >= 400 && h >= 300, "screenshot of {w}x{h}");
     let distinct: HashSet<[u8; 3]> = pixels.iter().copied().collect();
