@@ -15,7 +15,6 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
 
 use super::config::{CriticForm, RhoForm, RunConfig};
 use super::opponent::{ConditionalModels, OpponentScores, ScoreMean};
@@ -23,7 +22,7 @@ use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, optimiser};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
 use crate::critic::pr2::{HeadForm, Pr2Head, Scratch};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
-use crate::engine::{BatchState, EnvBatch};
+use crate::engine::EnvBatch;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 
@@ -208,27 +207,10 @@ pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
         .max(1)
 }
 
-/// PR2-IQL's evolving state beyond the online parameters and Adam (checkpoints). The replay
-/// is not saved: a resumed run refills it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Pr2State {
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Learner steps done.
-    pub learner_steps: u64,
-    /// Exploration streams.
-    pub explore: Vec<ChaCha8Rng>,
-    /// Sequence sampling stream.
-    pub sampler: ChaCha8Rng,
-    /// Target parameters.
-    pub target: Vec<f32>,
-    /// The conditional opponent models' parameters, when trained.
-    pub models: Option<Vec<f32>>,
-    /// The arenas.
-    pub batch: BatchState,
-}
+/// PR2-IQL's evolving state beyond the online parameters and Adam (checkpoints): the same
+/// fields as IQL's (`models` holds the conditional opponent models). The replay is not saved: a
+/// resumed run refills it.
+pub type Pr2State = super::iql::IqlState;
 
 /// A PR2-IQL learner with its arenas.
 pub struct Pr2Iql {
