@@ -14,7 +14,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use rayon::prelude::*;
 
-use gridarena::bench::{RandomPolicy, median};
+use gridarena::bench::median;
+use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
 use gridarena::layout::Layout;
 use gridarena::rng::{Purpose, below, stream};

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod layout;
 pub mod metrics;
+pub mod policy;
 pub mod render;
 pub mod rng;
 pub mod rollout;

@@ -866,7 +866,7 @@ fn rollout(args: RolloutArgs) -> Result<()> {
     let (loaded, name) = load(args.scenario.as_deref())?;
     let mut batch = EnvBatch::new(&loaded, args.arenas, args.seed)?;
     let mut policy =
-        gridarena::bench::RandomPolicy::new(args.seed, args.arenas, batch.layout().actions);
+        gridarena::policy::RandomPolicy::new(args.seed, args.arenas, batch.layout().actions);
     batch.start_recording(0);
     batch.start_episode_log(100_000);
     with_pool(None, || -> Result<()> {

@@ -1,7 +1,7 @@
 //! The same seed gives the same trajectories whatever the thread count, for every shipped
 //! scenario; another seed gives others.
 
-use gridarena::bench::RandomPolicy;
+use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
 

@@ -3,7 +3,7 @@
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
 
-use gridarena::bench::RandomPolicy;
+use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::Scenario;
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use gridarena::bench::RandomPolicy;
+use gridarena::policy::RandomPolicy;
 use gridarena::components::{Alive, AppliedAction, GridPos};
 use gridarena::engine::EnvBatch;
 use gridarena::layout::{Layout, Rules};

@@ -193,7 +193,7 @@ fn the_render_system_extracts_the_watched_arena_after_every_step() {
     assert!(batch.render_scene().is_none(), "off unless watched");
     batch.watch_render(2, Some(1));
     let layout = batch.layout().clone();
-    let mut policy = gridarena::bench::RandomPolicy::new(3, 4, layout.actions);
+    let mut policy = gridarena::policy::RandomPolicy::new(3, 4, layout.actions);
     let mut moved = 0;
     for _ in 0..20 {
         let before = batch.render_scene().unwrap().clone();

@@ -313,7 +313,7 @@ fn observations_rebuilt_from_frames_match_the_live_ones() {
             }
             _ => layout.obs_len,
         };
-        let mut policy = gridarena::bench::RandomPolicy::new(3, 1, layout.actions);
+        let mut policy = gridarena::policy::RandomPolicy::new(3, 1, layout.actions);
         let mut actions = vec![0u8; batch.actions_mut().len()];
         for step in 0..40 {
             let frame = batch.snapshot(0);

@@ -8,7 +8,7 @@ use super::Learner;
 use super::config::RunConfig;
 use super::run_dir::RunDir;
 use super::{RunError, load_scenario};
-use crate::bench::RandomPolicy;
+use crate::policy::RandomPolicy;
 use crate::critic::Chosen;
 use crate::metrics::{EpisodeSummary, summarize};
 

@@ -787,7 +787,7 @@ mod tests {
     use eframe::egui::{Event, PointerButton, Pos2, RawInput, Rect, vec2};
 
     use super::*;
-    use crate::bench::RandomPolicy;
+    use crate::policy::RandomPolicy;
     use crate::engine::EnvBatch;
     use crate::rollout::Rollout;
     use crate::scenario::Scenario;

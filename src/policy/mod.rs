@@ -1,0 +1,5 @@
+//! Policies: what picks every learner's action in every arena.
+
+mod random;
+
+pub use random::RandomPolicy;
