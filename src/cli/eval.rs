@@ -1,0 +1,93 @@
+//! `gridarena eval`: a run's newest checkpoint, greedy policy against a uniformly random one
+//! (returns, confidence intervals, social metrics); with `--nashconv`, its exploitability
+//! (see [`super::nashconv`]).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use gridarena::train::eval::{EvalReport, evaluate};
+
+use super::common::with_pool;
+use super::nashconv::{self, NashConvArgs};
+
+#[derive(Args, Debug)]
+pub(crate) struct EvalArgs {
+    /// Run directory.
+    #[arg(long)]
+    run: PathBuf,
+    /// Episodes per policy.
+    #[arg(long, default_value_t = 100)]
+    episodes: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Critic device.
+    #[arg(long, value_enum, default_value = "auto")]
+    device: gridarena::critic::Device,
+    // The `--nashconv` flags: measure exploitability instead.
+    #[command(flatten)]
+    nashconv: NashConvArgs,
+}
+
+/// Evaluates the run and prints a table per policy (or one JSON object with `--json`).
+pub(crate) fn run(args: EvalArgs) -> Result<()> {
+    if let Some(method) = args.nashconv.nashconv {
+        return with_pool(None, || {
+            nashconv::run(
+                &args.nashconv,
+                method,
+                &args.run,
+                args.episodes,
+                args.json,
+                args.device,
+            )
+        })?;
+    }
+    let device = gridarena::critic::choose_device(args.device)?;
+    let report = with_pool(None, || {
+        evaluate(&args.run, args.episodes, &device).map_err(anyhow::Error::from)
+    })??;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    print_report(&report);
+    Ok(())
+}
+
+fn print_report(report: &EvalReport) {
+    println!(
+        "{} episodes per policy, checkpoint of update {}",
+        report.episodes, report.update
+    );
+    for (name, r) in [
+        ("greedy policy", &report.policy),
+        ("random policy", &report.random),
+    ] {
+        let per: Vec<String> = r
+            .per_agent
+            .iter()
+            .zip(&r.per_agent_ci95)
+            .map(|(m, c)| format!("{m:.2}±{c:.2}"))
+            .collect();
+        println!(
+            "{name}: mean return {:.3} ± {:.3} (95% CI); per agent [{}]",
+            r.mean_return,
+            r.ci95,
+            per.join(", ")
+        );
+        let counters: Vec<String> = r
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.2}"))
+            .collect();
+        println!(
+            "  collective {:.2}, equality {:.3}; per episode: {}",
+            r.collective_return,
+            r.equality,
+            counters.join(", ")
+        );
+    }
+}

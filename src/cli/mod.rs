@@ -1,0 +1,19 @@
+//! The commands of the `gridarena` binary, one module each; `main.rs` parses and dispatches.
+//!
+//! Each command module holds its clap arguments (`...Args`) and a `run` function that does the
+//! work through the library and prints the result. What several commands share (scenario
+//! loading, the one-line scenario description, run configs, the worker pool) is in [`common`].
+
+pub(crate) mod bench;
+pub(crate) mod check;
+pub(crate) mod common;
+pub(crate) mod eval;
+pub(crate) mod nashconv;
+pub(crate) mod plan;
+pub(crate) mod plot;
+#[cfg(feature = "gpu")]
+pub(crate) mod render;
+pub(crate) mod rollout;
+pub(crate) mod train;
+#[cfg(feature = "viewer")]
+pub(crate) mod view;

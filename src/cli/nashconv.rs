@@ -1,0 +1,112 @@
+//! `gridarena eval --nashconv`: the exploitability of a run's greedy joint policy, exactly (value
+//! iteration over every state) or learned (trained best responses, a lower bound).
+
+use std::path::Path;
+
+use anyhow::Result;
+use clap::Args;
+
+use gridarena::analysis::learned::{LearnedOptions, learned};
+use gridarena::train::eval::evaluate;
+
+#[derive(Args, Debug)]
+pub(crate) struct NashConvArgs {
+    /// Measure exploitability instead: NashConv of the greedy joint policy, exactly (value
+    /// iteration over every state) or learned (trained best responses: a lower bound).
+    #[arg(long, value_enum)]
+    pub(crate) nashconv: Option<NashConvMethod>,
+    /// With --nashconv: only this learner's gain.
+    #[arg(long)]
+    agent: Option<usize>,
+    /// With --nashconv exact: memory budget, e.g. 1GiB (default: 3/4 of the available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+    /// With --nashconv learned: environment steps of best-response training per learner.
+    #[arg(long, default_value_t = 1_000_000)]
+    br_steps: u64,
+}
+
+/// How `eval --nashconv` computes NashConv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum NashConvMethod {
+    /// Value iteration over every state, successors from the rules on the fly.
+    Exact,
+    /// Train a best response per learner against the frozen others (a lower bound).
+    Learned,
+}
+
+impl NashConvMethod {
+    /// The suffix of the report file the analysis writes into the run (`nashconv_<name>.json`).
+    fn file_stem(self) -> &'static str {
+        match self {
+            NashConvMethod::Exact => "exact",
+            NashConvMethod::Learned => "learned",
+        }
+    }
+}
+
+/// Evaluates the run (`episodes` per policy), adds the NashConv analysis' fields to the report
+/// and prints it (one JSON object with `json`).
+pub(crate) fn run(
+    args: &NashConvArgs,
+    method: NashConvMethod,
+    run: &Path,
+    episodes: usize,
+    json: bool,
+    device: gridarena::critic::Device,
+) -> Result<()> {
+    let device = gridarena::critic::choose_device(device)?;
+    let progress = !json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let report = evaluate(run, episodes, &device)?;
+    let mut value = serde_json::to_value(&report)?;
+    let result = match method {
+        NashConvMethod::Exact => {
+            let budget = args
+                .memory_budget
+                .unwrap_or_else(gridarena::train::plan::default_budget);
+            serde_json::to_value(gridarena::analysis::run::exact(
+                run, &device, args.agent, budget, progress,
+            )?)?
+        }
+        NashConvMethod::Learned => serde_json::to_value(learned(
+            run,
+            &device,
+            args.agent,
+            LearnedOptions {
+                steps: args.br_steps,
+                episodes,
+            },
+            progress,
+        )?)?,
+    };
+    if let (Some(obj), Some(res)) = (value.as_object_mut(), result.as_object()) {
+        for (k, v) in res {
+            obj.insert(k.clone(), v.clone());
+        }
+    }
+    if json {
+        println!("{value}");
+        return Ok(());
+    }
+    let get = |k: &str| value.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    println!(
+        "checkpoint of update {}: NashConv {} ({}), {} s",
+        report.update,
+        get("nashconv"),
+        get("method").as_str().unwrap_or(""),
+        get("seconds")
+    );
+    println!("per-agent gain: {}", get("per_agent_gain"));
+    if let Some(ci) = value.get("per_agent_ci95") {
+        println!("95% intervals: {ci}; the learned value is a lower bound on NashConv");
+    }
+    if let Some(states) = value.get("states") {
+        println!("states: {states}; sweeps per solve: {}", get("sweeps"));
+    }
+    println!(
+        "written to {}",
+        run.join(format!("nashconv_{}.json", method.file_stem()))
+            .display()
+    );
+    Ok(())
+}

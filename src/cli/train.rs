@@ -1,0 +1,168 @@
+//! `gridarena train` (also the default command): train every learner of a scenario into a run
+//! directory, with a progress bar, checkpoints, resume and a clean stop on Ctrl-C.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use gridarena::scenario::DEFAULT_SCENARIO_NAME;
+use gridarena::train::config::RunConfig;
+use gridarena::train::{TrainOptions, TrainSummary};
+
+use super::common::{apply_sets, load_config, with_pool};
+
+#[derive(Args, Debug, Default)]
+pub(crate) struct TrainArgs {
+    /// Run configuration (RON, see assets/runs/); defaults when omitted.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Scenario file (overrides the config's).
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Algorithm (overrides the config's).
+    #[arg(long, value_enum)]
+    algo: Option<gridarena::train::config::Algo>,
+    /// Environment steps to train for (overrides the config's total_steps).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Run seed (overrides the config's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Train this many independent replicas (seeds seed..seed + S) in one process.
+    #[arg(long)]
+    seeds: Option<usize>,
+    /// Critic device (overrides the config's).
+    #[arg(long, value_enum)]
+    device: Option<gridarena::critic::Device>,
+    /// Run directory (default runs/<name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the run in this directory from its newest checkpoint.
+    #[arg(long, conflicts_with_all = ["config", "out"])]
+    resume: Option<PathBuf>,
+    /// Set any config field: key=value (RON value), repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Memory budget for the preflight, e.g. 2GiB (default: 3/4 of the available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+}
+
+/// Resolves the config (file or resumed run, then flags, then `--set`), trains and prints a
+/// summary of the run.
+pub(crate) fn run(args: TrainArgs) -> Result<()> {
+    let (mut cfg, resume) = match &args.resume {
+        Some(run) => {
+            let cfg = RunConfig::load(&run.join("config.ron"))
+                .with_context(|| format!("resuming {}", run.display()))?;
+            (cfg, true)
+        }
+        None => (load_config(args.config.as_deref(), &[])?, false),
+    };
+    apply_overrides(&mut cfg, &args)?;
+    cfg.validate()?;
+    let out = match &args.resume {
+        Some(run) => run.clone(),
+        None => args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("runs").join(&cfg.name)),
+    };
+    let stop = install_stop_handler()?;
+    let scenario = cfg
+        .scenario
+        .as_ref()
+        .map_or(DEFAULT_SCENARIO_NAME.to_string(), |p| {
+            p.display().to_string()
+        });
+    println!(
+        "training {:?} on {scenario}: {} env steps ({} updates of {} arenas x {} steps){}",
+        cfg.algo,
+        cfg.total_steps,
+        cfg.updates(),
+        cfg.arenas,
+        cfg.rollout,
+        if resume { ", resuming" } else { "" }
+    );
+    let opts = TrainOptions {
+        resume,
+        progress: true,
+        stop,
+        until_update: None,
+        memory_budget: args.memory_budget,
+    };
+    let summary = with_pool(None, || {
+        gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)
+    })??;
+    print_summary(&summary);
+    Ok(())
+}
+
+/// The command-line flags over the config's values, then every `--set`, in that order.
+fn apply_overrides(cfg: &mut RunConfig, args: &TrainArgs) -> Result<()> {
+    if let Some(s) = &args.scenario {
+        cfg.scenario = Some(s.clone());
+    }
+    if let Some(a) = args.algo {
+        cfg.algo = a;
+    }
+    if let Some(n) = args.steps {
+        cfg.total_steps = n;
+    }
+    if let Some(s) = args.seed {
+        cfg.seed = s;
+    }
+    if let Some(s) = args.seeds {
+        cfg.seeds = s;
+    }
+    if let Some(d) = args.device {
+        cfg.device = d;
+    }
+    apply_sets(cfg, &args.set)
+}
+
+/// The first Ctrl-C asks training to checkpoint and stop after the current update; a second one
+/// exits at once with status 130.
+fn install_stop_handler() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!("\nsecond interrupt: exiting without a checkpoint");
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\ninterrupt: finishing the current update and saving a checkpoint (Ctrl-C again to abort)"
+        );
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+fn print_summary(summary: &TrainSummary) {
+    let total = (summary.sim_seconds + summary.learn_seconds).max(1e-9);
+    println!(
+        "{} {}: {} updates, {} env steps in {:.1} s ({:.0} env steps/s; {:.0}% simulation, {:.0}% learning) on {}",
+        if summary.interrupted {
+            "stopped"
+        } else {
+            "finished"
+        },
+        summary.run.display(),
+        summary.updates,
+        summary.env_steps,
+        summary.seconds,
+        summary.env_steps as f64 / summary.seconds.max(1e-9),
+        100.0 * summary.sim_seconds / total,
+        100.0 * summary.learn_seconds / total,
+        summary.device
+    );
+    println!(
+        "metrics: {}/metrics.jsonl, curve: {}/learning_curve.png",
+        summary.run.display(),
+        summary.run.display()
+    );
+}
