@@ -20,6 +20,27 @@ use crate::systems::record::{Recorder, frame};
 use crate::systems::{Arenas, ONE_TABLE};
 
 /// A batch of arenas of one scenario.
+///
+/// The caller writes every learner's action into [`EnvBatch::actions_mut`] (`[B, N]`,
+/// arena-major), calls [`EnvBatch::step`], and reads observations, rewards and episode ends from
+/// [`EnvBatch::buffers`]. Arenas whose episode ended reset themselves during the step.
+///
+/// ```
+/// use gridarena::engine::EnvBatch;
+/// use gridarena::scenario::Scenario;
+///
+/// let loaded = Scenario::load("assets/scenarios/prisoners_dilemma.ron".as_ref())?;
+/// let mut batch = EnvBatch::new(&loaded, 8, 42)?;
+/// assert_eq!(batch.actions_mut().len(), 8 * 2); // 8 arenas x 2 players
+/// // Both players cooperate (action 0) in every arena: 3 each, as the payoff table says.
+/// batch.actions_mut().fill(0);
+/// batch.step()?;
+/// assert!(batch.buffers().rewards.iter().all(|&r| r == 3.0));
+/// // Actions out of range are refused, not clamped.
+/// batch.actions_mut()[0] = 7;
+/// assert!(batch.step().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct EnvBatch {
     world: World,
     step: Schedule,

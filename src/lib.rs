@@ -4,6 +4,30 @@
 //! derived from it, an [`engine::EnvBatch`] spawns B arenas into one bevy World whose
 //! [`schedule`] steps them all at once through the [`systems`], which call the rules in
 //! [`substrate`]. Learners read the dense buffers in [`components::StepBuffers`].
+//!
+//! Stepping a batch from Rust with a policy of your own (here: every learner always moves
+//! right; `examples/` has longer versions, and training from code):
+//!
+//! ```
+//! use gridarena::engine::EnvBatch;
+//! use gridarena::scenario::Scenario;
+//!
+//! // The embedded default scenario: PettingZoo SISL Pursuit v5 (8 learning pursuers).
+//! let loaded = Scenario::default_pursuit();
+//! let mut batch = EnvBatch::new(&loaded, 4, 0)?;
+//! let (learners, obs_len) = (batch.layout().learners, batch.layout().obs_len);
+//! let mut total = 0.0;
+//! for _ in 0..10 {
+//!     // `[B, N]` actions, arena-major; the Move5 action set: 0 left, 1 right, 2 up, 3 down, 4 stay.
+//!     batch.actions_mut().fill(1);
+//!     batch.step()?;
+//!     let b = batch.buffers();
+//!     assert_eq!(b.obs.len(), 4 * learners * obs_len); // `[B, N, O]` observation bytes
+//!     total += b.rewards.iter().sum::<f32>(); // `[B, N]` rewards of the last step
+//! }
+//! assert!(total.is_finite());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod analysis;
 pub mod atomic;

@@ -366,6 +366,16 @@ pub struct LoadedScenario {
 
 impl Scenario {
     /// Reads and validates a scenario file.
+    ///
+    /// ```
+    /// use gridarena::scenario::Scenario;
+    ///
+    /// let loaded = Scenario::load("assets/scenarios/pursuit_3.ron".as_ref())?;
+    /// assert_eq!(loaded.scenario.name, "pursuit_3");
+    /// assert_eq!(loaded.scenario.learners_per_arena(), 3);
+    /// assert_eq!((loaded.grid.width, loaded.grid.height), (7, 7));
+    /// # Ok::<(), gridarena::error::ScenarioError>(())
+    /// ```
     pub fn load(path: &Path) -> Result<LoadedScenario, ScenarioError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -381,6 +391,27 @@ impl Scenario {
     }
 
     /// Parses and validates scenario text; `file` names it in errors.
+    ///
+    /// ```
+    /// use gridarena::scenario::Scenario;
+    ///
+    /// let src = r#"Scenario(
+    ///     name: "stag_hunt",
+    ///     substrate: MatrixGame((
+    ///         actions: 2,
+    ///         payoffs: [[4.0, 4.0], [0.0, 3.0], [3.0, 0.0], [3.0, 3.0]],
+    ///     )),
+    ///     roles: [(kind: player, count: 2)],
+    ///     max_steps: 8,
+    /// )"#;
+    /// let loaded = Scenario::parse(src, "stag_hunt.ron")?;
+    /// assert_eq!(loaded.scenario.action_set().len(), 2);
+    ///
+    /// // Every problem is reported with file:line:column.
+    /// let err = Scenario::parse(&src.replace("count: 2", "count: 3"), "stag_hunt.ron").unwrap_err();
+    /// assert!(err.to_string().starts_with("stag_hunt.ron:"), "{err}");
+    /// # Ok::<(), gridarena::error::ScenarioError>(())
+    /// ```
     pub fn parse(src: &str, file: &str) -> Result<LoadedScenario, ScenarioError> {
         let map = SourceMap::scan(src);
         let scenario: Scenario = ron_options()
@@ -391,6 +422,12 @@ impl Scenario {
     }
 
     /// The embedded default scenario.
+    ///
+    /// ```
+    /// let loaded = gridarena::scenario::Scenario::default_pursuit();
+    /// assert_eq!(loaded.scenario.name, "pursuit");
+    /// assert_eq!(loaded.scenario.action_set().len(), 5);
+    /// ```
     pub fn default_pursuit() -> LoadedScenario {
         match Scenario::parse(DEFAULT_SCENARIO, DEFAULT_SCENARIO_NAME) {
             Ok(s) => s,
