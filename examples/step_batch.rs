@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let mut random = RandomPolicy::new(SEED, ARENAS, s.action_set().len());
-    let policies: [(&str, Box<dyn FnMut(usize, &mut [u8])>); 3] = [
+    let policies: [(&str, Box<Policy>); 3] = [
         // Move5: 0 left, 1 right, 2 up, 3 down, 4 stay.
         ("always stay", Box::new(|_, actions| actions.fill(4))),
         (
@@ -74,6 +74,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// A policy: `policy(step, actions)` fills the `[B, N]` action buffer before step `step`.
+type Policy = dyn FnMut(usize, &mut [u8]);
+
 /// What one policy did in a fresh batch.
 struct Outcome {
     /// Every learner's reward, summed over arenas and steps.
@@ -89,7 +92,7 @@ struct Outcome {
 /// Steps a fresh batch for `STEPS` steps, `policy(step, actions)` filling the `[B, N]` actions.
 fn run(
     loaded: &LoadedScenario,
-    policy: &mut dyn FnMut(usize, &mut [u8]),
+    policy: &mut Policy,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
     let mut batch = EnvBatch::new(loaded, ARENAS, SEED)?;
     batch.start_episode_log(100_000);

@@ -84,7 +84,7 @@ fn train_and_report(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Err
     let field = |l: &serde_json::Value, k: &str| l.get(k).and_then(serde_json::Value::as_f64);
     for l in lines
         .iter()
-        .filter(|l| field(l, "update").is_some_and(|u| u as u64 % 25 == 0))
+        .filter(|l| field(l, "update").is_some_and(|u| (u as u64).is_multiple_of(25)))
     {
         let show =
             |v: Option<f64>, digits: usize| v.map_or("-".into(), |x| format!("{x:.digits$}"));
