@@ -836,7 +836,7 @@ fn bench_critic(args: BenchCriticArgs) -> Result<()> {
             with_pool(args.threads, || bench_critic_cpu(&cfg))??
         }
         #[cfg(feature = "gpu")]
-        gridarena::critic::Chosen::Gpu { .. } => gridarena::critic::gpu::bench_critic_gpu(&cfg)?,
+        gridarena::critic::Chosen::Gpu { .. } => gridarena::bench::bench_critic_gpu(&cfg)?,
     };
     let rates: Vec<String> = result
         .rows_per_s

@@ -1,0 +1,78 @@
+//! Choosing where the critic runs: `--device` resolved against the adapters present.
+
+use serde::{Deserialize, Serialize};
+
+use super::CriticError;
+#[cfg(feature = "gpu")]
+use super::gpu;
+
+/// Where the critic runs, as asked on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// A hardware GPU when one exists, the CPU otherwise (a software adapter such as lavapipe
+    /// is slower than the CPU backend, so it is never chosen automatically).
+    Auto,
+    /// The CPU backend.
+    Cpu,
+    /// The GPU backend, on whatever adapter exists (software ones included).
+    Gpu,
+}
+
+/// The device chosen, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chosen {
+    /// The CPU backend.
+    Cpu {
+        /// Why.
+        reason: String,
+    },
+    /// A GPU adapter.
+    #[cfg(feature = "gpu")]
+    Gpu {
+        /// Adapter name, driver and type.
+        adapter: String,
+    },
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Chosen::Cpu { reason } => write!(f, "cpu ({reason})"),
+            #[cfg(feature = "gpu")]
+            Chosen::Gpu { adapter } => write!(f, "gpu ({adapter})"),
+        }
+    }
+}
+
+/// Resolves `--device`: `auto` takes a hardware GPU when one exists and the CPU when the only
+/// adapter is a software one or there is none; `gpu` insists on an adapter.
+pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
+    match device {
+        Device::Cpu => Ok(Chosen::Cpu {
+            reason: "asked for".into(),
+        }),
+        #[cfg(feature = "gpu")]
+        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu {
+            adapter: info.describe(),
+        }),
+        #[cfg(not(feature = "gpu"))]
+        Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
+        #[cfg(feature = "gpu")]
+        Device::Auto => match gpu::probe() {
+            Ok(info) if !info.software => Ok(Chosen::Gpu {
+                adapter: info.describe(),
+            }),
+            Ok(info) => Ok(Chosen::Cpu {
+                reason: format!("the only GPU is software: {}", info.describe()),
+            }),
+            Err(e) => Ok(Chosen::Cpu {
+                reason: e.to_string(),
+            }),
+        },
+        #[cfg(not(feature = "gpu"))]
+        Device::Auto => Ok(Chosen::Cpu {
+            reason: "built without the `gpu` feature".into(),
+        }),
+    }
+}
