@@ -1,12 +1,12 @@
 //! The seam between learners and compute: [`CriticBackend`], the operations every backend
-//! offers with one signature, and [`Critic`], the backend chosen for a run.
+//! offers with one signature. Learners hold a [`super::Critic`], the backend chosen for a run.
 //!
 //! Values that live on a device (outputs, loss, parameters, gradient norms) come back as owned
 //! vectors, read when asked: a backend never waits for its device unless the caller reads.
-//! Adding a backend = one implementation of the trait and one arm in [`Critic::new`].
+//! Adding a backend = one implementation of the trait and one arm in [`super::Critic::new`].
 
 use super::loss::Loss;
-use super::{AdamConfig, Chosen, CriticError, Input, StackSpec, StepStats, cpu};
+use super::{AdamConfig, CriticError, Input, StackSpec, StepStats};
 
 /// A stack of MLPs that learners train: forward passes with online or target parameters,
 /// backward, the optimiser step, and the state a checkpoint holds. CPU and GPU give the same
@@ -58,41 +58,4 @@ pub trait CriticBackend: Send {
 
     /// Restores Adam's moments and step count (checkpoints).
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError>;
-}
-
-/// A critic on whichever backend was chosen: the operations are [`CriticBackend`]'s, reached
-/// through `Deref` (`critic.forward(..)`, `critic.step(..)`).
-pub struct Critic {
-    backend: Box<dyn CriticBackend>,
-}
-
-impl Critic {
-    /// A stack on the chosen device, initialised from `seed` (identical on both backends).
-    pub fn new(spec: StackSpec, seed: u64, device: &Chosen) -> Result<Critic, CriticError> {
-        let backend: Box<dyn CriticBackend> = match device {
-            Chosen::Cpu { .. } => Box::new(cpu::CpuCritic::new(spec, seed)?),
-            #[cfg(feature = "gpu")]
-            Chosen::Gpu { .. } => Box::new(super::gpu::GpuCritic::new(spec, seed)?),
-        };
-        Ok(Critic { backend })
-    }
-
-    /// A critic on a backend built by the caller.
-    pub fn from_backend(backend: Box<dyn CriticBackend>) -> Critic {
-        Critic { backend }
-    }
-}
-
-impl std::ops::Deref for Critic {
-    type Target = dyn CriticBackend;
-
-    fn deref(&self) -> &Self::Target {
-        &*self.backend
-    }
-}
-
-impl std::ops::DerefMut for Critic {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut *self.backend
-    }
 }

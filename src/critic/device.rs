@@ -1,10 +1,11 @@
-//! Choosing where the critic runs: `--device` resolved against the adapters present.
+//! Where the critic runs: `--device` resolved against the adapters present ([`choose_device`]),
+//! and the [`Critic`] opened on the chosen backend.
 
 use serde::{Deserialize, Serialize};
 
-use super::CriticError;
 #[cfg(feature = "gpu")]
 use super::gpu;
+use super::{CriticBackend, CriticError, StackSpec, cpu};
 
 /// Where the critic runs, as asked on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -74,5 +75,42 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
         Device::Auto => Ok(Chosen::Cpu {
             reason: "built without the `gpu` feature".into(),
         }),
+    }
+}
+
+/// A critic on whichever backend was chosen: the operations are [`CriticBackend`]'s, reached
+/// through `Deref` (`critic.forward(..)`, `critic.step(..)`).
+pub struct Critic {
+    backend: Box<dyn CriticBackend>,
+}
+
+impl Critic {
+    /// A stack on the chosen device, initialised from `seed` (identical on both backends).
+    pub fn new(spec: StackSpec, seed: u64, device: &Chosen) -> Result<Critic, CriticError> {
+        let backend: Box<dyn CriticBackend> = match device {
+            Chosen::Cpu { .. } => Box::new(cpu::CpuCritic::new(spec, seed)?),
+            #[cfg(feature = "gpu")]
+            Chosen::Gpu { .. } => Box::new(gpu::GpuCritic::new(spec, seed)?),
+        };
+        Ok(Critic { backend })
+    }
+
+    /// A critic on a backend built by the caller.
+    pub fn from_backend(backend: Box<dyn CriticBackend>) -> Critic {
+        Critic { backend }
+    }
+}
+
+impl std::ops::Deref for Critic {
+    type Target = dyn CriticBackend;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.backend
+    }
+}
+
+impl std::ops::DerefMut for Critic {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut *self.backend
     }
 }

@@ -16,8 +16,8 @@ pub mod gpu;
 pub mod loss;
 pub mod pr2;
 
-pub use backend::{Critic, CriticBackend};
-pub use device::{Chosen, Device, choose_device};
+pub use backend::CriticBackend;
+pub use device::{Chosen, Critic, Device, choose_device};
 
 use serde::{Deserialize, Serialize};
 
