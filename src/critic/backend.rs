@@ -19,7 +19,8 @@ pub trait CriticBackend: Send {
     /// `[R, head]` in the caller's row order (`nets[r]` is row r's network).
     fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
 
-    /// Forward with the target parameters (the online activations survive).
+    /// Forward with the target parameters (the online activations survive; on the GPU the
+    /// uploaded rows do not, so a target pass goes before the online forward it sits beside).
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
 
     /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).

@@ -94,11 +94,6 @@ impl Critic {
         };
         Ok(Critic { backend })
     }
-
-    /// A critic on a backend built by the caller.
-    pub fn from_backend(backend: Box<dyn CriticBackend>) -> Critic {
-        Critic { backend }
-    }
 }
 
 impl std::ops::Deref for Critic {
@@ -112,5 +107,49 @@ impl std::ops::Deref for Critic {
 impl std::ops::DerefMut for Critic {
     fn deref_mut(&mut self) -> &mut Self::Target {
         &mut *self.backend
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Chosen, Critic};
+    use crate::critic::cpu::CpuCritic;
+    use crate::critic::loss::Loss;
+    use crate::critic::{AdamConfig, Input, StackSpec};
+
+    #[test]
+    fn a_cpu_critic_reports_what_its_backend_computes() {
+        let spec = StackSpec {
+            nets: 2,
+            input: 3,
+            hidden: 4,
+            layers: 1,
+            head: 2,
+        };
+        let chosen = Chosen::Cpu {
+            reason: "test".into(),
+        };
+        let mut critic = Critic::new(spec, 7, &chosen).unwrap();
+        let mut direct = CpuCritic::new(spec, 7).unwrap();
+        let (x, nets) = ([1.0, 0.0, 2.0, 0.5, 1.5, 1.0], [1, 0]);
+        let (actions, targets) = ([1u32, 0], [0.5f32, -0.5]);
+        let loss = Loss::Mse {
+            actions: &actions,
+            targets: &targets,
+            mask: None,
+        };
+        let adam = AdamConfig::default();
+        let out = critic.forward(Input::F32(&x), &nets).unwrap();
+        assert_eq!(out, direct.forward(Input::F32(&x), &nets).unwrap());
+        critic.loss_backward(&loss).unwrap();
+        let value = direct.loss_backward(&loss).unwrap();
+        assert_eq!(critic.last_loss().unwrap(), value);
+        critic.step(&adam);
+        let stats = direct.step(&adam).clone();
+        assert_eq!(critic.step_stats().unwrap(), stats);
+        assert_eq!(critic.params().unwrap(), direct.params());
+        critic.polyak(0.5);
+        direct.polyak(0.5);
+        assert_eq!(critic.target_params().unwrap(), direct.target());
     }
 }
