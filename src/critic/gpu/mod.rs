@@ -7,7 +7,6 @@
 //! Dispatches per update depend on the number of layers only, never on K: every kernel serves
 //! all networks at once (row tiles name their network; per-network reductions put K in the
 //! workgroup grid).
-
 //!
 //! The files follow the concerns: `device` finds the adapter, `kernels` owns the pipelines and
 //! their uniform structs, `buffers` the device buffers and uploads, `ops` the operations (what is
