@@ -5,13 +5,19 @@
 //!
 //! Two backends with the same operations: [`cpu::CpuCritic`] (the reference: rayon over
 //! networks, matrix products through ndarray's matrixmultiply GEMM) and, with the `gpu` feature,
-//! `gpu::GpuCritic` (WGSL compute shaders in `shaders/`, tested against the CPU).
+//! `gpu::GpuCritic` (WGSL compute shaders in `shaders/`, tested against the CPU). Both implement
+//! [`CriticBackend`]; learners hold a [`Critic`], the backend [`choose_device`] picked.
 
+mod backend;
 pub mod cpu;
+mod device;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod loss;
 pub mod pr2;
+
+pub use backend::CriticBackend;
+pub use device::{Chosen, Critic, Device, choose_device};
 
 use serde::{Deserialize, Serialize};
 
@@ -390,6 +396,43 @@ impl RowPlan {
         }
         Ok(RowPlan { order, starts })
     }
+
+    /// Copies rows of `width` values from caller order into sorted order (`dst` row i is `src`
+    /// row `order[i]`).
+    pub(crate) fn gather<T: Copy>(&self, src: &[T], width: usize, dst: &mut [T]) {
+        for (pos, &row) in self.order.iter().enumerate() {
+            let row = row as usize;
+            dst[pos * width..(pos + 1) * width]
+                .copy_from_slice(&src[row * width..(row + 1) * width]);
+        }
+    }
+
+    /// Copies rows of `width` values from sorted order back into caller order (`dst` row
+    /// `order[i]` is `src` row i).
+    pub(crate) fn scatter<T: Copy>(&self, src: &[T], width: usize, dst: &mut [T]) {
+        for (pos, &row) in self.order.iter().enumerate() {
+            let row = row as usize;
+            dst[row * width..(row + 1) * width]
+                .copy_from_slice(&src[pos * width..(pos + 1) * width]);
+        }
+    }
+}
+
+/// A [`CriticError::Shape`] unless a buffer of `got` values has the `expected` length.
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    got: usize,
+) -> Result<(), CriticError> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(CriticError::Shape {
+            what,
+            expected,
+            got,
+        })
+    }
 }
 
 /// Errors of the critic layer.
@@ -447,216 +490,6 @@ pub fn init_params(spec: &StackSpec, seed: u64) -> Vec<f32> {
         }
     }
     params
-}
-
-/// Where the critic runs, as asked on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Device {
-    /// A hardware GPU when one exists, the CPU otherwise (a software adapter such as lavapipe
-    /// is slower than the CPU backend, so it is never chosen automatically).
-    Auto,
-    /// The CPU backend.
-    Cpu,
-    /// The GPU backend, on whatever adapter exists (software ones included).
-    Gpu,
-}
-
-/// The device chosen, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Chosen {
-    /// The CPU backend.
-    Cpu {
-        /// Why.
-        reason: String,
-    },
-    /// A GPU adapter.
-    #[cfg(feature = "gpu")]
-    Gpu {
-        /// Adapter name, driver and type.
-        adapter: String,
-    },
-}
-
-impl std::fmt::Display for Chosen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Chosen::Cpu { reason } => write!(f, "cpu ({reason})"),
-            #[cfg(feature = "gpu")]
-            Chosen::Gpu { adapter } => write!(f, "gpu ({adapter})"),
-        }
-    }
-}
-
-/// Resolves `--device`: `auto` takes a hardware GPU when one exists and the CPU when the only
-/// adapter is a software one or there is none; `gpu` insists on an adapter.
-pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
-    match device {
-        Device::Cpu => Ok(Chosen::Cpu {
-            reason: "asked for".into(),
-        }),
-        #[cfg(feature = "gpu")]
-        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu {
-            adapter: info.describe(),
-        }),
-        #[cfg(not(feature = "gpu"))]
-        Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
-        #[cfg(feature = "gpu")]
-        Device::Auto => match gpu::probe() {
-            Ok(info) if !info.software => Ok(Chosen::Gpu {
-                adapter: info.describe(),
-            }),
-            Ok(info) => Ok(Chosen::Cpu {
-                reason: format!("the only GPU is software: {}", info.describe()),
-            }),
-            Err(e) => Ok(Chosen::Cpu {
-                reason: e.to_string(),
-            }),
-        },
-        #[cfg(not(feature = "gpu"))]
-        Device::Auto => Ok(Chosen::Cpu {
-            reason: "built without the `gpu` feature".into(),
-        }),
-    }
-}
-
-/// A critic on whichever backend was chosen, with one API for the learners.
-pub enum Critic {
-    /// The CPU backend.
-    Cpu(Box<cpu::CpuCritic>, f32),
-    /// The GPU backend.
-    #[cfg(feature = "gpu")]
-    Gpu(Box<gpu::GpuCritic>),
-}
-
-impl Critic {
-    /// A stack on the chosen device, initialised from `seed` (identical on both backends).
-    pub fn new(spec: StackSpec, seed: u64, device: &Chosen) -> Result<Critic, CriticError> {
-        match device {
-            Chosen::Cpu { .. } => Ok(Critic::Cpu(Box::new(cpu::CpuCritic::new(spec, seed)?), 0.0)),
-            #[cfg(feature = "gpu")]
-            Chosen::Gpu { .. } => Ok(Critic::Gpu(Box::new(gpu::GpuCritic::new(spec, seed)?))),
-        }
-    }
-
-    /// Forward pass; returns `[R, head]` in the caller's row order.
-    pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
-        match self {
-            Critic::Cpu(c, _) => c.forward(input, nets).map(|o| o.to_vec()),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => {
-                g.forward(input, nets)?;
-                g.output()
-            }
-        }
-    }
-
-    /// Forward with the target parameters (the online activations survive).
-    pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
-        match self {
-            Critic::Cpu(c, _) => c.forward_target(input, nets),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.forward_target(input, nets),
-        }
-    }
-
-    /// `target = tau * online + (1 - tau) * target` (tau = 1 copies).
-    pub fn polyak(&mut self, tau: f32) {
-        match self {
-            Critic::Cpu(c, _) => c.polyak(tau),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.polyak(tau),
-        }
-    }
-
-    /// The target parameters.
-    pub fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
-        match self {
-            Critic::Cpu(c, _) => Ok(c.target().to_vec()),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.target(),
-        }
-    }
-
-    /// Loss of the last forward and backward from it.
-    pub fn loss_backward(&mut self, loss: &loss::Loss) -> Result<(), CriticError> {
-        match self {
-            Critic::Cpu(c, last) => {
-                *last = c.loss_backward(loss)?;
-                Ok(())
-            }
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.loss_backward(loss),
-        }
-    }
-
-    /// Backward from a given dL/d output of the last forward (`[R, head]`, caller order).
-    pub fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
-        match self {
-            Critic::Cpu(c, _) => c.backward(d_out, false),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.backward(d_out, false),
-        }
-    }
-
-    /// The last loss (a readback on the GPU).
-    pub fn last_loss(&mut self) -> Result<f32, CriticError> {
-        match self {
-            Critic::Cpu(_, last) => Ok(*last),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.read_loss(),
-        }
-    }
-
-    /// One optimiser step.
-    pub fn step(&mut self, cfg: &AdamConfig) {
-        match self {
-            Critic::Cpu(c, _) => {
-                c.step(cfg);
-            }
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.step(cfg),
-        }
-    }
-
-    /// All parameters.
-    pub fn params(&mut self) -> Result<Vec<f32>, CriticError> {
-        match self {
-            Critic::Cpu(c, _) => Ok(c.params().to_vec()),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.params(),
-        }
-    }
-
-    /// Replaces all parameters.
-    pub fn set_params(&mut self, p: &[f32]) -> Result<(), CriticError> {
-        match self {
-            Critic::Cpu(c, _) => c.set_params(p),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.set_params(p),
-        }
-    }
-
-    /// Adam's moments and step count.
-    pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
-        match self {
-            Critic::Cpu(c, _) => {
-                let (m, v, t) = c.adam_state();
-                Ok((m.to_vec(), v.to_vec(), t))
-            }
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.adam_state(),
-        }
-    }
-
-    /// Restores Adam's moments and step count.
-    pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
-        match self {
-            Critic::Cpu(c, _) => c.set_adam_state(m, v, steps),
-            #[cfg(feature = "gpu")]
-            Critic::Gpu(g) => g.set_adam_state(m, v, steps),
-        }
-    }
 }
 
 /// LayerNorm's epsilon.

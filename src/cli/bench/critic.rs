@@ -78,7 +78,7 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
     let result = match &chosen {
         Chosen::Cpu { .. } => with_pool(args.threads, || bench_critic_cpu(&cfg))??,
         #[cfg(feature = "gpu")]
-        Chosen::Gpu { .. } => gridarena::critic::gpu::bench_critic_gpu(&cfg)?,
+        Chosen::Gpu { .. } => gridarena::bench::bench_critic_gpu(&cfg)?,
     };
     let rates: Vec<String> = result
         .rows_per_s

@@ -3,14 +3,15 @@
 //! (matrixmultiply). Activations are kept in network order between forward and backward;
 //! buffers grow to the largest batch seen and are reused.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2};
+mod net;
+
 use rayon::prelude::*;
 
+use self::net::{NetBackward, NetForward};
 use super::loss::{Loss, loss_and_grad};
 use super::{
-    AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, RowPlan, StackSpec, StepStats,
-    init_params,
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,
+    check_len, init_params,
 };
 
 /// A stack of MLPs on the CPU.
@@ -26,6 +27,10 @@ pub struct CpuCritic {
     acts: Activations,
     /// Per work unit gradients, summed per network after backward.
     unit_grads: Vec<f32>,
+    /// The loss of the last [`CpuCritic::loss_backward`].
+    last_loss: f32,
+    /// What the last [`CpuCritic::step`] saw.
+    last_step: StepStats,
 }
 
 /// What forward keeps for backward, in network (sorted) row order.
@@ -53,15 +58,6 @@ struct Activations {
     d_out: Vec<f32>,
     /// `[R, D]` input gradient, caller order (when asked).
     d_input: Vec<f32>,
-}
-
-fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
-    ArrayView2::from_shape((rows, cols), &data[..rows * cols]).expect("slice holds rows x cols")
-}
-
-fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32> {
-    ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols])
-        .expect("slice holds rows x cols")
 }
 
 /// Work units: contiguous sorted-row ranges inside one network each. A network is split into
@@ -105,91 +101,6 @@ fn segments_ref<'a, T>(buf: &'a [T], starts: &[u32], width: usize) -> Vec<&'a [T
         .collect()
 }
 
-/// Linear: `y = x W^T + b` for an `[n, in]` block.
-fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
-    let bias = &net[o.bias..o.bias + o.fan_out];
-    for row in y[..n * o.fan_out].chunks_exact_mut(o.fan_out) {
-        row.copy_from_slice(bias);
-    }
-    let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(
-        1.0,
-        &view(n, o.fan_in, x),
-        &w.t(),
-        1.0,
-        &mut view_mut(n, o.fan_out, y),
-    );
-}
-
-/// Width of the partial sums below: independent accumulators let the compiler vectorise
-/// reductions that a single running sum would serialise.
-const LANES: usize = 8;
-
-/// `sum f(x)` over a slice, in `LANES` partial sums.
-#[inline]
-fn lanes_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut acc = [0.0f32; LANES];
-    let chunks = x.chunks_exact(LANES);
-    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
-    for c in chunks {
-        for i in 0..LANES {
-            acc[i] += f(c[i]);
-        }
-    }
-    acc.iter().sum::<f32>() + rest
-}
-
-/// `sum a * b` over two slices, in `LANES` partial sums.
-#[inline]
-fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; LANES];
-    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let rest: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..LANES {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + rest
-}
-
-/// LayerNorm then ReLU, in place on `z` (becomes the activation), keeping x-hat and 1/std.
-fn layernorm_relu(
-    n: usize,
-    o: &LayerOffsets,
-    net: &[f32],
-    z: &[f32],
-    xhat: &mut [f32],
-    rstd: &mut [f32],
-    act: &mut [f32],
-) {
-    let h = o.fan_out;
-    let gamma = &net[o.gamma..o.gamma + h];
-    let beta = &net[o.beta..o.beta + h];
-    for r in 0..n {
-        let zr = &z[r * h..(r + 1) * h];
-        let mean = lanes_sum(zr, |x| x) / h as f32;
-        let var = lanes_sum(zr, |x| (x - mean) * (x - mean)) / h as f32;
-        let inv = 1.0 / (var + LN_EPS).sqrt();
-        rstd[r] = inv;
-        let (xr, ar) = (&mut xhat[r * h..(r + 1) * h], &mut act[r * h..(r + 1) * h]);
-        for ((xo, ao), ((&zj, &gj), &bj)) in xr
-            .iter_mut()
-            .zip(ar.iter_mut())
-            .zip(zr.iter().zip(gamma).zip(beta))
-        {
-            let xh = (zj - mean) * inv;
-            *xo = xh;
-            *ao = (gj * xh + bj).max(0.0);
-        }
-    }
-}
-
 impl CpuCritic {
     /// A stack with PyTorch-style initial parameters from `seed`.
     pub fn new(spec: StackSpec, seed: u64) -> Result<CpuCritic, CriticError> {
@@ -207,6 +118,10 @@ impl CpuCritic {
             steps: 0,
             acts: Activations::default(),
             unit_grads: Vec::new(),
+            last_loss: 0.0,
+            last_step: StepStats {
+                grad_norms: Vec::new(),
+            },
         })
     }
 
@@ -222,13 +137,7 @@ impl CpuCritic {
 
     /// Replaces all parameters.
     pub fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
-        if params.len() != self.params.len() {
-            return Err(CriticError::Shape {
-                what: "parameters",
-                expected: self.params.len(),
-                got: params.len(),
-            });
-        }
+        check_len("parameters", self.params.len(), params.len())?;
         self.params.copy_from_slice(params);
         Ok(())
     }
@@ -241,13 +150,7 @@ impl CpuCritic {
     /// Replaces the gradients (external accumulation, and tests that feed both backends the
     /// same gradients).
     pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
-        if grads.len() != self.grads.len() {
-            return Err(CriticError::Shape {
-                what: "gradients",
-                expected: self.grads.len(),
-                got: grads.len(),
-            });
-        }
+        check_len("gradients", self.grads.len(), grads.len())?;
         self.grads.copy_from_slice(grads);
         Ok(())
     }
@@ -277,22 +180,10 @@ impl CpuCritic {
         Ok(())
     }
 
-    fn check_batch(&self, input: &Input, nets: &[u32]) -> Result<(), CriticError> {
-        let expected = nets.len() * self.spec.input;
-        if input.len() != expected {
-            return Err(CriticError::Shape {
-                what: "input",
-                expected,
-                got: input.len(),
-            });
-        }
-        Ok(())
-    }
-
     /// Forward pass with the online parameters; keeps activations for [`CpuCritic::backward`].
     /// Returns `[R, head]` in the caller's row order.
     pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<&[f32], CriticError> {
-        self.check_batch(&input, nets)?;
+        check_len("input", nets.len() * self.spec.input, input.len())?;
         let plan = RowPlan::new(nets, self.spec.nets)?;
         let (rows, spec) = (nets.len(), self.spec);
         let a = &mut self.acts;
@@ -355,11 +246,7 @@ impl CpuCritic {
         }
         tasks.into_par_iter().for_each(|t| t.run(offsets, spec));
 
-        for (pos, &row) in a.plan.order.iter().enumerate() {
-            let row = row as usize;
-            a.out[row * head..(row + 1) * head]
-                .copy_from_slice(&a.out_sorted[pos * head..(pos + 1) * head]);
-        }
+        a.plan.scatter(&a.out_sorted, head, &mut a.out);
         Ok(&a.out)
     }
 
@@ -385,20 +272,10 @@ impl CpuCritic {
                 got: 0,
             });
         }
-        if d_out.len() != rows * head {
-            return Err(CriticError::Shape {
-                what: "d_output",
-                expected: rows * head,
-                got: d_out.len(),
-            });
-        }
+        check_len("d_output", rows * head, d_out.len())?;
         // Sorted copy of the incoming gradient.
         let mut g_out = vec![0.0f32; rows * head];
-        for (pos, &row) in a.plan.order.iter().enumerate() {
-            let row = row as usize;
-            g_out[pos * head..(pos + 1) * head]
-                .copy_from_slice(&d_out[row * head..(row + 1) * head]);
-        }
+        a.plan.gather(d_out, head, &mut g_out);
         // The scratch carries gradients of hidden activations; only the first layer's input
         // gradient (or a network without hidden layers) needs the input's width.
         let width = if input_grad || spec.layers == 0 {
@@ -485,10 +362,7 @@ impl CpuCritic {
 
         if input_grad {
             a.d_input.resize(rows * d, 0.0);
-            for (pos, &row) in a.plan.order.iter().enumerate() {
-                let row = row as usize;
-                a.d_input[row * d..(row + 1) * d].copy_from_slice(&d_x0[pos * d..(pos + 1) * d]);
-            }
+            a.plan.scatter(&d_x0, d, &mut a.d_input);
         }
         Ok(())
     }
@@ -507,12 +381,15 @@ impl CpuCritic {
         let value = loss_and_grad(loss, &self.acts.out, head, &mut d_out);
         let result = self.backward(&d_out, false);
         self.acts.d_out = d_out;
-        result.map(|()| value)
+        result?;
+        self.last_loss = value;
+        Ok(value)
     }
 
     /// One optimiser step on the current gradients: each network's gradient is clipped to
-    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction.
-    pub fn step(&mut self, cfg: &AdamConfig) -> StepStats {
+    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction. Returns
+    /// what it saw (kept until the next step).
+    pub fn step(&mut self, cfg: &AdamConfig) -> &StepStats {
         self.steps += 1;
         let (step_size, bc2, adaptive) = cfg.schedule(self.steps);
         let per_net = self.spec.params_per_net();
@@ -546,7 +423,8 @@ impl CpuCritic {
                 norm
             })
             .collect();
-        StepStats { grad_norms }
+        self.last_step = StepStats { grad_norms };
+        &self.last_step
     }
 
     /// Copies the online parameters into the target copy.
@@ -563,161 +441,62 @@ impl CpuCritic {
     }
 }
 
-/// One network's forward work and the slices it owns.
-struct NetForward<'a> {
-    n: usize,
-    net: &'a [f32],
-    x0: &'a [f32],
-    xhat: Vec<&'a mut [f32]>,
-    rstd: Vec<&'a mut [f32]>,
-    act: Vec<&'a mut [f32]>,
-    out: &'a mut [f32],
-}
-
-impl NetForward<'_> {
-    fn run(mut self, offsets: &[LayerOffsets], spec: StackSpec) {
-        if self.n == 0 {
-            return;
-        }
-        let mut z = vec![0.0f32; self.n * spec.hidden];
-        for l in 0..spec.layers {
-            let o = &offsets[l];
-            let (before, after) = self.act.split_at_mut(l);
-            let x: &[f32] = if l == 0 { self.x0 } else { &*before[l - 1] };
-            linear(self.n, o, self.net, x, &mut z);
-            layernorm_relu(
-                self.n,
-                o,
-                self.net,
-                &z,
-                &mut *self.xhat[l],
-                &mut *self.rstd[l],
-                &mut *after[0],
-            );
-        }
-        let x: &[f32] = if spec.layers == 0 {
-            self.x0
-        } else {
-            &*self.act[spec.layers - 1]
-        };
-        linear(self.n, &offsets[spec.layers], self.net, x, self.out);
+/// The CPU's operations as a [`CriticBackend`]: results are copied out of the backend's buffers
+/// (the one copy per read the learners have always made).
+impl CriticBackend for CpuCritic {
+    fn spec(&self) -> &StackSpec {
+        &self.spec
     }
-}
 
-/// One network's backward work and the slices it owns.
-struct NetBackward<'a> {
-    n: usize,
-    net: &'a [f32],
-    grad: &'a mut [f32],
-    x0: &'a [f32],
-    xhat: Vec<&'a [f32]>,
-    rstd: Vec<&'a [f32]>,
-    act: Vec<&'a [f32]>,
-    g_out: &'a [f32],
-    scratch_a: &'a mut [f32],
-    scratch_b: &'a mut [f32],
-    d_x0: Option<&'a mut [f32]>,
-}
-
-/// Weight and bias gradients of a linear layer: `dW = dY^T X`, `db = sum_rows dY`.
-fn linear_grads(n: usize, o: &LayerOffsets, dy: &[f32], x: &[f32], grad: &mut [f32]) {
-    let (w, rest) = grad[o.weight..].split_at_mut(o.fan_out * o.fan_in);
-    let mut dw = view_mut(o.fan_out, o.fan_in, w);
-    let dy_v = view(n, o.fan_out, dy);
-    general_mat_mul(1.0, &dy_v.t(), &view(n, o.fan_in, x), 0.0, &mut dw);
-    let db = &mut rest[..o.fan_out];
-    db.fill(0.0);
-    for row in dy[..n * o.fan_out].chunks_exact(o.fan_out) {
-        for (b, v) in db.iter_mut().zip(row) {
-            *b += v;
-        }
+    fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        CpuCritic::forward(self, input, nets).map(<[f32]>::to_vec)
     }
-}
 
-/// Input gradient of a linear layer: `dX = dY W`.
-fn linear_input_grad(n: usize, o: &LayerOffsets, net: &[f32], dy: &[f32], dx: &mut [f32]) {
-    let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(
-        1.0,
-        &view(n, o.fan_out, dy),
-        &w,
-        0.0,
-        &mut view_mut(n, o.fan_in, dx),
-    );
-}
+    fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        CpuCritic::forward_target(self, input, nets)
+    }
 
-impl NetBackward<'_> {
-    fn run(self, offsets: &[LayerOffsets], spec: StackSpec) {
-        let NetBackward {
-            n,
-            net,
-            grad,
-            x0,
-            xhat,
-            rstd,
-            act,
-            g_out,
-            scratch_a,
-            scratch_b,
-            d_x0,
-        } = self;
-        if n == 0 {
-            grad.fill(0.0);
-            if let Some(d) = d_x0 {
-                d.fill(0.0);
-            }
-            return;
-        }
-        let h = spec.hidden;
-        let head = &offsets[spec.layers];
-        let last_x: &[f32] = if spec.layers == 0 {
-            x0
-        } else {
-            act[spec.layers - 1]
-        };
-        linear_grads(n, head, g_out, last_x, grad);
-        // g: gradient w.r.t. the current layer's output activation.
-        let (g, dz) = (scratch_a, scratch_b);
-        linear_input_grad(n, head, net, g_out, g);
-        for l in (0..spec.layers).rev() {
-            let o = &offsets[l];
-            let gamma = &net[o.gamma..o.gamma + h];
-            // Through ReLU and LayerNorm's affine part, then LayerNorm's normalisation.
-            let (gw, rest) = grad.split_at_mut(o.beta);
-            let dgamma = &mut gw[o.gamma..o.gamma + h];
-            let dbeta = &mut rest[..h];
-            dgamma.fill(0.0);
-            dbeta.fill(0.0);
-            for r in 0..n {
-                let (xh, a) = (&xhat[l][r * h..(r + 1) * h], &act[l][r * h..(r + 1) * h]);
-                let gr = &g[r * h..(r + 1) * h];
-                let dzr = &mut dz[r * h..(r + 1) * h];
-                // Zipped slices (no indexing) so the loop vectorises.
-                let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
-                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in
-                    lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma)))
-                {
-                    let dpre = if aj > 0.0 { gj } else { 0.0 };
-                    *dg += dpre * xj;
-                    *db += dpre;
-                    *dzj = dpre * gmj;
-                }
-                let sum = lanes_sum(dzr, |x| x);
-                let sum_x = lanes_dot(dzr, xh);
-                let (mean, mean_x) = (sum / h as f32, sum_x / h as f32);
-                let inv = rstd[l][r];
-                for (dzj, &xj) in dzr.iter_mut().zip(xh) {
-                    *dzj = inv * (*dzj - mean - xj * mean_x);
-                }
-            }
-            let x: &[f32] = if l == 0 { x0 } else { act[l - 1] };
-            linear_grads(n, o, dz, x, grad);
-            if l > 0 {
-                linear_input_grad(n, o, net, dz, g);
-            } else if let Some(dx) = d_x0 {
-                linear_input_grad(n, o, net, dz, dx);
-                return;
-            }
-        }
+    fn polyak(&mut self, tau: f32) {
+        CpuCritic::polyak(self, tau);
+    }
+
+    fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
+        Ok(self.target.clone())
+    }
+
+    fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
+        CpuCritic::loss_backward(self, loss).map(|_| ())
+    }
+
+    fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
+        CpuCritic::backward(self, d_out, false)
+    }
+
+    fn last_loss(&mut self) -> Result<f32, CriticError> {
+        Ok(self.last_loss)
+    }
+
+    fn step(&mut self, cfg: &AdamConfig) {
+        CpuCritic::step(self, cfg);
+    }
+
+    fn step_stats(&mut self) -> Result<StepStats, CriticError> {
+        Ok(self.last_step.clone())
+    }
+
+    fn params(&mut self) -> Result<Vec<f32>, CriticError> {
+        Ok(self.params.clone())
+    }
+
+    fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
+        CpuCritic::set_params(self, params)
+    }
+
+    fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+        Ok((self.adam_m.clone(), self.adam_v.clone(), self.steps))
+    }
+
+    fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+        CpuCritic::set_adam_state(self, m, v, steps)
     }
 }

@@ -1,0 +1,166 @@
+//! `gridarena bench critic`: rows per second of full critic updates (forward, loss, backward,
+//! optimiser step) on either backend, and the GEMM crate's own peak for comparison.
+
+use std::time::Instant;
+
+use rand_core::Rng;
+use rayon::prelude::*;
+
+use super::median;
+use crate::critic::cpu::CpuCritic;
+use crate::critic::loss::Loss;
+use crate::critic::{AdamConfig, CriticError, Input, StackSpec};
+use crate::rng::{Purpose, below, stream};
+
+/// What `gridarena bench critic` measures.
+#[derive(Debug, Clone)]
+pub struct CriticBenchConfig {
+    /// The stack.
+    pub spec: StackSpec,
+    /// Rows per update (spread evenly over the networks).
+    pub rows: usize,
+    /// Timed updates per repeat.
+    pub updates: usize,
+    /// Repeats; the median is reported.
+    pub repeat: usize,
+}
+
+/// Rows per second of each repeat of full updates (forward, loss, backward, optimiser step).
+#[derive(Debug, Clone)]
+pub struct CriticBenchResult {
+    /// Rows/s per repeat.
+    pub rows_per_s: Vec<f64>,
+    /// Floating-point operations per row of one update.
+    pub flops_per_row: usize,
+}
+
+impl CriticBenchResult {
+    /// Median rows per second.
+    pub fn median_rows(&self) -> f64 {
+        median(&self.rows_per_s)
+    }
+
+    /// Achieved GFLOP/s at the median.
+    pub fn gflops(&self) -> f64 {
+        self.median_rows() * self.flops_per_row as f64 / 1e9
+    }
+}
+
+/// The synthetic batch every critic benchmark trains on: u8 observations, row r on network
+/// r mod K, random actions and targets.
+pub struct CriticBatch {
+    /// `[R, D]` observation bytes.
+    pub obs: Vec<u8>,
+    /// Network per row.
+    pub nets: Vec<u32>,
+    /// Chosen action per row.
+    pub actions: Vec<u32>,
+    /// Target per row.
+    pub targets: Vec<f32>,
+}
+
+impl CriticBatch {
+    /// A deterministic batch for `spec` with `rows` rows.
+    pub fn new(spec: &StackSpec, rows: usize) -> CriticBatch {
+        let mut rng = stream(0, 0, Purpose::Policy);
+        CriticBatch {
+            obs: (0..rows * spec.input)
+                .map(|_| below(rng.next_u32(), 3) as u8)
+                .collect(),
+            nets: (0..rows).map(|r| (r % spec.nets) as u32).collect(),
+            actions: (0..rows)
+                .map(|_| below(rng.next_u32(), spec.head as u32))
+                .collect(),
+            targets: (0..rows)
+                .map(|_| (rng.next_u32() >> 8) as f32 / (1 << 24) as f32)
+                .collect(),
+        }
+    }
+
+    /// The MSE loss on the batch's actions and targets.
+    fn loss(&self) -> Loss<'_> {
+        Loss::Mse {
+            actions: &self.actions,
+            targets: &self.targets,
+            mask: None,
+        }
+    }
+}
+
+/// Three untimed updates, then `cfg.repeat` timed repeats of `cfg.updates` updates. `sync`
+/// waits for the device: once after the warm-up and inside the timing at the end of each repeat
+/// (a no-op for the CPU, whose updates are done when they return).
+fn time_updates<C>(
+    cfg: &CriticBenchConfig,
+    critic: &mut C,
+    update: impl Fn(&mut C) -> Result<(), CriticError>,
+    sync: impl Fn(&mut C) -> Result<(), CriticError>,
+) -> Result<CriticBenchResult, CriticError> {
+    for _ in 0..3 {
+        update(critic)?;
+    }
+    sync(critic)?;
+    let mut rows_per_s = Vec::with_capacity(cfg.repeat);
+    for _ in 0..cfg.repeat.max(1) {
+        let start = Instant::now();
+        for _ in 0..cfg.updates {
+            update(critic)?;
+        }
+        sync(critic)?;
+        rows_per_s.push((cfg.rows * cfg.updates) as f64 / start.elapsed().as_secs_f64());
+    }
+    Ok(CriticBenchResult {
+        rows_per_s,
+        flops_per_row: cfg.spec.update_flops_per_row(),
+    })
+}
+
+/// Times full updates on the CPU backend (in the current rayon pool).
+pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, CriticError> {
+    let mut critic = CpuCritic::new(cfg.spec, 0)?;
+    let batch = CriticBatch::new(&cfg.spec, cfg.rows);
+    let (adam, loss) = (AdamConfig::default(), batch.loss());
+    let update = |critic: &mut CpuCritic| -> Result<(), CriticError> {
+        critic.forward(Input::U8(&batch.obs), &batch.nets)?;
+        critic.loss_backward(&loss)?;
+        critic.step(&adam);
+        Ok(())
+    };
+    time_updates(cfg, &mut critic, update, |_| Ok(()))
+}
+
+/// Times full updates on the GPU backend (waiting for the device at the end of each repeat).
+#[cfg(feature = "gpu")]
+pub fn bench_critic_gpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, CriticError> {
+    use crate::critic::gpu::GpuCritic;
+    let mut critic = GpuCritic::new(cfg.spec, 0)?;
+    let batch = CriticBatch::new(&cfg.spec, cfg.rows);
+    let (adam, loss) = (AdamConfig::default(), batch.loss());
+    let update = |c: &mut GpuCritic| -> Result<(), CriticError> {
+        c.forward(Input::U8(&batch.obs), &batch.nets)?;
+        c.loss_backward(&loss)?;
+        c.step(&adam);
+        Ok(())
+    };
+    // Reading the loss back waits for the device.
+    time_updates(cfg, &mut critic, update, |c| c.read_loss().map(|_| ()))
+}
+
+/// The GEMM crate's own throughput here: one square f32 product of side `n` per thread, all
+/// threads at once (matrixmultiply through ndarray), in GFLOP/s, the best of `repeat` (a peak).
+pub fn gemm_peak_gflops(n: usize, repeat: usize) -> f64 {
+    use ndarray::Array2;
+    let threads = rayon::current_num_threads();
+    let a = Array2::<f32>::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.1);
+    let b = a.t().to_owned();
+    let mut cs: Vec<Array2<f32>> = (0..threads).map(|_| Array2::<f32>::zeros((n, n))).collect();
+    let mut rates = Vec::new();
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        cs.par_iter_mut()
+            .for_each(|c| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, c));
+        let secs = start.elapsed().as_secs_f64();
+        rates.push(2.0 * (n * n * n * threads) as f64 / secs / 1e9);
+    }
+    rates.into_iter().fold(0.0, f64::max)
+}

@@ -1,0 +1,62 @@
+//! The seam between learners and compute: [`CriticBackend`], the operations every backend
+//! offers with one signature. Learners hold a [`super::Critic`], the backend chosen for a run.
+//!
+//! Values that live on a device (outputs, loss, parameters, gradient norms) come back as owned
+//! vectors, read when asked: a backend never waits for its device unless the caller reads.
+//! Adding a backend = one implementation of the trait and one arm in [`super::Critic::new`].
+
+use super::loss::Loss;
+use super::{AdamConfig, CriticError, Input, StackSpec, StepStats};
+
+/// A stack of MLPs that learners train: forward passes with online or target parameters,
+/// backward, the optimiser step, and the state a checkpoint holds. CPU and GPU give the same
+/// results within float rounding (tests/critic_gpu.rs checks it).
+pub trait CriticBackend: Send {
+    /// The shape of the stack.
+    fn spec(&self) -> &StackSpec;
+
+    /// Forward pass with the online parameters, keeping activations for backward; returns
+    /// `[R, head]` in the caller's row order (`nets[r]` is row r's network).
+    fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
+
+    /// Forward with the target parameters (the online activations survive; on the GPU the
+    /// uploaded rows do not, so a target pass goes before the online forward it sits beside).
+    fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
+
+    /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).
+    fn polyak(&mut self, tau: f32);
+
+    /// The target parameters, network-major.
+    fn target_params(&mut self) -> Result<Vec<f32>, CriticError>;
+
+    /// Loss of the last forward's output and backward from its gradient (gradients are
+    /// overwritten); read the value with [`CriticBackend::last_loss`].
+    fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError>;
+
+    /// Backward from a given dL/d output of the last forward (`[R, head]`, caller order);
+    /// gradients are overwritten.
+    fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError>;
+
+    /// The loss of the last [`CriticBackend::loss_backward`] (0 before any).
+    fn last_loss(&mut self) -> Result<f32, CriticError>;
+
+    /// One optimiser step on the current gradients: each network's gradient clipped to its own
+    /// global norm, then Adam or RAdam with bias correction. What it saw is read with
+    /// [`CriticBackend::step_stats`], so a device is not made to wait after every step.
+    fn step(&mut self, cfg: &AdamConfig);
+
+    /// What the last [`CriticBackend::step`] saw (empty norms before any step on the CPU).
+    fn step_stats(&mut self) -> Result<StepStats, CriticError>;
+
+    /// All parameters, network-major.
+    fn params(&mut self) -> Result<Vec<f32>, CriticError>;
+
+    /// Replaces all parameters.
+    fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError>;
+
+    /// Adam's moments (m, v) and its step count.
+    fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError>;
+
+    /// Restores Adam's moments and step count (checkpoints).
+    fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError>;
+}

@@ -1,0 +1,261 @@
+//! One network's share of a pass: the math of forward and backward over a block of rows that
+//! all belong to one network (linear layers through GEMM, LayerNorm, ReLU). [`super::CpuCritic`]
+//! cuts the batch into these blocks and runs them in parallel.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2};
+
+use crate::critic::{LN_EPS, LayerOffsets, StackSpec};
+
+fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
+    ArrayView2::from_shape((rows, cols), &data[..rows * cols]).expect("slice holds rows x cols")
+}
+
+fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32> {
+    ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols])
+        .expect("slice holds rows x cols")
+}
+
+/// Linear: `y = x W^T + b` for an `[n, in]` block.
+fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
+    let bias = &net[o.bias..o.bias + o.fan_out];
+    for row in y[..n * o.fan_out].chunks_exact_mut(o.fan_out) {
+        row.copy_from_slice(bias);
+    }
+    let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
+    general_mat_mul(
+        1.0,
+        &view(n, o.fan_in, x),
+        &w.t(),
+        1.0,
+        &mut view_mut(n, o.fan_out, y),
+    );
+}
+
+/// Width of the partial sums below: independent accumulators let the compiler vectorise
+/// reductions that a single running sum would serialise.
+const LANES: usize = 8;
+
+/// `sum f(x)` over a slice, in `LANES` partial sums.
+#[inline]
+fn lanes_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] += f(c[i]);
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
+/// `sum a * b` over two slices, in `LANES` partial sums.
+#[inline]
+fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let rest: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
+/// LayerNorm then ReLU, in place on `z` (becomes the activation), keeping x-hat and 1/std.
+fn layernorm_relu(
+    n: usize,
+    o: &LayerOffsets,
+    net: &[f32],
+    z: &[f32],
+    xhat: &mut [f32],
+    rstd: &mut [f32],
+    act: &mut [f32],
+) {
+    let h = o.fan_out;
+    let gamma = &net[o.gamma..o.gamma + h];
+    let beta = &net[o.beta..o.beta + h];
+    for r in 0..n {
+        let zr = &z[r * h..(r + 1) * h];
+        let mean = lanes_sum(zr, |x| x) / h as f32;
+        let var = lanes_sum(zr, |x| (x - mean) * (x - mean)) / h as f32;
+        let inv = 1.0 / (var + LN_EPS).sqrt();
+        rstd[r] = inv;
+        let (xr, ar) = (&mut xhat[r * h..(r + 1) * h], &mut act[r * h..(r + 1) * h]);
+        for ((xo, ao), ((&zj, &gj), &bj)) in xr
+            .iter_mut()
+            .zip(ar.iter_mut())
+            .zip(zr.iter().zip(gamma).zip(beta))
+        {
+            let xh = (zj - mean) * inv;
+            *xo = xh;
+            *ao = (gj * xh + bj).max(0.0);
+        }
+    }
+}
+
+/// One network's forward work and the slices it owns.
+pub(super) struct NetForward<'a> {
+    pub(super) n: usize,
+    pub(super) net: &'a [f32],
+    pub(super) x0: &'a [f32],
+    pub(super) xhat: Vec<&'a mut [f32]>,
+    pub(super) rstd: Vec<&'a mut [f32]>,
+    pub(super) act: Vec<&'a mut [f32]>,
+    pub(super) out: &'a mut [f32],
+}
+
+impl NetForward<'_> {
+    pub(super) fn run(mut self, offsets: &[LayerOffsets], spec: StackSpec) {
+        if self.n == 0 {
+            return;
+        }
+        let mut z = vec![0.0f32; self.n * spec.hidden];
+        for l in 0..spec.layers {
+            let o = &offsets[l];
+            let (before, after) = self.act.split_at_mut(l);
+            let x: &[f32] = if l == 0 { self.x0 } else { &*before[l - 1] };
+            linear(self.n, o, self.net, x, &mut z);
+            layernorm_relu(
+                self.n,
+                o,
+                self.net,
+                &z,
+                &mut *self.xhat[l],
+                &mut *self.rstd[l],
+                &mut *after[0],
+            );
+        }
+        let x: &[f32] = if spec.layers == 0 {
+            self.x0
+        } else {
+            &*self.act[spec.layers - 1]
+        };
+        linear(self.n, &offsets[spec.layers], self.net, x, self.out);
+    }
+}
+
+/// One network's backward work and the slices it owns.
+pub(super) struct NetBackward<'a> {
+    pub(super) n: usize,
+    pub(super) net: &'a [f32],
+    pub(super) grad: &'a mut [f32],
+    pub(super) x0: &'a [f32],
+    pub(super) xhat: Vec<&'a [f32]>,
+    pub(super) rstd: Vec<&'a [f32]>,
+    pub(super) act: Vec<&'a [f32]>,
+    pub(super) g_out: &'a [f32],
+    pub(super) scratch_a: &'a mut [f32],
+    pub(super) scratch_b: &'a mut [f32],
+    pub(super) d_x0: Option<&'a mut [f32]>,
+}
+
+/// Weight and bias gradients of a linear layer: `dW = dY^T X`, `db = sum_rows dY`.
+fn linear_grads(n: usize, o: &LayerOffsets, dy: &[f32], x: &[f32], grad: &mut [f32]) {
+    let (w, rest) = grad[o.weight..].split_at_mut(o.fan_out * o.fan_in);
+    let mut dw = view_mut(o.fan_out, o.fan_in, w);
+    let dy_v = view(n, o.fan_out, dy);
+    general_mat_mul(1.0, &dy_v.t(), &view(n, o.fan_in, x), 0.0, &mut dw);
+    let db = &mut rest[..o.fan_out];
+    db.fill(0.0);
+    for row in dy[..n * o.fan_out].chunks_exact(o.fan_out) {
+        for (b, v) in db.iter_mut().zip(row) {
+            *b += v;
+        }
+    }
+}
+
+/// Input gradient of a linear layer: `dX = dY W`.
+fn linear_input_grad(n: usize, o: &LayerOffsets, net: &[f32], dy: &[f32], dx: &mut [f32]) {
+    let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
+    general_mat_mul(
+        1.0,
+        &view(n, o.fan_out, dy),
+        &w,
+        0.0,
+        &mut view_mut(n, o.fan_in, dx),
+    );
+}
+
+impl NetBackward<'_> {
+    pub(super) fn run(self, offsets: &[LayerOffsets], spec: StackSpec) {
+        let NetBackward {
+            n,
+            net,
+            grad,
+            x0,
+            xhat,
+            rstd,
+            act,
+            g_out,
+            scratch_a,
+            scratch_b,
+            d_x0,
+        } = self;
+        if n == 0 {
+            grad.fill(0.0);
+            if let Some(d) = d_x0 {
+                d.fill(0.0);
+            }
+            return;
+        }
+        let h = spec.hidden;
+        let head = &offsets[spec.layers];
+        let last_x: &[f32] = if spec.layers == 0 {
+            x0
+        } else {
+            act[spec.layers - 1]
+        };
+        linear_grads(n, head, g_out, last_x, grad);
+        // g: gradient w.r.t. the current layer's output activation.
+        let (g, dz) = (scratch_a, scratch_b);
+        linear_input_grad(n, head, net, g_out, g);
+        for l in (0..spec.layers).rev() {
+            let o = &offsets[l];
+            let gamma = &net[o.gamma..o.gamma + h];
+            // Through ReLU and LayerNorm's affine part, then LayerNorm's normalisation.
+            let (gw, rest) = grad.split_at_mut(o.beta);
+            let dgamma = &mut gw[o.gamma..o.gamma + h];
+            let dbeta = &mut rest[..h];
+            dgamma.fill(0.0);
+            dbeta.fill(0.0);
+            for r in 0..n {
+                let (xh, a) = (&xhat[l][r * h..(r + 1) * h], &act[l][r * h..(r + 1) * h]);
+                let gr = &g[r * h..(r + 1) * h];
+                let dzr = &mut dz[r * h..(r + 1) * h];
+                // Zipped slices (no indexing) so the loop vectorises.
+                let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
+                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in
+                    lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma)))
+                {
+                    let dpre = if aj > 0.0 { gj } else { 0.0 };
+                    *dg += dpre * xj;
+                    *db += dpre;
+                    *dzj = dpre * gmj;
+                }
+                let sum = lanes_sum(dzr, |x| x);
+                let sum_x = lanes_dot(dzr, xh);
+                let (mean, mean_x) = (sum / h as f32, sum_x / h as f32);
+                let inv = rstd[l][r];
+                for (dzj, &xj) in dzr.iter_mut().zip(xh) {
+                    *dzj = inv * (*dzj - mean - xj * mean_x);
+                }
+            }
+            let x: &[f32] = if l == 0 { x0 } else { act[l - 1] };
+            linear_grads(n, o, dz, x, grad);
+            if l > 0 {
+                linear_input_grad(n, o, net, dz, g);
+            } else if let Some(dx) = d_x0 {
+                linear_input_grad(n, o, net, dz, dx);
+                return;
+            }
+        }
+    }
+}

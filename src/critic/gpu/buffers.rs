@@ -1,0 +1,190 @@
+//! The device buffers: activations and row bookkeeping sized by the row capacity (grown to a
+//! power of two and reused), the uploads of a batch's rows, and host writes of parameters,
+//! gradients and Adam's state.
+
+use super::GpuCritic;
+use super::kernels::TILE;
+use crate::critic::{CriticError, Input, RowPlan, check_len};
+
+/// Activations of one pass over the hidden layers.
+pub(super) struct LayerBuffers {
+    pub(super) z: Vec<wgpu::Buffer>,
+    pub(super) xhat: Vec<wgpu::Buffer>,
+    pub(super) rstd: Vec<wgpu::Buffer>,
+    pub(super) act: Vec<wgpu::Buffer>,
+    pub(super) out: wgpu::Buffer,
+}
+
+/// Everything sized by the row capacity.
+pub(super) struct RowBuffers {
+    pub(super) capacity: usize,
+    pub(super) input_words: wgpu::Buffer,
+    pub(super) input_f32: wgpu::Buffer,
+    pub(super) order: wgpu::Buffer,
+    pub(super) row_net: wgpu::Buffer,
+    pub(super) tiles: wgpu::Buffer,
+    pub(super) starts: wgpu::Buffer,
+    pub(super) online: LayerBuffers,
+    pub(super) target: LayerBuffers,
+    pub(super) d_out: wgpu::Buffer,
+    pub(super) g: wgpu::Buffer,
+    pub(super) dz: wgpu::Buffer,
+    pub(super) d_input: wgpu::Buffer,
+    pub(super) actions: wgpu::Buffer,
+    pub(super) targets: wgpu::Buffer,
+    pub(super) mask: wgpu::Buffer,
+    pub(super) row_loss: wgpu::Buffer,
+}
+
+/// A storage buffer of at least `bytes` (16 at least, a multiple of 4), copyable both ways.
+pub(super) fn storage(device: &wgpu::Device, label: &str, bytes: usize) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(16).next_multiple_of(4) as u64,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// Row buffers, batch uploads and host-to-device writes of the stack's state.
+impl GpuCritic {
+    /// Allocates the row buffers for at least `rows` rows (a power of two, at least 64) unless
+    /// the current ones are large enough.
+    fn ensure_rows(&mut self, rows: usize) {
+        if self.rows_buf.as_ref().is_some_and(|b| b.capacity >= rows) {
+            return;
+        }
+        let cap = rows.next_power_of_two().max(64);
+        let (d, h, a, k) = (
+            self.spec.input,
+            self.spec.hidden,
+            self.spec.head,
+            self.spec.nets,
+        );
+        let dev = &self.device;
+        let layers = |prefix: &str| LayerBuffers {
+            z: (0..self.spec.layers)
+                .map(|l| storage(dev, &format!("{prefix} z{l}"), cap * h * 4))
+                .collect(),
+            xhat: (0..self.spec.layers)
+                .map(|l| storage(dev, &format!("{prefix} xhat{l}"), cap * h * 4))
+                .collect(),
+            rstd: (0..self.spec.layers)
+                .map(|l| storage(dev, &format!("{prefix} rstd{l}"), cap * 4))
+                .collect(),
+            act: (0..self.spec.layers)
+                .map(|l| storage(dev, &format!("{prefix} act{l}"), cap * h * 4))
+                .collect(),
+            out: storage(dev, &format!("{prefix} out"), cap * a * 4),
+        };
+        self.rows_buf = Some(RowBuffers {
+            capacity: cap,
+            input_words: storage(dev, "input u8", cap * d),
+            input_f32: storage(dev, "input f32", cap * d * 4),
+            order: storage(dev, "row order", cap * 4),
+            row_net: storage(dev, "row net", cap * 4),
+            tiles: storage(dev, "row tiles", (cap / TILE + k + 1) * 16),
+            starts: storage(dev, "net starts", (k + 1) * 4),
+            online: layers("online"),
+            target: layers("target"),
+            d_out: storage(dev, "d out", cap * a * 4),
+            g: storage(dev, "grad act", cap * h.max(d) * 4),
+            dz: storage(dev, "grad z", cap * h * 4),
+            d_input: storage(dev, "grad input", cap * d * 4),
+            actions: storage(dev, "loss actions", cap * a * 4),
+            targets: storage(dev, "loss targets", cap * 4),
+            mask: storage(dev, "loss mask", cap * 4),
+            row_loss: storage(dev, "row loss", cap * 4),
+        });
+    }
+
+    /// Uploads a batch's rows and their network plan.
+    pub(super) fn upload_rows(&mut self, input: Input, nets: &[u32]) -> Result<(), CriticError> {
+        check_len("input", nets.len() * self.spec.input, input.len())?;
+        self.plan = RowPlan::new(nets, self.spec.nets)?;
+        self.rows = nets.len();
+        self.ensure_rows(self.rows);
+        let rb = row_buffers(&self.rows_buf)?;
+        match input {
+            Input::U8(x) => {
+                let mut padded = x.to_vec();
+                padded.resize(x.len().next_multiple_of(4), 0);
+                self.queue.write_buffer(&rb.input_words, 0, &padded);
+                self.input_mode = 0;
+            }
+            Input::F32(x) => {
+                self.queue
+                    .write_buffer(&rb.input_f32, 0, bytemuck::cast_slice(x));
+                self.input_mode = 1;
+            }
+        }
+        let mut row_net = vec![0u32; self.rows];
+        let mut tiles: Vec<[u32; 4]> = Vec::new();
+        for k in 0..self.spec.nets {
+            let (s, e) = (self.plan.starts[k], self.plan.starts[k + 1]);
+            row_net[s as usize..e as usize].fill(k as u32);
+            let mut t = s;
+            while t < e {
+                tiles.push([k as u32, t, (t + TILE as u32).min(e), 0]);
+                t += TILE as u32;
+            }
+        }
+        if tiles.is_empty() {
+            tiles.push([0, 0, 0, 0]);
+        }
+        self.queue
+            .write_buffer(&rb.order, 0, bytemuck::cast_slice(&self.plan.order));
+        self.queue
+            .write_buffer(&rb.row_net, 0, bytemuck::cast_slice(&row_net));
+        self.queue
+            .write_buffer(&rb.tiles, 0, bytemuck::cast_slice(&tiles));
+        self.queue
+            .write_buffer(&rb.starts, 0, bytemuck::cast_slice(&self.plan.starts));
+        self.tile_count = tiles.len() as u32;
+        Ok(())
+    }
+
+    /// Replaces all parameters.
+    pub fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
+        check_len("parameters", self.spec.params(), params.len())?;
+        self.queue
+            .write_buffer(&self.params, 0, bytemuck::cast_slice(params));
+        Ok(())
+    }
+
+    /// Restores Adam's moments and step count.
+    pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+        let n = self.spec.params();
+        if m.len() != n || v.len() != n {
+            return Err(CriticError::Shape {
+                what: "adam state",
+                expected: n,
+                got: m.len().min(v.len()),
+            });
+        }
+        self.queue
+            .write_buffer(&self.adam_m, 0, bytemuck::cast_slice(m));
+        self.queue
+            .write_buffer(&self.adam_v, 0, bytemuck::cast_slice(v));
+        self.steps = steps;
+        Ok(())
+    }
+
+    /// Replaces the gradients (external accumulation, and tests that feed both backends the
+    /// same gradients).
+    pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
+        check_len("gradients", self.spec.params(), grads.len())?;
+        self.queue
+            .write_buffer(&self.grads, 0, bytemuck::cast_slice(grads));
+        Ok(())
+    }
+}
+
+/// The per-row device buffers (a field borrow, so other fields stay usable); an error before the
+/// first forward pass.
+pub(super) fn row_buffers(rows: &Option<RowBuffers>) -> Result<&RowBuffers, CriticError> {
+    rows.as_ref()
+        .ok_or_else(|| CriticError::Gpu("no forward pass yet".into()))
+}

@@ -1,0 +1,189 @@
+//! The GPU backend: the same operations as [`super::cpu::CpuCritic`] as WGSL compute shaders
+//! (`shaders/*.wgsl`, compiled into the binary) over stacked parameter buffers. The device and
+//! pipelines are created once; row buffers once per capacity and reused; uniforms go through
+//! one arena buffer of 256-byte slots written once per operation. Nothing is read back unless
+//! the caller asks (outputs, loss, gradient norms, parameters).
+//!
+//! Dispatches per update depend on the number of layers only, never on K: every kernel serves
+//! all networks at once (row tiles name their network; per-network reductions put K in the
+//! workgroup grid).
+//!
+//! The files follow the concerns: `device` finds the adapter, `kernels` owns the pipelines and
+//! their uniform structs, `buffers` the device buffers and uploads, `ops` the operations (what is
+//! dispatched), `readback` what comes back to the host.
+
+mod buffers;
+mod device;
+mod kernels;
+mod ops;
+mod readback;
+
+use wgpu::util::DeviceExt;
+
+pub use self::device::{GpuInfo, probe};
+pub use self::kernels::SHADERS;
+
+use self::buffers::{RowBuffers, storage};
+use self::kernels::{Kernels, UniformArena};
+use super::loss::Loss;
+use super::{
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,
+    init_params,
+};
+
+/// A stack of MLPs on a GPU.
+pub struct GpuCritic {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: GpuInfo,
+    kernels: Kernels,
+    spec: StackSpec,
+    offsets: Vec<LayerOffsets>,
+    params: wgpu::Buffer,
+    grads: wgpu::Buffer,
+    adam_m: wgpu::Buffer,
+    adam_v: wgpu::Buffer,
+    target: wgpu::Buffer,
+    norms: wgpu::Buffer,
+    uniforms: UniformArena,
+    rows_buf: Option<RowBuffers>,
+    rows: usize,
+    plan: RowPlan,
+    input_mode: u32,
+    tile_count: u32,
+    steps: u64,
+    dispatches: u64,
+    staging: Option<wgpu::Buffer>,
+}
+
+impl GpuCritic {
+    /// Opens the adapter, compiles the pipelines and uploads PyTorch-style initial parameters
+    /// from `seed` (the same values as the CPU backend's).
+    pub fn new(spec: StackSpec, seed: u64) -> Result<GpuCritic, CriticError> {
+        spec.validate().map_err(CriticError::Spec)?;
+        let adapter = device::adapter()?;
+        let info = device::info_of(&adapter);
+        let (device, queue) = device::open(&adapter)?;
+        let kernels = Kernels::new(&device);
+        let init = init_params(&spec, seed);
+        let bytes = bytemuck::cast_slice::<f32, u8>(&init);
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("params"),
+            contents: bytes,
+            usage,
+        });
+        let target = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("target params"),
+            contents: bytes,
+            usage,
+        });
+        let zeros = vec![0u8; bytes.len()];
+        let make = |label| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &zeros,
+                usage,
+            })
+        };
+        let (grads, adam_m, adam_v) = (make("grads"), make("adam m"), make("adam v"));
+        let norms = storage(&device, "grad norms", spec.nets * 4);
+        let uniforms = UniformArena::new(&device);
+        Ok(GpuCritic {
+            device,
+            queue,
+            info,
+            kernels,
+            offsets: spec.layer_offsets(),
+            spec,
+            params,
+            grads,
+            adam_m,
+            adam_v,
+            target,
+            norms,
+            uniforms,
+            rows_buf: None,
+            rows: 0,
+            plan: RowPlan::default(),
+            input_mode: 0,
+            tile_count: 0,
+            steps: 0,
+            dispatches: 0,
+            staging: None,
+        })
+    }
+
+    /// The adapter in use.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Compute dispatches issued so far (tests check they do not depend on K).
+    pub fn dispatches(&self) -> u64 {
+        self.dispatches
+    }
+}
+
+/// The GPU's operations as a [`CriticBackend`]: outputs, loss and state are read back when
+/// asked; nothing else waits for the device.
+impl CriticBackend for GpuCritic {
+    fn spec(&self) -> &StackSpec {
+        &self.spec
+    }
+
+    fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::forward(self, input, nets)?;
+        self.output()
+    }
+
+    fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::forward_target(self, input, nets)
+    }
+
+    fn polyak(&mut self, tau: f32) {
+        GpuCritic::polyak(self, tau);
+    }
+
+    fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
+        self.target()
+    }
+
+    fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
+        GpuCritic::loss_backward(self, loss)
+    }
+
+    fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
+        GpuCritic::backward(self, d_out, false)
+    }
+
+    fn last_loss(&mut self) -> Result<f32, CriticError> {
+        self.read_loss()
+    }
+
+    fn step(&mut self, cfg: &AdamConfig) {
+        GpuCritic::step(self, cfg);
+    }
+
+    fn step_stats(&mut self) -> Result<StepStats, CriticError> {
+        self.grad_norms()
+    }
+
+    fn params(&mut self) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::params(self)
+    }
+
+    fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
+        GpuCritic::set_params(self, params)
+    }
+
+    fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+        GpuCritic::adam_state(self)
+    }
+
+    fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+        GpuCritic::set_adam_state(self, m, v, steps)
+    }
+}

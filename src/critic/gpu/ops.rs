@@ -1,0 +1,437 @@
+//! The operations: what each of forward, target forward, backward, loss, the optimiser step and
+//! Polyak averaging dispatches, with which bindings and grid, submitted as one compute pass each.
+
+use std::convert::Infallible;
+
+use super::GpuCritic;
+use super::buffers::row_buffers;
+use super::kernels::{
+    AdamParams, Item, LinearParams, LossParams, MAX_GROUPS, NormParams, PolyakParams, TILE,
+    UniformArena, bind, fold, run,
+};
+use crate::critic::loss::Loss;
+use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, check_len};
+
+/// Dispatch building and the operations.
+impl GpuCritic {
+    fn linear(&self, o: &LayerOffsets, mode: u32) -> LinearParams {
+        LinearParams {
+            fan_in: o.fan_in as u32,
+            fan_out: o.fan_out as u32,
+            mode,
+            per_net: self.spec.params_per_net() as u32,
+            w_off: o.weight as u32,
+            b_off: o.bias as u32,
+            tiles: self.tile_count,
+            _pad: 0,
+        }
+    }
+
+    fn norm(&self, o: &LayerOffsets) -> NormParams {
+        NormParams {
+            width: o.fan_out as u32,
+            rows: self.rows as u32,
+            per_net: self.spec.params_per_net() as u32,
+            gamma_off: o.gamma as u32,
+            beta_off: o.beta as u32,
+            eps: LN_EPS,
+            _pad0: 0,
+            _pad1: 0,
+        }
+    }
+
+    fn tile_grid(&self, columns: usize) -> (u32, u32, u32) {
+        let t = self.tile_count;
+        let (y, z) = if t <= MAX_GROUPS {
+            (t.max(1), 1)
+        } else {
+            (MAX_GROUPS, t.div_ceil(MAX_GROUPS))
+        };
+        (columns.div_ceil(TILE) as u32, y, z)
+    }
+
+    /// The forward items over the online or target parameters into their activations.
+    fn forward_items<'a>(
+        &'a self,
+        uniforms: &mut UniformArena,
+        target: bool,
+    ) -> Result<Vec<Item<'a>>, CriticError> {
+        let rb = row_buffers(&self.rows_buf)?;
+        let (params, acts) = if target {
+            (&self.target, &rb.target)
+        } else {
+            (&self.params, &rb.online)
+        };
+        let k = &self.kernels;
+        let mut items = Vec::new();
+        let (rows_x, rows_y) = fold(self.rows as u32);
+        for l in 0..=self.spec.layers {
+            let o = &self.offsets[l];
+            let head = l == self.spec.layers;
+            let mode = if l == 0 { self.input_mode } else { 2 };
+            let x = if l == 0 {
+                &rb.input_f32
+            } else {
+                &acts.act[l - 1]
+            };
+            let y = if head { &acts.out } else { &acts.z[l] };
+            let u = uniforms.push(&self.linear(o, mode));
+            let group = bind(
+                &self.device,
+                &uniforms.buffer,
+                &k.linear_forward,
+                "linear_forward",
+                (u, 32),
+                &[
+                    &rb.tiles,
+                    params,
+                    &rb.input_words,
+                    &rb.input_f32,
+                    &rb.order,
+                    x,
+                    y,
+                ],
+            );
+            items.push((&k.linear_forward, group, self.tile_grid(o.fan_out)));
+            if !head {
+                let u = uniforms.push(&self.norm(o));
+                let group = bind(
+                    &self.device,
+                    &uniforms.buffer,
+                    &k.layernorm_forward,
+                    "layernorm_forward",
+                    (u, 32),
+                    &[
+                        &rb.row_net,
+                        params,
+                        &acts.z[l],
+                        &acts.xhat[l],
+                        &acts.rstd[l],
+                        &acts.act[l],
+                    ],
+                );
+                items.push((&k.layernorm_forward, group, (rows_x, rows_y, 1)));
+            }
+        }
+        Ok(items)
+    }
+
+    /// The backward items from `d_out` (already on the device).
+    fn backward_items<'a>(
+        &'a self,
+        uniforms: &mut UniformArena,
+        input_grad: bool,
+    ) -> Result<Vec<Item<'a>>, CriticError> {
+        let rb = row_buffers(&self.rows_buf)?;
+        let acts = &rb.online;
+        let k = &self.kernels;
+        let mut items = Vec::new();
+        let (rows_x, rows_y) = fold(self.rows as u32);
+        let nets = self.spec.nets as u32;
+        let layers = self.spec.layers;
+        // dy of the layer being processed: the head's d_out, then dz of each hidden layer.
+        for l in (0..=layers).rev() {
+            let o = &self.offsets[l];
+            let head = l == layers;
+            if !head {
+                // From g (dL/d act of layer l) to dz, and LayerNorm's parameter gradients.
+                let u = uniforms.push(&self.norm(o));
+                let group = bind(
+                    &self.device,
+                    &uniforms.buffer,
+                    &k.layernorm_backward,
+                    "layernorm_backward",
+                    (u, 32),
+                    &[
+                        &rb.row_net,
+                        &self.params,
+                        &rb.g,
+                        &acts.act[l],
+                        &acts.xhat[l],
+                        &acts.rstd[l],
+                        &rb.dz,
+                    ],
+                );
+                items.push((&k.layernorm_backward, group, (rows_x, rows_y, 1)));
+                let u = uniforms.push(&self.norm(o));
+                let group = bind(
+                    &self.device,
+                    &uniforms.buffer,
+                    &k.layernorm_param_grad,
+                    "layernorm_param_grad",
+                    (u, 32),
+                    &[&rb.starts, &rb.g, &acts.act[l], &acts.xhat[l], &self.grads],
+                );
+                items.push((
+                    &k.layernorm_param_grad,
+                    group,
+                    (o.fan_out.div_ceil(64) as u32, 1, nets),
+                ));
+            }
+            let dy = if head { &rb.d_out } else { &rb.dz };
+            let mode = if l == 0 { self.input_mode } else { 2 };
+            let x = if l == 0 {
+                &rb.input_f32
+            } else {
+                &acts.act[l - 1]
+            };
+            let u = uniforms.push(&self.linear(o, mode));
+            let group = bind(
+                &self.device,
+                &uniforms.buffer,
+                &k.linear_backward_weight,
+                "linear_backward_weight",
+                (u, 32),
+                &[
+                    &rb.starts,
+                    dy,
+                    &rb.input_words,
+                    &rb.input_f32,
+                    &rb.order,
+                    x,
+                    &self.grads,
+                ],
+            );
+            items.push((
+                &k.linear_backward_weight,
+                group,
+                (
+                    (o.fan_in.div_ceil(TILE) + 1) as u32,
+                    o.fan_out.div_ceil(TILE) as u32,
+                    nets,
+                ),
+            ));
+            let dx = if l > 0 {
+                Some(&rb.g)
+            } else if input_grad {
+                Some(&rb.d_input)
+            } else {
+                None
+            };
+            if let Some(dx) = dx {
+                let u = uniforms.push(&self.linear(o, mode));
+                let group = bind(
+                    &self.device,
+                    &uniforms.buffer,
+                    &k.linear_backward_input,
+                    "linear_backward_input",
+                    (u, 32),
+                    &[&rb.tiles, &self.params, dy, dx],
+                );
+                items.push((&k.linear_backward_input, group, self.tile_grid(o.fan_in)));
+            }
+        }
+        Ok(items)
+    }
+
+    /// Builds one operation's dispatches against the uniform arena (`build` sees the critic,
+    /// borrowed), then encodes them in one compute pass and submits; a failed build submits
+    /// nothing.
+    fn submit<E>(
+        &mut self,
+        label: &str,
+        build: impl for<'a> FnOnce(&'a GpuCritic, &mut UniformArena) -> Result<Vec<Item<'a>>, E>,
+    ) -> Result<(), E> {
+        let mut arena = self.uniforms.detach();
+        let submitted = build(self, &mut arena)
+            .map(|items| run(&self.device, &self.queue, &mut arena, label, items));
+        arena.data.clear();
+        self.uniforms.data = arena.data;
+        self.dispatches += submitted?;
+        Ok(())
+    }
+
+    /// Forward pass with the online parameters; keeps activations on the device for backward.
+    /// Read the output with [`GpuCritic::output`].
+    pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<(), CriticError> {
+        self.upload_rows(input, nets)?;
+        self.submit("forward", |c, u| c.forward_items(u, false))
+    }
+
+    /// Forward with the target parameters into separate activations (the online ones survive);
+    /// returns the output (a readback).
+    pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        self.upload_rows(input, nets)?;
+        self.submit("forward target", |c, u| c.forward_items(u, true))?;
+        self.read_output(true)
+    }
+
+    /// Backward from dL/d output (`[R, head]`, caller order) of the last forward.
+    pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
+        let head = self.spec.head;
+        check_len("d_output", self.rows * head, d_out.len())?;
+        let mut sorted = vec![0.0f32; d_out.len()];
+        self.plan.gather(d_out, head, &mut sorted);
+        let rb = row_buffers(&self.rows_buf)?;
+        self.queue
+            .write_buffer(&rb.d_out, 0, bytemuck::cast_slice(&sorted));
+        self.submit("backward", |c, u| c.backward_items(u, input_grad))
+    }
+
+    /// Loss of the last forward's output and its gradient on the device, then backward, in one
+    /// submission. Read the loss with [`GpuCritic::read_loss`].
+    pub fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
+        let (rows, head) = (self.rows, self.spec.head);
+        loss.check(rows, head)?;
+        let rb = row_buffers(&self.rows_buf)?;
+        let ones;
+        let (kind, groups, delta, labels, targets, mask) = match loss {
+            Loss::Mse {
+                actions,
+                targets,
+                mask,
+            } => (0u32, 1usize, 0.0f32, *actions, Some(*targets), *mask),
+            Loss::Huber {
+                delta,
+                actions,
+                targets,
+                mask,
+            } => (1, 1, *delta, *actions, Some(*targets), *mask),
+            Loss::CrossEntropy {
+                groups,
+                labels,
+                mask,
+            } => (2, *groups, 0.0, *labels, None, *mask),
+        };
+        let mask = match mask {
+            Some(m) => m,
+            None => {
+                ones = vec![1.0f32; rows];
+                &ones[..]
+            }
+        };
+        let total: f32 =
+            mask.iter().sum::<f32>().max(1.0) * if kind == 2 { groups as f32 } else { 1.0 };
+        self.queue
+            .write_buffer(&rb.actions, 0, bytemuck::cast_slice(labels));
+        if let Some(t) = targets {
+            self.queue
+                .write_buffer(&rb.targets, 0, bytemuck::cast_slice(t));
+        }
+        self.queue
+            .write_buffer(&rb.mask, 0, bytemuck::cast_slice(mask));
+        let params = LossParams {
+            rows: rows as u32,
+            head: head as u32,
+            kind,
+            groups: groups as u32,
+            delta,
+            scale: 1.0 / total,
+            _pad0: 0,
+            _pad1: 0,
+        };
+        self.submit("loss and backward", |c, arena| {
+            let rb = row_buffers(&c.rows_buf)?;
+            let u = arena.push(&params);
+            let k = &c.kernels;
+            let group = bind(
+                &c.device,
+                &arena.buffer,
+                &k.loss,
+                "loss",
+                (u, 32),
+                &[
+                    &rb.order,
+                    &rb.online.out,
+                    &rb.actions,
+                    &rb.targets,
+                    &rb.mask,
+                    &rb.d_out,
+                    &rb.row_loss,
+                ],
+            );
+            let (x, y) = fold((rows as u32).div_ceil(64));
+            let mut items: Vec<Item> = vec![(&k.loss, group, (x, y, 1))];
+            items.extend(c.backward_items(arena, false)?);
+            Ok(items)
+        })
+    }
+
+    /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam.
+    pub fn step(&mut self, cfg: &AdamConfig) {
+        self.steps += 1;
+        let (step_size, bc2, adaptive) = cfg.schedule(self.steps);
+        let count = self.spec.params() as u32;
+        let per_net = self.spec.params_per_net() as u32;
+        let norm = NormParams {
+            width: 0,
+            rows: 0,
+            per_net,
+            gamma_off: 0,
+            beta_off: 0,
+            eps: 0.0,
+            _pad0: 0,
+            _pad1: 0,
+        };
+        let adam = AdamParams {
+            count,
+            per_net,
+            adaptive: u32::from(adaptive),
+            _pad0: 0,
+            step_size,
+            bc2,
+            beta1: cfg.beta1,
+            beta2: cfg.beta2,
+            eps: cfg.eps,
+            max_norm: cfg.max_grad_norm.unwrap_or(0.0),
+            _pad1: 0,
+            _pad2: 0,
+        };
+        let Ok(()) = self.submit::<Infallible>("optimiser step", |c, arena| {
+            let k = &c.kernels;
+            let u = arena.push(&norm);
+            let g1 = bind(
+                &c.device,
+                &arena.buffer,
+                &k.grad_norm,
+                "grad_norm",
+                (u, 32),
+                &[&c.grads, &c.norms],
+            );
+            let u = arena.push(&adam);
+            let g2 = bind(
+                &c.device,
+                &arena.buffer,
+                &k.adam,
+                "adam",
+                (u, 48),
+                &[&c.norms, &c.grads, &c.params, &c.adam_m, &c.adam_v],
+            );
+            let (x, y) = fold(count.div_ceil(256));
+            Ok(vec![
+                (&k.grad_norm, g1, (c.spec.nets as u32, 1, 1)),
+                (&k.adam, g2, (x, y, 1)),
+            ])
+        });
+    }
+
+    /// `target = tau * online + (1 - tau) * target`; `tau = 1` copies.
+    pub fn polyak(&mut self, tau: f32) {
+        let count = self.spec.params() as u32;
+        let params = PolyakParams {
+            count,
+            tau,
+            _pad0: 0,
+            _pad1: 0,
+        };
+        let Ok(()) = self.submit::<Infallible>("polyak", |c, arena| {
+            let u = arena.push(&params);
+            let k = &c.kernels;
+            let group = bind(
+                &c.device,
+                &arena.buffer,
+                &k.polyak,
+                "polyak",
+                (u, 16),
+                &[&c.params, &c.target],
+            );
+            let (x, y) = fold(count.div_ceil(256));
+            Ok(vec![(&k.polyak, group, (x, y, 1))])
+        });
+    }
+
+    /// Copies the online parameters into the target copy.
+    pub fn copy_to_target(&mut self) {
+        self.polyak(1.0);
+    }
+}

@@ -1,0 +1,127 @@
+//! Device-to-host reads: outputs back in the caller's row order, the loss, gradient norms and
+//! the stack's state, through one staging buffer grown to the largest read (each read waits for
+//! the device).
+
+use super::GpuCritic;
+use super::buffers::row_buffers;
+use crate::critic::{CriticError, StepStats};
+
+/// Reads back what the device computed.
+impl GpuCritic {
+    /// The last forward's output, `[R, head]` in caller order (a readback).
+    pub fn output(&mut self) -> Result<Vec<f32>, CriticError> {
+        self.read_output(false)
+    }
+
+    /// The last output of the online or target forward, in caller order (a readback).
+    pub(super) fn read_output(&mut self, target: bool) -> Result<Vec<f32>, CriticError> {
+        let head = self.spec.head;
+        let rb = row_buffers(&self.rows_buf)?;
+        let buffer = if target {
+            rb.target.out.clone()
+        } else {
+            rb.online.out.clone()
+        };
+        let sorted = self.read_f32(&buffer, self.rows * head)?;
+        Ok(self.unsort(&sorted, head))
+    }
+
+    /// Rows of `width` values back from sorted into caller order.
+    fn unsort(&self, sorted: &[f32], width: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; sorted.len()];
+        self.plan.scatter(sorted, width, &mut out);
+        out
+    }
+
+    /// The loss of the last [`GpuCritic::loss_backward`] (a readback).
+    pub fn read_loss(&mut self) -> Result<f32, CriticError> {
+        let rb = row_buffers(&self.rows_buf)?;
+        let buffer = rb.row_loss.clone();
+        let rows = self.read_f32(&buffer, self.rows)?;
+        Ok(rows.iter().map(|v| *v as f64).sum::<f64>() as f32)
+    }
+
+    /// Gradient norms seen by the last step, per network (a readback).
+    pub fn grad_norms(&mut self) -> Result<StepStats, CriticError> {
+        let norms = self.norms.clone();
+        let squared = self.read_f32(&norms, self.spec.nets)?;
+        Ok(StepStats {
+            grad_norms: squared.iter().map(|v| v.sqrt()).collect(),
+        })
+    }
+
+    /// All parameters (a readback).
+    pub fn params(&mut self) -> Result<Vec<f32>, CriticError> {
+        let b = self.params.clone();
+        self.read_f32(&b, self.spec.params())
+    }
+
+    /// The target parameters (a readback).
+    pub fn target(&mut self) -> Result<Vec<f32>, CriticError> {
+        let b = self.target.clone();
+        self.read_f32(&b, self.spec.params())
+    }
+
+    /// The last backward's gradients (a readback).
+    pub fn grads(&mut self) -> Result<Vec<f32>, CriticError> {
+        let b = self.grads.clone();
+        self.read_f32(&b, self.spec.params())
+    }
+
+    /// dL/d input of the last backward with `input_grad` (`[R, D]`, caller order; a readback).
+    pub fn input_grad(&mut self) -> Result<Vec<f32>, CriticError> {
+        let d = self.spec.input;
+        let rb = self
+            .rows_buf
+            .as_ref()
+            .ok_or_else(|| CriticError::Gpu("no backward pass yet".into()))?;
+        let b = rb.d_input.clone();
+        let sorted = self.read_f32(&b, self.rows * d)?;
+        Ok(self.unsort(&sorted, d))
+    }
+
+    /// Adam's moments and step count (readbacks, for checkpoints).
+    pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+        let (m, v) = (self.adam_m.clone(), self.adam_v.clone());
+        let n = self.spec.params();
+        Ok((self.read_f32(&m, n)?, self.read_f32(&v, n)?, self.steps))
+    }
+
+    /// Reads `len` f32s from the start of `buffer`, waiting for the device.
+    fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
+        let bytes = (len * 4).max(4) as u64;
+        let device = &self.device;
+        let staging = match &mut self.staging {
+            Some(s) if s.size() >= bytes => s,
+            slot => slot.insert(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback staging"),
+                size: bytes.next_power_of_two(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })),
+        };
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
+        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..bytes);
+        slice.map_async(wgpu::MapMode::Read, |_| {});
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| CriticError::Gpu(e.to_string()))?;
+        let data = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| CriticError::Gpu(e.to_string()))?;
+            bytemuck::cast_slice::<u8, f32>(&view[..len * 4]).to_vec()
+        };
+        staging.unmap();
+        Ok(data)
+    }
+}
