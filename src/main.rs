@@ -743,7 +743,7 @@ fn eval(args: EvalArgs) -> Result<()> {
 }
 
 fn bench_train(args: BenchTrainArgs) -> Result<()> {
-    use gridarena::train::{Learner, config::RunConfig, load_scenario};
+    use gridarena::train::{config::RunConfig, load_scenario, new_learner};
     let mut cfg = match &args.config {
         Some(p) => RunConfig::load(p)?,
         None => RunConfig::default(),
@@ -758,7 +758,7 @@ fn bench_train(args: BenchTrainArgs) -> Result<()> {
     let device = gridarena::critic::choose_device(cfg.device)?;
     println!("device: {device}");
     let result = with_pool(None, || -> Result<(f64, f64, f64)> {
-        let mut pqn = Learner::new(&cfg, &loaded, &device)?;
+        let mut pqn = new_learner(&cfg, &loaded, &device)?;
         pqn.update()?;
         pqn.take_timing();
         let start = std::time::Instant::now();
