@@ -522,18 +522,9 @@ impl Iql {
         // --------------------------------------------------------------------------------------
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        Ok(UpdateStats {
-            loss: if steps == 0 {
-                0.0
-            } else {
-                (losses / steps as f64) as f32
-            },
-            epsilon,
-            lr,
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: std::mem::take(&mut self.scores).mean(),
-        })
+        let episodes = self.batch.take_episodes();
+        let opponents = std::mem::take(&mut self.scores).mean();
+        Ok(UpdateStats::replay((losses, steps), (epsilon, lr), episodes, opponents))
     }
 }
 

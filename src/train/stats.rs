@@ -24,6 +24,30 @@ pub struct UpdateStats {
     pub opponents: Option<OpponentScores>,
 }
 
+impl UpdateStats {
+    /// A replay learner's update: the mean of `steps` learner-step losses summing to `losses`
+    /// (0 without a learner step), its arenas' finished episodes (one replica).
+    pub(crate) fn replay(
+        (losses, steps): (f64, u64),
+        (epsilon, lr): (f32, f32),
+        episodes: Vec<EpisodeSummary>,
+        opponents: Option<OpponentScores>,
+    ) -> UpdateStats {
+        UpdateStats {
+            loss: if steps == 0 {
+                0.0
+            } else {
+                (losses / steps as f64) as f32
+            },
+            epsilon,
+            lr,
+            episodes,
+            per_replica: Vec::new(),
+            opponents,
+        }
+    }
+}
+
 /// Mean and half-width of the normal 95% confidence interval of the mean (NaN when undefined:
 /// no sample, or one sample for the interval).
 pub fn mean_ci(xs: &[f64]) -> (f64, f64) {

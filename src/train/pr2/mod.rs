@@ -550,18 +550,9 @@ impl Pr2Iql {
         self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        Ok(UpdateStats {
-            loss: if steps == 0 {
-                0.0
-            } else {
-                (losses / steps as f64) as f32
-            },
-            epsilon,
-            lr,
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: scores,
-        })
+        let episodes = self.batch.take_episodes();
+        let opponents = scores;
+        Ok(UpdateStats::replay((losses, steps), (epsilon, lr), episodes, opponents))
     }
 }
 
