@@ -524,7 +524,12 @@ impl Iql {
         self.progress.update += 1;
         let episodes = self.batch.take_episodes();
         let opponents = std::mem::take(&mut self.scores).mean();
-        Ok(UpdateStats::replay((losses, steps), (epsilon, lr), episodes, opponents))
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            (epsilon, lr),
+            episodes,
+            opponents,
+        ))
     }
 }
 

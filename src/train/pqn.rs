@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
 use super::error::TrainError;
-use super::explore::{act_epsilon_greedy, greedy_actions, max_value};
+use super::explore::{act_epsilon_greedy, max_value};
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, models_params, set_models_params};
 use super::plan::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
@@ -472,13 +472,6 @@ impl Pqn {
 impl Learner for Pqn {
     fn update(&mut self) -> Result<UpdateStats, TrainError> {
         Pqn::update(self)
-    }
-
-    /// Greedy actions of replica 0 for its current observations (evaluation).
-    fn act_greedy(&mut self) -> Result<Vec<u8>, TrainError> {
-        let (input, nets) = self.replica0_input();
-        let q = self.critic.forward(Input::U8(&input), &nets)?;
-        Ok(greedy_actions(&q, self.actions))
     }
 
     /// Replica 0's epsilon-greedy actions (its exploration streams).

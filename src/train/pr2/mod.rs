@@ -37,6 +37,10 @@ use crate::train::replay::{ReplayCore, Ring};
 use crate::train::schedule::{epsilon_by_steps, optimiser};
 use crate::train::stats::UpdateStats;
 
+// ------------------------------------------------------------------------------------------
+// Replay
+// ------------------------------------------------------------------------------------------
+
 /// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`
 /// `[C, T, N]` actions, `rewards` `[C, T, N]`, `dones` `[C, T]`.
 struct SequenceReplay {
@@ -143,6 +147,10 @@ impl Minibatch {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// Learner
+// ------------------------------------------------------------------------------------------
+
 /// A PR2-IQL learner with its arenas.
 pub struct Pr2Iql {
     cfg: RunConfig,
@@ -248,6 +256,10 @@ impl Pr2Iql {
         self.head
     }
 
+    // --------------------------------------------------------------------------------------
+    // Network: values under rho
+    // --------------------------------------------------------------------------------------
+
     /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from critic rows `out` and, with a learned
     /// rho, the models' probabilities `rho` `[R, N-1, A, A]`.
     fn expectations(&mut self, out: &[f32], rho: Option<&[f32]>, values: &mut Vec<f32>) {
@@ -319,6 +331,10 @@ impl Pr2Iql {
     pub fn epsilon(&self) -> f32 {
         epsilon_by_steps(&self.cfg, self.progress.env_steps)
     }
+
+    // --------------------------------------------------------------------------------------
+    // Targets and update (one learner step)
+    // --------------------------------------------------------------------------------------
 
     /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
     fn gather(&mut self, sequences: &[usize]) {
@@ -494,6 +510,10 @@ impl Pr2Iql {
         Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
     }
 
+    // --------------------------------------------------------------------------------------
+    // Rollout and schedule
+    // --------------------------------------------------------------------------------------
+
     /// One update: a rollout of every arena, stored as sequences, then the learner steps the
     /// rate limiter allows.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
@@ -552,7 +572,12 @@ impl Pr2Iql {
         self.progress.update += 1;
         let episodes = self.batch.take_episodes();
         let opponents = scores;
-        Ok(UpdateStats::replay((losses, steps), (epsilon, lr), episodes, opponents))
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            (epsilon, lr),
+            episodes,
+            opponents,
+        ))
     }
 }
 
