@@ -16,11 +16,10 @@ use std::path::{Path, PathBuf};
 use gridarena::critic::{Device, choose_device};
 use gridarena::engine::EnvBatch;
 use gridarena::metrics::{learners_only, summarize};
-use gridarena::policy::RandomPolicy;
+use gridarena::policy::{Policy, RandomPolicy};
 use gridarena::scenario::LoadedScenario;
 use gridarena::train::config::RunConfig;
-use gridarena::train::run_dir::RunDir;
-use gridarena::train::{Learner, TrainOptions, load_scenario, restore, train};
+use gridarena::train::{TrainOptions, load_policy, load_scenario, train};
 
 const ARENAS: usize = 8;
 const SEED: u64 = 12_345;
@@ -65,19 +64,22 @@ fn load_and_act(run: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let loaded = load_scenario(&cfg)?;
     let device = choose_device(Device::Cpu)?;
 
-    // Rebuild the run's learner and restore its newest checkpoint.
-    let mut learner = Learner::new(&cfg, &loaded, &device)?;
-    let update = restore(&mut learner, &RunDir::open(run)?)?;
+    // The run's greedy policy: its learner rebuilt from the config and the newest checkpoint
+    // restored into it (the same entry point eval, the viewer and analysis use).
+    let mut policy = load_policy(run)?;
     println!(
-        "loaded {:?} from {} (checkpoint of update {update}), scenario {}",
+        "loaded {:?} from {} (checkpoint of update {}), scenario {}",
         cfg.algo,
         run.display(),
+        policy.update(),
         loaded.scenario.name
     );
 
     // Greedy actions for a fresh batch, one episode long, against the random baseline.
     let mut greedy = |obs: &[u8]| -> Result<Vec<u8>, Box<dyn std::error::Error>> {
-        Ok(learner.greedy_obs(obs)?)
+        let mut actions = vec![0u8; obs.len() / loaded.scenario.observation_len()];
+        policy.actions(obs, &mut actions)?;
+        Ok(actions)
     };
     play("greedy", &loaded, &mut greedy)?;
     let mut random = RandomPolicy::new(SEED, ARENAS, loaded.scenario.action_set().len());
@@ -102,13 +104,13 @@ fn load_and_act(run: &Path) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// A policy: the `[B, N]` actions for the `[B, N, O]` observations.
-type Policy<'a> = dyn FnMut(&[u8]) -> Result<Vec<u8>, Box<dyn std::error::Error>> + 'a;
+type PolicyFn<'a> = dyn FnMut(&[u8]) -> Result<Vec<u8>, Box<dyn std::error::Error>> + 'a;
 
 /// Steps `ARENAS` fresh arenas for one episode length under `policy` and prints what happened.
 fn play(
     name: &str,
     loaded: &LoadedScenario,
-    policy: &mut Policy,
+    policy: &mut PolicyFn,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let steps = loaded.scenario.max_steps as usize;
     let mut batch = EnvBatch::new(loaded, ARENAS, SEED)?;

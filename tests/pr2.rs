@@ -169,7 +169,7 @@ fn pr2_on_the_gpu_backend_matches_the_cpu_backend() {
     let cpu = choose_device(Device::Cpu).unwrap();
     let mut losses = Vec::new();
     for d in [&cpu, &device] {
-        let mut learner = gridarena::train::Learner::new(&cfg, &loaded, d).unwrap();
+        let mut learner = gridarena::train::new_learner(&cfg, &loaded, d).unwrap();
         let a = learner.update().unwrap().loss;
         let b = learner.update().unwrap().loss;
         losses.push((a, b));
@@ -278,7 +278,7 @@ fn opponent_predictions_reach_the_agents_components_for_the_viewer() {
                 opponent_models: models,
                 ..base.clone()
             };
-            let mut learner = gridarena::train::Learner::new(&cfg, &loaded, &device).unwrap();
+            let mut learner = gridarena::train::new_learner(&cfg, &loaded, &device).unwrap();
             learner.update().unwrap();
             assert_eq!(learner.predict_opponents().unwrap(), models, "{algo:?}");
             let predicted = learner.batch().opponent_predictions(3);

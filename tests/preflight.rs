@@ -3,7 +3,7 @@
 
 use gridarena::critic::{Device, choose_device};
 use gridarena::train::config::RunConfig;
-use gridarena::train::{Learner, load_scenario, plan};
+use gridarena::train::{load_scenario, new_learner, plan};
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]
@@ -24,11 +24,11 @@ fn measured_vs_planned(cfg: &RunConfig, updates: usize) -> (u64, u64) {
     eprintln!("{}", p.table());
     let planned = p.total_bytes;
     let built = peak_during(|| {
-        let _ = Learner::new(cfg, &loaded, &device).unwrap();
+        let _ = new_learner(cfg, &loaded, &device).unwrap();
     });
     eprintln!("construction alone: {built} B");
     let measured = peak_during(|| {
-        let mut learner = Learner::new(cfg, &loaded, &device).unwrap();
+        let mut learner = new_learner(cfg, &loaded, &device).unwrap();
         for _ in 0..updates {
             learner.update().unwrap();
         }

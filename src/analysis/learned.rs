@@ -10,9 +10,7 @@
 //! To measure the same quantity as the exact method, episodes run without the step limit up to
 //! a horizon `H` with `gamma^H <= 1e-4` (the exact model is an infinite-horizon discounted game).
 
-use std::cell::RefCell;
 use std::path::Path;
-use std::rc::Rc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -20,11 +18,12 @@ use serde::Serialize;
 use super::run::{AnalysisError, run_config, write_result};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
+use crate::policy::Policy;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{Algo, RunConfig};
-use crate::train::pqn::{FrozenOthers, Pqn, greedy_rows};
-use crate::train::run_dir::RunDir;
-use crate::train::{Learner, RunError, load_scenario};
+use crate::train::pqn::{FrozenOthers, Pqn};
+use crate::train::stats::mean_ci;
+use crate::train::{GreedyPolicy, Learner, RunError, TrainError, load_scenario};
 
 /// The knobs of a learned best response.
 #[derive(Debug, Clone, Copy)]
@@ -80,37 +79,30 @@ pub fn horizon(gamma: f64) -> u32 {
     ((1e-4f64).ln() / gamma.ln()).ceil().min(5_000.0) as u32
 }
 
-fn mean_ci(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n.max(1.0);
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (mean, 1.96 * (var / n.max(1.0)).sqrt())
-}
-
 /// Plays `episodes` first episodes from fresh arenas (seed `seed`) and returns learner i's
 /// discounted return per episode. `br` acts for slot i when given, the frozen policy otherwise.
 fn discounted_returns(
     loaded: &LoadedScenario,
-    frozen: &mut Learner,
-    mut br: Option<&mut Pqn>,
+    frozen: &mut dyn Policy,
+    mut br: Option<&mut dyn Policy>,
     i: usize,
     episodes: usize,
     seed: u64,
     gamma: f64,
 ) -> Result<Vec<f64>, AnalysisError> {
-    let mut batch = EnvBatch::new(loaded, episodes, seed)
-        .map_err(|e| RunError::from(crate::train::pqn::TrainError::from(e)))?;
+    let mut batch =
+        EnvBatch::new(loaded, episodes, seed).map_err(|e| RunError::from(TrainError::from(e)))?;
     let layout = batch.layout().clone();
-    let (n, o, a) = (layout.learners, layout.obs_len, layout.actions);
+    let n = layout.learners;
+    let (mut acts, mut own) = (vec![0u8; episodes * n], vec![0u8; episodes * n]);
     let mut returns = vec![0.0f64; episodes];
     let mut running = vec![true; episodes];
     let mut discount = 1.0f64;
     for _ in 0..layout.max_steps {
-        let obs = batch.buffers().obs.clone();
-        let mut acts = frozen.greedy_obs(&obs)?;
+        let obs = &batch.buffers().obs;
+        frozen.actions(obs, &mut acts)?;
         if let Some(br) = br.as_deref_mut() {
-            let d = br.spec().input;
-            let own = greedy_rows(&mut br.critic, &obs, n, o, d, a)?;
+            br.actions(obs, &mut own)?;
             for arena in 0..episodes {
                 acts[arena * n + i] = own[arena * n + i];
             }
@@ -118,7 +110,7 @@ fn discounted_returns(
         batch.actions_mut().copy_from_slice(&acts);
         batch
             .step()
-            .map_err(|e| RunError::from(crate::train::pqn::TrainError::from(e)))?;
+            .map_err(|e| RunError::from(TrainError::from(e)))?;
         let b = batch.buffers();
         for arena in 0..episodes {
             if running[arena] {
@@ -167,10 +159,7 @@ pub fn learned(
             "--episodes: at least 2 paired episodes for an interval".into(),
         ));
     }
-    let dir = RunDir::open(run).map_err(RunError::from)?;
-    let mut frozen = Learner::new(&cfg, &loaded, device)?;
-    crate::train::eval::restore_params(&mut frozen, &dir)?;
-    let frozen = Rc::new(RefCell::new(frozen));
+    let mut frozen: Box<dyn Policy> = Box::new(GreedyPolicy::from_run(run, &cfg, &loaded, device)?);
     let agents: Vec<usize> = agent.map_or_else(|| (0..n).collect(), |i| vec![i]);
     let (mut gains, mut cis, mut values) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut var_sum = 0.0;
@@ -188,9 +177,8 @@ pub fn learned(
         };
         br_cfg.validate().map_err(RunError::from)?;
         let mut br = Pqn::new(&br_cfg, &loaded, device)?;
-        let policy = Rc::clone(&frozen);
         br.freeze_others(FrozenOthers {
-            policy: Box::new(move |obs| policy.borrow_mut().greedy_obs(obs)),
+            policy: frozen,
             slots: (0..n).map(|l| l != i).collect(),
         });
         let bar = if progress {
@@ -207,22 +195,22 @@ pub fn learned(
         };
         for _ in 0..br_cfg.updates() {
             let stats = br.update()?;
-            bar.set_position(br.env_steps);
+            bar.set_position(br.env_steps());
             bar.set_message(format!("loss {:.4}", stats.loss));
         }
         bar.finish_and_clear();
         let seed = cfg.seed.wrapping_add(2_000_003);
-        let mut fz = frozen.borrow_mut();
-        let with_br = discounted_returns(
-            &loaded,
-            &mut fz,
-            Some(&mut br),
-            i,
-            opts.episodes,
-            seed,
-            gamma,
-        )?;
-        let base = discounted_returns(&loaded, &mut fz, None, i, opts.episodes, seed, gamma)?;
+        frozen = br
+            .take_frozen()
+            .ok_or_else(|| {
+                AnalysisError::Invalid("the best response lost the frozen policy".into())
+            })?
+            .policy;
+        let mut br = GreedyPolicy::new(Box::new(br));
+        let fz = frozen.as_mut();
+        let with_br =
+            discounted_returns(&loaded, fz, Some(&mut br), i, opts.episodes, seed, gamma)?;
+        let base = discounted_returns(&loaded, fz, None, i, opts.episodes, seed, gamma)?;
         let diffs: Vec<f64> = with_br.iter().zip(&base).map(|(x, y)| x - y).collect();
         let (g, ci) = mean_ci(&diffs);
         gains[i] = g;

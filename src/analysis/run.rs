@@ -11,10 +11,9 @@ use super::exact::{NashConv, PolicyTable, SuccessorCache, nashconv};
 use super::model::{ModelError, TransitionModel};
 use super::plan::{Method, plan};
 use crate::critic::Chosen;
+use crate::policy::{Policy, PolicyError};
 use crate::train::config::RunConfig;
-use crate::train::pqn::TrainError;
-use crate::train::run_dir::RunDir;
-use crate::train::{Learner, RunError, load_scenario};
+use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario};
 
 /// Everything that can stop an analysis.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +27,9 @@ pub enum AnalysisError {
     /// Running the networks or training a best response.
     #[error(transparent)]
     Train(#[from] TrainError),
+    /// A policy could not act.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     /// The preflight refused.
     #[error("analysis preflight: {0} (see `gridarena plan --nashconv`)")]
     Refused(String),
@@ -61,15 +63,15 @@ pub fn run_config(run: &Path) -> Result<RunConfig, AnalysisError> {
     Ok(cfg)
 }
 
-/// The greedy policies of `learner` at every state of `model`, `[S, N]` actions, in batches.
+/// The actions of `policy` at every state of `model`, `[S, N]`, in batches.
 pub fn greedy_actions(
     model: &TransitionModel,
-    learner: &mut Learner,
+    policy: &mut dyn Policy,
     progress: &indicatif::ProgressBar,
 ) -> Result<Vec<u8>, AnalysisError> {
     let (n, o) = (model.learners(), model.layout().obs_len);
     let states = model.states() as usize;
-    let mut actions = Vec::with_capacity(states * n);
+    let mut actions = vec![0u8; states * n];
     let mut obs = vec![0u8; POLICY_BATCH * n * o];
     for start in (0..states).step_by(POLICY_BATCH) {
         let end = (start + POLICY_BATCH).min(states);
@@ -81,7 +83,7 @@ pub fn greedy_actions(
                 out.copy_from_slice(scratch.observe(model.layout()));
             },
         );
-        actions.extend(learner.greedy_obs(rows)?);
+        policy.actions(rows, &mut actions[start * n..end * n])?;
         progress.inc((end - start) as u64);
     }
     Ok(actions)
@@ -124,13 +126,11 @@ pub fn exact(
     if let Some(r) = p.plan.refusal() {
         return Err(AnalysisError::Refused(r));
     }
-    let dir = RunDir::open(run).map_err(RunError::from)?;
-    let mut learner = Learner::new(&cfg, &loaded, device)?;
-    crate::train::eval::restore_params(&mut learner, &dir)?;
+    let mut greedy = GreedyPolicy::from_run(run, &cfg, &loaded, device)?;
     let b = bar(model.states(), "policies", progress);
-    let actions = greedy_actions(&model, &mut learner, &b)?;
+    let actions = greedy_actions(&model, &mut greedy, &b)?;
     b.finish_and_clear();
-    drop(learner);
+    drop(greedy);
     let policy = PolicyTable::from_actions(&model, &actions);
     drop(actions);
     let cache = if p.cache {

@@ -1,5 +1,47 @@
-//! Policies: what picks every learner's action in every arena.
+//! Policies: what picks every learner's action in every arena. A [`Policy`] maps the
+//! observations of R arenas to one action per learner; evaluation, the viewer's live mode,
+//! exact analysis' policy tables, learned best responses (the frozen others) and the random
+//! baseline all act through it. A trained run's greedy policy is
+//! `crate::train::GreedyPolicy` (`crate::train::load_policy` opens one from a run directory).
 
 mod random;
 
 pub use random::RandomPolicy;
+
+/// Why a policy could not act.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// Observations or an action buffer of the wrong size.
+    #[error("{what}: expected {expected} values, got {got}")]
+    Shape {
+        /// Which buffer.
+        what: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Actual length.
+        got: usize,
+    },
+    /// The networks behind the policy failed.
+    #[error(transparent)]
+    Learner(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Maps observations to actions.
+pub trait Policy {
+    /// Writes one action per learner into `out` `[R x N]` for observations `obs` `[R, N, O]`
+    /// (R arenas' learners in slot order).
+    fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError>;
+
+    /// The values `[R x N, A]` the policy ranks actions by, when it has any.
+    fn q_values(&mut self, _obs: &[u8]) -> Result<Option<Vec<f32>>, PolicyError> {
+        Ok(None)
+    }
+}
+
+impl Policy for RandomPolicy {
+    /// Uniform actions from each arena's stream; the observations only give the shape.
+    fn actions(&mut self, _obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
+        self.act(out);
+        Ok(())
+    }
+}

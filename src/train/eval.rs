@@ -4,13 +4,17 @@
 
 use serde::Serialize;
 
-use super::Learner;
 use super::config::RunConfig;
+use super::greedy::GreedyPolicy;
+use super::learner::new_learner;
 use super::run_dir::RunDir;
-use super::{RunError, load_scenario};
-use crate::policy::RandomPolicy;
+use super::stats::mean_ci;
+use super::{RunError, TrainError, load_scenario};
 use crate::critic::Chosen;
-use crate::metrics::{EpisodeSummary, summarize};
+use crate::engine::EnvBatch;
+use crate::metrics::{EpisodeSummary, learners_only, summarize};
+use crate::policy::{Policy, RandomPolicy};
+use crate::scenario::LoadedScenario;
 
 /// One policy's results.
 #[derive(Debug, Clone, Serialize)]
@@ -44,19 +48,6 @@ pub struct EvalReport {
     pub update: u64,
 }
 
-fn mean_ci(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    if n == 0.0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let mean = xs.iter().sum::<f64>() / n;
-    if n < 2.0 {
-        return (mean, f64::NAN);
-    }
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, 1.96 * (var / n).sqrt())
-}
-
 fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult {
     let m = summarize(counter_names, episodes);
     let agents = episodes.first().map_or(0, |e| e.returns.len());
@@ -86,19 +77,30 @@ fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult
     }
 }
 
-/// First finished episode of every arena, acting with `act` until each arena finished one.
+/// Fresh evaluation arenas: the same as a learner of `cfg` would step.
+fn eval_batch(loaded: &LoadedScenario, cfg: &RunConfig) -> Result<EnvBatch, RunError> {
+    let mut batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed).map_err(TrainError::from)?;
+    batch.start_episode_log(1 << 16);
+    Ok(batch)
+}
+
+/// First finished episode of every arena of `batch`, `policy` acting until each arena
+/// finished one.
 fn first_episodes(
-    pqn: &mut Learner,
-    mut act: impl FnMut(&mut Learner) -> Result<Vec<u8>, RunError>,
+    batch: &mut EnvBatch,
+    policy: &mut dyn Policy,
 ) -> Result<Vec<EpisodeSummary>, RunError> {
-    let arenas = pqn.batch().arenas();
+    let arenas = batch.arenas();
     let mut first: Vec<Option<EpisodeSummary>> = vec![None; arenas];
-    let limit = pqn.batch().layout().max_steps as usize + 1;
+    let limit = batch.layout().max_steps as usize + 1;
+    let mut actions = vec![0u8; batch.actions_mut().len()];
     for _ in 0..limit {
-        let actions = act(pqn)?;
-        pqn.batch().actions_mut().copy_from_slice(&actions);
-        pqn.batch().step().map_err(|e| RunError::Train(e.into()))?;
-        for e in pqn.batch().take_episodes() {
+        policy
+            .actions(&batch.buffers().obs, &mut actions)
+            .map_err(TrainError::from)?;
+        batch.actions_mut().copy_from_slice(&actions);
+        batch.step().map_err(TrainError::from)?;
+        for e in batch.take_episodes() {
             let slot = &mut first[e.arena as usize];
             if slot.is_none() {
                 *slot = Some(e);
@@ -124,61 +126,16 @@ pub fn evaluate(
     cfg.seeds = 1;
     cfg.seed = cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
-    let mut greedy = Learner::new(&cfg, &loaded, device)?;
-    let update = restore_params(&mut greedy, &dir)?;
-    let names = greedy.batch().layout().counter_names.clone();
-    let learners = greedy.batch().layout().learners;
-    let policy_eps = crate::metrics::learners_only(
-        &first_episodes(&mut greedy, |p| p.greedy().map_err(RunError::from))?,
-        learners,
-    );
-
-    let mut random = Learner::new(&cfg, &loaded, device)?;
-    let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, random.batch().layout().actions);
-    let random_eps = first_episodes(&mut random, |p| {
-        let mut a = vec![0u8; p.batch().actions_mut().len()];
-        policy.act(&mut a);
-        Ok(a)
-    })?;
-    let random_eps = crate::metrics::learners_only(&random_eps, learners);
+    let mut greedy = GreedyPolicy::restore(new_learner(&cfg, &loaded, device)?, &dir)?;
+    let layout = greedy.learner().batch().layout().clone();
+    let (names, learners) = (&layout.counter_names, layout.learners);
+    let policy_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut greedy)?;
+    let mut random = RandomPolicy::new(cfg.seed, cfg.arenas, layout.actions);
+    let random_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut random)?;
     Ok(EvalReport {
-        policy: result(&names, &policy_eps),
-        random: result(&names, &random_eps),
+        policy: result(names, &learners_only(&policy_eps, learners)),
+        random: result(names, &learners_only(&random_eps, learners)),
         episodes: cfg.arenas,
-        update,
+        update: greedy.update(),
     })
-}
-
-/// Loads only the parameters of the newest checkpoint (evaluation runs fresh arenas).
-pub(crate) fn restore_params(pqn: &mut Learner, dir: &RunDir) -> Result<u64, RunError> {
-    let c = dir.load_latest()?;
-    let n = pqn.critic().params()?.len();
-    // A multi-seed run stores every replica's networks, replica 0's first.
-    if c.params.len() < n || !c.params.len().is_multiple_of(n.max(1)) {
-        return Err(RunError::Checkpoint {
-            path: dir.path.clone(),
-            reason: format!(
-                "{} parameters do not fit this scenario's networks ({n} expected, or a multiple for a multi-seed run)",
-                c.params.len()
-            ),
-        });
-    }
-    pqn.critic()
-        .set_params(&c.params[..n])
-        .map_err(|e| RunError::Checkpoint {
-            path: dir.path.clone(),
-            reason: format!("parameters do not fit this scenario's networks: {e}"),
-        })?;
-    // Opponent models (PR2 with `rho: model` acts through them) live in the state.
-    let models = serde_json::from_str::<serde_json::Value>(&c.state)
-        .ok()
-        .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok());
-    if let Some(m) = models {
-        pqn.set_opponent_params(&m)
-            .map_err(|e| RunError::Checkpoint {
-                path: dir.path.clone(),
-                reason: format!("opponent models do not fit: {e}"),
-            })?;
-    }
-    Ok(c.update)
 }

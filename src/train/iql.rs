@@ -3,19 +3,33 @@
 //! minibatch), Polyak-averaged target networks, Huber loss on
 //! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
 //! every environment step the rows are inserted (never blocking) and exactly the learner steps
-//! the limiter allows are run, each consuming one batch.
+//! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
+//! a learner thread run side by side instead.
+//!
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
+//! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
+//! `rate_error_buffer`, `target_tau`, `gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`,
+//! `eps_*`, `shared`, `hidden`, `layers`, `opponent_models`, `threaded`, `wait_seconds`.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
-use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, optimiser, stack_spec};
-use super::rate_limiter::{RateLimiter, RateLimiterConfig};
+use super::error::TrainError;
+use super::explore::{act_epsilon_greedy, max_value};
+use super::learner::{BoxedLearner, Learner, Progress};
+use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use super::plan::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::qnet::{q_rows, row_nets, stack_spec, write_input};
+use super::replay::{ReplayCore, Ring};
+use super::schedule::{epsilon_by_steps, optimiser};
+use super::stats::UpdateStats;
+use crate::components::StepBuffers;
 use crate::critic::loss::Loss;
-use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
-use crate::engine::{BatchState, EnvBatch};
-use crate::rng::{Purpose, below, stream};
+use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, StackSpec};
+use crate::engine::EnvBatch;
+use crate::layout::Layout;
+use crate::rng::below;
 use crate::scenario::LoadedScenario;
 
 // ------------------------------------------------------------------------------------------
@@ -24,10 +38,8 @@ use crate::scenario::LoadedScenario;
 
 /// A ring buffer of transitions, one column per field.
 struct Replay {
-    capacity: usize,
+    ring: Ring,
     width: usize,
-    len: usize,
-    head: usize,
     obs: Vec<u8>,
     next: Vec<u8>,
     action: Vec<u32>,
@@ -43,10 +55,8 @@ struct Replay {
 impl Replay {
     fn new(capacity: usize, width: usize, groups: usize) -> Replay {
         Replay {
-            capacity,
+            ring: Ring::new(capacity),
             width,
-            len: 0,
-            head: 0,
             obs: vec![0; capacity * width],
             next: vec![0; capacity * width],
             action: vec![0; capacity],
@@ -59,34 +69,41 @@ impl Replay {
         }
     }
 
-    /// Adds one row, overwriting the oldest when full; returns whether one was evicted.
-    fn push(
+    /// Adds one environment step of every learner of every arena: input rows `obs` before and
+    /// `next` after, the actions `taken`, rewards and dones from `b`, each row's network; with
+    /// `opponents`, each row's slot and the others' actions too. Returns the rows evicted.
+    fn insert_step(
         &mut self,
-        obs: &[u8],
-        next: &[u8],
-        (action, reward, done, net): (u32, f32, f32, u32),
-        opponents: Option<(u32, &[u32])>,
-    ) -> bool {
-        let (i, w) = (self.head, self.width);
-        if let Some((slot, others)) = opponents {
-            self.slot[i] = slot;
-            self.others[i * self.groups..(i + 1) * self.groups].copy_from_slice(others);
+        (obs, next): (&[u8], &[u8]),
+        taken: &[u32],
+        b: &StepBuffers,
+        nets: &[u32],
+        n: usize,
+        opponents: bool,
+    ) -> u64 {
+        let (w, mut evicted) = (self.width, 0);
+        for r in 0..taken.len() {
+            let i = self.ring.head();
+            if opponents {
+                let (base, slot) = (r - r % n, r % n);
+                self.slot[i] = slot as u32;
+                let others = (0..n).filter(|&j| j != slot).map(|j| taken[base + j]);
+                for (o, v) in self.others[i * self.groups..(i + 1) * self.groups]
+                    .iter_mut()
+                    .zip(others)
+                {
+                    *o = v;
+                }
+            }
+            self.obs[i * w..(i + 1) * w].copy_from_slice(&obs[r * w..(r + 1) * w]);
+            self.next[i * w..(i + 1) * w].copy_from_slice(&next[r * w..(r + 1) * w]);
+            self.action[i] = taken[r];
+            self.reward[i] = b.rewards[r];
+            self.done[i] = f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0);
+            self.net[i] = nets[r];
+            evicted += u64::from(self.ring.advance());
         }
-        self.obs[i * w..(i + 1) * w].copy_from_slice(obs);
-        self.next[i * w..(i + 1) * w].copy_from_slice(next);
-        self.action[i] = action;
-        self.reward[i] = reward;
-        self.done[i] = done;
-        self.net[i] = net;
-        self.head = (self.head + 1) % self.capacity;
-        let evicted = self.len == self.capacity;
-        self.len = (self.len + 1).min(self.capacity);
         evicted
-    }
-
-    /// The k-th newest row (0 is the newest).
-    fn newest(&self, k: usize) -> usize {
-        (self.head + self.capacity - 1 - k % self.len.max(1)) % self.capacity
     }
 }
 
@@ -108,7 +125,7 @@ struct Minibatch {
 impl Minibatch {
     /// The newest `cer` rows plus uniform samples, `batch_size` in all.
     fn fill(&mut self, replay: &Replay, sampler: &mut ChaCha8Rng, cfg: &RunConfig) {
-        let d = replay.width;
+        let (d, g, len) = (replay.width, replay.groups, replay.ring.len);
         self.obs.clear();
         self.next.clear();
         self.nets.clear();
@@ -117,12 +134,11 @@ impl Minibatch {
         self.dones.clear();
         self.slots.clear();
         self.others.clear();
-        let g = replay.groups;
         for k in 0..cfg.batch_size {
-            let i = if k < cfg.cer.min(replay.len) {
-                replay.newest(k)
+            let i = if k < cfg.cer.min(len) {
+                replay.ring.newest(k)
             } else {
-                below(sampler.next_u32(), replay.len as u32) as usize
+                below(sampler.next_u32(), len as u32) as usize
             };
             self.obs.extend_from_slice(&replay.obs[i * d..(i + 1) * d]);
             self.next
@@ -139,6 +155,10 @@ impl Minibatch {
         }
     }
 
+    // --------------------------------------------------------------------------------------
+    // Targets and update
+    // --------------------------------------------------------------------------------------
+
     /// Targets from the target networks, a Huber step on the online networks, a Polyak update.
     fn train(
         &mut self,
@@ -150,11 +170,8 @@ impl Minibatch {
     ) -> Result<f32, TrainError> {
         let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
         self.targets.clear();
-        for k in 0..self.nets.len() {
-            let best = q_next[k * actions..(k + 1) * actions]
-                .iter()
-                .copied()
-                .fold(f32::NEG_INFINITY, f32::max);
+        for (k, row) in q_next.chunks_exact(actions).enumerate() {
+            let best = max_value(row);
             self.targets
                 .push(self.rewards[k] + cfg.gamma * (1.0 - self.dones[k]) * best);
         }
@@ -194,65 +211,14 @@ pub struct Iql {
     spec: StackSpec,
     learners: usize,
     actions: usize,
-    explore: Vec<ChaCha8Rng>,
-    sampler: ChaCha8Rng,
-    limiter: RateLimiter,
+    core: ReplayCore,
     replay: Replay,
-    /// Updates (rollouts of `rollout` steps) done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Learner steps done.
-    pub learner_steps: u64,
+    progress: Progress,
     nets: Vec<u32>,
     mb: Minibatch,
     /// Opponent models (`opponent_models: true`), trained on every sampled minibatch.
-    pub models: Option<super::opponent::OpponentModels>,
-    scores: super::opponent::ScoreMean,
-    sim_seconds: f64,
-    learn_seconds: f64,
-}
-
-/// IQL's evolving state beyond the online parameters and Adam (checkpoints). The replay
-/// buffer is not saved: a resumed run refills it, so IQL resumes are not bit-identical.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IqlState {
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Learner steps done.
-    pub learner_steps: u64,
-    /// Exploration streams.
-    pub explore: Vec<ChaCha8Rng>,
-    /// Minibatch sampling stream.
-    pub sampler: ChaCha8Rng,
-    /// Target parameters.
-    pub target: Vec<f32>,
-    /// The opponent models' parameters, when trained.
-    #[serde(default)]
-    pub models: Option<Vec<f32>>,
-    /// The arenas.
-    pub batch: BatchState,
-}
-
-/// The limiter configuration the run uses (the smallest error buffer the loop accepts when the
-/// config says 0).
-pub fn limiter_config(cfg: &RunConfig, rows_per_step: u64) -> RateLimiterConfig {
-    let spi = cfg.samples_per_insert;
-    let step = rows_per_step as f64 * spi;
-    let smallest = ((step + cfg.batch_size as f64) / 2.0)
-        .max(step)
-        .max(spi.max(1.0));
-    RateLimiterConfig {
-        samples_per_insert: spi,
-        min_size_to_sample: cfg.min_replay.max(cfg.batch_size as u64),
-        error_buffer: if cfg.rate_error_buffer > 0.0 {
-            cfg.rate_error_buffer
-        } else {
-            smallest
-        },
-    }
+    pub models: Option<OpponentModels>,
+    scores: ScoreMean,
 }
 
 impl Iql {
@@ -266,54 +232,47 @@ impl Iql {
         let spec = stack_spec(cfg, loaded);
         let critic = Critic::new(spec, cfg.seed, device)?;
         let learners = loaded.scenario.learners_per_arena();
-        let rows_per_step = (cfg.arenas * learners) as u64;
-        let limits = limiter_config(cfg, rows_per_step);
-        limits
-            .validate_for_loop(rows_per_step, cfg.batch_size as u64)
-            .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?;
+        let rows_per_step = cfg.arenas * learners;
+        let core = ReplayCore::new(cfg, rows_per_step as u64, cfg.batch_size as u64)?;
+        let models = if cfg.opponent_models {
+            Some(OpponentModels::new(
+                cfg,
+                learners,
+                spec.head,
+                spec.input,
+                cfg.batch_size,
+                device,
+            )?)
+        } else {
+            None
+        };
+        let groups = if cfg.opponent_models { learners - 1 } else { 0 };
         let mut iql = Iql {
             batch,
             critic,
             spec,
             learners,
             actions: spec.head,
-            explore: (0..cfg.arenas)
-                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
-                .collect(),
-            sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
-            limiter: RateLimiter::new(limits)
-                .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?,
-            replay: Replay::new(
-                cfg.replay_capacity,
-                spec.input,
-                if cfg.opponent_models { learners - 1 } else { 0 },
-            ),
-            update: 0,
-            env_steps: 0,
-            learner_steps: 0,
-            nets: (0..rows_per_step as usize)
-                .map(|r| if cfg.shared { 0 } else { (r % learners) as u32 })
-                .collect(),
+            core,
+            replay: Replay::new(cfg.replay_capacity, spec.input, groups),
+            progress: Progress::default(),
+            nets: row_nets(rows_per_step, learners, cfg.shared),
             mb: Minibatch::default(),
-            models: if cfg.opponent_models {
-                Some(super::opponent::OpponentModels::new(
-                    cfg,
-                    learners,
-                    spec.head,
-                    spec.input,
-                    cfg.batch_size,
-                    device,
-                )?)
-            } else {
-                None
-            },
+            models,
             scores: Default::default(),
-            sim_seconds: 0.0,
-            learn_seconds: 0.0,
             cfg: cfg.clone(),
         };
         iql.batch.start_episode_log(1 << 16);
         Ok(iql)
+    }
+
+    /// [`Iql::new`] behind the [`Learner`] seam (the registry's constructor).
+    pub(crate) fn boxed(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<BoxedLearner, TrainError> {
+        Ok(Box::new(Iql::new(cfg, loaded, device)?))
     }
 
     /// The network stack's shape.
@@ -325,54 +284,46 @@ impl Iql {
     fn input(&self) -> Vec<u8> {
         let (n, o, d) = (self.learners, self.batch.layout().obs_len, self.spec.input);
         let obs = &self.batch.buffers().obs;
-        if !self.cfg.shared {
-            return obs.clone();
-        }
         let mut out = vec![0u8; obs.len() / o * d];
-        for (r, row) in out.chunks_exact_mut(d).enumerate() {
-            row[..o].copy_from_slice(&obs[r * o..(r + 1) * o]);
-            row[o + r % n] = 1;
-        }
+        write_input(obs, n, o, d, &mut out);
         out
-    }
-
-    /// Greedy actions for the current observations.
-    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
-        let input = self.input();
-        let q = self.critic.forward(Input::U8(&input), &self.nets.clone())?;
-        Ok(q.chunks_exact(self.actions).map(argmax).collect())
-    }
-
-    /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
-    /// observations, or `None` without models.
-    pub fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        let input = self.input();
-        let n = self.learners as u32;
-        let nets: Vec<u32> = (0..self.nets.len() as u32).map(|r| r % n).collect();
-        match &mut self.models {
-            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
-            None => Ok(None),
-        }
     }
 
     /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        super::pqn::epsilon_by_steps(&self.cfg, self.env_steps)
+        epsilon_by_steps(&self.cfg, self.progress.env_steps)
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Rollout
+    // --------------------------------------------------------------------------------------
+
+    /// Epsilon-greedy actions for the current observations into the batch; returns the input
+    /// rows acted on and the actions taken.
+    fn act(&mut self, threshold: u64) -> Result<(Vec<u8>, Vec<u32>), TrainError> {
+        let obs = self.input();
+        let q = self.critic.forward(Input::U8(&obs), &self.nets)?;
+        let chosen = self.batch.actions_mut();
+        act_epsilon_greedy(&mut self.core.explore, &q, self.actions, threshold, chosen);
+        let taken = chosen.iter().map(|&a| a as u32).collect();
+        Ok((obs, taken))
     }
 
     /// One learner step on a minibatch with the newest rows and uniform samples.
     fn learn(&mut self, adam: &AdamConfig) -> Result<f32, TrainError> {
-        self.mb.fill(&self.replay, &mut self.sampler, &self.cfg);
+        let update = self.progress.update;
+        self.mb
+            .fill(&self.replay, &mut self.core.sampler, &self.cfg);
         let value = self
             .mb
-            .train(&mut self.critic, &self.cfg, self.actions, adam, self.update)?;
+            .train(&mut self.critic, &self.cfg, self.actions, adam, update)?;
         if let Some(m) = &mut self.models {
             let scores =
                 m.score_and_train_rows(&self.mb.obs, &self.mb.slots, &self.mb.others, adam.lr)?;
             self.scores.add(scores, self.mb.slots.len() as f64);
         }
-        self.limiter.sample(self.cfg.batch_size as u64);
-        self.learner_steps += 1;
+        self.core.limiter.sample(self.cfg.batch_size as u64);
+        self.core.learner_steps += 1;
         Ok(value)
     }
 
@@ -393,7 +344,7 @@ impl Iql {
         use super::rate_limiter::SharedLimiter;
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
-        let limiter = SharedLimiter::new(self.limiter.clone());
+        let limiter = SharedLimiter::new(self.core.limiter.clone());
         let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0, 0)));
         let snapshot = Mutex::new(self.critic.params()?);
         let version = AtomicU64::new(0);
@@ -405,16 +356,20 @@ impl Iql {
             spec,
             learners,
             actions,
-            explore,
-            sampler,
+            core,
             nets,
             mb,
-            update,
-            learner_steps,
-            sim_seconds,
+            progress,
             ..
         } = self;
         let (cfg, spec, n, a) = (&*cfg, *spec, *learners, *actions);
+        let ReplayCore {
+            explore,
+            sampler,
+            learner_steps,
+            ..
+        } = core;
+        let update = progress.update;
         let lock_replay = || replay.lock().unwrap_or_else(|p| p.into_inner());
 
         let (result, actor_seconds) = std::thread::scope(|scope| {
@@ -444,15 +399,8 @@ impl Iql {
                         Err(e) => return finish(Err(e.into())),
                     };
                     let chosen = batch.actions_mut();
-                    let mut taken = vec![0u32; chosen.len()];
-                    for (arena, rng) in explore.iter_mut().enumerate() {
-                        for l in 0..n {
-                            let r = arena * n + l;
-                            let action = epsilon_greedy(rng, &q[r * a..(r + 1) * a], threshold);
-                            chosen[r] = action;
-                            taken[r] = action as u32;
-                        }
-                    }
+                    act_epsilon_greedy(explore, &q, a, threshold, chosen);
+                    let taken: Vec<u32> = chosen.iter().map(|&x| x as u32).collect();
                     let t0 = Instant::now();
                     if let Err(e) = batch.step() {
                         return finish(Err(e.into()));
@@ -462,20 +410,8 @@ impl Iql {
                         return finish(Err(TrainError::Config(format!("actor: {e}"))));
                     }
                     let b = batch.buffers();
-                    let d = spec.input;
-                    let mut evicted = 0;
-                    let mut rp = lock_replay();
-                    for r in 0..taken.len() {
-                        let done_r = f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0);
-                        let row = r * d..(r + 1) * d;
-                        evicted += u64::from(rp.push(
-                            &obs[row.clone()],
-                            &b.obs[row],
-                            (taken[r], b.rewards[r], done_r, nets[r]),
-                            None,
-                        ));
-                    }
-                    drop(rp);
+                    let evicted =
+                        lock_replay().insert_step((&obs, &b.obs), &taken, b, nets, n, false);
                     limiter.delete(evicted);
                 }
                 finish(Ok(sim))
@@ -491,7 +427,7 @@ impl Iql {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
-                            losses += mb.train(critic, cfg, a, adam, *update)? as f64;
+                            losses += mb.train(critic, cfg, a, adam, update)? as f64;
                             steps += 1;
                             *learner_steps += 1;
                             if steps % 8 == 0 {
@@ -521,14 +457,14 @@ impl Iql {
             let acted = actor
                 .join()
                 .unwrap_or_else(|_| Err(TrainError::Config("the actor thread panicked".into())));
-            let seconds = acted_seconds(&acted);
+            let seconds = acted.as_ref().map_or(0.0, |s| *s);
             (
                 learned.and(acted.map(|_| ())).map(|()| (losses, steps)),
                 seconds,
             )
         });
-        *sim_seconds += actor_seconds;
-        self.limiter = limiter.snapshot();
+        progress.sim_seconds += actor_seconds;
+        self.core.limiter = limiter.snapshot();
         self.replay = replay.into_inner().unwrap_or_else(|p| p.into_inner());
         result
     }
@@ -537,143 +473,163 @@ impl Iql {
     /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let (lr, adam) = optimiser(&self.cfg, self.update);
+        let (lr, adam) = optimiser(&self.cfg, self.progress.update);
         let threshold = crate::rng::threshold(epsilon as f64);
-        let (n, a, d) = (self.learners, self.actions, self.spec.input);
-        let nets = self.nets.clone();
         let (mut losses, mut steps) = (0.0f64, 0u64);
         let rollout = if self.cfg.threaded {
             let t0 = std::time::Instant::now();
-            let sim_before = self.sim_seconds;
+            let sim_before = self.progress.sim_seconds;
             (losses, steps) = self.update_threaded(&adam, threshold)?;
-            self.learn_seconds += t0.elapsed().as_secs_f64() - (self.sim_seconds - sim_before);
+            self.progress.learn_seconds +=
+                t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
             0
         } else {
             self.cfg.rollout
         };
         for _ in 0..rollout {
             let t_learn = std::time::Instant::now();
-            let obs = self.input();
-            let q = self.critic.forward(Input::U8(&obs), &nets)?;
-            let chosen = self.batch.actions_mut();
-            let mut taken = vec![0u32; chosen.len()];
-            for (arena, rng) in self.explore.iter_mut().enumerate() {
-                for l in 0..n {
-                    let r = arena * n + l;
-                    let action = epsilon_greedy(rng, &q[r * a..(r + 1) * a], threshold);
-                    chosen[r] = action;
-                    taken[r] = action as u32;
-                }
-            }
+            let (obs, taken) = self.act(threshold)?;
             let acting = t_learn.elapsed().as_secs_f64();
             let t_sim = std::time::Instant::now();
             self.batch.step()?;
-            self.sim_seconds += t_sim.elapsed().as_secs_f64();
+            self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
             let t_learn = std::time::Instant::now();
             let next = self.input();
-            let b = self.batch.buffers();
-            let (rewards, dones): (Vec<f32>, Vec<f32>) = (0..taken.len())
-                .map(|r| {
-                    (
-                        b.rewards[r],
-                        f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0),
-                    )
-                })
-                .unzip();
-            let mut evicted = 0;
-            let mut others = Vec::with_capacity(n);
-            for r in 0..taken.len() {
-                let row = r * d..(r + 1) * d;
-                let opponents = if self.models.is_some() {
-                    let (base, i) = (r - r % n, r % n);
-                    others.clear();
-                    others.extend((0..n).filter(|&j| j != i).map(|j| taken[base + j]));
-                    Some((i as u32, &others[..]))
-                } else {
-                    None
-                };
-                evicted += u64::from(self.replay.push(
-                    &obs[row.clone()],
-                    &next[row],
-                    (taken[r], rewards[r], dones[r], nets[r]),
-                    opponents,
-                ));
-            }
-            self.limiter.insert(taken.len() as u64);
-            self.limiter.delete(evicted);
-            for _ in 0..self.limiter.allowed_batches(self.cfg.batch_size as u64) {
+            let (b, opponents) = (self.batch.buffers(), self.models.is_some());
+            let evicted = self.replay.insert_step(
+                (&obs, &next),
+                &taken,
+                b,
+                &self.nets,
+                self.learners,
+                opponents,
+            );
+            self.core.limiter.insert(taken.len() as u64);
+            self.core.limiter.delete(evicted);
+            for _ in 0..self
+                .core
+                .limiter
+                .allowed_batches(self.cfg.batch_size as u64)
+            {
                 losses += self.learn(&adam)? as f64;
                 steps += 1;
             }
-            self.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
+            self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
         }
-        self.env_steps += self.cfg.steps_per_update();
-        self.update += 1;
-        Ok(UpdateStats {
-            loss: if steps == 0 {
-                0.0
-            } else {
-                (losses / steps as f64) as f32
-            },
-            epsilon,
-            lr,
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: std::mem::take(&mut self.scores).mean(),
-        })
-    }
 
-    /// Seconds spent stepping arenas and learning since the last call.
-    pub fn take_timing(&mut self) -> (f64, f64) {
-        let t = (self.sim_seconds, self.learn_seconds);
-        self.sim_seconds = 0.0;
-        self.learn_seconds = 0.0;
-        t
-    }
-
-    /// The evolving state beyond parameters and Adam.
-    pub fn save_state(&mut self) -> Result<IqlState, TrainError> {
-        Ok(IqlState {
-            update: self.update,
-            env_steps: self.env_steps,
-            learner_steps: self.learner_steps,
-            explore: self.explore.clone(),
-            sampler: self.sampler.clone(),
-            target: self.critic.target_params()?,
-            models: match &mut self.models {
-                Some(m) => Some(m.params()?),
-                None => None,
-            },
-            batch: self.batch.save_state(),
-        })
-    }
-
-    /// Restores what [`Iql::save_state`] saved (the replay starts empty again).
-    pub fn load_state(&mut self, s: &IqlState) -> Result<(), TrainError> {
-        self.update = s.update;
-        self.env_steps = s.env_steps;
-        self.learner_steps = s.learner_steps;
-        self.explore = s.explore.clone();
-        self.sampler = s.sampler.clone();
-        restore_target(&mut self.critic, &s.target)?;
-        if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
-            m.set_params(p)?;
-        }
-        self.batch.load_state(&s.batch)?;
-        Ok(())
+        // --------------------------------------------------------------------------------------
+        // Logging
+        // --------------------------------------------------------------------------------------
+        self.progress.env_steps += self.cfg.steps_per_update();
+        self.progress.update += 1;
+        let episodes = self.batch.take_episodes();
+        let opponents = std::mem::take(&mut self.scores).mean();
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            (epsilon, lr),
+            episodes,
+            opponents,
+        ))
     }
 }
 
-/// Sets the target parameters: copies them into the online slot, averages them fully into
-/// the target, then puts the online parameters back.
-pub(super) fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError> {
-    let online = critic.params()?;
-    critic.set_params(target)?;
-    critic.polyak(1.0);
-    critic.set_params(&online)?;
-    Ok(())
+// ------------------------------------------------------------------------------------------
+// Acting, predictions and checkpoints (the Learner seam)
+// ------------------------------------------------------------------------------------------
+
+impl Learner for Iql {
+    fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        Iql::update(self)
+    }
+
+    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
+        let threshold = crate::rng::threshold(self.epsilon() as f64);
+        let (_, taken) = self.act(threshold)?;
+        Ok(taken.into_iter().map(|a| a as u8).collect())
+    }
+
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
+        let o = self.batch.layout().obs_len;
+        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+    }
+
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let input = self.input();
+        let n = self.learners as u32;
+        let nets: Vec<u32> = (0..self.nets.len() as u32).map(|r| r % n).collect();
+        match &mut self.models {
+            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        set_models_params(&mut self.models, p)
+    }
+
+    fn save_state(&mut self) -> Result<String, TrainError> {
+        let (progress, models) = (&self.progress, &mut self.models);
+        self.core
+            .save_json(progress, &mut self.critic, models, &mut self.batch)
+    }
+
+    fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+        let (progress, models) = (&mut self.progress, &mut self.models);
+        self.core
+            .load_json(json, progress, &mut self.critic, models, &mut self.batch)
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    fn progress_mut(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.batch
+    }
+
+    fn critic(&mut self) -> &mut Critic {
+        &mut self.critic
+    }
 }
 
-fn acted_seconds(r: &Result<f64, TrainError>) -> f64 {
-    r.as_ref().map_or(0.0, |s| *s)
+// ------------------------------------------------------------------------------------------
+// Memory plan
+// ------------------------------------------------------------------------------------------
+
+/// IQL's tensors for the memory preflight: the Q-network stack with a pass of a minibatch (or
+/// of acting on every learner), the replay buffer, and the opponent models, which score one
+/// minibatch per pass and store the others' actions with every replayed row.
+pub(crate) fn plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let replicas = cfg.seeds.max(1) as u64;
+    let n = layout.learners as u64;
+    let rows_per_step = replicas * cfg.arenas as u64 * n;
+    let pass_rows = (cfg.batch_size as u64).max(rows_per_step);
+    let pass = "batch_size, or arenas x learners when acting";
+    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
+    let d = spec.input as u64;
+    tensors.push(PlanTensor {
+        name: "replay buffer".into(),
+        shape: format!(
+            "{} rows x (2 x {d} B obs + 16 B)",
+            fmt(cfg.replay_capacity as u64)
+        ),
+        bytes: cfg.replay_capacity as u64 * (2 * d + 16),
+        knobs: "lower replay_capacity",
+    });
+    if cfg.opponent_models {
+        let (rows, extra) = (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n);
+        tensors.push(opponent_tensor(
+            cfg, layout, spec.input, backend, rows, extra,
+        ));
+    }
+    tensors
 }

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::pqn::TrainError;
+use super::error::TrainError;
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
 use crate::rng::below;
@@ -26,6 +26,71 @@ fn softmax_rows(out: &mut [f32], width: usize) {
         for v in z.iter_mut() {
             *v /= sum;
         }
+    }
+}
+
+/// What both kinds of opponent models share: one stack of networks whose outputs are groups
+/// of logits over the actions, saved with every checkpoint.
+pub trait OpponentNetworks {
+    /// The models' network stack.
+    fn networks(&mut self) -> &mut Critic;
+
+    /// Actions per output group.
+    fn group_width(&self) -> usize;
+
+    /// The networks' parameters (checkpoints).
+    fn params(&mut self) -> Result<Vec<f32>, TrainError> {
+        Ok(self.networks().params()?)
+    }
+
+    /// Restores parameters.
+    fn set_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        Ok(self.networks().set_params(p)?)
+    }
+
+    /// Every output group's distribution for input rows `obs` `[R, D]` of learners `nets`:
+    /// `[R, N-1, A]` for [`OpponentModels`], `[R, N-1, A, A]` (other, own action, other's
+    /// action) for [`ConditionalModels`].
+    fn probs(&mut self, obs: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
+        let a = self.group_width();
+        let mut out = self.networks().forward(Input::U8(obs), nets)?;
+        softmax_rows(&mut out, a);
+        Ok(out)
+    }
+}
+
+/// The parameters of a run's opponent models, `None` without models.
+pub(crate) fn models_params<M: OpponentNetworks>(
+    models: &mut Option<M>,
+) -> Result<Option<Vec<f32>>, TrainError> {
+    models.as_mut().map(|m| m.params()).transpose()
+}
+
+/// Restores a run's opponent models' parameters (nothing without models).
+pub(crate) fn set_models_params<M: OpponentNetworks>(
+    models: &mut Option<M>,
+    p: &[f32],
+) -> Result<(), TrainError> {
+    models.as_mut().map_or(Ok(()), |m| m.set_params(p))
+}
+
+impl OpponentNetworks for OpponentModels {
+    fn networks(&mut self) -> &mut Critic {
+        &mut self.critic
+    }
+
+    fn group_width(&self) -> usize {
+        self.actions
+    }
+}
+
+impl OpponentNetworks for ConditionalModels {
+    fn networks(&mut self) -> &mut Critic {
+        &mut self.critic
+    }
+
+    fn group_width(&self) -> usize {
+        self.actions
     }
 }
 
@@ -81,23 +146,6 @@ impl OpponentModels {
             minibatch: minibatch.max(1),
             shuffle: crate::rng::stream(cfg.seed, u64::MAX >> 9, crate::rng::Purpose::Policy),
         })
-    }
-
-    /// The networks' parameters (checkpoints).
-    pub fn params(&mut self) -> Result<Vec<f32>, TrainError> {
-        Ok(self.critic.params()?)
-    }
-
-    /// Restores parameters.
-    pub fn set_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
-        Ok(self.critic.set_params(p)?)
-    }
-
-    /// Predicted distributions `[R, N-1, A]` for rows `obs` `[R, D]` of learners `nets`.
-    pub fn probs(&mut self, obs: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
-        let mut out = self.critic.forward(Input::U8(obs), nets)?;
-        softmax_rows(&mut out, self.actions);
-        Ok(out)
     }
 
     /// The j-th other learner of learner i (the others in slot order, skipping i).
@@ -316,24 +364,6 @@ impl ConditionalModels {
             layers: cfg.layers,
             head: (learners - 1) * actions * actions,
         }
-    }
-
-    /// The networks' parameters (checkpoints).
-    pub fn params(&mut self) -> Result<Vec<f32>, TrainError> {
-        Ok(self.critic.params()?)
-    }
-
-    /// Restores parameters.
-    pub fn set_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
-        Ok(self.critic.set_params(p)?)
-    }
-
-    /// Probabilities `[R, N-1, A, A]` (other, own action, other's action) for input rows whose
-    /// learner is `nets[r]`.
-    pub fn probs(&mut self, obs: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
-        let mut out = self.critic.forward(Input::U8(obs), nets)?;
-        softmax_rows(&mut out, self.actions);
-        Ok(out)
     }
 
     /// Scores on rows `obs` `[R, D]` of learners `nets` that took `own` `[R]` while the others

@@ -5,7 +5,9 @@
 
 use serde::Serialize;
 
-use super::config::{Algo, RunConfig};
+use super::config::RunConfig;
+use super::learner::algorithm;
+use super::qnet::stack_spec;
 use crate::critic::{Backend, Chosen, StackSpec};
 use crate::error::human_bytes;
 use crate::layout::Layout;
@@ -56,121 +58,14 @@ pub(crate) fn fmt(n: u64) -> String {
     out
 }
 
-/// Plans a run of `cfg` on `loaded` with the critic on `device`, against `budget` bytes.
+/// Plans a run of `cfg` on `loaded` with the critic on `device`, against `budget` bytes: the
+/// algorithm lists its own tensors.
 pub fn plan(cfg: &RunConfig, loaded: &LoadedScenario, device: &Chosen, budget: u64) -> Plan {
     let layout = Layout::derive(loaded);
-    if cfg.algo == Algo::Pr2Iql {
-        return plan_pr2(cfg, loaded, &layout, device, budget);
-    }
-    let single = super::pqn::stack_spec(cfg, loaded);
-    let replicas = cfg.seeds.max(1) as u64;
-    let spec = StackSpec {
-        nets: single.nets * replicas as usize,
-        ..single
-    };
-    let backend = match device {
-        Chosen::Cpu { .. } => Backend::Cpu,
-        #[cfg(feature = "gpu")]
-        Chosen::Gpu { .. } => Backend::Gpu,
-    };
-    let (b, t, n) = (
-        cfg.arenas as u64,
-        cfg.rollout as u64,
-        layout.learners as u64,
-    );
-    let d = spec.input as u64;
-    let rows_per_step = replicas * b * n;
-    // The largest pass: a training minibatch, or acting on every learner at once.
-    let pass_rows = match cfg.algo {
-        Algo::Pqn => (replicas * t * b * n / cfg.minibatches as u64).max(rows_per_step),
-        Algo::Iql | Algo::Pr2Iql => (cfg.batch_size as u64).max(rows_per_step),
-    };
-    let s = spec.sizing_for(pass_rows as usize, backend, false);
-    let mut tensors = vec![
-        PlanTensor {
-            name: "critic parameters, gradients, Adam moments, target".into(),
-            shape: format!(
-                "{} nets x {} params x 4 B x 5",
-                spec.nets,
-                fmt(spec.params_per_net() as u64)
-            ),
-            bytes: s.params + s.grads + s.adam + s.target,
-            knobs: "lower hidden, layers or seeds, or use shared: true",
-        },
-        PlanTensor {
-            name: "critic activations".into(),
-            shape: format!(
-                "{} rows per pass ({})",
-                fmt(pass_rows),
-                if cfg.algo == Algo::Pqn {
-                    "rollout x arenas x learners / minibatches"
-                } else {
-                    "batch_size, or arenas x learners when acting"
-                }
-            ),
-            bytes: s.activations + s.indices,
-            knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
-        },
-        PlanTensor {
-            name: "arenas".into(),
-            shape: format!(
-                "{} replicas x {} arenas x {} B",
-                replicas,
-                fmt(b),
-                fmt(layout.bytes_per_arena() as u64)
-            ),
-            bytes: replicas * b * layout.bytes_per_arena() as u64,
-            knobs: "lower arenas or seeds",
-        },
-    ];
-    match cfg.algo {
-        Algo::Pqn => tensors.push(PlanTensor {
-            name: "rollout storage".into(),
-            shape: format!(
-                "{t} steps x {} rows x ({d} B obs + 24 B)",
-                fmt(rows_per_step)
-            ),
-            bytes: t * rows_per_step * (d + 24) + rows_per_step * 4,
-            knobs: "lower rollout, arenas or seeds",
-        }),
-        Algo::Iql | Algo::Pr2Iql => tensors.push(PlanTensor {
-            name: "replay buffer".into(),
-            shape: format!(
-                "{} rows x (2 x {d} B obs + 16 B)",
-                fmt(cfg.replay_capacity as u64)
-            ),
-            bytes: cfg.replay_capacity as u64 * (2 * d + 16),
-            knobs: "lower replay_capacity",
-        }),
-    }
-    if cfg.opponent_models {
-        let m = StackSpec {
-            nets: n as usize,
-            input: spec.input,
-            hidden: cfg.hidden,
-            layers: cfg.layers,
-            head: (n as usize).saturating_sub(1) * layout.actions,
-        };
-        // PQN scores a whole rollout in one pass; IQL one minibatch (and stores the others'
-        // actions with every replayed row).
-        let (rows, extra) = match cfg.algo {
-            Algo::Pqn => (t * b * n, t * b * n * (4 + 4 * n)),
-            _ => (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n),
-        };
-        tensors.push(PlanTensor {
-            name: "opponent models".into(),
-            shape: format!(
-                "{n} nets x (N-1) x A = {} outputs, {} rows per pass",
-                m.head,
-                fmt(rows)
-            ),
-            bytes: m.sizing_for(rows as usize, backend, false).total()
-                + rows * m.head as u64 * 4
-                + extra,
-            knobs: "opponent_models: false, or lower hidden, rollout or arenas",
-        });
-    }
-    let total_bytes = tensors.iter().map(|t| t.bytes).sum();
+    let tensors = (algorithm(cfg.algo).plan)(cfg, loaded, &layout, backend_of(device));
+    let total_bytes = tensors
+        .iter()
+        .fold(0u64, |acc, t| acc.saturating_add(t.bytes));
     Plan {
         tensors,
         total_bytes,
@@ -187,135 +82,86 @@ fn backend_of(device: &Chosen) -> Backend {
     }
 }
 
-/// PR2-IQL's plan: the critic head (the only tensor whose width depends on the number of
-/// agents) on its own line with its formula, so a joint critic's `A^N` shows where it comes from.
-fn plan_pr2(
+/// The Q-network stack's tensors (PQN and IQL, every replica's networks stacked): parameters
+/// with gradients, Adam and target, the activations of a pass of `pass_rows` rows (`pass`
+/// says where that number comes from), and the arenas. Also returns the stack.
+pub(crate) fn qnet_tensors(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
     layout: &Layout,
-    device: &Chosen,
-    budget: u64,
-) -> Plan {
-    use super::pr2;
-    use crate::critic::pr2::HeadForm;
-    let backend = backend_of(device);
-    let (n, a) = (layout.learners, layout.actions);
-    let head = pr2::head(cfg, n.max(2), a);
-    let width = head.width_checked().unwrap_or(u64::MAX);
-    let spec = pr2::stack_spec(cfg, loaded);
-    let (t, s_seq, b) = (
-        cfg.rollout as u64,
-        cfg.buffer_batch_size as u64,
-        cfg.arenas as u64,
-    );
-    let d = spec.input as u64;
-    let rows = pr2::batch_rows(cfg, n) as u64;
-    let mb_rows = pr2::pass_rows(cfg, n) as u64;
-    let pass_rows = mb_rows.max(b * n as u64);
-    let body = StackSpec { head: 0, ..spec };
-    // Saturating arithmetic throughout: a joint head can be astronomically wide.
-    let sized = |sp: &StackSpec| sp.sizing_for(pass_rows as usize, backend, false);
-    let with_head = if width > u32::MAX as u64 {
-        None
-    } else {
-        Some(sized(&spec))
+    backend: Backend,
+    pass_rows: u64,
+    pass: &str,
+) -> (Vec<PlanTensor>, StackSpec) {
+    let single = stack_spec(cfg, loaded);
+    let replicas = cfg.seeds.max(1) as u64;
+    let spec = StackSpec {
+        nets: single.nets * replicas as usize,
+        ..single
     };
-    let without = sized(&body);
-    let head_params = (spec.hidden as u64)
-        .saturating_add(1)
-        .saturating_mul(width)
-        .saturating_mul(n as u64 * 4 * 5);
-    // Per row of the learner step, the backend keeps outputs and gradients of the head
-    // (`sizing`), and the learner holds the output copy and its gradient: 2 more.
-    let head_backend = with_head.map_or(u64::MAX, |w| {
-        w.activations.saturating_sub(without.activations)
-    });
-    let head_host = pass_rows.saturating_mul(width).saturating_mul(4 * 2);
-    let head_bytes = head_backend
-        .saturating_add(head_host)
-        .saturating_add(head_params);
-    let copies = head_bytes as f64 / (pass_rows as f64 * width as f64 * 4.0);
-    let form = match head.form {
-        HeadForm::Joint => format!("{a}^{n} = {} per row", fmt(width)),
-        HeadForm::Pairwise => format!("{a} + ({n}-1) x {a}^2 = {} per row", fmt(width)),
-        HeadForm::LowRank(k) => format!("{a} + 2 x ({n}-1) x {a} x {k} = {} per row", fmt(width)),
-    };
-    let mut tensors = vec![
+    let b = cfg.arenas as u64;
+    let s = spec.sizing_for(pass_rows as usize, backend, false);
+    let tensors = vec![
         PlanTensor {
-            name: "critic head (outputs, gradients, head weights)".into(),
+            name: "critic parameters, gradients, Adam moments, target".into(),
             shape: format!(
-                "{form} x {} rows per pass ({} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
-                fmt(pass_rows),
-                t + 1,
-                cfg.minibatches
+                "{} nets x {} params x 4 B x 5",
+                spec.nets,
+                fmt(spec.params_per_net() as u64)
             ),
-            bytes: head_bytes,
-            knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
+            bytes: s.params + s.grads + s.adam + s.target,
+            knobs: "lower hidden, layers or seeds, or use shared: true",
         },
         PlanTensor {
-            name: "critic body (parameters, Adam, target, activations)".into(),
-            shape: format!(
-                "{} nets x {} params x 4 B x 5 + {} rows of activations",
-                body.nets,
-                fmt(body.params_per_net() as u64),
-                fmt(pass_rows)
-            ),
-            bytes: without.total(),
-            knobs: "lower hidden, layers, rollout or buffer_batch_size",
+            name: "critic activations".into(),
+            shape: format!("{} rows per pass ({pass})", fmt(pass_rows)),
+            bytes: s.activations + s.indices,
+            knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
         },
         PlanTensor {
-            name: "learner-step rows (observations, actions, targets)".into(),
+            name: "arenas".into(),
             shape: format!(
-                "{} rows x ({d} B obs + {} B)",
-                fmt(rows),
-                4 * (n as u64 + 5) + 4 * a as u64
+                "{} replicas x {} arenas x {} B",
+                replicas,
+                fmt(b),
+                fmt(layout.bytes_per_arena() as u64)
             ),
-            bytes: rows * (d + 4 * (n as u64 + 5) + 4 * a as u64),
-            knobs: "lower rollout or buffer_batch_size",
-        },
-        PlanTensor {
-            name: "arenas and rollout".into(),
-            shape: format!(
-                "{b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + 8 B))",
-                fmt(layout.bytes_per_arena() as u64),
-                t + 1
-            ),
-            bytes: b * layout.bytes_per_arena() as u64 + (t + 1) * b * n as u64 * (d + 8),
-            knobs: "lower arenas or rollout",
-        },
-        PlanTensor {
-            name: "replay buffer".into(),
-            shape: format!(
-                "{} sequences x {} steps x {n} learners x ({d} B obs + 8 B)",
-                pr2::replay_sequences(cfg),
-                t + 1
-            ),
-            bytes: pr2::replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8),
-            knobs: "lower replay_capacity",
+            bytes: replicas * b * layout.bytes_per_arena() as u64,
+            knobs: "lower arenas or seeds",
         },
     ];
-    if cfg.opponent_models {
-        let m = super::opponent::ConditionalModels::spec(cfg, n.max(2), a, spec.input);
-        let ms = m.sizing_for(pass_rows as usize, backend, false);
-        tensors.push(PlanTensor {
-            name: "conditional opponent models".into(),
-            shape: format!(
-                "{n} nets x (N-1) x A x A = {} outputs, {} rows per pass",
-                m.head,
-                fmt(pass_rows)
-            ),
-            bytes: ms.total() + 2 * pass_rows * m.head as u64 * 4,
-            knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
-        });
-    }
-    let total_bytes = tensors
-        .iter()
-        .fold(0u64, |acc, t| acc.saturating_add(t.bytes));
-    Plan {
-        tensors,
-        total_bytes,
-        budget_bytes: budget,
-        fits: total_bytes <= budget,
+    (tensors, spec)
+}
+
+/// The opponent models' line (PQN and IQL): their stack over `input` bytes, a pass of `rows`
+/// rows with its outputs, and `extra` bytes the learner keeps for them.
+pub(crate) fn opponent_tensor(
+    cfg: &RunConfig,
+    layout: &Layout,
+    input: usize,
+    backend: Backend,
+    rows: u64,
+    extra: u64,
+) -> PlanTensor {
+    let n = layout.learners;
+    let m = StackSpec {
+        nets: n,
+        input,
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: n.saturating_sub(1) * layout.actions,
+    };
+    PlanTensor {
+        name: "opponent models".into(),
+        shape: format!(
+            "{n} nets x (N-1) x A = {} outputs, {} rows per pass",
+            m.head,
+            fmt(rows)
+        ),
+        bytes: m.sizing_for(rows as usize, backend, false).total()
+            + rows * m.head as u64 * 4
+            + extra,
+        knobs: "opponent_models: false, or lower hidden, rollout or arenas",
     }
 }
 

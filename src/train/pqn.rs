@@ -12,20 +12,32 @@
 //! serves every replica. Each replica draws its own minibatch partition and its loss is
 //! normalised by its own minibatch size, so replica r computes exactly what a single run with
 //! seed + r computes.
+//!
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
+//! `minibatches`, `gamma`, `lambda`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
+//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::critic::loss::Loss;
-use crate::critic::{AdamConfig, Chosen, Critic, CriticError, Input, StackSpec};
+use super::config::RunConfig;
+use super::error::TrainError;
+use super::explore::{act_epsilon_greedy, max_value};
+use super::learner::{BoxedLearner, Learner, Progress};
+use super::opponent::{OpponentModels, OpponentNetworks, models_params, set_models_params};
+use super::plan::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::qnet::{q_rows, stack_spec, write_input};
+use super::schedule::{epsilon_by_updates, optimiser};
+use super::stats::UpdateStats;
+use crate::critic::loss::{Loss, loss_and_grad};
+use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
 use crate::engine::{BatchState, EnvBatch};
-use crate::error::EngineError;
+use crate::layout::Layout;
 use crate::metrics::EpisodeSummary;
+use crate::policy::Policy;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
-
-use super::config::RunConfig;
 
 // ------------------------------------------------------------------------------------------
 // State
@@ -49,10 +61,7 @@ pub struct Pqn {
     explore: Vec<ChaCha8Rng>,
     /// Minibatch shuffling, one per replica.
     shuffle: Vec<ChaCha8Rng>,
-    /// Updates done.
-    pub update: u64,
-    /// Environment (arena) steps done.
-    pub env_steps: u64,
+    progress: Progress,
     // Rollout storage, reused every update: [T, rows, input], [T, rows], [T + 1, rows].
     obs: Vec<u8>,
     taken: Vec<u32>,
@@ -63,73 +72,30 @@ pub struct Pqn {
     input_row: Vec<u8>,
     nets: Vec<u32>,
     index: Vec<Vec<u32>>,
-    mb_rows: Vec<usize>,
-    d_out: Vec<f32>,
-    mb_obs: Vec<u8>,
-    mb_nets: Vec<u32>,
-    mb_actions: Vec<u32>,
-    mb_targets: Vec<f32>,
-    sim_seconds: f64,
-    learn_seconds: f64,
-    opponents: Option<super::opponent::OpponentModels>,
+    mb: Minibatch,
+    opponents: Option<OpponentModels>,
     frozen: Option<FrozenOthers>,
 }
 
-/// The learning rate at `update` (linear decay to 0 over the run when `lr_decay`) and the
-/// optimiser settings every learner uses.
-pub fn optimiser(cfg: &RunConfig, update: u64) -> (f32, AdamConfig) {
-    let progress = update as f32 / cfg.updates().max(1) as f32;
-    let lr = if cfg.lr_decay {
-        cfg.lr * (1.0 - progress).max(0.0)
-    } else {
-        cfg.lr
-    };
-    let adam = AdamConfig {
-        lr: lr.max(1e-12),
-        max_grad_norm: Some(cfg.max_grad_norm),
-        radam: cfg.radam,
-        ..AdamConfig::default()
-    };
-    (lr, adam)
+/// A minibatch's rows gathered out of the rollout storage, reused.
+#[derive(Default)]
+struct Minibatch {
+    rows: Vec<usize>,
+    d_out: Vec<f32>,
+    obs: Vec<u8>,
+    nets: Vec<u32>,
+    actions: Vec<u32>,
+    targets: Vec<f32>,
 }
-
-/// Exploration after `env_steps` steps: linear from `eps_start` to `eps_finish` over
-/// `eps_fraction` of the run's steps (the replay learners' schedule).
-pub fn epsilon_by_steps(cfg: &RunConfig, env_steps: u64) -> f32 {
-    let horizon = (cfg.eps_fraction as f64 * cfg.total_steps as f64).max(1.0);
-    let frac = (env_steps as f64 / horizon).min(1.0) as f32;
-    cfg.eps_start + (cfg.eps_finish - cfg.eps_start) * frac
-}
-
-/// Maps raw observations `[B, N, O]` to actions `[B x N]`.
-pub type FixedPolicy = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, TrainError>>;
 
 /// A fixed policy acting for some slots while the others learn (learned best responses):
 /// `policy` maps raw observations `[B, N, O]` to actions `[B x N]`; `slots[l]` says whether
 /// slot l's action comes from it.
 pub struct FrozenOthers {
     /// The frozen policy.
-    pub policy: FixedPolicy,
+    pub policy: Box<dyn Policy>,
     /// Which learner slots it controls.
     pub slots: Vec<bool>,
-}
-
-/// What one update did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct UpdateStats {
-    /// Mean loss over the update's minibatches.
-    pub loss: f32,
-    /// Exploration rate used while acting.
-    pub epsilon: f32,
-    /// Learning rate used.
-    pub lr: f32,
-    /// Episodes that finished during the rollout (replica 0's, or every replica's with
-    /// `per_replica`).
-    pub episodes: Vec<EpisodeSummary>,
-    /// With several seeds: each replica's finished episodes.
-    pub per_replica: Vec<Vec<EpisodeSummary>>,
-    /// Opponent-model scores on this rollout (when enabled).
-    pub opponents: Option<super::opponent::OpponentScores>,
 }
 
 /// The learner's own evolving state beyond the parameters (checkpoints).
@@ -150,46 +116,9 @@ pub struct PqnState {
     pub models: Option<Vec<f32>>,
 }
 
-/// Errors while training.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    /// The critic failed.
-    #[error(transparent)]
-    Critic(#[from] CriticError),
-    /// The environment failed.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// A configuration the learner cannot run.
-    #[error("{0}")]
-    Config(String),
-    /// A non-finite value appeared.
-    #[error("update {update}: {tensor} is not finite ({value}); the last good checkpoint is kept")]
-    NonFinite {
-        /// The update.
-        update: u64,
-        /// Which tensor.
-        tensor: String,
-        /// The offending value.
-        value: f32,
-    },
-}
-
 // ------------------------------------------------------------------------------------------
 // Network
 // ------------------------------------------------------------------------------------------
-
-/// The Q-network stack a scenario needs under this configuration.
-pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
-    let learners = loaded.scenario.learners_per_arena();
-    let obs = loaded.scenario.observation_len();
-    StackSpec {
-        nets: if cfg.shared { 1 } else { learners },
-        input: obs + if cfg.shared { learners } else { 0 },
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: loaded.scenario.action_set().len(),
-    }
-}
 
 impl Pqn {
     /// A fresh learner: replica r's arenas and networks seeded with `cfg.seed + r`.
@@ -222,7 +151,7 @@ impl Pqn {
         let per = cfg.arenas * learners;
         let rows = replicas * per;
         let opponents = if cfg.opponent_models {
-            Some(super::opponent::OpponentModels::new(
+            Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
@@ -250,8 +179,7 @@ impl Pqn {
             shuffle: (0..replicas)
                 .map(|r| stream(cfg.seed + r as u64, u64::MAX >> 8, Purpose::Policy))
                 .collect(),
-            update: 0,
-            env_steps: 0,
+            progress: Progress::default(),
             obs: vec![0; cfg.rollout * rows * obs_len],
             taken: vec![0; cfg.rollout * rows],
             rewards: vec![0.0; cfg.rollout * rows],
@@ -266,34 +194,35 @@ impl Pqn {
                 })
                 .collect(),
             index: vec![(0..(cfg.rollout * per) as u32).collect(); replicas],
-            mb_rows: Vec::new(),
-            d_out: Vec::new(),
-            mb_obs: Vec::new(),
-            mb_nets: Vec::new(),
-            mb_actions: Vec::new(),
-            mb_targets: Vec::new(),
-            sim_seconds: 0.0,
-            learn_seconds: 0.0,
+            mb: Minibatch::default(),
             cfg: cfg.clone(),
         })
     }
 
-    /// Replica 0's arenas (the ones evaluation and the viewer look at).
-    pub fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.batches[0]
-    }
-
-    /// Seconds spent stepping arenas and in the critic since the last call.
-    pub fn take_timing(&mut self) -> (f64, f64) {
-        let t = (self.sim_seconds, self.learn_seconds);
-        self.sim_seconds = 0.0;
-        self.learn_seconds = 0.0;
-        t
+    /// [`Pqn::new`] behind the [`Learner`] seam (the registry's constructor).
+    pub(crate) fn boxed(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<BoxedLearner, TrainError> {
+        Ok(Box::new(Pqn::new(cfg, loaded, device)?))
     }
 
     /// The network stack's shape.
     pub fn spec(&self) -> StackSpec {
         self.spec
+    }
+
+    /// Lets `frozen` act for its slots from now on (their networks still train on what they
+    /// see, but never act).
+    pub fn freeze_others(&mut self, frozen: FrozenOthers) {
+        self.frozen = Some(frozen);
+    }
+
+    /// Takes back the frozen policy given to [`Pqn::freeze_others`]; every slot learns and
+    /// acts again.
+    pub fn take_frozen(&mut self) -> Option<FrozenOthers> {
+        self.frozen.take()
     }
 
     /// Current observations of every replica as network input rows (`[S * B * N, input]`):
@@ -303,54 +232,22 @@ impl Pqn {
         let o = self.batches[0].layout().obs_len;
         let per = self.cfg.arenas * n * d;
         for (r, b) in self.batches.iter().enumerate() {
-            let obs = &b.buffers().obs;
-            let out = &mut self.input_row[r * per..(r + 1) * per];
-            if !self.cfg.shared {
-                out.copy_from_slice(obs);
-            } else {
-                for (row, chunk) in out.chunks_exact_mut(d).enumerate() {
-                    chunk[..o].copy_from_slice(&obs[row * o..(row + 1) * o]);
-                    chunk[o..].fill(0);
-                    chunk[o + row % n] = 1;
-                }
-            }
+            write_input(
+                &b.buffers().obs,
+                n,
+                o,
+                d,
+                &mut self.input_row[r * per..(r + 1) * per],
+            );
         }
         &self.input_row
     }
 
-    /// Greedy actions of replica 0 for its current observations (evaluation).
-    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
+    /// Replica 0's current input rows and their networks.
+    fn replica0_input(&mut self) -> (Vec<u8>, Vec<u32>) {
         let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
         let input = self.current_input()[..per * d].to_vec();
-        let q = self.critic.forward(Input::U8(&input), &self.nets[..per])?;
-        Ok(q.chunks_exact(self.actions).map(argmax).collect())
-    }
-
-    /// Restores the opponent models' parameters (when the run has models).
-    pub fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
-        match &mut self.opponents {
-            Some(m) => m.set_params(p),
-            None => Ok(()),
-        }
-    }
-
-    /// Lets `frozen` act for its slots from now on (their networks still train on what they
-    /// see, but never act).
-    pub fn freeze_others(&mut self, frozen: FrozenOthers) {
-        self.frozen = Some(frozen);
-    }
-
-    /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
-    /// observations of replica 0, or `None` without models.
-    pub fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
-        let input = self.current_input()[..per * d].to_vec();
-        let n = self.learners as u32;
-        let nets: Vec<u32> = (0..per as u32).map(|r| r % n).collect();
-        match &mut self.opponents {
-            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
-            None => Ok(None),
-        }
+        (input, self.nets[..per].to_vec())
     }
 
     // --------------------------------------------------------------------------------------
@@ -359,53 +256,46 @@ impl Pqn {
 
     /// The exploration rate at the current update.
     pub fn epsilon(&self) -> f32 {
-        let horizon = (self.cfg.eps_fraction as f64 * self.cfg.updates() as f64).max(1.0);
-        let frac = (self.update as f64 / horizon).min(1.0) as f32;
-        self.cfg.eps_start + (self.cfg.eps_finish - self.cfg.eps_start) * frac
+        epsilon_by_updates(&self.cfg, self.progress.update)
     }
 
     fn rollout(&mut self, epsilon: f32) -> Result<(), TrainError> {
         let (n, a, d) = (self.learners, self.actions, self.obs_len);
-        let per = self.cfg.arenas * n;
+        let arenas = self.cfg.arenas;
+        let per = arenas * n;
         let rows = self.replicas * per;
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
+        let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
             let q = self.critic.forward(Input::U8(&input), &nets)?;
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (r, batch) in self.batches.iter_mut().enumerate() {
-                let chosen = batch.actions_mut();
-                let streams = &mut self.explore[r * self.cfg.arenas..(r + 1) * self.cfg.arenas];
-                for (arena, rng) in streams.iter_mut().enumerate() {
-                    for l in 0..n {
-                        let (local, g) = (arena * n + l, r * per + arena * n + l);
-                        let qr = &q[g * a..(g + 1) * a];
-                        self.q_max[t * rows + g] =
-                            qr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                        let action = epsilon_greedy(rng, qr, threshold);
-                        chosen[local] = action;
-                        self.taken[t * rows + g] = action as u32;
+                let (at, q_r) = (t * rows + r * per, &q[r * per * a..(r + 1) * per * a]);
+                for (local, row) in q_r.chunks_exact(a).enumerate() {
+                    self.q_max[at + local] = max_value(row);
+                }
+                let streams = &mut self.explore[r * arenas..(r + 1) * arenas];
+                act_epsilon_greedy(streams, q_r, a, threshold, batch.actions_mut());
+                if let Some(f) = &mut self.frozen {
+                    f.policy.actions(&batch.buffers().obs, &mut fixed)?;
+                    let chosen = batch.actions_mut();
+                    for local in (0..per).filter(|l| f.slots[l % n]) {
+                        chosen[local] = fixed[local];
                     }
                 }
-                if let Some(f) = &mut self.frozen {
-                    let fixed = (f.policy)(&batch.buffers().obs)?;
-                    let chosen = batch.actions_mut();
-                    for local in 0..per {
-                        if f.slots[local % n] {
-                            chosen[local] = fixed[local];
-                            self.taken[t * rows + r * per + local] = fixed[local] as u32;
-                        }
-                    }
+                for (local, &action) in batch.actions_mut().iter().enumerate() {
+                    self.taken[at + local] = action as u32;
                 }
                 let t0 = std::time::Instant::now();
                 batch.step()?;
-                self.sim_seconds += t0.elapsed().as_secs_f64();
+                self.progress.sim_seconds += t0.elapsed().as_secs_f64();
                 let b = batch.buffers();
                 for local in 0..per {
-                    let (g, arena) = (r * per + local, local / n);
-                    self.rewards[t * rows + g] = b.rewards[local];
-                    self.dones[t * rows + g] =
+                    let arena = local / n;
+                    self.rewards[at + local] = b.rewards[local];
+                    self.dones[at + local] =
                         f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
                 }
             }
@@ -413,14 +303,11 @@ impl Pqn {
         let input = self.current_input().to_vec();
         let q = self.critic.forward(Input::U8(&input), &nets)?;
         let last = self.cfg.rollout * rows;
-        for g in 0..rows {
-            self.q_max[last + g] = q[g * a..(g + 1) * a]
-                .iter()
-                .copied()
-                .fold(f32::NEG_INFINITY, f32::max);
+        for (g, row) in q.chunks_exact(a).enumerate() {
+            self.q_max[last + g] = max_value(row);
         }
         self.nets = nets;
-        self.env_steps += self.cfg.steps_per_update();
+        self.progress.env_steps += self.cfg.steps_per_update();
         Ok(())
     }
 
@@ -449,12 +336,80 @@ impl Pqn {
     // Update
     // --------------------------------------------------------------------------------------
 
+    /// Shuffles each replica's row order with its own stream (resuming restores the stream).
+    fn shuffle(&mut self) {
+        let total = self.cfg.rollout * self.cfg.arenas * self.learners;
+        for (index, rng) in self.index.iter_mut().zip(&mut self.shuffle) {
+            for k in (1..total).rev() {
+                let j = below(rng.next_u32(), k as u32 + 1) as usize;
+                index.swap(k, j);
+            }
+        }
+    }
+
+    /// Gathers minibatch `mb`: replica r's mb-th slice of its order, as storage rows
+    /// `[t][replica][local row]`.
+    fn gather(&mut self, mb: usize, size: usize) {
+        let per = self.cfg.arenas * self.learners;
+        let rows = self.replicas * per;
+        let d = self.obs_len;
+        let m = &mut self.mb;
+        m.rows.clear();
+        for (r, index) in self.index.iter().enumerate() {
+            for &i in &index[mb * size..(mb + 1) * size] {
+                let (t, local) = (i as usize / per, i as usize % per);
+                m.rows.push(t * rows + r * per + local);
+            }
+        }
+        m.obs.clear();
+        m.nets.clear();
+        m.actions.clear();
+        m.targets.clear();
+        for &g in &m.rows {
+            m.obs.extend_from_slice(&self.obs[g * d..(g + 1) * d]);
+            m.nets.push(self.nets[g % rows]);
+            m.actions.push(self.taken[g]);
+            m.targets.push(self.returns[g]);
+        }
+    }
+
+    /// Forward and backward of the gathered minibatch: MSE to the returns; with several
+    /// replicas each replica's loss is averaged over its own rows. Returns the mean loss.
+    fn minibatch_loss(&mut self, size: usize) -> Result<f32, TrainError> {
+        let m = &mut self.mb;
+        if self.replicas == 1 {
+            self.critic.forward(Input::U8(&m.obs), &m.nets)?;
+            let loss = Loss::Mse {
+                actions: &m.actions,
+                targets: &m.targets,
+                mask: None,
+            };
+            self.critic.loss_backward(&loss)?;
+            return Ok(self.critic.last_loss()?);
+        }
+        let a = self.actions;
+        let out = self.critic.forward(Input::U8(&m.obs), &m.nets)?;
+        m.d_out.resize(out.len(), 0.0);
+        let mut sum = 0.0;
+        for r in 0..self.replicas {
+            let (rows_r, vals) = (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
+            let loss = Loss::Mse {
+                actions: &m.actions[rows_r.clone()],
+                targets: &m.targets[rows_r],
+                mask: None,
+            };
+            sum += loss_and_grad(&loss, &out[vals.clone()], a, &mut m.d_out[vals]);
+        }
+        self.critic.backward(&m.d_out)?;
+        Ok(sum / self.replicas as f32)
+    }
+
     /// One PQN update: rollout, lambda-returns, epochs of shuffled minibatches.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let (lr, adam) = optimiser(&self.cfg, self.update);
+        let (lr, adam) = optimiser(&self.cfg, self.progress.update);
         let t0 = std::time::Instant::now();
-        let sim_before = self.sim_seconds;
+        let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
         self.lambda_returns();
         let opponents = match &mut self.opponents {
@@ -462,83 +417,21 @@ impl Pqn {
             None => None,
         };
 
-        let per = self.cfg.arenas * self.learners;
-        let rows = self.replicas * per;
-        let total = self.cfg.rollout * per;
-        let size = total / self.cfg.minibatches;
-        let (d, a) = (self.obs_len, self.actions);
-        let mut losses = 0.0f64;
-        let mut count = 0;
-        // Each replica's shuffle depends only on its stream (resuming restores the stream).
+        let size = self.cfg.rollout * self.cfg.arenas * self.learners / self.cfg.minibatches;
+        let (mut losses, mut count) = (0.0f64, 0);
         for index in &mut self.index {
             for (i, v) in index.iter_mut().enumerate() {
                 *v = i as u32;
             }
         }
         for _ in 0..self.cfg.epochs {
-            for (index, rng) in self.index.iter_mut().zip(&mut self.shuffle) {
-                for k in (1..total).rev() {
-                    let j = below(rng.next_u32(), k as u32 + 1) as usize;
-                    index.swap(k, j);
-                }
-            }
+            self.shuffle();
             for mb in 0..self.cfg.minibatches {
-                // Replica r's k-th slice, as storage rows [t][replica][local row].
-                self.mb_rows.clear();
-                for (r, index) in self.index.iter().enumerate() {
-                    for &i in &index[mb * size..(mb + 1) * size] {
-                        let (t, local) = (i as usize / per, i as usize % per);
-                        self.mb_rows.push(t * rows + r * per + local);
-                    }
-                }
-                self.mb_obs.clear();
-                self.mb_nets.clear();
-                self.mb_actions.clear();
-                self.mb_targets.clear();
-                for &g in &self.mb_rows {
-                    self.mb_obs.extend_from_slice(&self.obs[g * d..(g + 1) * d]);
-                    self.mb_nets.push(self.nets[g % rows]);
-                    self.mb_actions.push(self.taken[g]);
-                    self.mb_targets.push(self.returns[g]);
-                }
-                let value = if self.replicas == 1 {
-                    self.critic
-                        .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
-                    let loss = Loss::Mse {
-                        actions: &self.mb_actions,
-                        targets: &self.mb_targets,
-                        mask: None,
-                    };
-                    self.critic.loss_backward(&loss)?;
-                    self.critic.last_loss()?
-                } else {
-                    // Each replica's loss is averaged over its own minibatch.
-                    let out = self
-                        .critic
-                        .forward(Input::U8(&self.mb_obs), &self.mb_nets)?;
-                    self.d_out.resize(out.len(), 0.0);
-                    let mut sum = 0.0;
-                    for r in 0..self.replicas {
-                        let (rows_r, vals) =
-                            (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
-                        let loss = Loss::Mse {
-                            actions: &self.mb_actions[rows_r.clone()],
-                            targets: &self.mb_targets[rows_r],
-                            mask: None,
-                        };
-                        sum += crate::critic::loss::loss_and_grad(
-                            &loss,
-                            &out[vals.clone()],
-                            a,
-                            &mut self.d_out[vals],
-                        );
-                    }
-                    self.critic.backward(&self.d_out)?;
-                    sum / self.replicas as f32
-                };
+                self.gather(mb, size);
+                let value = self.minibatch_loss(size)?;
                 if !value.is_finite() {
                     return Err(TrainError::NonFinite {
-                        update: self.update + 1,
+                        update: self.progress.update + 1,
                         tensor: "loss".into(),
                         value,
                     });
@@ -548,8 +441,13 @@ impl Pqn {
                 self.critic.step(&adam);
             }
         }
-        self.update += 1;
-        self.learn_seconds += t0.elapsed().as_secs_f64() - (self.sim_seconds - sim_before);
+
+        // --------------------------------------------------------------------------------------
+        // Logging
+        // --------------------------------------------------------------------------------------
+        self.progress.update += 1;
+        self.progress.learn_seconds +=
+            t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
         let mut per_replica: Vec<Vec<EpisodeSummary>> =
             self.batches.iter_mut().map(|b| b.take_episodes()).collect();
         let episodes = per_replica[0].clone();
@@ -565,30 +463,63 @@ impl Pqn {
             opponents,
         })
     }
+}
 
-    // --------------------------------------------------------------------------------------
-    // Checkpoints
-    // --------------------------------------------------------------------------------------
+// ------------------------------------------------------------------------------------------
+// Acting, predictions and checkpoints (the Learner seam)
+// ------------------------------------------------------------------------------------------
 
-    /// The learner's evolving state beyond the parameters.
-    pub fn save_state(&mut self) -> Result<PqnState, TrainError> {
-        Ok(PqnState {
-            update: self.update,
-            env_steps: self.env_steps,
+impl Learner for Pqn {
+    fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        Pqn::update(self)
+    }
+
+    /// Replica 0's epsilon-greedy actions (its exploration streams).
+    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
+        let (input, nets) = self.replica0_input();
+        let q = self.critic.forward(Input::U8(&input), &nets)?;
+        let threshold = crate::rng::threshold(self.epsilon() as f64);
+        let mut chosen = vec![0u8; nets.len()];
+        let streams = &mut self.explore[..self.cfg.arenas];
+        act_epsilon_greedy(streams, &q, self.actions, threshold, &mut chosen);
+        Ok(chosen)
+    }
+
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
+        let o = self.batches[0].layout().obs_len;
+        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+    }
+
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let (input, nets) = self.replica0_input();
+        let n = self.learners as u32;
+        let nets: Vec<u32> = (0..nets.len() as u32).map(|r| r % n).collect();
+        match &mut self.opponents {
+            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        set_models_params(&mut self.opponents, p)
+    }
+
+    fn save_state(&mut self) -> Result<String, TrainError> {
+        let state = PqnState {
+            update: self.progress.update,
+            env_steps: self.progress.env_steps,
             explore: self.explore.clone(),
             shuffle: self.shuffle.clone(),
             batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
-            models: match &mut self.opponents {
-                Some(m) => Some(m.params()?),
-                None => None,
-            },
-        })
+            models: models_params(&mut self.opponents)?,
+        };
+        Ok(serde_json::to_string(&state)?)
     }
 
-    /// Restores what [`Pqn::save_state`] saved.
-    pub fn load_state(&mut self, s: &PqnState) -> Result<(), TrainError> {
-        self.update = s.update;
-        self.env_steps = s.env_steps;
+    fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+        let s: PqnState = serde_json::from_str(json)?;
+        self.progress.update = s.update;
+        self.progress.env_steps = s.env_steps;
         self.explore = s.explore.clone();
         self.shuffle = s.shuffle.clone();
         if s.batches.len() != self.batches.len() {
@@ -601,59 +532,68 @@ impl Pqn {
         for (b, state) in self.batches.iter_mut().zip(&s.batches) {
             b.load_state(state)?;
         }
-        if let (Some(m), Some(p)) = (&mut self.opponents, &s.models) {
-            m.set_params(p)?;
+        if let Some(p) = &s.models {
+            set_models_params(&mut self.opponents, p)?;
         }
         Ok(())
     }
-}
 
-/// The epsilon-greedy action for one row of Q-values: with probability `threshold / 2^32` a
-/// uniform action, else the greedy one (one draw, plus one more when exploring).
-pub fn epsilon_greedy(rng: &mut ChaCha8Rng, q: &[f32], threshold: u64) -> u8 {
-    if (rng.next_u32() as u64) < threshold {
-        below(rng.next_u32(), q.len() as u32) as u8
-    } else {
-        argmax(q)
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    fn progress_mut(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.batches[0]
+    }
+
+    fn critic(&mut self) -> &mut Critic {
+        &mut self.critic
     }
 }
 
-/// Greedy actions of independent or shared Q-networks for raw observation rows `[R, N, O]`
-/// (R arenas' learners in slot order): the learner's one-hot index is appended when `shared`
-/// (the network's input is wider than an observation).
-pub fn greedy_rows(
-    critic: &mut Critic,
-    obs: &[u8],
-    learners: usize,
-    obs_len: usize,
-    input: usize,
-    actions: usize,
-) -> Result<Vec<u8>, TrainError> {
-    let rows = obs.len() / obs_len.max(1);
-    let shared = input > obs_len;
-    let nets: Vec<u32> = (0..rows)
-        .map(|r| if shared { 0 } else { (r % learners) as u32 })
-        .collect();
-    let q = if shared {
-        let mut x = vec![0u8; rows * input];
-        for (r, row) in x.chunks_exact_mut(input).enumerate() {
-            row[..obs_len].copy_from_slice(&obs[r * obs_len..(r + 1) * obs_len]);
-            row[obs_len + r % learners] = 1;
-        }
-        critic.forward(Input::U8(&x), &nets)?
-    } else {
-        critic.forward(Input::U8(obs), &nets)?
-    };
-    Ok(q.chunks_exact(actions).map(argmax).collect())
-}
+// ------------------------------------------------------------------------------------------
+// Memory plan
+// ------------------------------------------------------------------------------------------
 
-/// Index of the largest value (the first on ties).
-pub fn argmax(q: &[f32]) -> u8 {
-    let mut best = 0;
-    for (i, v) in q.iter().enumerate() {
-        if *v > q[best] {
-            best = i;
-        }
+/// PQN's tensors for the memory preflight: the Q-network stack of every replica with a pass of
+/// a training minibatch (or of acting on every learner), the rollout storage, and the
+/// opponent models, which score a whole rollout in one pass.
+pub(crate) fn plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let replicas = cfg.seeds.max(1) as u64;
+    let (b, t, n) = (
+        cfg.arenas as u64,
+        cfg.rollout as u64,
+        layout.learners as u64,
+    );
+    let rows_per_step = replicas * b * n;
+    let pass_rows = (replicas * t * b * n / cfg.minibatches as u64).max(rows_per_step);
+    let pass = "rollout x arenas x learners / minibatches";
+    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
+    let d = spec.input as u64;
+    tensors.push(PlanTensor {
+        name: "rollout storage".into(),
+        shape: format!(
+            "{t} steps x {} rows x ({d} B obs + 24 B)",
+            fmt(rows_per_step)
+        ),
+        bytes: t * rows_per_step * (d + 24) + rows_per_step * 4,
+        knobs: "lower rollout, arenas or seeds",
+    });
+    if cfg.opponent_models {
+        let rows = t * b * n;
+        let extra = t * b * n * (4 + 4 * n);
+        tensors.push(opponent_tensor(
+            cfg, layout, spec.input, backend, rows, extra,
+        ));
     }
-    best as u8
+    tensors
 }

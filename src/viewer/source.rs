@@ -7,6 +7,7 @@ use super::ViewError;
 use crate::components::{Alive, Carry, Facing, GridPos};
 use crate::engine::EnvBatch;
 use crate::layout::{Layout, Rules};
+use crate::policy::Policy;
 use crate::render::scene::{Scene, extract};
 use crate::rollout::{Frame, Rollout};
 use crate::scenario::{LoadedScenario, Scenario};
@@ -14,7 +15,7 @@ use crate::substrate::ArenaState;
 use crate::substrate::avatars::ITEM;
 use crate::train::config::RunConfig;
 use crate::train::run_dir::RunDir;
-use crate::train::{Learner, load_scenario};
+use crate::train::{GreedyPolicy, load_scenario, new_learner};
 
 /// Live frames kept for stepping back; the oldest are dropped beyond this.
 pub const HISTORY_LIMIT: usize = 20_000;
@@ -54,7 +55,7 @@ pub struct Replay {
 pub struct Live {
     /// The run directory.
     pub run: PathBuf,
-    learner: Learner,
+    policy: GreedyPolicy,
     loaded: LoadedScenario,
     layout: Layout,
     /// Seed of the current arena.
@@ -237,45 +238,18 @@ impl Replay {
     }
 }
 
-/// Q-values `[R, A]` of observation rows `[R, O]` for PQN and IQL heads (`None` for PR2,
-/// whose acting values need the live batch).
-fn q_rows(learner: &mut Learner, obs: &[u8]) -> Result<Option<Vec<f32>>, ViewError> {
-    let (n, o) = {
-        let l = learner.batch().layout();
-        (l.learners, l.obs_len)
-    };
-    let input = match learner {
-        Learner::Pqn(p) => p.spec().input,
-        Learner::Iql(q) => q.spec().input,
-        Learner::Pr2(_) => return Ok(None),
-    };
+/// The policy's values `[R, A]` of observation rows `[R, O]` (`None` when the rows do not fit
+/// the layout).
+fn q_rows(
+    policy: &mut GreedyPolicy,
+    layout: &Layout,
+    obs: &[u8],
+) -> Result<Option<Vec<f32>>, ViewError> {
+    let (n, o) = (layout.learners, layout.obs_len);
     if o == 0 || n == 0 || !obs.len().is_multiple_of(o) {
         return Ok(None);
     }
-    let rows = obs.len() / o;
-    let shared = input > o;
-    if shared && input < o + n {
-        return Ok(None);
-    }
-    let nets: Vec<u32> = (0..rows)
-        .map(|r| if shared { 0 } else { (r % n) as u32 })
-        .collect();
-    let q = if shared {
-        let mut x = vec![0u8; rows * input];
-        for (r, row) in x.chunks_exact_mut(input).enumerate() {
-            row[..o].copy_from_slice(&obs[r * o..(r + 1) * o]);
-            row[o + r % n] = 1;
-        }
-        learner
-            .critic()
-            .forward(crate::critic::Input::U8(&x), &nets)
-    } else {
-        learner
-            .critic()
-            .forward(crate::critic::Input::U8(obs), &nets)
-    }
-    .map_err(train_err)?;
-    Ok(Some(q))
+    policy.q_values(obs).map_err(train_err)
 }
 
 fn split_rows(values: Vec<f32>, width: usize) -> Vec<Vec<f32>> {
@@ -320,7 +294,7 @@ impl Live {
         // Networks on the CPU: one arena needs no GPU, and the window owns the adapter.
         cfg.device = crate::critic::Device::Cpu;
         let device = crate::critic::choose_device(crate::critic::Device::Cpu).map_err(train_err)?;
-        let mut learner = Learner::new(&cfg, &loaded, &device).map_err(train_err)?;
+        let mut learner = new_learner(&cfg, &loaded, &device).map_err(train_err)?;
         let dir = RunDir::open(run).map_err(|e| ViewError::Run(e.to_string()))?;
         // The networks' size must match exactly (a multi-seed run stores every replica's,
         // replica 0 first): a smaller network must not take a prefix of a larger one.
@@ -337,16 +311,14 @@ impl Live {
                 run.display()
             )));
         }
-        let update = crate::train::eval::restore_params(&mut learner, &dir)
+        let mut policy = GreedyPolicy::restore(learner, &dir)
             .map_err(|e| ViewError::Checkpoint(e.to_string()))?;
-        let q_label = match learner {
-            Learner::Pr2(_) => "E_rho[Q]",
-            _ => "Q",
-        };
-        let layout = learner.batch().layout().clone();
+        let update = policy.update();
+        let q_label = policy.learner().q_label();
+        let layout = policy.learner().batch().layout().clone();
         let mut live = Live {
             run: run.to_path_buf(),
-            learner,
+            policy,
             loaded,
             layout,
             seed,
@@ -362,7 +334,7 @@ impl Live {
 
     /// Captures the arena's current state as the first frame of a fresh history.
     fn start(&mut self) -> Result<(), ViewError> {
-        let frame = self.learner.batch().with_arena(0, |layout, a| {
+        let frame = self.policy.learner().batch().with_arena(0, |layout, a| {
             crate::systems::record::frame(layout, a, false)
         });
         let agents = frame.positions.len();
@@ -383,14 +355,12 @@ impl Live {
         let (a, agents) = (self.layout.actions, self.layout.agents);
         let returns = next_returns(prev, &frame, agents);
         let details = if current {
-            let obs = self.learner.batch().buffers().obs.clone();
-            let q = match &mut self.learner {
-                Learner::Pr2(p) => Some(p.acting_values().map_err(train_err)?),
-                _ => q_rows(&mut self.learner, &obs)?,
-            };
-            self.has_models = self.learner.predict_opponents().map_err(train_err)?;
+            let obs = self.policy.learner().batch().buffers().obs.clone();
+            let q = q_rows(&mut self.policy, &self.layout, &obs)?;
+            let learner = self.policy.learner();
+            self.has_models = learner.predict_opponents().map_err(train_err)?;
             let predictions = if self.has_models {
-                self.learner.batch().opponent_predictions(0)
+                learner.batch().opponent_predictions(0)
             } else {
                 Vec::new()
             };
@@ -403,7 +373,7 @@ impl Live {
         } else {
             let obs = rebuild_observations(&self.layout, &frame);
             let q = match &obs {
-                Some(o) => q_rows(&mut self.learner, o)?,
+                Some(o) => q_rows(&mut self.policy, &self.layout, o)?,
                 None => None,
             };
             Details {
@@ -422,15 +392,11 @@ impl Live {
 
     /// One greedy step; returns how many frames were dropped from the front of the history.
     fn step(&mut self) -> Result<usize, ViewError> {
-        let actions = self.learner.greedy().map_err(train_err)?;
-        let batch = self.learner.batch();
-        if actions.len() != batch.actions_mut().len() {
-            return Err(ViewError::Live(format!(
-                "the policy gave {} actions for {} learners",
-                actions.len(),
-                batch.actions_mut().len()
-            )));
-        }
+        let batch = self.policy.learner().batch();
+        let obs = batch.buffers().obs.clone();
+        let mut actions = vec![0u8; batch.actions_mut().len()];
+        self.policy.actions(&obs, &mut actions).map_err(train_err)?;
+        let batch = self.policy.learner().batch();
         batch.start_recording(0);
         batch.actions_mut().copy_from_slice(&actions);
         let stepped = batch.step();
@@ -444,7 +410,7 @@ impl Live {
         // episode ended, the respawned one (the batch's current state is the last).
         let new: Vec<Frame> = frames.into_iter().skip(1).collect();
         let new = if new.is_empty() {
-            vec![self.learner.batch().snapshot(0)]
+            vec![self.policy.learner().batch().snapshot(0)]
         } else {
             new
         };
@@ -469,7 +435,7 @@ impl Live {
     /// A fresh arena with `seed` (the networks are kept); the history starts over.
     fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
         let batch = EnvBatch::new(&self.loaded, 1, seed).map_err(train_err)?;
-        *self.learner.batch() = batch;
+        *self.policy.learner().batch() = batch;
         self.seed = seed;
         self.start()
     }
@@ -544,7 +510,7 @@ impl Source {
         if let Source::Live(l) = self
             && i >= last
         {
-            let batch = l.learner.batch();
+            let batch = l.policy.learner().batch();
             batch.watch_render(0, selected);
             if let Some(scene) = batch.render_scene() {
                 return Some(scene.clone());

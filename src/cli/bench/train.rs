@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use gridarena::train::{Learner, load_scenario};
+use gridarena::train::{load_scenario, new_learner};
 
 use crate::cli::common::{load_config, with_pool};
 
@@ -33,7 +33,7 @@ pub(crate) fn run(args: BenchTrainArgs) -> Result<()> {
     let device = gridarena::critic::choose_device(cfg.device)?;
     println!("device: {device}");
     let (sps, sim, learn) = with_pool(None, || -> Result<(f64, f64, f64)> {
-        let mut learner = Learner::new(&cfg, &loaded, &device)?;
+        let mut learner = new_learner(&cfg, &loaded, &device)?;
         learner.update()?;
         learner.take_timing();
         let start = std::time::Instant::now();

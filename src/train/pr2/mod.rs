@@ -11,86 +11,43 @@
 //! computes targets `r + gamma (1 - d) max_{a_i} E_rho[Q_target(s', a_i, .)]` once, and takes
 //! `epochs` Huber steps on all `rollout x sequences x learners` rows, then a Polyak update.
 //!
-//! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards.
+//! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
+//! ([`sizing`] holds the shapes and the memory plan).
 
-use rand_chacha::ChaCha8Rng;
+mod sizing;
+
+pub(crate) use sizing::plan;
+pub use sizing::{batch_rows, head, pass_rows, replay_sequences, stack_spec};
+
 use rand_core::Rng;
 
-use super::config::{CriticForm, RhoForm, RunConfig};
-use super::opponent::{ConditionalModels, OpponentScores, ScoreMean};
-use super::pqn::{TrainError, UpdateStats, argmax, epsilon_greedy, optimiser};
-use super::rate_limiter::{RateLimiter, RateLimiterConfig};
-use crate::critic::pr2::{HeadForm, Pr2Head, Scratch};
+use crate::critic::pr2::{Pr2Head, Scratch};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
-use crate::rng::{Purpose, below, stream};
+use crate::rng::below;
 use crate::scenario::LoadedScenario;
+use crate::train::config::{RhoForm, RunConfig};
+use crate::train::error::TrainError;
+use crate::train::explore::{act_epsilon_greedy, greedy_actions, max_value};
+use crate::train::learner::{BoxedLearner, Learner, Progress};
+use crate::train::opponent::{
+    ConditionalModels, OpponentNetworks, OpponentScores, ScoreMean, set_models_params,
+};
+use crate::train::replay::{ReplayCore, Ring};
+use crate::train::schedule::{epsilon_by_steps, optimiser};
+use crate::train::stats::UpdateStats;
 
-/// The critic head a configuration asks for.
-pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
-    Pr2Head {
-        agents: learners,
-        actions,
-        form: match (cfg.critic, cfg.pair_rank) {
-            (CriticForm::Joint, _) => HeadForm::Joint,
-            (CriticForm::Factorized, 0) => HeadForm::Pairwise,
-            (CriticForm::Factorized, k) => HeadForm::LowRank(k),
-        },
-    }
-}
-
-/// The critic stack: one network per learner with the PR2 head.
-pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
-    let learners = loaded.scenario.learners_per_arena();
-    let actions = loaded.scenario.action_set().len();
-    StackSpec {
-        nets: learners,
-        input: loaded.scenario.observation_len(),
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: head(cfg, learners, actions).width(),
-    }
-}
-
-/// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
-pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
-    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
-}
-
-/// Sequences the replay holds.
-pub fn replay_sequences(cfg: &RunConfig) -> usize {
-    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
-}
-
-/// The rate limiter of a run, in arena-steps: `arenas x rollout` inserted per update,
-/// `buffer_batch_size x rollout` sampled per learner step.
-pub fn limiter_config(cfg: &RunConfig) -> RateLimiterConfig {
-    let spi = cfg.samples_per_insert;
-    let insert = (cfg.arenas * cfg.rollout) as f64;
-    let batch = (cfg.buffer_batch_size * cfg.rollout) as f64;
-    let smallest = ((insert * spi + batch) / 2.0)
-        .max(insert * spi)
-        .max(spi.max(1.0));
-    RateLimiterConfig {
-        samples_per_insert: spi,
-        min_size_to_sample: cfg.min_replay.max(batch as u64),
-        error_buffer: if cfg.rate_error_buffer > 0.0 {
-            cfg.rate_error_buffer
-        } else {
-            smallest
-        },
-    }
-}
+// ------------------------------------------------------------------------------------------
+// Replay
+// ------------------------------------------------------------------------------------------
 
 /// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`
 /// `[C, T, N]` actions, `rewards` `[C, T, N]`, `dones` `[C, T]`.
 struct SequenceReplay {
-    capacity: usize,
+    ring: Ring,
     steps: usize,
     learners: usize,
     width: usize,
-    len: usize,
-    head: usize,
     obs: Vec<u8>,
     actions: Vec<u32>,
     rewards: Vec<f32>,
@@ -100,12 +57,10 @@ struct SequenceReplay {
 impl SequenceReplay {
     fn new(capacity: usize, steps: usize, learners: usize, width: usize) -> SequenceReplay {
         SequenceReplay {
-            capacity,
+            ring: Ring::new(capacity),
             steps,
             learners,
             width,
-            len: 0,
-            head: 0,
             obs: vec![0; capacity * (steps + 1) * learners * width],
             actions: vec![0; capacity * steps * learners],
             rewards: vec![0.0; capacity * steps * learners],
@@ -117,7 +72,7 @@ impl SequenceReplay {
     /// whether the oldest sequence was evicted.
     fn push(&mut self, roll: &Rollout, b: usize) -> bool {
         let (t_max, n, d, arenas) = (self.steps, self.learners, self.width, roll.arenas);
-        let c = self.head;
+        let c = self.ring.head();
         for t in 0..=t_max {
             let src = ((t * arenas + b) * n) * d;
             let dst = ((c * (t_max + 1) + t) * n) * d;
@@ -130,14 +85,7 @@ impl SequenceReplay {
             self.rewards[dst..dst + n].copy_from_slice(&roll.rewards[src..src + n]);
             self.dones[c * t_max + t] = roll.dones[t * arenas + b];
         }
-        self.head = (self.head + 1) % self.capacity;
-        let evicted = self.len == self.capacity;
-        self.len = (self.len + 1).min(self.capacity);
-        evicted
-    }
-
-    fn newest(&self) -> usize {
-        (self.head + self.capacity - 1) % self.capacity
+        self.ring.advance()
     }
 }
 
@@ -199,18 +147,9 @@ impl Minibatch {
     }
 }
 
-/// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
-/// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
-pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
-    batch_rows(cfg, learners)
-        .div_ceil(cfg.minibatches.max(1))
-        .max(1)
-}
-
-/// PR2-IQL's evolving state beyond the online parameters and Adam (checkpoints): the same
-/// fields as IQL's (`models` holds the conditional opponent models). The replay is not saved: a
-/// resumed run refills it.
-pub type Pr2State = super::iql::IqlState;
+// ------------------------------------------------------------------------------------------
+// Learner
+// ------------------------------------------------------------------------------------------
 
 /// A PR2-IQL learner with its arenas.
 pub struct Pr2Iql {
@@ -225,22 +164,12 @@ pub struct Pr2Iql {
     head: Pr2Head,
     learners: usize,
     actions: usize,
-    explore: Vec<ChaCha8Rng>,
-    sampler: ChaCha8Rng,
-    limiter: RateLimiter,
+    core: ReplayCore,
     replay: SequenceReplay,
     rollout: Rollout,
     step: StepBuffers,
     scratch: Scratch,
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Learner steps done.
-    pub learner_steps: u64,
-    acting_nets: Vec<u32>,
-    sim_seconds: f64,
-    learn_seconds: f64,
+    progress: Progress,
 }
 
 impl Pr2Iql {
@@ -265,14 +194,13 @@ impl Pr2Iql {
             )));
         }
         let spec = stack_spec(cfg, loaded);
-        let limits = limiter_config(cfg);
+        // The limiter counts arena-steps: `arenas x rollout` inserted per update,
+        // `buffer_batch_size x rollout` sampled per learner step.
         let (insert, sample) = (
             (cfg.arenas * cfg.rollout) as u64,
             (cfg.buffer_batch_size * cfg.rollout) as u64,
         );
-        limits
-            .validate_for_loop(insert, sample)
-            .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?;
+        let core = ReplayCore::new(cfg, insert, sample)?;
         let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
         let critic = Critic::new(spec, cfg.seed, device)?;
         let models = if cfg.opponent_models {
@@ -291,12 +219,7 @@ impl Pr2Iql {
             head,
             learners,
             actions,
-            explore: (0..b)
-                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
-                .collect(),
-            sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
-            limiter: RateLimiter::new(limits)
-                .map_err(|e| TrainError::Config(format!("rate limiter: {e}")))?,
+            core,
             replay: SequenceReplay::new(replay_sequences(cfg), t, learners, d),
             rollout: Rollout {
                 arenas: b,
@@ -307,16 +230,20 @@ impl Pr2Iql {
             },
             step: StepBuffers::default(),
             scratch: Scratch::default(),
-            update: 0,
-            env_steps: 0,
-            learner_steps: 0,
-            acting_nets: (0..b * learners).map(|r| (r % learners) as u32).collect(),
-            sim_seconds: 0.0,
-            learn_seconds: 0.0,
+            progress: Progress::default(),
             cfg: cfg.clone(),
         };
         pr2.batch.start_episode_log(1 << 16);
         Ok(pr2)
+    }
+
+    /// [`Pr2Iql::new`] behind the [`Learner`] seam (the registry's constructor).
+    pub(crate) fn boxed(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<BoxedLearner, TrainError> {
+        Ok(Box::new(Pr2Iql::new(cfg, loaded, device)?))
     }
 
     /// The critic stack's shape.
@@ -328,6 +255,10 @@ impl Pr2Iql {
     pub fn head(&self) -> Pr2Head {
         self.head
     }
+
+    // --------------------------------------------------------------------------------------
+    // Network: values under rho
+    // --------------------------------------------------------------------------------------
 
     /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from critic rows `out` and, with a learned
     /// rho, the models' probabilities `rho` `[R, N-1, A, A]`.
@@ -354,41 +285,33 @@ impl Pr2Iql {
         }
     }
 
-    /// Greedy actions for the current observations: `argmax_{a_i} E_rho[Q_i]`.
-    pub fn greedy(&mut self) -> Result<Vec<u8>, TrainError> {
-        let values = self.acting_values()?;
-        Ok(values.chunks_exact(self.actions).map(argmax).collect())
-    }
-
-    /// Greedy actions for raw observation rows `[R, N, O]` (exact analysis).
-    pub fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
+    /// `E_rho[Q_i(s, a_i, .)]` `[R x N, A]` of the online critic for observation rows
+    /// `[R, N, O]`.
+    pub fn values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let rows = obs.len() / self.spec.input.max(1);
         let nets: Vec<u32> = (0..rows).map(|r| (r % self.learners) as u32).collect();
         let out = self.critic.forward(Input::U8(obs), &nets)?;
         let rho = self.rho_for(obs, &nets)?;
         let mut values = Vec::new();
         self.expectations(&out, rho.as_deref(), &mut values);
-        Ok(values.chunks_exact(self.actions).map(argmax).collect())
+        Ok(values)
     }
 
     /// `E_rho[Q_i]` `[B x N, A]` for the current observations (online critic).
     pub fn acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
         let obs = self.batch.buffers().obs.clone();
-        let nets = self.acting_nets.clone();
-        let out = self.critic.forward(Input::U8(&obs), &nets)?;
-        let rho = self.rho_for(&obs, &nets)?;
-        let mut values = Vec::new();
-        self.expectations(&out, rho.as_deref(), &mut values);
-        Ok(values)
+        self.values(&obs)
     }
 
     /// The conditional opponent models' predictions for the current observations at each
     /// learner's greedy action: `[B x N, N-1, A]`, or `None` without models.
     pub fn predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        let greedy = self.greedy()?;
-        let obs = self.batch.buffers().obs.clone();
-        let nets = self.acting_nets.clone();
         let a = self.actions;
+        let greedy = greedy_actions(&self.acting_values()?, a);
+        let obs = self.batch.buffers().obs.clone();
+        let nets: Vec<u32> = (0..greedy.len())
+            .map(|r| (r % self.learners) as u32)
+            .collect();
         let Some(models) = &mut self.models else {
             return Ok(None);
         };
@@ -406,8 +329,12 @@ impl Pr2Iql {
 
     /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        super::pqn::epsilon_by_steps(&self.cfg, self.env_steps)
+        epsilon_by_steps(&self.cfg, self.progress.env_steps)
     }
+
+    // --------------------------------------------------------------------------------------
+    // Targets and update (one learner step)
+    // --------------------------------------------------------------------------------------
 
     /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
     fn gather(&mut self, sequences: &[usize]) {
@@ -461,9 +388,9 @@ impl Pr2Iql {
         let mut chosen = Vec::with_capacity(s_count);
         for k in 0..s_count {
             chosen.push(if k == 0 && self.cfg.cer > 0 {
-                self.replay.newest()
+                self.replay.ring.newest(0)
             } else {
-                below(self.sampler.next_u32(), self.replay.len as u32) as usize
+                below(self.core.sampler.next_u32(), self.replay.ring.len as u32) as usize
             });
         }
         self.gather(&chosen);
@@ -500,7 +427,7 @@ impl Pr2Iql {
                 return 0.0;
             }
             let next = &values[(r + n) * a..(r + n + 1) * a];
-            let best = next.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let best = max_value(next);
             s.rewards[r] + gamma * (1.0 - s.dones[r]) * best
         }));
         self.step.values = values;
@@ -512,7 +439,7 @@ impl Pr2Iql {
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
         for _ in 0..self.cfg.epochs {
             for k in (1..order.len()).rev() {
-                let j = below(self.sampler.next_u32(), k as u32 + 1) as usize;
+                let j = below(self.core.sampler.next_u32(), k as u32 + 1) as usize;
                 order.swap(k, j);
             }
             for chunk in order.chunks(per_batch) {
@@ -545,7 +472,7 @@ impl Pr2Iql {
                 let loss = (loss / chunk.len() as f64) as f32;
                 if !loss.is_finite() {
                     return Err(TrainError::NonFinite {
-                        update: self.update + 1,
+                        update: self.progress.update + 1,
                         tensor: "PR2 critic loss".into(),
                         value: loss,
                     });
@@ -576,17 +503,22 @@ impl Pr2Iql {
         };
         self.step.input = input;
         self.step.nets = nets;
-        self.limiter
+        self.core
+            .limiter
             .sample((self.cfg.buffer_batch_size * self.cfg.rollout) as u64);
-        self.learner_steps += 1;
+        self.core.learner_steps += 1;
         Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
     }
+
+    // --------------------------------------------------------------------------------------
+    // Rollout and schedule
+    // --------------------------------------------------------------------------------------
 
     /// One update: a rollout of every arena, stored as sequences, then the learner steps the
     /// rate limiter allows.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilon = self.epsilon();
-        let (lr, adam) = optimiser(&self.cfg, self.update);
+        let (lr, adam) = optimiser(&self.cfg, self.progress.update);
         let threshold = crate::rng::threshold(epsilon as f64);
         let (n, a, b) = (self.learners, self.actions, self.cfg.arenas);
         let per_step = b * n * self.spec.input;
@@ -596,18 +528,17 @@ impl Pr2Iql {
             let obs = &self.batch.buffers().obs;
             self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
             let chosen = self.batch.actions_mut();
-            for (arena, rng) in self.explore.iter_mut().enumerate() {
-                for l in 0..n {
-                    let r = arena * n + l;
-                    let action = epsilon_greedy(rng, &values[r * a..(r + 1) * a], threshold);
-                    chosen[r] = action;
-                    self.rollout.actions[t * b * n + r] = action as u32;
-                }
+            act_epsilon_greedy(&mut self.core.explore, &values, a, threshold, chosen);
+            for (taken, &action) in self.rollout.actions[t * b * n..(t + 1) * b * n]
+                .iter_mut()
+                .zip(chosen.iter())
+            {
+                *taken = action as u32;
             }
-            self.learn_seconds += t_learn.elapsed().as_secs_f64();
+            self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
             let t_sim = std::time::Instant::now();
             self.batch.step()?;
-            self.sim_seconds += t_sim.elapsed().as_secs_f64();
+            self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
             let buf = self.batch.buffers();
             self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
             for arena in 0..b {
@@ -623,10 +554,11 @@ impl Pr2Iql {
             evicted += u64::from(self.replay.push(&self.rollout, arena));
         }
         let t_steps = self.cfg.rollout as u64;
-        self.limiter.insert(b as u64 * t_steps);
-        self.limiter.delete(evicted * t_steps);
+        self.core.limiter.insert(b as u64 * t_steps);
+        self.core.limiter.delete(evicted * t_steps);
         let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
         for _ in 0..self
+            .core
             .limiter
             .allowed_batches((self.cfg.buffer_batch_size as u64) * t_steps)
         {
@@ -635,60 +567,84 @@ impl Pr2Iql {
             steps += 1;
             scores = s.or(scores);
         }
-        self.learn_seconds += t_learn.elapsed().as_secs_f64();
-        self.env_steps += self.cfg.steps_per_update();
-        self.update += 1;
-        Ok(UpdateStats {
-            loss: if steps == 0 {
-                0.0
-            } else {
-                (losses / steps as f64) as f32
-            },
-            epsilon,
-            lr,
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: scores,
-        })
+        self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
+        self.progress.env_steps += self.cfg.steps_per_update();
+        self.progress.update += 1;
+        let episodes = self.batch.take_episodes();
+        let opponents = scores;
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            (epsilon, lr),
+            episodes,
+            opponents,
+        ))
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Acting, predictions and checkpoints (the Learner seam)
+// ------------------------------------------------------------------------------------------
+
+impl Learner for Pr2Iql {
+    fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        Pr2Iql::update(self)
     }
 
-    /// Seconds spent stepping arenas and learning since the last call.
-    pub fn take_timing(&mut self) -> (f64, f64) {
-        let t = (self.sim_seconds, self.learn_seconds);
-        self.sim_seconds = 0.0;
-        self.learn_seconds = 0.0;
-        t
+    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
+        let threshold = crate::rng::threshold(self.epsilon() as f64);
+        let values = self.acting_values()?;
+        let mut chosen = vec![0u8; values.len() / self.actions.max(1)];
+        act_epsilon_greedy(
+            &mut self.core.explore,
+            &values,
+            self.actions,
+            threshold,
+            &mut chosen,
+        );
+        Ok(chosen)
     }
 
-    /// The evolving state beyond parameters and Adam.
-    pub fn save_state(&mut self) -> Result<Pr2State, TrainError> {
-        Ok(Pr2State {
-            update: self.update,
-            env_steps: self.env_steps,
-            learner_steps: self.learner_steps,
-            explore: self.explore.clone(),
-            sampler: self.sampler.clone(),
-            target: self.critic.target_params()?,
-            models: match &mut self.models {
-                Some(m) => Some(m.params()?),
-                None => None,
-            },
-            batch: self.batch.save_state(),
-        })
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
+        self.values(obs)
     }
 
-    /// Restores what [`Pr2Iql::save_state`] saved (the replay starts empty again).
-    pub fn load_state(&mut self, s: &Pr2State) -> Result<(), TrainError> {
-        self.update = s.update;
-        self.env_steps = s.env_steps;
-        self.learner_steps = s.learner_steps;
-        self.explore = s.explore.clone();
-        self.sampler = s.sampler.clone();
-        super::iql::restore_target(&mut self.critic, &s.target)?;
-        if let (Some(m), Some(p)) = (&mut self.models, &s.models) {
-            m.set_params(p)?;
-        }
-        self.batch.load_state(&s.batch)?;
-        Ok(())
+    fn q_label(&self) -> &'static str {
+        "E_rho[Q]"
+    }
+
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        self.predictions()
+    }
+
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        set_models_params(&mut self.models, p)
+    }
+
+    fn save_state(&mut self) -> Result<String, TrainError> {
+        let (progress, models) = (&self.progress, &mut self.models);
+        self.core
+            .save_json(progress, &mut self.critic, models, &mut self.batch)
+    }
+
+    fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+        let (progress, models) = (&mut self.progress, &mut self.models);
+        self.core
+            .load_json(json, progress, &mut self.critic, models, &mut self.batch)
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    fn progress_mut(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.batch
+    }
+
+    fn critic(&mut self) -> &mut Critic {
+        &mut self.critic
     }
 }

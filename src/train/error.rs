@@ -1,0 +1,36 @@
+//! What can stop a learner: the critic, the arenas, a configuration it cannot run, a
+//! non-finite value, a frozen policy, or a checkpoint state it cannot read.
+
+use crate::critic::CriticError;
+use crate::error::EngineError;
+use crate::policy::PolicyError;
+
+/// Errors while training.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The critic failed.
+    #[error(transparent)]
+    Critic(#[from] CriticError),
+    /// The environment failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A configuration the learner cannot run.
+    #[error("{0}")]
+    Config(String),
+    /// A non-finite value appeared.
+    #[error("update {update}: {tensor} is not finite ({value}); the last good checkpoint is kept")]
+    NonFinite {
+        /// The update.
+        update: u64,
+        /// Which tensor.
+        tensor: String,
+        /// The offending value.
+        value: f32,
+    },
+    /// A frozen policy acting for some slots failed.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// A learner state (checkpoint JSON) that cannot be written or read.
+    #[error(transparent)]
+    State(#[from] serde_json::Error),
+}

@@ -1,0 +1,122 @@
+//! A trained run's greedy policy: a learner restored from the newest checkpoint of a run
+//! directory, acting greedily through the [`Policy`] seam (evaluation, the viewer, analysis and,
+//! later, Python's `load_policy` all open runs here).
+
+use std::path::Path;
+
+use super::config::RunConfig;
+use super::learner::{BoxedLearner, Learner, new_learner};
+use super::run_dir::RunDir;
+use super::{RunError, load_scenario};
+use crate::critic::{Chosen, Device, choose_device};
+use crate::policy::{Policy, PolicyError};
+use crate::scenario::{LoadedScenario, Scenario};
+
+/// The greedy policy of a learner's networks.
+pub struct GreedyPolicy {
+    learner: BoxedLearner,
+    update: u64,
+}
+
+impl GreedyPolicy {
+    /// Acts with `learner`'s current networks.
+    pub fn new(learner: BoxedLearner) -> GreedyPolicy {
+        let update = learner.updates_done();
+        GreedyPolicy { learner, update }
+    }
+
+    /// `learner` with the parameters (and opponent models) of `dir`'s newest checkpoint.
+    /// A multi-seed run stores every replica's networks, replica 0's first: those are taken.
+    pub fn restore(mut learner: BoxedLearner, dir: &RunDir) -> Result<GreedyPolicy, RunError> {
+        let c = dir.load_latest()?;
+        let bad = |reason: String| RunError::Checkpoint {
+            path: dir.path.clone(),
+            reason,
+        };
+        let n = learner.critic().params()?.len();
+        if c.params.len() < n || !c.params.len().is_multiple_of(n.max(1)) {
+            return Err(bad(format!(
+                "{} parameters do not fit this scenario's networks ({n} expected, or a multiple for a multi-seed run)",
+                c.params.len()
+            )));
+        }
+        learner.critic().set_params(&c.params[..n]).map_err(|e| {
+            bad(format!(
+                "parameters do not fit this scenario's networks: {e}"
+            ))
+        })?;
+        // Opponent models (PR2 with `rho: model` acts through them) live in the state.
+        let models = serde_json::from_str::<serde_json::Value>(&c.state)
+            .ok()
+            .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok());
+        if let Some(m) = models {
+            learner
+                .set_opponent_params(&m)
+                .map_err(|e| bad(format!("opponent models do not fit: {e}")))?;
+        }
+        Ok(GreedyPolicy {
+            learner,
+            update: c.update,
+        })
+    }
+
+    /// A learner for `cfg` on `loaded`, restored from the newest checkpoint of the run `run`.
+    pub fn from_run(
+        run: &Path,
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<GreedyPolicy, RunError> {
+        let dir = RunDir::open(run)?;
+        GreedyPolicy::restore(new_learner(cfg, loaded, device)?, &dir)
+    }
+
+    /// The update of the checkpoint the networks come from.
+    pub fn update(&self) -> u64 {
+        self.update
+    }
+
+    /// The learner behind the policy (its arenas, networks and opponent models).
+    pub fn learner(&mut self) -> &mut dyn Learner {
+        self.learner.as_mut()
+    }
+}
+
+fn learner_error(e: super::TrainError) -> PolicyError {
+    PolicyError::Learner(Box::new(e))
+}
+
+impl Policy for GreedyPolicy {
+    fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
+        let actions = self.learner.greedy_obs(obs).map_err(learner_error)?;
+        if actions.len() != out.len() {
+            return Err(PolicyError::Shape {
+                what: "greedy actions",
+                expected: out.len(),
+                got: actions.len(),
+            });
+        }
+        out.copy_from_slice(&actions);
+        Ok(())
+    }
+
+    fn q_values(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>, PolicyError> {
+        self.learner.q_values(obs).map(Some).map_err(learner_error)
+    }
+}
+
+/// The greedy policy of the run in `run` for one arena on the CPU: its configuration, the
+/// scenario it trained on (`scenario.ron`, else the configured one) and its newest checkpoint.
+pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
+    let mut cfg = RunConfig::load(&run.join("config.ron"))?;
+    cfg.arenas = 1;
+    cfg.seeds = 1;
+    cfg.device = Device::Cpu;
+    let own = run.join("scenario.ron");
+    let loaded = if own.is_file() {
+        Scenario::load(&own)?
+    } else {
+        load_scenario(&cfg)?
+    };
+    GreedyPolicy::from_run(run, &cfg, &loaded, &choose_device(Device::Cpu)?)
+}

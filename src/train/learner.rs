@@ -1,0 +1,177 @@
+//! The seam every algorithm plugs into: a [`Learner`] owns its arenas and networks, acts,
+//! updates, reports, and saves and restores its state. [`new_learner`] is the registry: adding
+//! an algorithm adds a file and one line to [`algorithm`].
+
+use super::config::{Algo, RunConfig};
+use super::error::TrainError;
+use super::plan::PlanTensor;
+use super::run_dir::Checkpoint;
+use super::stats::UpdateStats;
+use super::{iql, pqn, pr2};
+use crate::critic::{Backend, Chosen, Critic};
+use crate::engine::EnvBatch;
+use crate::layout::Layout;
+use crate::scenario::LoadedScenario;
+
+/// Updates and environment steps done, and where the time went since it was last taken.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// Updates done.
+    pub update: u64,
+    /// Environment (arena) steps done.
+    pub env_steps: u64,
+    /// Seconds stepping arenas since the last [`Learner::take_timing`].
+    pub sim_seconds: f64,
+    /// Seconds in the critic (acting and learning) since then.
+    pub learn_seconds: f64,
+}
+
+/// A learning algorithm with its arenas: PQN, IQL, PR2-IQL.
+pub trait Learner {
+    /// One update: act, store what happened, learn from it; what it did.
+    fn update(&mut self) -> Result<UpdateStats, TrainError>;
+
+    /// Greedy actions `[B x N]` for the arenas' current observations.
+    fn act_greedy(&mut self) -> Result<Vec<u8>, TrainError> {
+        let obs = self.batch().buffers().obs.clone();
+        self.greedy_obs(&obs)
+    }
+
+    /// Actions `[B x N]` for the arenas' current observations with the exploration of the
+    /// current update (draws from the learner's exploration streams).
+    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError>;
+
+    /// Greedy actions `[R x N]` for raw observation rows `[R, N, O]` (R arenas' learners in
+    /// slot order), e.g. states decoded by exact analysis.
+    fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
+        let a = self.batch().layout().actions;
+        let values = self.q_values(obs)?;
+        Ok(super::explore::greedy_actions(&values, a))
+    }
+
+    /// The values `[R x N, A]` the learner ranks actions by, for observation rows `[R, N, O]`.
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError>;
+
+    /// What [`Learner::q_values`] are (`Q`, or `E_rho[Q]` for PR2).
+    fn q_label(&self) -> &'static str {
+        "Q"
+    }
+
+    /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
+    /// observations, or `None` without models.
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError>;
+
+    /// Restores the opponent models' parameters (when the run has models).
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError>;
+
+    /// The learner's own evolving state beyond parameters and Adam, as JSON.
+    fn save_state(&mut self) -> Result<String, TrainError>;
+
+    /// Restores what [`Learner::save_state`] saved.
+    fn load_state(&mut self, json: &str) -> Result<(), TrainError>;
+
+    /// Updates and steps done and the time spent.
+    fn progress(&self) -> &Progress;
+
+    /// The same, to change.
+    fn progress_mut(&mut self) -> &mut Progress;
+
+    /// The arenas (replica 0's with several seeds: those evaluation and the viewer look at).
+    fn batch(&mut self) -> &mut EnvBatch;
+
+    /// The networks.
+    fn critic(&mut self) -> &mut Critic;
+
+    /// Updates done.
+    fn updates_done(&self) -> u64 {
+        self.progress().update
+    }
+
+    /// Environment steps done.
+    fn env_steps(&self) -> u64 {
+        self.progress().env_steps
+    }
+
+    /// Seconds in simulation and learning since the last call.
+    fn take_timing(&mut self) -> (f64, f64) {
+        let p = self.progress_mut();
+        let t = (p.sim_seconds, p.learn_seconds);
+        p.sim_seconds = 0.0;
+        p.learn_seconds = 0.0;
+        t
+    }
+
+    /// Runs the opponent models on the current observations and writes each learner's
+    /// predicted distributions for the others into its [`crate::components::OpponentModel`]
+    /// component (the viewer reads them there). PR2's conditional models predict at the
+    /// learner's greedy action. Returns whether the run has opponent models.
+    fn predict_opponents(&mut self) -> Result<bool, TrainError> {
+        match self.opponent_predictions()? {
+            Some(p) => {
+                self.batch().set_opponent_predictions(&p)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Everything a checkpoint holds: parameters, Adam, the learner's state.
+    fn checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
+        let update = self.updates_done();
+        let params = self.critic().params()?;
+        if let Some(v) = params.iter().find(|v| !v.is_finite()) {
+            return Err(TrainError::NonFinite {
+                update,
+                tensor: "parameters".into(),
+                value: *v,
+            });
+        }
+        let (adam_m, adam_v, adam_steps) = self.critic().adam_state()?;
+        Ok(Checkpoint {
+            update,
+            params,
+            adam_m,
+            adam_v,
+            adam_steps,
+            state: self.save_state()?,
+        })
+    }
+}
+
+/// A learner of any algorithm.
+pub type BoxedLearner = Box<dyn Learner>;
+
+/// How to build an algorithm's learner and size its tensors before it allocates them.
+pub(crate) struct Algorithm {
+    /// A fresh learner.
+    pub new: fn(&RunConfig, &LoadedScenario, &Chosen) -> Result<BoxedLearner, TrainError>,
+    /// The memory preflight's tensors of a run.
+    pub plan: fn(&RunConfig, &LoadedScenario, &Layout, Backend) -> Vec<PlanTensor>,
+}
+
+/// The registry: one line per algorithm.
+pub(crate) fn algorithm(algo: Algo) -> Algorithm {
+    match algo {
+        Algo::Pqn => Algorithm {
+            new: pqn::Pqn::boxed,
+            plan: pqn::plan,
+        },
+        Algo::Iql => Algorithm {
+            new: iql::Iql::boxed,
+            plan: iql::plan,
+        },
+        Algo::Pr2Iql => Algorithm {
+            new: pr2::Pr2Iql::boxed,
+            plan: pr2::plan,
+        },
+    }
+}
+
+/// A fresh learner for the configuration's algorithm.
+pub fn new_learner(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    device: &Chosen,
+) -> Result<BoxedLearner, TrainError> {
+    (algorithm(cfg.algo).new)(cfg, loaded, device)
+}

@@ -1,0 +1,176 @@
+//! PR2-IQL's shapes: the critic head and stack a configuration asks for, the rows of a learner
+//! step and of its largest pass, the sequences the replay holds, and from them the memory
+//! preflight's tensors (the head on its own line, so a joint critic's `A^N` shows where it
+//! comes from).
+
+use crate::critic::pr2::{HeadForm, Pr2Head};
+use crate::critic::{Backend, StackSpec};
+use crate::layout::Layout;
+use crate::scenario::LoadedScenario;
+use crate::train::config::{CriticForm, RunConfig};
+use crate::train::opponent::ConditionalModels;
+use crate::train::plan::{PlanTensor, fmt};
+
+/// The critic head a configuration asks for.
+pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
+    Pr2Head {
+        agents: learners,
+        actions,
+        form: match (cfg.critic, cfg.pair_rank) {
+            (CriticForm::Joint, _) => HeadForm::Joint,
+            (CriticForm::Factorized, 0) => HeadForm::Pairwise,
+            (CriticForm::Factorized, k) => HeadForm::LowRank(k),
+        },
+    }
+}
+
+/// The critic stack: one network per learner with the PR2 head.
+pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+    let learners = loaded.scenario.learners_per_arena();
+    let actions = loaded.scenario.action_set().len();
+    StackSpec {
+        nets: learners,
+        input: loaded.scenario.observation_len(),
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: head(cfg, learners, actions).width(),
+    }
+}
+
+/// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
+pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
+    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
+}
+
+/// Sequences the replay holds.
+pub fn replay_sequences(cfg: &RunConfig) -> usize {
+    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
+}
+
+/// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
+/// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
+pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
+    batch_rows(cfg, learners)
+        .div_ceil(cfg.minibatches.max(1))
+        .max(1)
+}
+
+/// PR2-IQL's plan: the critic head (the only tensor whose width depends on the number of
+/// agents) on its own line with its formula, so a joint critic's `A^N` shows where it comes from.
+pub(crate) fn plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let (n, a) = (layout.learners, layout.actions);
+    let head = head(cfg, n.max(2), a);
+    let width = head.width_checked().unwrap_or(u64::MAX);
+    let spec = stack_spec(cfg, loaded);
+    let (t, s_seq, b) = (
+        cfg.rollout as u64,
+        cfg.buffer_batch_size as u64,
+        cfg.arenas as u64,
+    );
+    let d = spec.input as u64;
+    let rows = batch_rows(cfg, n) as u64;
+    let mb_rows = pass_rows(cfg, n) as u64;
+    let pass_rows = mb_rows.max(b * n as u64);
+    let body = StackSpec { head: 0, ..spec };
+    // Saturating arithmetic throughout: a joint head can be astronomically wide.
+    let sized = |sp: &StackSpec| sp.sizing_for(pass_rows as usize, backend, false);
+    let with_head = if width > u32::MAX as u64 {
+        None
+    } else {
+        Some(sized(&spec))
+    };
+    let without = sized(&body);
+    let head_params = (spec.hidden as u64)
+        .saturating_add(1)
+        .saturating_mul(width)
+        .saturating_mul(n as u64 * 4 * 5);
+    // Per row of the learner step, the backend keeps outputs and gradients of the head
+    // (`sizing`), and the learner holds the output copy and its gradient: 2 more.
+    let head_backend = with_head.map_or(u64::MAX, |w| {
+        w.activations.saturating_sub(without.activations)
+    });
+    let head_host = pass_rows.saturating_mul(width).saturating_mul(4 * 2);
+    let head_bytes = head_backend
+        .saturating_add(head_host)
+        .saturating_add(head_params);
+    let copies = head_bytes as f64 / (pass_rows as f64 * width as f64 * 4.0);
+    let form = match head.form {
+        HeadForm::Joint => format!("{a}^{n} = {} per row", fmt(width)),
+        HeadForm::Pairwise => format!("{a} + ({n}-1) x {a}^2 = {} per row", fmt(width)),
+        HeadForm::LowRank(k) => format!("{a} + 2 x ({n}-1) x {a} x {k} = {} per row", fmt(width)),
+    };
+    let mut tensors = vec![
+        PlanTensor {
+            name: "critic head (outputs, gradients, head weights)".into(),
+            shape: format!(
+                "{form} x {} rows per pass ({} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
+                fmt(pass_rows),
+                t + 1,
+                cfg.minibatches
+            ),
+            bytes: head_bytes,
+            knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
+        },
+        PlanTensor {
+            name: "critic body (parameters, Adam, target, activations)".into(),
+            shape: format!(
+                "{} nets x {} params x 4 B x 5 + {} rows of activations",
+                body.nets,
+                fmt(body.params_per_net() as u64),
+                fmt(pass_rows)
+            ),
+            bytes: without.total(),
+            knobs: "lower hidden, layers, rollout or buffer_batch_size",
+        },
+        PlanTensor {
+            name: "learner-step rows (observations, actions, targets)".into(),
+            shape: format!(
+                "{} rows x ({d} B obs + {} B)",
+                fmt(rows),
+                4 * (n as u64 + 5) + 4 * a as u64
+            ),
+            bytes: rows * (d + 4 * (n as u64 + 5) + 4 * a as u64),
+            knobs: "lower rollout or buffer_batch_size",
+        },
+        PlanTensor {
+            name: "arenas and rollout".into(),
+            shape: format!(
+                "{b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + 8 B))",
+                fmt(layout.bytes_per_arena() as u64),
+                t + 1
+            ),
+            bytes: b * layout.bytes_per_arena() as u64 + (t + 1) * b * n as u64 * (d + 8),
+            knobs: "lower arenas or rollout",
+        },
+        PlanTensor {
+            name: "replay buffer".into(),
+            shape: format!(
+                "{} sequences x {} steps x {n} learners x ({d} B obs + 8 B)",
+                replay_sequences(cfg),
+                t + 1
+            ),
+            bytes: replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8),
+            knobs: "lower replay_capacity",
+        },
+    ];
+    if cfg.opponent_models {
+        let m = ConditionalModels::spec(cfg, n.max(2), a, spec.input);
+        let ms = m.sizing_for(pass_rows as usize, backend, false);
+        tensors.push(PlanTensor {
+            name: "conditional opponent models".into(),
+            shape: format!(
+                "{n} nets x (N-1) x A x A = {} outputs, {} rows per pass",
+                m.head,
+                fmt(pass_rows)
+            ),
+            bytes: ms.total() + 2 * pass_rows * m.head as u64 * 4,
+            knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
+        });
+    }
+    tensors
+}

@@ -1,0 +1,70 @@
+//! The Q-network stack PQN and IQL share: one network per learner slot (independent), or one
+//! network for every learner with the learner's one-hot index appended to its observation
+//! (`shared`). Observation rows `[R, N, O]` become network input rows `[R x N, input]` here.
+
+use super::config::RunConfig;
+use super::error::TrainError;
+use crate::critic::{Critic, Input, StackSpec};
+use crate::scenario::LoadedScenario;
+
+/// The Q-network stack a scenario needs under this configuration.
+pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+    let learners = loaded.scenario.learners_per_arena();
+    let obs = loaded.scenario.observation_len();
+    StackSpec {
+        nets: if cfg.shared { 1 } else { learners },
+        input: obs + if cfg.shared { learners } else { 0 },
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: loaded.scenario.action_set().len(),
+    }
+}
+
+/// Writes observation rows `obs` (`obs_len` bytes each, learner `row % learners`) as network
+/// input rows of `input` bytes into `out`: a copy, or with a shared network (`input >
+/// obs_len`) the observation followed by the learner's one-hot index.
+pub(crate) fn write_input(
+    obs: &[u8],
+    learners: usize,
+    obs_len: usize,
+    input: usize,
+    out: &mut [u8],
+) {
+    if input == obs_len {
+        out.copy_from_slice(obs);
+        return;
+    }
+    for (row, chunk) in out.chunks_exact_mut(input).enumerate() {
+        chunk[..obs_len].copy_from_slice(&obs[row * obs_len..(row + 1) * obs_len]);
+        chunk[obs_len..].fill(0);
+        chunk[obs_len + row % learners] = 1;
+    }
+}
+
+/// The network of each of `rows` rows (learner `row % learners`): the learner's own, or the
+/// shared one.
+pub(crate) fn row_nets(rows: usize, learners: usize, shared: bool) -> Vec<u32> {
+    (0..rows)
+        .map(|r| if shared { 0 } else { (r % learners) as u32 })
+        .collect()
+}
+
+/// Q-values `[R x N, A]` of independent or shared Q-networks for raw observation rows
+/// `[R, N, O]` (R arenas' learners in slot order).
+pub(crate) fn q_rows(
+    critic: &mut Critic,
+    obs: &[u8],
+    learners: usize,
+    obs_len: usize,
+    input: usize,
+) -> Result<Vec<f32>, TrainError> {
+    let rows = obs.len() / obs_len.max(1);
+    let shared = input > obs_len;
+    let nets = row_nets(rows, learners, shared);
+    if !shared {
+        return Ok(critic.forward(Input::U8(obs), &nets)?);
+    }
+    let mut x = vec![0u8; rows * input];
+    write_input(obs, learners, obs_len, input, &mut x);
+    Ok(critic.forward(Input::U8(&x), &nets)?)
+}
