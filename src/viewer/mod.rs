@@ -10,6 +10,7 @@
 //! screenshot after N frames and closes (smoke tests under Xvfb).
 
 mod app;
+mod widgets;
 pub mod obs;
 mod paint;
 pub mod source;
