@@ -7,11 +7,11 @@
 
 use rand_core::Rng;
 
-use super::ArenaMut;
-use super::avatars::{AVATAR, DIRS, ITEM, TOKEN_CELL, WALL, priority_order};
+use super::GiftParams;
 use crate::components::StepReward;
-use crate::layout::{AvatarLayout, Layout};
-use crate::scenario::GiftParams;
+use crate::layout::Layout;
+use crate::substrate::ArenaMut;
+use crate::substrate::avatars::{AVATAR, AvatarLayout, DIRS, ITEM, TOKEN_CELL, WALL, priority_order};
 
 /// Action index of refine-and-gift.
 pub const GIFT: u8 = 7;

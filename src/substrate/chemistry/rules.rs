@@ -15,13 +15,13 @@
 
 use rand_core::Rng;
 
-use super::ArenaMut;
-use super::avatars::{AVATAR, ITEM, USED, WALL};
-use super::gift::geometric_gap;
+use super::ChemistryParams;
 use crate::components::{CELL_CHANNELS, StepReward};
-use crate::layout::{AvatarLayout, Layout};
+use crate::layout::Layout;
 use crate::rng::below;
-use crate::scenario::ChemistryParams;
+use crate::substrate::ArenaMut;
+use crate::substrate::avatars::{AVATAR, AvatarLayout, ITEM, USED, WALL};
+use crate::substrate::gift::geometric_gap;
 
 /// Action index of io.
 pub const IO: u8 = 7;
