@@ -270,8 +270,7 @@ impl Scenario {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::scenario::{ActionSet, RoleKind};
+    use crate::scenario::{ActionSet, Control, RoleKind};
 
     #[test]
     fn action_sets_have_the_documented_sizes() {
