@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use gridarena::bench::{EnvBenchConfig, bench_env};
 use gridarena::engine::EnvBatch;
 use gridarena::error::human_bytes;
-use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario, Substrate};
+use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario};
 
 /// A batched ECS engine for multi-agent reinforcement learning in gridworlds.
 #[derive(Parser, Debug)]
@@ -342,24 +342,7 @@ fn describe(loaded: &LoadedScenario) -> String {
             format!("{} {} {}{plural}", r.count, control, r.kind.name())
         })
         .collect();
-    let rules = match &s.substrate {
-        Substrate::Pursuit(p) if p.surround => "surround catches".to_string(),
-        Substrate::Pursuit(p) => format!("n_catch {}", p.n_catch),
-        Substrate::GiftRefinements(g) => {
-            format!("regrow {}, gift x{}", g.regrow_prob, g.gift_multiplier)
-        }
-        Substrate::Chemistry(c) => {
-            format!(
-                "{} compounds, {} reactions",
-                c.compounds.len(),
-                c.reactions.len()
-            )
-        }
-        Substrate::CoinGame(c) => format!("torus {}", c.torus),
-        Substrate::MatrixGame(m) => {
-            format!("{} actions, {} payoff rows", m.actions, m.payoffs.len())
-        }
-    };
+    let rules = s.substrate.describe();
     let map = if s.substrate.uses_map() {
         format!(
             "{}x{} map, {} open cells, ",
