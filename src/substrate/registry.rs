@@ -31,4 +31,6 @@ substrates! {
     CoinGame(coin::CoinParams) => Coin(coin::Coin) in "coin/mod.rs",
     /// A repeated normal-form game.
     MatrixGame(matrix::MatrixParams) => Matrix(matrix::Matrix) in "matrix/mod.rs",
+    /// One-agent walk to a goal cell: the example of docs/new_substrate.md.
+    WalkToGoal(goal::GoalParams) => Goal(goal::Goal) in "goal/mod.rs",
 }
