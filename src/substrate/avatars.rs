@@ -25,31 +25,25 @@ pub const AVATAR_CELL_BYTES: usize = 7;
 /// The farthest a facing-rotated window reaches in any direction.
 pub const MAX_WINDOW_REACH: usize = 32;
 
-/// The avatar substrates' (gift_refinements, chemistry) derived data.
+/// What the avatar substrates (gift_refinements, chemistry) derive alike: the window.
 #[derive(Debug, Clone)]
 pub struct AvatarLayout {
     /// The facing-rotated window.
     pub window: Window,
-    /// Map cells (`y * width + x`) that grow tokens (gift) — regrowth candidates.
-    pub token_cells: Vec<u16>,
-    /// Chemistry: firing threshold (scaled to 2^32) per compound id on the ground.
-    pub fire_ground: Vec<u64>,
-    /// Chemistry: firing threshold per compound id in a vesicle.
-    pub fire_vesicle: Vec<u64>,
-    /// Chemistry: reactions.
-    pub reactions: Vec<super::chemistry::Reaction>,
-    /// Chemistry: for each compound id, the reactions it takes part in.
-    pub reactions_of: Vec<Vec<u16>>,
-    /// Window cell offsets per facing (see `avatars::window_offsets`).
+    /// Window cell offsets per facing (see [`window_offsets`]).
     pub offsets: [Vec<isize>; 4],
-    /// gift_refinements: ln(1 - regrow_prob), for geometric gaps between regrowth events.
-    pub regrow_log: f64,
-    /// chemistry: ln(1 - p) of empty cells initiating (0 when they never do).
-    pub empty_log: f64,
-    /// gift_refinements: random-end threshold scaled to 2^32.
-    pub end_threshold: u64,
 }
 
+impl AvatarLayout {
+    /// The window a scenario asks for, with its offsets in a cell layer padded by `pad`.
+    pub(crate) fn new(scenario: &Scenario, grid: &Grid, pad: usize) -> AvatarLayout {
+        let window = window(scenario);
+        AvatarLayout {
+            window,
+            offsets: window_offsets(grid.width + 2 * pad, window),
+        }
+    }
+}
 
 /// Flag: wall or outside the map.
 pub const WALL: u8 = 1;
@@ -370,3 +364,57 @@ pub(crate) fn window_image(
         notes: vec![notes(&obs[grid..])],
     })
 }
+
+/// The [`SubstrateRules`](super::SubstrateRules) hooks gift_refinements and chemistry implement
+/// alike, written once and expanded inside each one's `impl`: avatars face, carry and block;
+/// roles and the window are checked the same way; the observation is the window then `extras`
+/// bytes; the cell layer's avatar byte is rebuilt from the agents; frames record the item byte
+/// of every map cell.
+macro_rules! avatar_hooks {
+    ($params:ty, $extras:expr) => {
+        const HAS_AVATARS: bool = true;
+
+        fn check_roles(
+            _: &$params,
+            scenario: &$crate::scenario::Scenario,
+            c: &$crate::scenario::check::Check,
+        ) -> Result<(), $crate::error::ScenarioError> {
+            $crate::substrate::avatars::check_roles(scenario, c)
+        }
+
+        fn check_observation(
+            _: &$params,
+            scenario: &$crate::scenario::Scenario,
+            _: &$crate::scenario::Grid,
+            c: &$crate::scenario::check::Check,
+        ) -> Result<(), $crate::error::ScenarioError> {
+            $crate::substrate::avatars::check_observation(Self::NAME, scenario, c)
+        }
+
+        fn observation_len(_: &$params, scenario: &$crate::scenario::Scenario) -> usize {
+            $crate::substrate::avatars::observation_len(scenario, $extras)
+        }
+
+        fn rebuild_cells(&self, layout: &$crate::layout::Layout, a: &mut $crate::substrate::ArenaMut) {
+            $crate::substrate::avatars::mark_avatars(layout, a);
+        }
+
+        fn frame_items(&self, layout: &$crate::layout::Layout, cells: &[u8]) -> Vec<u8> {
+            $crate::substrate::avatars::frame_items(layout, cells)
+        }
+
+        fn frame_items_len(&self, layout: &$crate::layout::Layout) -> Option<usize> {
+            Some(layout.width * layout.height)
+        }
+
+        fn load_frame_items(
+            &self,
+            layout: &$crate::layout::Layout,
+            items: &[u8],
+            cells: &mut [u8],
+        ) -> Option<()> {
+            $crate::substrate::avatars::load_frame_items(layout, items, cells)
+        }
+    };
+}
+pub(crate) use avatar_hooks;

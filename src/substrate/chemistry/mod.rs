@@ -41,8 +41,18 @@ pub struct Reaction {
 pub struct Chemistry {
     /// The parameters.
     pub params: ChemistryParams,
-    /// The avatar window, firing thresholds and compiled reactions.
+    /// The facing-rotated window.
     pub avatar: AvatarLayout,
+    /// Firing threshold (scaled to 2^32) per compound id on the ground.
+    pub fire_ground: Vec<u64>,
+    /// Firing threshold per compound id in a vesicle.
+    pub fire_vesicle: Vec<u64>,
+    /// The compiled reactions.
+    pub reactions: Vec<Reaction>,
+    /// For each compound id, the reactions it takes part in.
+    pub reactions_of: Vec<Vec<u16>>,
+    /// ln(1 - p) of empty cells initiating (0 when they never do).
+    pub empty_log: f64,
 }
 
 /// A distinct colour per compound index (sRGB), as the grid and the viewer draw them.
@@ -53,7 +63,7 @@ pub fn compound_color(c: u8) -> [u8; 3] {
 impl SubstrateRules for Chemistry {
     type Params = ChemistryParams;
     const NAME: &'static str = "chemistry";
-    const HAS_AVATARS: bool = true;
+    avatars::avatar_hooks!(ChemistryParams, EXTRAS);
 
     fn default_actions(_: &ChemistryParams) -> ActionSet {
         ActionSet::Chemistry8
@@ -72,23 +82,6 @@ impl SubstrateRules for Chemistry {
         validate::check_params(p, c)
     }
 
-    fn check_roles(_: &ChemistryParams, s: &Scenario, c: &Check) -> Result<(), ScenarioError> {
-        avatars::check_roles(s, c)
-    }
-
-    fn check_observation(
-        _: &ChemistryParams,
-        scenario: &Scenario,
-        _: &Grid,
-        c: &Check,
-    ) -> Result<(), ScenarioError> {
-        avatars::check_observation(Self::NAME, scenario, c)
-    }
-
-    fn observation_len(_: &ChemistryParams, scenario: &Scenario) -> usize {
-        avatars::observation_len(scenario, EXTRAS)
-    }
-
     fn describe(c: &ChemistryParams) -> String {
         format!(
             "{} compounds, {} reactions",
@@ -98,8 +91,7 @@ impl SubstrateRules for Chemistry {
     }
 
     fn derive(params: &ChemistryParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
-        let window = avatars::window(scenario);
-        let pad = avatars::window_pad(window, 1);
+        let pad = avatars::window_pad(avatars::window(scenario), 1);
         let id = |name: &str| -> u8 {
             params
                 .compounds
@@ -132,26 +124,19 @@ impl SubstrateRules for Chemistry {
                 }
             }
         }
-        let avatar = AvatarLayout {
-            window,
-            token_cells: Vec::new(),
-            fire_ground,
-            fire_vesicle,
-            reactions,
-            reactions_of,
-            offsets: avatars::window_offsets(grid.width + 2 * pad, window),
-            regrow_log: 0.0,
-            empty_log: params
-                .empty_group
-                .as_deref()
-                .and_then(group)
-                .map_or(0.0, |g| (1.0 - g.ground).ln()),
-            end_threshold: 0,
-        };
         Derived {
             rules: Chemistry {
                 params: params.clone(),
-                avatar,
+                avatar: AvatarLayout::new(scenario, grid, pad),
+                fire_ground,
+                fire_vesicle,
+                reactions,
+                reactions_of,
+                empty_log: params
+                    .empty_group
+                    .as_deref()
+                    .and_then(group)
+                    .map_or(0.0, |g| (1.0 - g.ground).ln()),
             },
             pad,
             cells_template: avatars::cells_template(grid, pad),
@@ -168,7 +153,7 @@ impl SubstrateRules for Chemistry {
     }
 
     fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
-        interact(layout, &self.params, &self.avatar, a);
+        interact(layout, self, a);
     }
 
     fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
@@ -176,22 +161,6 @@ impl SubstrateRules for Chemistry {
             extras[0] = carry.0[0];
             extras[1] = u8::from(cooldown.0 == 0);
         });
-    }
-
-    fn rebuild_cells(&self, layout: &Layout, a: &mut ArenaMut) {
-        avatars::mark_avatars(layout, a);
-    }
-
-    fn frame_items(&self, layout: &Layout, cells: &[u8]) -> Vec<u8> {
-        avatars::frame_items(layout, cells)
-    }
-
-    fn frame_items_len(&self, layout: &Layout) -> Option<usize> {
-        Some(layout.width * layout.height)
-    }
-
-    fn load_frame_items(&self, layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
-        avatars::load_frame_items(layout, items, cells)
     }
 
     fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {

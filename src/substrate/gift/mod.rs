@@ -31,14 +31,20 @@ const EXTRAS: usize = 4;
 pub struct Gift {
     /// The parameters.
     pub params: GiftParams,
-    /// The avatar window, token cells, regrowth and random-end thresholds.
+    /// The facing-rotated window.
     pub avatar: AvatarLayout,
+    /// Map cells (`y * width + x`) that grow tokens: the regrowth candidates.
+    pub token_cells: Vec<u16>,
+    /// ln(1 - regrow_prob), for geometric gaps between regrowth events.
+    pub regrow_log: f64,
+    /// The random end's threshold scaled to 2^32.
+    pub end_threshold: u64,
 }
 
 impl SubstrateRules for Gift {
     type Params = GiftParams;
     const NAME: &'static str = "gift_refinements";
-    const HAS_AVATARS: bool = true;
+    avatars::avatar_hooks!(GiftParams, EXTRAS);
 
     fn default_actions(_: &GiftParams) -> ActionSet {
         ActionSet::Gift9
@@ -74,45 +80,12 @@ impl SubstrateRules for Gift {
         Ok(())
     }
 
-    fn check_roles(_: &GiftParams, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
-        avatars::check_roles(scenario, c)
-    }
-
-    fn check_observation(
-        _: &GiftParams,
-        scenario: &Scenario,
-        _: &Grid,
-        c: &Check,
-    ) -> Result<(), ScenarioError> {
-        avatars::check_observation(Self::NAME, scenario, c)
-    }
-
-    fn observation_len(_: &GiftParams, scenario: &Scenario) -> usize {
-        avatars::observation_len(scenario, EXTRAS)
-    }
-
     fn describe(g: &GiftParams) -> String {
         format!("regrow {}, gift x{}", g.regrow_prob, g.gift_multiplier)
     }
 
     fn derive(params: &GiftParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
-        let window = avatars::window(scenario);
-        let pad = avatars::window_pad(window, params.beam_length);
-        let avatar = AvatarLayout {
-            window,
-            token_cells: (0..grid.tiles.len())
-                .filter(|&i| grid.tiles[i] == Tile::Token)
-                .map(|i| i as u16)
-                .collect(),
-            fire_ground: Vec::new(),
-            fire_vesicle: Vec::new(),
-            reactions: Vec::new(),
-            reactions_of: Vec::new(),
-            offsets: avatars::window_offsets(grid.width + 2 * pad, window),
-            regrow_log: (1.0 - params.regrow_prob).ln(),
-            empty_log: 0.0,
-            end_threshold: rng::threshold(params.end_prob),
-        };
+        let pad = avatars::window_pad(avatars::window(scenario), params.beam_length);
         let names = [
             "tokens_picked",
             "gifts_level1",
@@ -124,7 +97,13 @@ impl SubstrateRules for Gift {
         Derived {
             rules: Gift {
                 params: params.clone(),
-                avatar,
+                avatar: AvatarLayout::new(scenario, grid, pad),
+                token_cells: (0..grid.tiles.len())
+                    .filter(|&i| grid.tiles[i] == Tile::Token)
+                    .map(|i| i as u16)
+                    .collect(),
+                regrow_log: (1.0 - params.regrow_prob).ln(),
+                end_threshold: rng::threshold(params.end_prob),
             },
             pad,
             cells_template: avatars::cells_template(grid, pad),
@@ -137,7 +116,7 @@ impl SubstrateRules for Gift {
     }
 
     fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
-        interact(layout, &self.params, &self.avatar, a);
+        interact(layout, self, a);
     }
 
     fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
@@ -145,22 +124,6 @@ impl SubstrateRules for Gift {
             extras[..3].copy_from_slice(&carry.0);
             extras[3] = u8::from(cooldown.0 <= 1);
         });
-    }
-
-    fn rebuild_cells(&self, layout: &Layout, a: &mut ArenaMut) {
-        avatars::mark_avatars(layout, a);
-    }
-
-    fn frame_items(&self, layout: &Layout, cells: &[u8]) -> Vec<u8> {
-        avatars::frame_items(layout, cells)
-    }
-
-    fn frame_items_len(&self, layout: &Layout) -> Option<usize> {
-        Some(layout.width * layout.height)
-    }
-
-    fn load_frame_items(&self, layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
-        avatars::load_frame_items(layout, items, cells)
     }
 
     fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {
