@@ -82,12 +82,19 @@ pub fn observation_len(scenario: &Scenario) -> usize {
 
 /// A padded cell layer over `grid` (`pad` cells of border, [`CELL_CHANNELS`] bytes per cell),
 /// each cell's bytes written by `fill` from its tile (`None` outside the map).
-pub fn padded_cells(grid: &Grid, pad: usize, mut fill: impl FnMut(Option<Tile>, &mut [u8])) -> Vec<u8> {
+pub fn padded_cells(
+    grid: &Grid,
+    pad: usize,
+    mut fill: impl FnMut(Option<Tile>, &mut [u8]),
+) -> Vec<u8> {
     let (padded_width, padded_height) = (grid.width + 2 * pad, grid.height + 2 * pad);
     let mut cells = vec![0u8; padded_width * padded_height * CELL_CHANNELS];
     for (k, cell) in cells.chunks_exact_mut(CELL_CHANNELS).enumerate() {
         let (px, py) = (k % padded_width, k / padded_width);
-        fill(grid.tile(px as i32 - pad as i32, py as i32 - pad as i32), cell);
+        fill(
+            grid.tile(px as i32 - pad as i32, py as i32 - pad as i32),
+            cell,
+        );
     }
     cells
 }

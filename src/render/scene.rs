@@ -118,7 +118,14 @@ pub fn palette(layout: &Layout) -> Vec<[u8; 3]> {
 }
 
 /// A square instance of half extent `half` centred on cell (x, y).
-pub(crate) fn square(x: f32, y: f32, half: f32, color: [f32; 4], shape: u32, angle: f32) -> Instance {
+pub(crate) fn square(
+    x: f32,
+    y: f32,
+    half: f32,
+    color: [f32; 4],
+    shape: u32,
+    angle: f32,
+) -> Instance {
     Instance {
         center: [x + 0.5, y + 0.5],
         half: [half, half],
@@ -137,7 +144,14 @@ pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene
         for x in 0..w {
             let open = layout.is_open(x as i32, y as i32);
             let color = if open { FLOOR } else { WALL };
-            out.push(square(x as f32, y as f32, 0.5, rgb(color), shape::RECT, 0.0));
+            out.push(square(
+                x as f32,
+                y as f32,
+                0.5,
+                rgb(color),
+                shape::RECT,
+                0.0,
+            ));
         }
     }
     // Items, drawn by the substrate.

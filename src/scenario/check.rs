@@ -46,7 +46,12 @@ impl Check<'_> {
     }
 
     /// A located invalid value.
-    pub(crate) fn bad(&self, path: &[PathSeg], message: String, allowed: impl Into<String>) -> ScenarioError {
+    pub(crate) fn bad(
+        &self,
+        path: &[PathSeg],
+        message: String,
+        allowed: impl Into<String>,
+    ) -> ScenarioError {
         self.at(
             path,
             None,

@@ -15,15 +15,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorClass, ScenarioError};
-use locate::SourceMap;
-pub use map::{Grid, LEGEND, Tile};
-/// The `substrate` field's enum, generated from the substrate registry.
-pub use crate::substrate::registry::Substrate;
 pub use crate::substrate::chemistry::{ChemistryParams, CompoundSpec, GroupSpec, ReactionSpec};
 pub use crate::substrate::coin::CoinParams;
 pub use crate::substrate::gift::GiftParams;
 pub use crate::substrate::matrix::MatrixParams;
 pub use crate::substrate::pursuit::PursuitParams;
+/// The `substrate` field's enum, generated from the substrate registry.
+pub use crate::substrate::registry::Substrate;
+use locate::SourceMap;
+pub use map::{Grid, LEGEND, Tile};
 
 /// The default scenario (PettingZoo SISL Pursuit v5 defaults), embedded in the binary.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../assets/scenarios/pursuit.ron");

@@ -2,10 +2,10 @@
 
 use crate::error::{ErrorClass, ScenarioError};
 
+use super::Scenario;
 use super::check::{Check, f, i};
 use super::locate::{Pos, SourceMap};
 use super::map::{self, Grid, LEGEND, Tile};
-use super::Scenario;
 
 /// The largest map side: positions are stored as i16 and cell indices as u16.
 pub const MAX_MAP_SIDE: usize = 255;

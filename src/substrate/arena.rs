@@ -166,4 +166,3 @@ impl ArenaState {
         rebuild_cells(layout, &mut a);
     }
 }
-

@@ -239,7 +239,11 @@ pub(crate) fn cells_template(grid: &Grid, pad: usize) -> Vec<u8> {
 /// The observation checks both avatar substrates share: no square window or channels, and a
 /// facing-rotated window of bounded reach (it may reach past the map, whose outside reads as
 /// wall; the cap bounds the observation's size).
-pub(crate) fn check_observation(name: &str, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+pub(crate) fn check_observation(
+    name: &str,
+    scenario: &Scenario,
+    c: &Check,
+) -> Result<(), ScenarioError> {
     let obs = &scenario.observation;
     c.observation_unused(name, obs, &["radius", "channels"])?;
     let w = window(scenario);
@@ -395,7 +399,11 @@ macro_rules! avatar_hooks {
             $crate::substrate::avatars::observation_len(scenario, $extras)
         }
 
-        fn rebuild_cells(&self, layout: &$crate::layout::Layout, a: &mut $crate::substrate::ArenaMut) {
+        fn rebuild_cells(
+            &self,
+            layout: &$crate::layout::Layout,
+            a: &mut $crate::substrate::ArenaMut,
+        ) {
             $crate::substrate::avatars::mark_avatars(layout, a);
         }
 

@@ -70,7 +70,9 @@ pub enum ExactModel {
 /// exact analysis need to know about one game. Implemented by the substrate's derived data (the
 /// value [`Rules`] holds for it); the registry generates the dispatch. Static functions describe
 /// the asset (they run before any layout exists); methods run on a derived layout.
-pub(crate) trait SubstrateRules: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
+pub(crate) trait SubstrateRules:
+    Clone + std::fmt::Debug + Send + Sync + Sized + 'static
+{
     /// The parameters as written in the asset: `substrate: Variant((...))`.
     type Params: Clone + std::fmt::Debug + PartialEq;
 
@@ -103,10 +105,7 @@ pub(crate) trait SubstrateRules: Clone + std::fmt::Debug + Send + Sync + Sized +
     /// Whether a tile of the base legend may appear in this substrate's maps (spawn and token
     /// symbols belong to the substrates that use them).
     fn allows_tile(tile: Tile) -> bool {
-        !matches!(
-            tile,
-            Tile::Token | Tile::SpawnPursuer | Tile::SpawnEvader
-        )
+        !matches!(tile, Tile::Token | Tile::SpawnPursuer | Tile::SpawnEvader)
     }
     /// Extra map symbols declared by the parameters; symbol k reads as `Tile::Compound(k)`.
     fn map_symbols(_params: &Self::Params) -> Vec<char> {
@@ -140,7 +139,11 @@ pub(crate) trait SubstrateRules: Clone + std::fmt::Debug + Send + Sync + Sized +
         _grid: &Grid,
         c: &Check,
     ) -> Result<(), ScenarioError> {
-        c.observation_unused(Self::NAME, &scenario.observation, &["radius", "window", "channels"])
+        c.observation_unused(
+            Self::NAME,
+            &scenario.observation,
+            &["radius", "window", "channels"],
+        )
     }
     /// Observation bytes per learner (layouts in docs/scenarios.md).
     fn observation_len(params: &Self::Params, scenario: &Scenario) -> usize;

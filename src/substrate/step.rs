@@ -141,4 +141,3 @@ fn place_agents(
         }
     }
 }
-

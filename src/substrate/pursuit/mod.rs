@@ -1,6 +1,6 @@
 //! Pursuit (PettingZoo SISL Pursuit v5, simultaneous moves): pursuers hunt evaders on the map.
 //!
-//! Cell layer: a padded grid of [`CELL_CHANNELS`] bytes per cell (obstacle, pursuers, evaders
+//! Cell layer: a padded grid of `CELL_CHANNELS` bytes per cell (obstacle, pursuers, evaders
 //! standing there), rebuilt from the agents after every move; observations are square windows
 //! copied out of it. Counters: `catches`.
 
@@ -16,7 +16,7 @@ pub use rules::{
 };
 
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
-use crate::components::{Alive, CELL_CHANNELS, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
+use crate::components::{Alive, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
 use crate::error::{ErrorClass, ScenarioError};
 use crate::layout::{Layout, padded_cells};
 use crate::scenario::check::{Check, f, i};
@@ -184,7 +184,6 @@ impl SubstrateRules for Pursuit {
         let cells_template = padded_cells(grid, pad, |tile, cell: &mut [u8]| {
             cell[CELL_OBSTACLE] = u8::from(!tile.is_some_and(Tile::is_open));
         });
-        debug_assert_eq!(cells_template.len() % CELL_CHANNELS, 0);
         Derived {
             rules: Pursuit {
                 params: params.clone(),
