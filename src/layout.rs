@@ -3,12 +3,10 @@
 
 use bevy_ecs::prelude::*;
 
-use crate::components::{CELL_CHANNELS, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
+use crate::components::CELL_CHANNELS;
 use crate::rng;
-use crate::scenario::{
-    ActionSet, Channel, ChemistryParams, CoinParams, Control, GiftParams, Grid, LoadedScenario,
-    MatrixParams, PursuitParams, RoleKind, Scenario, Substrate, Tile, Window,
-};
+use crate::scenario::{ActionSet, Control, Grid, LoadedScenario, RoleKind, Scenario, Tile};
+use crate::substrate::Derived;
 
 /// One role kind's spawn cells and the slots that spawn on them.
 #[derive(Debug, Clone)]
@@ -21,77 +19,8 @@ pub struct SpawnGroup {
     pub slots: Vec<u16>,
 }
 
-/// Pursuit's derived data.
-#[derive(Debug, Clone)]
-pub struct PursuitLayout {
-    /// The parameters.
-    pub params: PursuitParams,
-    /// Window side in cells.
-    pub side: usize,
-    /// For each observation channel, its offset in a `Cells` cell.
-    pub channel_offsets: Vec<usize>,
-    /// True when the observation channels are exactly the cell layer's, so a window row is one
-    /// copy.
-    pub obs_is_cell_layout: bool,
-}
-
-/// A compiled chemistry reaction: compound ids are index + 1, 0 is empty.
-#[derive(Debug, Clone)]
-pub struct Reaction {
-    /// Reactant ids in order.
-    pub reactants: Vec<u8>,
-    /// Product ids paired with the reactants.
-    pub products: Vec<u8>,
-    /// Reward to each player whose vesicle took part.
-    pub reward: f32,
-}
-
-/// The avatar substrates' (gift_refinements, chemistry) derived data.
-#[derive(Debug, Clone)]
-pub struct AvatarLayout {
-    /// The facing-rotated window.
-    pub window: Window,
-    /// Map cells (`y * width + x`) that grow tokens (gift) — regrowth candidates.
-    pub token_cells: Vec<u16>,
-    /// Chemistry: firing threshold (scaled to 2^32) per compound id on the ground.
-    pub fire_ground: Vec<u64>,
-    /// Chemistry: firing threshold per compound id in a vesicle.
-    pub fire_vesicle: Vec<u64>,
-    /// Chemistry: reactions.
-    pub reactions: Vec<Reaction>,
-    /// Chemistry: for each compound id, the reactions it takes part in.
-    pub reactions_of: Vec<Vec<u16>>,
-    /// Window cell offsets per facing (see `avatars::window_offsets`).
-    pub offsets: [Vec<isize>; 4],
-    /// gift_refinements: ln(1 - regrow_prob), for geometric gaps between regrowth events.
-    pub regrow_log: f64,
-    /// chemistry: ln(1 - p) of empty cells initiating (0 when they never do).
-    pub empty_log: f64,
-    /// gift_refinements: random-end threshold scaled to 2^32.
-    pub end_threshold: u64,
-}
-
-/// Substrate-specific derived data.
-#[derive(Debug, Clone)]
-pub enum Rules {
-    /// Pursuit.
-    Pursuit(PursuitLayout),
-    /// gift_refinements.
-    Gift(GiftParams, AvatarLayout),
-    /// chemistry.
-    Chemistry(ChemistryParams, AvatarLayout),
-    /// The coin game.
-    Coin(CoinParams),
-    /// A matrix game.
-    Matrix(MatrixParams),
-}
-
-impl Rules {
-    /// Whether agents have facings and carry things (gift_refinements, chemistry).
-    pub fn has_avatars(&self) -> bool {
-        matches!(self, Rules::Gift(..) | Rules::Chemistry(..))
-    }
-}
+pub use crate::substrate::Rules;
+pub use crate::substrate::avatars::AVATAR_CELL_BYTES;
 
 /// Static per-batch data derived from the scenario.
 #[derive(Resource, Debug, Clone)]
@@ -146,37 +75,28 @@ pub struct Layout {
     pub counter_names: Vec<String>,
 }
 
-/// Bytes per cell in the avatar substrates' observation window: wall, item, avatar, and the
-/// other avatar's facing relative to the observer as four one-hot bytes (same, right, opposite,
-/// left).
-pub const AVATAR_CELL_BYTES: usize = 7;
-
 /// Observation bytes per learner (layouts in docs/scenarios.md).
 pub fn observation_len(scenario: &Scenario) -> usize {
-    match &scenario.substrate {
-        Substrate::Pursuit(_) => {
-            let channels = if scenario.observation.channels.is_empty() {
-                3
-            } else {
-                scenario.observation.channels.len()
-            };
-            scenario.observation.side().pow(2) * channels
-        }
-        Substrate::GiftRefinements(_) | Substrate::Chemistry(_) => {
-            let w = scenario.observation.window.unwrap_or(Window::MELTING_POT);
-            let extras = if matches!(scenario.substrate, Substrate::GiftRefinements(_)) {
-                4
-            } else {
-                2
-            };
-            w.width() * w.depth() * AVATAR_CELL_BYTES + extras
-        }
-        Substrate::CoinGame(_) => {
-            let cells = scenario.map.len() * scenario.map.first().map_or(0, |r| r.chars().count());
-            cells * 4
-        }
-        Substrate::MatrixGame(m) => scenario.agents_per_arena() * m.actions as usize + 1,
+    scenario.substrate.observation_len(scenario)
+}
+
+/// A padded cell layer over `grid` (`pad` cells of border, [`CELL_CHANNELS`] bytes per cell),
+/// each cell's bytes written by `fill` from its tile (`None` outside the map).
+pub fn padded_cells(
+    grid: &Grid,
+    pad: usize,
+    mut fill: impl FnMut(Option<Tile>, &mut [u8]),
+) -> Vec<u8> {
+    let (padded_width, padded_height) = (grid.width + 2 * pad, grid.height + 2 * pad);
+    let mut cells = vec![0u8; padded_width * padded_height * CELL_CHANNELS];
+    for (k, cell) in cells.chunks_exact_mut(CELL_CHANNELS).enumerate() {
+        let (px, py) = (k % padded_width, k / padded_width);
+        fill(
+            grid.tile(px as i32 - pad as i32, py as i32 - pad as i32),
+            cell,
+        );
     }
+    cells
 }
 
 impl Layout {
@@ -229,175 +149,14 @@ impl Layout {
             }
         }
 
-        let (rules, pad, counter_names) = match &scenario.substrate {
-            Substrate::Pursuit(params) => {
-                let channels = if scenario.observation.channels.is_empty() {
-                    scenario.substrate.channels().to_vec()
-                } else {
-                    scenario.observation.channels.clone()
-                };
-                let channel_offsets: Vec<usize> = channels
-                    .iter()
-                    .map(|c| match c {
-                        Channel::Obstacle => CELL_OBSTACLE,
-                        Channel::Pursuers => CELL_PURSUERS,
-                        Channel::Evaders => CELL_EVADERS,
-                    })
-                    .collect();
-                let obs_is_cell_layout =
-                    channel_offsets == [CELL_OBSTACLE, CELL_PURSUERS, CELL_EVADERS];
-                let rules = Rules::Pursuit(PursuitLayout {
-                    params: params.clone(),
-                    side: scenario.observation.side(),
-                    channel_offsets,
-                    obs_is_cell_layout,
-                });
-                // At least one cell of padding: tags and surround catches read the four
-                // neighbours of every agent, also with a radius-0 window.
-                (
-                    rules,
-                    (scenario.observation.radius.unwrap_or(0) as usize).max(1),
-                    vec!["catches".to_string()],
-                )
-            }
-            Substrate::GiftRefinements(params) => {
-                let window = scenario.observation.window.unwrap_or(Window::MELTING_POT);
-                let avatar = AvatarLayout {
-                    window,
-                    token_cells: (0..grid.tiles.len())
-                        .filter(|&i| grid.tiles[i] == Tile::Token)
-                        .map(|i| i as u16)
-                        .collect(),
-                    fire_ground: Vec::new(),
-                    fire_vesicle: Vec::new(),
-                    reactions: Vec::new(),
-                    reactions_of: Vec::new(),
-                    offsets: Default::default(),
-                    regrow_log: (1.0 - params.regrow_prob).ln(),
-                    empty_log: 0.0,
-                    end_threshold: rng::threshold(params.end_prob),
-                };
-                let names = [
-                    "tokens_picked",
-                    "gifts_level1",
-                    "gifts_level2",
-                    "gifts_level3",
-                    "consumptions",
-                    "tokens_consumed",
-                ];
-                let pad = window_pad(window, params.beam_length);
-                (
-                    Rules::Gift(params.clone(), avatar),
-                    pad,
-                    names.map(String::from).to_vec(),
-                )
-            }
-            Substrate::Chemistry(params) => {
-                let window = scenario.observation.window.unwrap_or(Window::MELTING_POT);
-                let id = |name: &str| -> u8 {
-                    params
-                        .compounds
-                        .iter()
-                        .position(|c| c.name == name)
-                        .map_or(0, |k| k as u8 + 1)
-                };
-                let group = |name: &str| params.groups.iter().find(|g| g.name == name);
-                let mut fire_ground = vec![0u64];
-                let mut fire_vesicle = vec![0u64];
-                for c in &params.compounds {
-                    let g = group(&c.group);
-                    fire_ground.push(g.map_or(0, |g| rng::threshold(g.ground)));
-                    fire_vesicle.push(g.map_or(0, |g| rng::threshold(g.vesicle)));
-                }
-                let reactions: Vec<Reaction> = params
-                    .reactions
-                    .iter()
-                    .map(|r| Reaction {
-                        reactants: r.reactants.iter().map(|n| id(n)).collect(),
-                        products: r.products.iter().map(|n| id(n)).collect(),
-                        reward: r.reward,
-                    })
-                    .collect();
-                let mut reactions_of = vec![Vec::new(); params.compounds.len() + 1];
-                for (k, r) in reactions.iter().enumerate() {
-                    for &c in &r.reactants {
-                        if !reactions_of[c as usize].contains(&(k as u16)) {
-                            reactions_of[c as usize].push(k as u16);
-                        }
-                    }
-                }
-                let avatar = AvatarLayout {
-                    window,
-                    token_cells: Vec::new(),
-                    fire_ground,
-                    fire_vesicle,
-                    reactions,
-                    reactions_of,
-                    offsets: Default::default(),
-                    regrow_log: 0.0,
-                    empty_log: params
-                        .empty_group
-                        .as_deref()
-                        .and_then(group)
-                        .map_or(0.0, |g| (1.0 - g.ground).ln()),
-                    end_threshold: 0,
-                };
-                let names = params
-                    .reactions
-                    .iter()
-                    .map(|r| format!("reaction_{}", r.name))
-                    .collect();
-                (
-                    Rules::Chemistry(params.clone(), avatar),
-                    window_pad(window, 1),
-                    names,
-                )
-            }
-            Substrate::CoinGame(params) => (
-                Rules::Coin(params.clone()),
-                0,
-                vec!["coins_own".into(), "coins_other".into()],
-            ),
-            Substrate::MatrixGame(params) => {
-                let names = (0..params.actions).map(|a| format!("chose_{a}")).collect();
-                (Rules::Matrix(params.clone()), 0, names)
-            }
-        };
-
+        // The substrate's part: its rules' data, padding, cell layer and counters.
+        let Derived {
+            rules,
+            pad,
+            cells_template,
+            counter_names,
+        } = scenario.substrate.derive(scenario, grid);
         let padded_width = width + 2 * pad;
-        let padded_height = height + 2 * pad;
-        let cells_template = match &rules {
-            Rules::Pursuit(_) => {
-                let mut cells = vec![0u8; padded_width * padded_height * CELL_CHANNELS];
-                for py in 0..padded_height {
-                    for px in 0..padded_width {
-                        let open = grid.is_open(px as i32 - pad as i32, py as i32 - pad as i32);
-                        cells[(py * padded_width + px) * CELL_CHANNELS + CELL_OBSTACLE] =
-                            u8::from(!open);
-                    }
-                }
-                cells
-            }
-            Rules::Gift(..) | Rules::Chemistry(..) => {
-                let mut cells = vec![0u8; padded_width * padded_height * CELL_CHANNELS];
-                for py in 0..padded_height {
-                    for px in 0..padded_width {
-                        let (x, y) = (px as i32 - pad as i32, py as i32 - pad as i32);
-                        let i = (py * padded_width + px) * CELL_CHANNELS;
-                        match grid.tile(x, y) {
-                            None | Some(Tile::Wall) => cells[i] = crate::substrate::avatars::WALL,
-                            // Token cells start empty, as in Melting Pot, and regrow.
-                            Some(Tile::Token) => cells[i] = crate::substrate::avatars::TOKEN_CELL,
-                            Some(Tile::Compound(k)) => cells[i + 1] = k + 1,
-                            Some(_) => {}
-                        }
-                    }
-                }
-                cells
-            }
-            Rules::Coin(_) => vec![0u8; 3],
-            Rules::Matrix(_) => vec![0u8; agents + 1],
-        };
 
         let slots_of = |kind: RoleKind| -> Vec<u16> {
             (0..agents)
@@ -405,7 +164,7 @@ impl Layout {
                 .map(|s| s as u16)
                 .collect()
         };
-        let mut layout = Layout {
+        Layout {
             pursuer_slots: slots_of(RoleKind::Pursuer),
             evader_slots: slots_of(RoleKind::Evader),
             scenario: scenario.clone(),
@@ -430,20 +189,7 @@ impl Layout {
             slip_threshold: rng::threshold(scenario.slip),
             max_steps: scenario.max_steps,
             counter_names,
-        };
-        // Window offsets depend on the padded width, known only now.
-        let offsets = match &layout.rules {
-            Rules::Gift(_, av) | Rules::Chemistry(_, av) => {
-                Some(crate::substrate::avatars::window_offsets(&layout, av))
-            }
-            _ => None,
-        };
-        if let (Some(offsets), Rules::Gift(_, av) | Rules::Chemistry(_, av)) =
-            (offsets, &mut layout.rules)
-        {
-            av.offsets = offsets;
         }
-        layout
     }
 
     /// Whether (x, y) is on the map and open.
@@ -486,13 +232,4 @@ impl Layout {
         let buffers = self.learners * (self.obs_len + 1 + 4) + 2;
         self.agents * agent + arena + buffers
     }
-}
-
-/// How far a facing-rotated window (or a beam) reaches from the agent.
-fn window_pad(w: Window, beam: u8) -> usize {
-    [w.left, w.right, w.ahead, w.behind]
-        .into_iter()
-        .max()
-        .unwrap_or(0)
-        .max(beam as u16) as usize
 }

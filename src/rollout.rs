@@ -49,7 +49,7 @@ pub struct Frame {
     /// empty where agents carry nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry: Vec<[u8; 3]>,
-    /// Substrate items (see `substrate::frame_items`); empty for Pursuit.
+    /// Substrate items (see `SubstrateRules::frame_items` in each substrate); empty for Pursuit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<u8>,
     /// Applied actions (after slip) that led here, per slot; empty at t = 0.

@@ -308,7 +308,8 @@ fn observations_rebuilt_from_frames_match_the_live_ones() {
         let mut batch = EnvBatch::new(&loaded, 1, 7).unwrap();
         let layout = batch.layout().clone();
         let compared = match &layout.rules {
-            Rules::Gift(_, a) | Rules::Chemistry(_, a) => {
+            Rules::Gift(gridarena::substrate::gift::Gift { avatar: a, .. })
+            | Rules::Chemistry(gridarena::substrate::chemistry::Chemistry { avatar: a, .. }) => {
                 a.window.width() * a.window.depth() * AVATAR_CELL_BYTES
             }
             _ => layout.obs_len,

@@ -18,9 +18,9 @@
 //! (an infinite-horizon discounted game).
 
 use crate::components::{Alive, AppliedAction, GridPos, StepReward};
-use crate::layout::{Layout, Rules};
+use crate::layout::Layout;
 use crate::scenario::{Control, LoadedScenario, RoleKind};
-use crate::substrate::{ArenaState, transition};
+use crate::substrate::{ArenaState, ExactModel, transition};
 
 /// How episode length enters the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -153,8 +153,8 @@ impl TransitionModel {
                 }
             }
         }
-        let (radix, evader_alive_digit, matrix_actions) = match &layout.rules {
-            Rules::Pursuit(_) => {
+        let (radix, evader_alive_digit, matrix_actions) = match layout.rules.exact_model() {
+            ExactModel::Positions => {
                 let f = free.len() as u64;
                 let several = layout.evader_slots.len() > 1;
                 let radix = (0..layout.agents)
@@ -168,8 +168,8 @@ impl TransitionModel {
                     .collect();
                 (radix, several, None)
             }
-            Rules::Matrix(m) => {
-                let k = m.actions as u64;
+            ExactModel::PreviousJointAction { actions } => {
+                let k = actions as u64;
                 let joint =
                     k.checked_pow(layout.agents as u32)
                         .ok_or_else(|| ModelError::TooLarge {
@@ -178,7 +178,7 @@ impl TransitionModel {
                         })?;
                 (vec![joint + 1], false, Some(k as usize))
             }
-            _ => {
+            ExactModel::Unsupported => {
                 return Err(ModelError::Unsupported {
                     scenario: name,
                     substrate: loaded.scenario.substrate.name(),
@@ -342,7 +342,7 @@ impl TransitionModel {
                 1 + (0..n).fold(0u64, |j, s| j * k as u64 + state.cells[s] as u64)
             }
         } else {
-            if crate::substrate::pursuit::terminated(&self.layout, &state.alive) {
+            if self.layout.rules.terminated(&self.layout, &state.alive) {
                 return None;
             }
             let mut index = 0u64;

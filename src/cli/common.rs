@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario, Substrate};
+use gridarena::scenario::{Control, DEFAULT_SCENARIO_NAME, LoadedScenario, Scenario};
 use gridarena::train::config::RunConfig;
 
 /// The scenario at `path`, or the embedded default Pursuit scenario; with the name to print.
@@ -66,24 +66,7 @@ pub(crate) fn describe(loaded: &LoadedScenario) -> String {
             format!("{} {} {}{plural}", r.count, control, r.kind.name())
         })
         .collect();
-    let rules = match &s.substrate {
-        Substrate::Pursuit(p) if p.surround => "surround catches".to_string(),
-        Substrate::Pursuit(p) => format!("n_catch {}", p.n_catch),
-        Substrate::GiftRefinements(g) => {
-            format!("regrow {}, gift x{}", g.regrow_prob, g.gift_multiplier)
-        }
-        Substrate::Chemistry(c) => {
-            format!(
-                "{} compounds, {} reactions",
-                c.compounds.len(),
-                c.reactions.len()
-            )
-        }
-        Substrate::CoinGame(c) => format!("torus {}", c.torus),
-        Substrate::MatrixGame(m) => {
-            format!("{} actions, {} payoff rows", m.actions, m.payoffs.len())
-        }
-    };
+    let rules = s.substrate.describe();
     let map = if s.substrate.uses_map() {
         format!(
             "{}x{} map, {} open cells, ",

@@ -4,7 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::layout::{Layout, Rules};
+use crate::layout::Layout;
 use crate::rollout::Frame;
 use crate::scenario::RoleKind;
 
@@ -55,8 +55,8 @@ pub struct Scene {
 pub const FLOOR: [u8; 3] = [236, 236, 230];
 /// The wall colour.
 pub const WALL: [u8; 3] = [52, 56, 64];
-/// Gift tokens.
-pub const TOKEN: [u8; 3] = [242, 190, 26];
+/// Gift tokens (defined by the gift_refinements substrate).
+pub use crate::substrate::gift::TOKEN;
 
 /// sRGB bytes to linear floats (the render targets are sRGB-encoded where the surface is).
 pub fn rgb(c: [u8; 3]) -> [f32; 4] {
@@ -84,7 +84,8 @@ pub fn agent_color(kind: RoleKind, slot: usize, of_kind: usize, index: usize) ->
     hsv(h, s, v)
 }
 
-fn hsv(h: f32, s: f32, v: f32) -> [u8; 3] {
+/// A colour from hue (degrees), saturation and value, as sRGB bytes.
+pub(crate) fn hsv(h: f32, s: f32, v: f32) -> [u8; 3] {
     let c = v * s;
     let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
     let m = v - c;
@@ -116,7 +117,15 @@ pub fn palette(layout: &Layout) -> Vec<[u8; 3]> {
         .collect()
 }
 
-fn rect(x: f32, y: f32, half: f32, color: [f32; 4], shape: u32, angle: f32) -> Instance {
+/// A square instance of half extent `half` centred on cell (x, y).
+pub(crate) fn square(
+    x: f32,
+    y: f32,
+    half: f32,
+    color: [f32; 4],
+    shape: u32,
+    angle: f32,
+) -> Instance {
     Instance {
         center: [x + 0.5, y + 0.5],
         half: [half, half],
@@ -127,11 +136,6 @@ fn rect(x: f32, y: f32, half: f32, color: [f32; 4], shape: u32, angle: f32) -> I
     }
 }
 
-/// A distinct colour per chemistry compound.
-fn compound_color(c: u8) -> [u8; 3] {
-    hsv((c as f32 * 67.0 + 90.0) % 360.0, 0.55, 0.80)
-}
-
 /// The scene of `frame` (a recorded or live arena), optionally marking agent `selected`.
 pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene {
     let (w, h) = (layout.width, layout.height);
@@ -140,51 +144,18 @@ pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene
         for x in 0..w {
             let open = layout.is_open(x as i32, y as i32);
             let color = if open { FLOOR } else { WALL };
-            out.push(rect(x as f32, y as f32, 0.5, rgb(color), shape::RECT, 0.0));
+            out.push(square(
+                x as f32,
+                y as f32,
+                0.5,
+                rgb(color),
+                shape::RECT,
+                0.0,
+            ));
         }
     }
-    // Items.
-    match &layout.rules {
-        Rules::Gift(..) => {
-            for (i, &item) in frame.items.iter().enumerate() {
-                if item != 0 {
-                    let (x, y) = ((i % w) as f32, (i / w) as f32);
-                    out.push(rect(x, y, 0.22, rgb(TOKEN), shape::DIAMOND, 0.0));
-                }
-            }
-        }
-        Rules::Chemistry(..) => {
-            for (i, &item) in frame.items.iter().enumerate() {
-                if item != 0 {
-                    let (x, y) = ((i % w) as f32, (i / w) as f32);
-                    out.push(rect(
-                        x,
-                        y,
-                        0.25,
-                        rgb(compound_color(item - 1)),
-                        shape::DIAMOND,
-                        0.0,
-                    ));
-                }
-            }
-        }
-        Rules::Coin(_) => {
-            if let [lo, hi, colour, ..] = frame.items[..] {
-                let cell = lo as usize | (hi as usize) << 8;
-                let colors = palette(layout);
-                let c = colors.get(colour as usize).copied().unwrap_or(TOKEN);
-                out.push(rect(
-                    (cell % w) as f32,
-                    (cell / w) as f32,
-                    0.25,
-                    rgb(c),
-                    shape::DISC,
-                    0.0,
-                ));
-            }
-        }
-        Rules::Pursuit(_) | Rules::Matrix(_) => {}
-    }
+    // Items, drawn by the substrate.
+    layout.rules.draw_items(layout, frame, &mut out);
     // Agents, with facing where it exists.
     let colors = palette(layout);
     for (slot, (&(x, y), &alive)) in frame.positions.iter().zip(&frame.alive).enumerate() {
@@ -193,7 +164,7 @@ pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene
         }
         let (x, y) = (x as f32, y as f32);
         if selected == Some(slot) {
-            out.push(rect(x, y, 0.5, rgb([20, 20, 20]), shape::RING, 0.0));
+            out.push(square(x, y, 0.5, rgb([20, 20, 20]), shape::RING, 0.0));
         }
         let c = colors.get(slot).copied().unwrap_or([128, 128, 128]);
         let radius = if layout.slot_kind[slot] == RoleKind::Evader {
@@ -201,7 +172,7 @@ pub fn extract(layout: &Layout, frame: &Frame, selected: Option<usize>) -> Scene
         } else {
             0.38
         };
-        out.push(rect(x, y, radius, rgb(c), shape::DISC, 0.0));
+        out.push(square(x, y, radius, rgb(c), shape::DISC, 0.0));
         if let Some(&f) = frame.facing.get(slot) {
             let angle = f as f32 * std::f32::consts::FRAC_PI_2;
             let (dx, dy) = (angle.sin() * 0.26, -angle.cos() * 0.26);

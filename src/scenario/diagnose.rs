@@ -25,12 +25,7 @@ fn field_help(path: &str) -> Option<&'static str> {
     Some(match normal.as_str() {
         "name" | "description" => "a string in double quotes",
         "substrate" => "Pursuit((...))",
-        "substrate.surround" | "substrate.shared_reward" => "true or false",
-        "substrate.n_catch" => "a whole number 1..65535",
-        "substrate.tag_reward"
-        | "substrate.catch_reward"
-        | "substrate.urgency_reward"
-        | "substrate.escape_reward" => "a finite number, e.g. 0.5",
+        f if f.starts_with("substrate.") => return super::Substrate::field_help(f),
         "map" => "a list of strings, one per row",
         "map[]" => "a string of legend symbols",
         "roles" => "a list of (kind: ..., count: ..., control: ...)",

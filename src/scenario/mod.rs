@@ -4,10 +4,10 @@
 //! the action set, slip, episode length and the observation window. `docs/scenarios.md` documents
 //! every field with a full example.
 
+pub(crate) mod check;
 mod diagnose;
 pub mod locate;
 pub mod map;
-pub mod params;
 mod validate;
 
 use std::path::Path;
@@ -15,19 +15,24 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorClass, ScenarioError};
+pub use crate::substrate::chemistry::{ChemistryParams, CompoundSpec, GroupSpec, ReactionSpec};
+pub use crate::substrate::coin::CoinParams;
+pub use crate::substrate::gift::GiftParams;
+pub use crate::substrate::matrix::MatrixParams;
+pub use crate::substrate::pursuit::PursuitParams;
+/// The `substrate` field's enum, generated from the substrate registry.
+pub use crate::substrate::registry::Substrate;
 use locate::SourceMap;
 pub use map::{Grid, LEGEND, Tile};
-pub use params::{
-    ChemistryParams, CoinParams, CompoundSpec, GiftParams, GroupSpec, MatrixParams, PursuitParams,
-    ReactionSpec,
-};
 
 /// The default scenario (PettingZoo SISL Pursuit v5 defaults), embedded in the binary.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../assets/scenarios/pursuit.ron");
 /// The name under which the embedded default is reported.
 pub const DEFAULT_SCENARIO_NAME: &str = "<embedded>/assets/scenarios/pursuit.ron";
 
-pub use validate::{MAX_JOINT_ACTIONS, MAX_MAP_SIDE, MAX_REACTANTS};
+pub use crate::substrate::chemistry::MAX_REACTANTS;
+pub use crate::substrate::matrix::MAX_JOINT_ACTIONS;
+pub use validate::MAX_MAP_SIDE;
 
 /// RON options for every gridarena asset: `Option` fields are written without `Some(..)`.
 pub fn ron_options() -> ron::Options {
@@ -66,72 +71,6 @@ pub struct Scenario {
     /// What learners observe; fields a substrate does not use must be left out.
     #[serde(default)]
     pub observation: ObservationSpec,
-}
-
-/// The rules an arena runs, with their parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Substrate {
-    /// PettingZoo SISL Pursuit (v5) with simultaneous moves.
-    Pursuit(PursuitParams),
-    /// Melting Pot's gift_refinements: collect, refine by gifting, consume.
-    GiftRefinements(GiftParams),
-    /// Melting Pot's chemistry: carry molecules in vesicles, reactions from a data graph.
-    Chemistry(ChemistryParams),
-    /// The two-player coin game (LOLA / JaxMARL).
-    CoinGame(CoinParams),
-    /// A repeated normal-form game.
-    MatrixGame(MatrixParams),
-}
-
-impl Substrate {
-    /// Lower-case name for messages.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Substrate::Pursuit(_) => "pursuit",
-            Substrate::GiftRefinements(_) => "gift_refinements",
-            Substrate::Chemistry(_) => "chemistry",
-            Substrate::CoinGame(_) => "coin_game",
-            Substrate::MatrixGame(_) => "matrix_game",
-        }
-    }
-
-    /// The role kinds this substrate knows.
-    pub fn role_kinds(&self) -> &'static [RoleKind] {
-        match self {
-            Substrate::Pursuit(_) => &[RoleKind::Pursuer, RoleKind::Evader],
-            _ => &[RoleKind::Player],
-        }
-    }
-
-    /// The configurable observation channels, in canonical order (empty: the layout is fixed by
-    /// the substrate and documented in docs/scenarios.md).
-    pub fn channels(&self) -> &'static [Channel] {
-        match self {
-            Substrate::Pursuit(_) => &[Channel::Obstacle, Channel::Pursuers, Channel::Evaders],
-            _ => &[],
-        }
-    }
-
-    /// The action set used when the asset names none.
-    pub fn default_actions(&self) -> ActionSet {
-        match self {
-            Substrate::Pursuit(_) | Substrate::CoinGame(_) => ActionSet::Move5,
-            Substrate::GiftRefinements(_) => ActionSet::Gift9,
-            Substrate::Chemistry(_) => ActionSet::Chemistry8,
-            Substrate::MatrixGame(m) => ActionSet::Choose(m.actions),
-        }
-    }
-
-    /// Whether agents spawn on any open cell rather than on spawn symbols (chemistry: every
-    /// cell of its petri dish holds a compound or nothing, as in Melting Pot).
-    pub fn spawns_anywhere(&self) -> bool {
-        matches!(self, Substrate::Chemistry(_))
-    }
-
-    /// Whether the substrate plays on the ASCII map.
-    pub fn uses_map(&self) -> bool {
-        !matches!(self, Substrate::MatrixGame(_))
-    }
 }
 
 /// What an agent is in its substrate.
@@ -454,7 +393,7 @@ impl Scenario {
 
     /// Observation bytes per learner for this scenario (see docs/scenarios.md for layouts).
     pub fn observation_len(&self) -> usize {
-        crate::layout::observation_len(self)
+        self.substrate.observation_len(self)
     }
 
     /// Agents per arena over all roles.

@@ -9,10 +9,41 @@
 use rand_core::Rng;
 
 use super::ArenaMut;
-use crate::components::{CELL_CHANNELS, GridPos};
-use crate::layout::{AVATAR_CELL_BYTES, AvatarLayout, Layout};
+use super::gift::GiftParams;
+use crate::components::{CELL_CHANNELS, Carry, Cooldown, GridPos};
+use crate::error::{ErrorClass, ScenarioError};
+use crate::layout::{Layout, padded_cells};
 use crate::rng::below;
-use crate::scenario::GiftParams;
+use crate::scenario::check::{Check, f};
+use crate::scenario::{Grid, Scenario, Tile, Window};
+
+/// Bytes per cell in the avatar substrates' observation window: wall, item, avatar, and the
+/// other avatar's facing relative to the observer as four one-hot bytes (same, right, opposite,
+/// left).
+pub const AVATAR_CELL_BYTES: usize = 7;
+
+/// The farthest a facing-rotated window reaches in any direction.
+pub const MAX_WINDOW_REACH: usize = 32;
+
+/// What the avatar substrates (gift_refinements, chemistry) derive alike: the window.
+#[derive(Debug, Clone)]
+pub struct AvatarLayout {
+    /// The facing-rotated window.
+    pub window: Window,
+    /// Window cell offsets per facing (see [`window_offsets`]).
+    pub offsets: [Vec<isize>; 4],
+}
+
+impl AvatarLayout {
+    /// The window a scenario asks for, with its offsets in a cell layer padded by `pad`.
+    pub(crate) fn new(scenario: &Scenario, grid: &Grid, pad: usize) -> AvatarLayout {
+        let window = window(scenario);
+        AvatarLayout {
+            window,
+            offsets: window_offsets(grid.width + 2 * pad, window),
+        }
+    }
+}
 
 /// Flag: wall or outside the map.
 pub const WALL: u8 = 1;
@@ -112,10 +143,10 @@ pub fn apply_moves(layout: &Layout, a: &mut ArenaMut, gift: Option<&GiftParams>)
 }
 
 /// The window's cell offsets (in bytes, relative to the agent's cell) for each facing, row-major
-/// from the farthest-ahead row, columns from the agent's left.
-pub fn window_offsets(layout: &Layout, avatar: &AvatarLayout) -> [Vec<isize>; 4] {
-    let w = avatar.window;
-    let stride = (layout.padded_width * CELL_CHANNELS) as isize;
+/// from the farthest-ahead row, columns from the agent's left, in a cell layer `padded_width`
+/// cells wide.
+pub fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
+    let stride = (padded_width * CELL_CHANNELS) as isize;
     std::array::from_fn(|f| {
         let (fx, fy) = DIRS[f];
         let (rx, ry) = DIRS[(f + 1) % 4];
@@ -134,12 +165,17 @@ pub fn window_offsets(layout: &Layout, avatar: &AvatarLayout) -> [Vec<isize>; 4]
 }
 
 /// Writes each learner's facing-rotated window: per cell [wall, item, other avatar, its facing
-/// relative to the observer one-hot (same, right, opposite, left)], then the extras: gift
-/// inventory levels 1-3 and a ready flag; chemistry the vesicle compound and an io-ready flag.
-pub fn write_observations(layout: &Layout, avatar: &AvatarLayout, a: &mut ArenaMut) {
+/// relative to the observer one-hot (same, right, opposite, left)], then the substrate's
+/// `extras` from the learner's carried items and cooldown (gift: inventory levels 1-3 and a
+/// ready flag; chemistry: the vesicle compound and an io-ready flag).
+pub fn write_observations(
+    layout: &Layout,
+    avatar: &AvatarLayout,
+    a: &mut ArenaMut,
+    extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
+) {
     let cells_in_window = avatar.offsets[0].len();
     let window_bytes = cells_in_window * AVATAR_CELL_BYTES;
-    let gift = matches!(layout.rules, crate::layout::Rules::Gift(..));
     for s in 0..layout.learners {
         let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
         if !a.alive[s].0 {
@@ -165,13 +201,228 @@ pub fn write_observations(layout: &Layout, avatar: &AvatarLayout, a: &mut ArenaM
                 o[3 + rel] = 1;
             }
         }
-        let carry = a.carry[s].0;
-        if gift {
-            extras[..3].copy_from_slice(&carry);
-            extras[3] = u8::from(a.cooldown[s].0 <= 1);
-        } else {
-            extras[0] = carry[0];
-            extras[1] = u8::from(a.cooldown[s].0 == 0);
+        extras_of(a.carry[s], a.cooldown[s], extras);
+    }
+}
+
+/// The window a scenario asks for (Melting Pot's by default).
+pub(crate) fn window(scenario: &Scenario) -> Window {
+    scenario.observation.window.unwrap_or(Window::MELTING_POT)
+}
+
+/// Observation bytes per learner: the window's cells, then `extras` bytes.
+pub(crate) fn observation_len(scenario: &Scenario, extras: usize) -> usize {
+    let w = window(scenario);
+    w.width() * w.depth() * AVATAR_CELL_BYTES + extras
+}
+
+/// How far a facing-rotated window (or a beam) reaches from the agent: the cell layer's pad.
+pub(crate) fn window_pad(w: Window, beam: u8) -> usize {
+    [w.left, w.right, w.ahead, w.behind]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+        .max(beam as u16) as usize
+}
+
+/// The initial cell layer: walls (and the outside) flagged, token cells flagged and empty (as
+/// in Melting Pot, they regrow), compound cells holding their compound.
+pub(crate) fn cells_template(grid: &Grid, pad: usize) -> Vec<u8> {
+    padded_cells(grid, pad, |tile, cell: &mut [u8]| match tile {
+        None | Some(Tile::Wall) => cell[0] = WALL,
+        Some(Tile::Token) => cell[0] = TOKEN_CELL,
+        Some(Tile::Compound(k)) => cell[ITEM] = k + 1,
+        Some(_) => {}
+    })
+}
+
+/// The observation checks both avatar substrates share: no square window or channels, and a
+/// facing-rotated window of bounded reach (it may reach past the map, whose outside reads as
+/// wall; the cap bounds the observation's size).
+pub(crate) fn check_observation(
+    name: &str,
+    scenario: &Scenario,
+    c: &Check,
+) -> Result<(), ScenarioError> {
+    let obs = &scenario.observation;
+    c.observation_unused(name, obs, &["radius", "channels"])?;
+    let w = window(scenario);
+    let reach = [
+        ("left", w.left),
+        ("right", w.right),
+        ("ahead", w.ahead),
+        ("behind", w.behind),
+    ];
+    for (field, v) in reach {
+        if v as usize > MAX_WINDOW_REACH {
+            return Err(c.at(
+                &[f("observation"), f("window"), f(field)],
+                None,
+                ErrorClass::WindowTooLarge,
+                format!("{field} {v} reaches more than {MAX_WINDOW_REACH} cells"),
+                format!("at most {MAX_WINDOW_REACH}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// At most [`MAX_AVATARS`] avatars per arena.
+pub(crate) fn check_roles(scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    let agents = scenario.agents_per_arena();
+    if agents > MAX_AVATARS {
+        return Err(c.bad(
+            &[f("roles")],
+            format!("{agents} avatars"),
+            "at most 64 avatars per arena",
+        ));
+    }
+    Ok(())
+}
+
+/// The item byte of every map cell, row-major (a rollout frame's items).
+pub(crate) fn frame_items(layout: &Layout, cells: &[u8]) -> Vec<u8> {
+    (0..layout.height as i16)
+        .flat_map(|y| (0..layout.width as i16).map(move |x| (x, y)))
+        .map(|(x, y)| cells[layout.cell_index(x, y) + ITEM])
+        .collect()
+}
+
+/// Writes a frame's items back into the item bytes; `None` when the length is wrong.
+pub(crate) fn load_frame_items(layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
+    if items.len() != layout.width * layout.height {
+        return None;
+    }
+    for (i, &item) in items.iter().enumerate() {
+        let (x, y) = ((i % layout.width) as i16, (i / layout.width) as i16);
+        *cells.get_mut(layout.cell_index(x, y) + ITEM)? = item;
+    }
+    Some(())
+}
+
+/// A frame's non-empty items as diamonds of `half` size, coloured by `colour(item)`.
+pub(crate) fn draw_items(
+    layout: &Layout,
+    frame: &crate::rollout::Frame,
+    half: f32,
+    colour: impl Fn(u8) -> [u8; 3],
+    out: &mut Vec<crate::render::scene::Instance>,
+) {
+    use crate::render::scene::{rgb, shape, square};
+    let w = layout.width;
+    for (i, &item) in frame.items.iter().enumerate() {
+        if item != 0 {
+            let (x, y) = ((i % w) as f32, (i / w) as f32);
+            out.push(square(x, y, half, rgb(colour(item)), shape::DIAMOND, 0.0));
         }
     }
 }
+
+/// An avatar substrate's observation drawn as cells: walls, items coloured by `item_colour`,
+/// other avatars; `notes` words the `extras` bytes after the window. `None` when the length
+/// does not match.
+#[cfg(feature = "viewer")]
+pub(crate) fn window_image(
+    avatar: &AvatarLayout,
+    obs: &[u8],
+    extras: usize,
+    item: (eframe::egui::Color32, &str),
+    item_colour: impl Fn(u8) -> eframe::egui::Color32,
+    notes: impl Fn(&[u8]) -> String,
+) -> Option<crate::viewer::obs::ObsImage> {
+    use crate::render::scene::{FLOOR, WALL};
+    use crate::viewer::obs::{ObsImage, c};
+    use eframe::egui::Color32;
+    let w = avatar.window;
+    let (cols, rows) = (w.width(), w.depth());
+    let grid = cols * rows * AVATAR_CELL_BYTES;
+    if obs.len() != grid + extras {
+        return None;
+    }
+    let other = Color32::from_rgb(90, 70, 160);
+    let cells = obs[..grid]
+        .chunks_exact(AVATAR_CELL_BYTES)
+        .map(|cell| {
+            if cell[0] != 0 {
+                c(WALL)
+            } else if cell[2] != 0 {
+                other
+            } else if cell[1] != 0 {
+                item_colour(cell[1])
+            } else {
+                c(FLOOR)
+            }
+        })
+        .collect();
+    Some(ObsImage {
+        cols,
+        rows,
+        cells,
+        observer: Some((w.left as usize, w.ahead as usize)),
+        legend: vec![
+            (c(FLOOR), "empty".into()),
+            (c(WALL), "wall".into()),
+            (item.0, item.1.to_string()),
+            (other, "other avatar".into()),
+        ],
+        notes: vec![notes(&obs[grid..])],
+    })
+}
+
+/// The [`SubstrateRules`](super::SubstrateRules) hooks gift_refinements and chemistry implement
+/// alike, written once and expanded inside each one's `impl`: avatars face, carry and block;
+/// roles and the window are checked the same way; the observation is the window then `extras`
+/// bytes; the cell layer's avatar byte is rebuilt from the agents; frames record the item byte
+/// of every map cell.
+macro_rules! avatar_hooks {
+    ($params:ty, $extras:expr) => {
+        const HAS_AVATARS: bool = true;
+
+        fn check_roles(
+            _: &$params,
+            scenario: &$crate::scenario::Scenario,
+            c: &$crate::scenario::check::Check,
+        ) -> Result<(), $crate::error::ScenarioError> {
+            $crate::substrate::avatars::check_roles(scenario, c)
+        }
+
+        fn check_observation(
+            _: &$params,
+            scenario: &$crate::scenario::Scenario,
+            _: &$crate::scenario::Grid,
+            c: &$crate::scenario::check::Check,
+        ) -> Result<(), $crate::error::ScenarioError> {
+            $crate::substrate::avatars::check_observation(Self::NAME, scenario, c)
+        }
+
+        fn observation_len(_: &$params, scenario: &$crate::scenario::Scenario) -> usize {
+            $crate::substrate::avatars::observation_len(scenario, $extras)
+        }
+
+        fn rebuild_cells(
+            &self,
+            layout: &$crate::layout::Layout,
+            a: &mut $crate::substrate::ArenaMut,
+        ) {
+            $crate::substrate::avatars::mark_avatars(layout, a);
+        }
+
+        fn frame_items(&self, layout: &$crate::layout::Layout, cells: &[u8]) -> Vec<u8> {
+            $crate::substrate::avatars::frame_items(layout, cells)
+        }
+
+        fn frame_items_len(&self, layout: &$crate::layout::Layout) -> Option<usize> {
+            Some(layout.width * layout.height)
+        }
+
+        fn load_frame_items(
+            &self,
+            layout: &$crate::layout::Layout,
+            items: &[u8],
+            cells: &mut [u8],
+        ) -> Option<()> {
+            $crate::substrate::avatars::load_frame_items(layout, items, cells)
+        }
+    };
+}
+pub(crate) use avatar_hooks;

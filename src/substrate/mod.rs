@@ -1,361 +1,216 @@
-//! Substrates: the rules of each game, written once as functions over one arena's state
-//! ([`ArenaMut`]), plus what every substrate shares: chance outcomes (slip, scripted moves),
-//! spawning and the per-phase dispatch the systems call. The ECS systems run these for every
-//! arena in parallel; exact analysis runs them on a single [`ArenaState`].
+//! Substrates: the games. Each one is a folder (`src/substrate/<name>/`) holding everything about
+//! it: its parameters as written in assets and their validation, its derived layout and
+//! observation size, its rules written once as functions over one arena's state ([`ArenaMut`]),
+//! its rollout-frame items, render shapes, viewer drawing and analysis hooks. A folder
+//! implements [`SubstrateRules`] and is listed on one line of the [`registry`], which generates
+//! the scenario's `substrate` enum ([`crate::scenario::Substrate`]) and the per-batch
+//! [`Rules`] enum whose methods dispatch to the folder (one `match` per arena and phase; no
+//! virtual calls, nothing allocated). `docs/new_substrate.md` walks through adding one.
+//!
+//! What every substrate shares lives beside the folders: the arena's state ([`arena`]), chance
+//! and spawning and the per-phase entry points the systems call ([`step`]), rollout frames
+//! ([`frame`]) and the facing avatars of gift_refinements and chemistry ([`avatars`]).
 
+pub mod arena;
 pub mod avatars;
-pub mod chemistry;
-pub mod coin;
-pub mod gift;
-pub mod matrix;
-pub mod pursuit;
+#[macro_use]
+mod dispatch;
+pub mod frame;
+pub mod registry;
+pub mod step;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::Rng;
-
-use crate::components::{
-    Alive, AppliedAction, ArenaRng, Carry, Cooldown, EpisodeClock, EpisodeReturn, Facing, GridPos,
-    StepReward,
+pub use arena::{ArenaMut, ArenaState, StepOutcome};
+pub use registry::*;
+pub use step::{
+    apply_moves, assign_rewards, draw_chance, rebuild_cells, resolve_interactions, spawn,
+    transition, write_observations,
 };
-use crate::layout::{Layout, Rules};
-use crate::rng::below;
-use crate::scenario::Control;
 
-/// One arena's state and step buffers, borrowed from the batch columns (or from an
-/// [`ArenaState`]). Agent slices have M entries in slot order.
-pub struct ArenaMut<'a> {
-    /// Positions.
-    pub pos: &'a mut [GridPos],
-    /// Facings (avatar substrates).
-    pub facing: &'a mut [Facing],
-    /// Alive flags.
-    pub alive: &'a mut [Alive],
-    /// Actions applied this step (after chance).
-    pub applied: &'a mut [AppliedAction],
-    /// This step's rewards.
-    pub reward: &'a mut [StepReward],
-    /// Episode returns so far.
-    pub ret: &'a mut [EpisodeReturn],
-    /// Inventories or vesicles.
-    pub carry: &'a mut [Carry],
-    /// Cooldowns.
-    pub cooldown: &'a mut [Cooldown],
-    /// Random streams.
-    pub rng: &'a mut ArenaRng,
-    /// The cell layer.
-    pub cells: &'a mut [u8],
-    /// Per-episode counters.
-    pub counters: &'a mut [u32],
-    /// Episode clock.
-    pub clock: &'a mut EpisodeClock,
-    /// Spawn permutation scratch.
-    pub deck: &'a mut [u16],
-    /// Set by the rules when they end the episode this step.
-    pub ended: &'a mut bool,
-    /// `[N]` learners' chosen actions.
-    pub actions: &'a [u8],
-    /// `[N, O]` learners' observations.
-    pub obs: &'a mut [u8],
-    /// `[N]` learners' rewards.
-    pub rewards: &'a mut [f32],
-    /// Terminated flag.
-    pub terminated: &'a mut u8,
-    /// Truncated flag.
-    pub truncated: &'a mut u8,
-}
+use crate::components::Alive;
+use crate::error::ScenarioError;
+use crate::layout::Layout;
+use crate::render::scene::Instance;
+use crate::rollout::Frame;
+use crate::scenario::check::Check;
+use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
 
-/// One arena held by itself, outside any World: what exact analysis decodes a state index into.
-/// [`ArenaState::view`] lends it as an [`ArenaMut`] so the same rule functions run on it.
+/// What a substrate derives once per batch from its parameters (its part of
+/// [`Layout::derive`]).
 #[derive(Debug, Clone)]
-pub struct ArenaState {
-    /// Position per slot.
-    pub pos: Vec<GridPos>,
-    /// Facing per slot.
-    pub facing: Vec<Facing>,
-    /// Alive flag per slot.
-    pub alive: Vec<Alive>,
-    /// Carried items per slot.
-    pub carry: Vec<Carry>,
-    /// Cooldown per slot.
-    pub cooldown: Vec<Cooldown>,
-    /// The cell layer.
-    pub cells: Vec<u8>,
-    /// Counters.
-    pub counters: Vec<u32>,
-    /// Clock.
-    pub clock: EpisodeClock,
-    applied: Vec<AppliedAction>,
-    reward: Vec<StepReward>,
-    ret: Vec<EpisodeReturn>,
-    deck: Vec<u16>,
-    obs: Vec<u8>,
-    rewards: Vec<f32>,
-    rng: ArenaRng,
-    actions: Vec<u8>,
-    ended: bool,
-    terminated: u8,
-    truncated: u8,
+pub struct Derived<S> {
+    /// The substrate's own derived data, stored in [`Layout::rules`].
+    pub rules: S,
+    /// Padding around the map in grid cells (the farthest a window, a beam or a neighbour
+    /// lookup reaches); 0 for substrates without a padded grid.
+    pub pad: usize,
+    /// Initial content of every arena's cell layer (see [`crate::layout::padded_cells`]).
+    pub cells_template: Vec<u8>,
+    /// Names of the per-episode counters the rules increment (social metrics).
+    pub counter_names: Vec<String>,
 }
 
-/// What one step did to an arena.
+/// How exact analysis indexes a substrate's states ([`crate::analysis::TransitionModel`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepOutcome {
-    /// The rules ended the episode.
-    pub terminated: bool,
+pub enum ExactModel {
+    /// The rules draw their own randomness or keep item state: no exact model.
+    Unsupported,
+    /// A state is every agent's free cell (and, with several evaders, their alive flags); the
+    /// cell layer is rebuilt from the agents. The episode ends when
+    /// [`SubstrateRules::terminated`] says so.
+    Positions,
+    /// A state is the previous joint action of `actions` choices per player, kept in the cell
+    /// layer as `[a_0, .., a_{N-1}, has_previous]` (matrix games).
+    PreviousJointAction {
+        /// Actions per player.
+        actions: usize,
+    },
 }
 
-impl ArenaState {
-    /// A state with the given agents (facing north, nothing carried); cells are rebuilt.
-    pub fn new(layout: &Layout, pos: Vec<GridPos>, alive: Vec<Alive>) -> ArenaState {
-        let m = layout.agents;
-        let mut state = ArenaState {
-            pos,
-            facing: vec![Facing(0); m],
-            alive,
-            carry: vec![Carry::default(); m],
-            cooldown: vec![Cooldown(0); m],
-            cells: layout.cells_template.clone(),
-            counters: vec![0; layout.counter_names.len()],
-            clock: EpisodeClock::default(),
-            applied: vec![AppliedAction(layout.idle_action); m],
-            reward: vec![StepReward(0.0); m],
-            ret: vec![EpisodeReturn(0.0); m],
-            deck: layout.deck_template.clone(),
-            obs: vec![0; layout.learners * layout.obs_len],
-            rewards: vec![0.0; layout.learners],
-            rng: crate::rng::arena_streams(0, 0),
-            actions: vec![layout.idle_action; layout.learners],
-            ended: false,
-            terminated: 0,
-            truncated: 0,
-        };
-        let mut a = state.view();
-        rebuild_cells(layout, &mut a);
-        state
+/// One substrate: everything the engine, the scenario loader, the renderer, the viewer and
+/// exact analysis need to know about one game. Implemented by the substrate's derived data (the
+/// value [`Rules`] holds for it); the registry generates the dispatch. Static functions describe
+/// the asset (they run before any layout exists); methods run on a derived layout.
+pub(crate) trait SubstrateRules:
+    Clone + std::fmt::Debug + Send + Sync + Sized + 'static
+{
+    /// The parameters as written in the asset: `substrate: Variant((...))`.
+    type Params: Clone + std::fmt::Debug + PartialEq;
+
+    // ---- Scenario: facts and validation (docs/scenarios.md) ------------------------------
+
+    /// Lower-case name for messages.
+    const NAME: &'static str;
+    /// Whether agents have facings, carry things and block each other (rollout frames record
+    /// facings and carried items; spawning draws a facing).
+    const HAS_AVATARS: bool = false;
+
+    /// The role kinds this substrate knows.
+    fn role_kinds() -> &'static [RoleKind] {
+        &[RoleKind::Player]
+    }
+    /// The configurable observation channels, in canonical order (empty: a fixed layout).
+    fn channels() -> &'static [Channel] {
+        &[]
+    }
+    /// The action set used when the asset names none (the only one it may name).
+    fn default_actions(params: &Self::Params) -> ActionSet;
+    /// Whether agents spawn on any open cell rather than on spawn symbols.
+    fn spawns_anywhere() -> bool {
+        false
+    }
+    /// Whether the substrate plays on the ASCII map.
+    fn uses_map() -> bool {
+        true
+    }
+    /// Whether a tile of the base legend may appear in this substrate's maps (spawn and token
+    /// symbols belong to the substrates that use them).
+    fn allows_tile(tile: Tile) -> bool {
+        !matches!(tile, Tile::Token | Tile::SpawnPursuer | Tile::SpawnEvader)
+    }
+    /// Extra map symbols declared by the parameters; symbol k reads as `Tile::Compound(k)`.
+    fn map_symbols(_params: &Self::Params) -> Vec<char> {
+        Vec::new()
+    }
+    /// What a `substrate.<field>` accepts, for parse-error messages (`field` has indices
+    /// normalised to `[]`).
+    fn field_help(_field: &str) -> Option<&'static str> {
+        None
+    }
+    /// Checks the parameters (runs first: the map's legend may depend on them).
+    fn check_params(
+        _params: &Self::Params,
+        _scenario: &Scenario,
+        _c: &Check,
+    ) -> Result<(), ScenarioError> {
+        Ok(())
+    }
+    /// Checks what this substrate requires of the roles, after the common role checks.
+    fn check_roles(
+        _params: &Self::Params,
+        _scenario: &Scenario,
+        _c: &Check,
+    ) -> Result<(), ScenarioError> {
+        Ok(())
+    }
+    /// Checks the `observation` block; by default the substrate uses none of its fields.
+    fn check_observation(
+        _params: &Self::Params,
+        scenario: &Scenario,
+        _grid: &Grid,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
+        c.observation_unused(
+            Self::NAME,
+            &scenario.observation,
+            &["radius", "window", "channels"],
+        )
+    }
+    /// Observation bytes per learner (layouts in docs/scenarios.md).
+    fn observation_len(params: &Self::Params, scenario: &Scenario) -> usize;
+    /// A one-line summary of the parameters (`gridarena check`).
+    fn describe(params: &Self::Params) -> String;
+
+    // ---- Layout ------------------------------------------------------------------------
+
+    /// Derives the substrate's per-batch data from a validated scenario.
+    fn derive(params: &Self::Params, scenario: &Scenario, grid: &Grid) -> Derived<Self>;
+
+    // ---- Rules, one arena at a time (hot: no allocation) --------------------------------
+
+    /// Movement phase.
+    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut);
+    /// Interactions after movement; sets `a.ended` when the rules end the episode.
+    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut);
+    /// Per-step reward terms and sharing, before the common bookkeeping of returns.
+    fn assign_rewards(&self, _layout: &Layout, _a: &mut ArenaMut) {}
+    /// Writes every learner's observation `[N, O]`.
+    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut);
+    /// Recomputes the cell layer's derived parts from the agents (after a hand-set state).
+    fn rebuild_cells(&self, _layout: &Layout, _a: &mut ArenaMut) {}
+    /// Completes a spawn after the agents were placed (by default: rebuild the cell layer).
+    fn finish_spawn(&self, layout: &Layout, a: &mut ArenaMut) {
+        self.rebuild_cells(layout, a);
     }
 
-    /// Lends the state as an [`ArenaMut`].
-    pub fn view(&mut self) -> ArenaMut<'_> {
-        ArenaMut {
-            pos: &mut self.pos,
-            facing: &mut self.facing,
-            alive: &mut self.alive,
-            applied: &mut self.applied,
-            reward: &mut self.reward,
-            ret: &mut self.ret,
-            carry: &mut self.carry,
-            cooldown: &mut self.cooldown,
-            rng: &mut self.rng,
-            cells: &mut self.cells,
-            counters: &mut self.counters,
-            clock: &mut self.clock,
-            deck: &mut self.deck,
-            ended: &mut self.ended,
-            actions: &self.actions,
-            obs: &mut self.obs,
-            rewards: &mut self.rewards,
-            terminated: &mut self.terminated,
-            truncated: &mut self.truncated,
-        }
+    // ---- Rollout frames <-> state ------------------------------------------------------
+
+    /// The items a rollout frame records from the cell layer (`Frame::items`).
+    fn frame_items(&self, _layout: &Layout, _cells: &[u8]) -> Vec<u8> {
+        Vec::new()
+    }
+    /// The length `Frame::items` must have; `None` when frames record no items.
+    fn frame_items_len(&self, _layout: &Layout) -> Option<usize> {
+        None
+    }
+    /// Writes a frame's items back into a fresh cell layer; `None` when they do not fit.
+    fn load_frame_items(&self, _layout: &Layout, _items: &[u8], _cells: &mut [u8]) -> Option<()> {
+        Some(())
     }
 
-    /// This step's rewards by slot (after [`transition`]).
-    pub fn rewards(&self) -> &[StepReward] {
-        &self.reward
+    // ---- Drawing -----------------------------------------------------------------------
+
+    /// Pushes the frame's items (tokens, compounds, coins) as render instances.
+    fn draw_items(&self, _layout: &Layout, _frame: &Frame, _out: &mut Vec<Instance>) {}
+    /// Learner `slot`'s observation drawn as cells with a legend; `None` falls back to
+    /// grayscale bytes.
+    #[cfg(feature = "viewer")]
+    fn observation_image(
+        &self,
+        _layout: &Layout,
+        _slot: usize,
+        _obs: &[u8],
+    ) -> Option<crate::viewer::obs::ObsImage> {
+        None
     }
 
-    /// Writes and returns the learners' observations `[N, O]` of this state.
-    pub fn observe(&mut self, layout: &Layout) -> &[u8] {
-        let mut a = self.view();
-        write_observations(layout, &mut a);
-        &self.obs
-    }
+    // ---- Exact analysis ----------------------------------------------------------------
 
-    /// Recomputes the cell layer's derived parts after positions or alive flags were set by
-    /// hand.
-    pub fn rebuild(&mut self, layout: &Layout) {
-        let mut a = self.view();
-        rebuild_cells(layout, &mut a);
+    /// How exact analysis indexes this substrate's states.
+    fn exact_model(&self) -> ExactModel {
+        ExactModel::Unsupported
     }
-}
-
-/// The rules of one step on one arena, given the applied actions (chance already resolved for
-/// slip and scripted agents; the substrate's own chance comes from the arena's `rules` stream):
-/// move, interactions, rewards. The step schedule runs exactly these functions, one system
-/// each, over every arena.
-pub fn transition(
-    layout: &Layout,
-    state: &mut ArenaState,
-    applied: &[AppliedAction],
-) -> StepOutcome {
-    state.applied.copy_from_slice(applied);
-    state.ended = false;
-    let mut a = state.view();
-    apply_moves(layout, &mut a);
-    resolve_interactions(layout, &mut a);
-    assign_rewards(layout, &mut a);
-    StepOutcome {
-        terminated: state.ended,
-    }
-}
-
-/// Draws this step's chance outcomes into the applied actions: a learner's action is kept, or
-/// with probability `slip` replaced by a uniformly random one (possibly the same); a random
-/// walker's action is uniform. Removed agents idle. The only randomness a step draws before the
-/// substrate runs.
-pub fn draw_chance(layout: &Layout, a: &mut ArenaMut) {
-    let n = layout.actions as u32;
-    for slot in 0..layout.agents {
-        if !a.alive[slot].0 {
-            a.applied[slot] = AppliedAction(layout.idle_action);
-            continue;
-        }
-        a.applied[slot] = AppliedAction(match layout.slot_control[slot] {
-            Control::Learner => {
-                let intended = a.actions[slot];
-                if layout.slip_threshold == 0 {
-                    intended
-                } else {
-                    let bits = a.rng.slip.next_u64();
-                    if (bits & 0xffff_ffff) < layout.slip_threshold {
-                        below((bits >> 32) as u32, n) as u8
-                    } else {
-                        intended
-                    }
-                }
-            }
-            Control::RandomWalk => below(a.rng.walk.next_u32(), n) as u8,
-        });
-    }
-}
-
-/// Movement phase.
-pub fn apply_moves(layout: &Layout, a: &mut ArenaMut) {
-    match &layout.rules {
-        Rules::Pursuit(_) => {
-            pursuit::apply_moves(layout, a.pos, a.alive, a.applied);
-            pursuit::tally_cells(layout, a.pos, a.alive, a.cells);
-        }
-        Rules::Gift(params, _) => avatars::apply_moves(layout, a, Some(params)),
-        Rules::Chemistry(..) => avatars::apply_moves(layout, a, None),
-        Rules::Coin(params) => coin::apply_moves(layout, params, a),
-        Rules::Matrix(_) => {}
-    }
-}
-
-/// The substrate's own rules after movement (tags and catches, gifts, reactions, coins,
-/// payoffs); sets `a.ended` when they end the episode.
-pub fn resolve_interactions(layout: &Layout, a: &mut ArenaMut) {
-    match &layout.rules {
-        Rules::Pursuit(p) => {
-            let caught =
-                pursuit::resolve_interactions(layout, &p.params, a.pos, a.alive, a.cells, a.reward);
-            a.counters[0] += caught as u32;
-            *a.ended = pursuit::terminated(layout, a.alive);
-        }
-        Rules::Gift(params, avatar) => gift::interact(layout, params, avatar, a),
-        Rules::Chemistry(params, avatar) => chemistry::interact(layout, params, avatar, a),
-        Rules::Coin(params) => coin::interact(layout, params, a),
-        Rules::Matrix(params) => matrix::interact(layout, params, a),
-    }
-}
-
-/// Per-step reward terms and sharing (Pursuit); every substrate then adds the step's rewards to
-/// the episode returns and publishes the learners' rewards.
-pub fn assign_rewards(layout: &Layout, a: &mut ArenaMut) {
-    if let Rules::Pursuit(p) = &layout.rules {
-        pursuit::assign_rewards(layout, &p.params, a.alive, a.reward);
-    }
-    for (ret, r) in a.ret.iter_mut().zip(a.reward.iter()) {
-        ret.0 += r.0;
-    }
-    for (out, r) in a.rewards.iter_mut().zip(a.reward.iter()) {
-        *out = r.0;
-    }
-}
-
-/// Writes every learner's observation.
-pub fn write_observations(layout: &Layout, a: &mut ArenaMut) {
-    match &layout.rules {
-        Rules::Pursuit(p) => pursuit::write_observations(layout, p, a.pos, a.alive, a.cells, a.obs),
-        Rules::Gift(_, avatar) | Rules::Chemistry(_, avatar) => {
-            avatars::write_observations(layout, avatar, a)
-        }
-        Rules::Coin(_) => coin::write_observations(layout, a),
-        Rules::Matrix(params) => matrix::write_observations(layout, params, a),
-    }
-}
-
-/// Recomputes the derived parts of the cell layer from the agents (after a hand-set state).
-pub fn rebuild_cells(layout: &Layout, a: &mut ArenaMut) {
-    match &layout.rules {
-        Rules::Pursuit(_) => pursuit::tally_cells(layout, a.pos, a.alive, a.cells),
-        Rules::Gift(..) | Rules::Chemistry(..) => avatars::mark_avatars(layout, a),
-        Rules::Coin(_) | Rules::Matrix(_) => {}
-    }
-}
-
-/// Starts a new episode: fresh cells, agents on spawn cells, counters and returns cleared.
-pub fn spawn(layout: &Layout, a: &mut ArenaMut) {
-    a.cells.copy_from_slice(&layout.cells_template);
-    a.counters.fill(0);
-    for r in a.ret.iter_mut() {
-        *r = EpisodeReturn(0.0);
-    }
-    for ((c, cd), al) in a
-        .carry
-        .iter_mut()
-        .zip(a.cooldown.iter_mut())
-        .zip(a.alive.iter_mut())
-    {
-        *c = Carry::default();
-        *cd = Cooldown(0);
-        *al = Alive(true);
-    }
-    place_agents(layout, &mut a.rng.spawn, a.deck, a.pos, a.facing);
-    match &layout.rules {
-        Rules::Coin(_) => coin::place_coin(layout, a),
-        _ => rebuild_cells(layout, a),
-    }
-}
-
-/// Places every agent on a spawn cell (distinct within a role kind, drawn uniformly by a
-/// partial Fisher-Yates over the arena's deck) with a random facing where facings matter.
-fn place_agents(
-    layout: &Layout,
-    rng: &mut ChaCha8Rng,
-    deck: &mut [u16],
-    pos: &mut [GridPos],
-    facing: &mut [Facing],
-) {
-    let turns = matches!(layout.rules, Rules::Gift(..) | Rules::Chemistry(..));
-    for group in &layout.spawn_groups {
-        let cells = &mut deck[group.deck.clone()];
-        for (k, &slot) in group.slots.iter().enumerate() {
-            let j = k + below(rng.next_u32(), (cells.len() - k) as u32) as usize;
-            cells.swap(k, j);
-            let cell = cells[k] as usize;
-            pos[slot as usize] = GridPos {
-                x: (cell % layout.width) as i16,
-                y: (cell / layout.width) as i16,
-            };
-            if turns {
-                facing[slot as usize] = Facing(below(rng.next_u32(), 4) as u8);
-            }
-        }
-    }
-}
-
-/// The substrate's items for a rollout frame: avatar substrates the item byte of every map cell
-/// (gift: token 0/1; chemistry: compound index + 1), the coin game `[cell low, cell high,
-/// colour]`, matrix games the previous joint action and its flag; Pursuit nothing.
-pub fn frame_items(layout: &Layout, cells: &[u8]) -> Vec<u8> {
-    match &layout.rules {
-        Rules::Pursuit(_) => Vec::new(),
-        Rules::Gift(..) | Rules::Chemistry(..) => (0..layout.height as i16)
-            .flat_map(|y| (0..layout.width as i16).map(move |x| (x, y)))
-            .map(|(x, y)| cells[layout.cell_index(x, y) + avatars::ITEM])
-            .collect(),
-        Rules::Coin(_) | Rules::Matrix(_) => cells.to_vec(),
+    /// Whether the rules ended the episode in a state (for [`ExactModel::Positions`]).
+    fn terminated(&self, _layout: &Layout, _alive: &[Alive]) -> bool {
+        false
     }
 }

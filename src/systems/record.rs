@@ -6,10 +6,9 @@
 use bevy_ecs::prelude::*;
 
 use super::Arenas;
-use crate::layout::Layout;
 use crate::metrics::{EpisodeLog, EpisodeSummary};
 use crate::rollout::Frame;
-use crate::substrate::{self, ArenaMut};
+pub(crate) use crate::substrate::frame::frame_of as frame;
 
 /// Frames of one arena, collected while present.
 #[derive(Resource, Debug, Clone, Default)]
@@ -18,40 +17,6 @@ pub struct Recorder {
     pub arena: usize,
     /// Frames so far.
     pub frames: Vec<Frame>,
-}
-
-/// Builds a frame of one arena; `stepped` adds the step's actions, rewards and done flags.
-pub(crate) fn frame(layout: &Layout, a: &ArenaMut, stepped: bool) -> Frame {
-    let avatars = layout.rules.has_avatars();
-    Frame {
-        t: a.clock.t,
-        episode: a.clock.episode,
-        positions: a.pos.iter().map(|p| (p.x, p.y)).collect(),
-        alive: a.alive.iter().map(|x| x.0).collect(),
-        facing: if avatars {
-            a.facing.iter().map(|f| f.0).collect()
-        } else {
-            Vec::new()
-        },
-        carry: if avatars {
-            a.carry.iter().map(|c| c.0).collect()
-        } else {
-            Vec::new()
-        },
-        items: substrate::frame_items(layout, a.cells),
-        actions: if stepped {
-            a.applied.iter().map(|x| x.0).collect()
-        } else {
-            Vec::new()
-        },
-        rewards: if stepped {
-            a.reward.iter().map(|r| r.0).collect()
-        } else {
-            Vec::new()
-        },
-        terminated: stepped && *a.terminated != 0,
-        truncated: stepped && *a.truncated != 0,
-    }
 }
 
 /// Appends the state after this step's rules and observations, before any respawn.

@@ -4,15 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use super::ViewError;
-use crate::components::{Alive, Carry, Facing, GridPos};
 use crate::engine::EnvBatch;
-use crate::layout::{Layout, Rules};
+use crate::layout::Layout;
 use crate::policy::Policy;
 use crate::render::scene::{Scene, extract};
 use crate::rollout::{Frame, Rollout};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::substrate::ArenaState;
-use crate::substrate::avatars::ITEM;
 use crate::train::config::RunConfig;
 use crate::train::run_dir::RunDir;
 use crate::train::{GreedyPolicy, load_scenario, new_learner};
@@ -86,102 +84,14 @@ fn train_err(e: impl std::fmt::Display) -> ViewError {
 /// Checks a recorded frame against the layout so drawing and rebuilding observations cannot go
 /// out of range.
 pub fn validate_frame(layout: &Layout, k: usize, f: &Frame) -> Result<(), String> {
-    let m = layout.agents;
-    let bad = |what: String| Err(format!("frame {k}: {what}"));
-    if f.positions.len() != m || f.alive.len() != m {
-        return bad(format!(
-            "{} positions and {} alive flags for {m} agents",
-            f.positions.len(),
-            f.alive.len()
-        ));
-    }
-    for (slot, (&(x, y), &alive)) in f.positions.iter().zip(&f.alive).enumerate() {
-        if alive && !layout.is_open(x as i32, y as i32) {
-            return bad(format!(
-                "agent {slot} stands on ({x}, {y}), not an open cell of the {}x{} map",
-                layout.width, layout.height
-            ));
-        }
-    }
-    if !f.facing.is_empty() && f.facing.len() != m {
-        return bad(format!("{} facings for {m} agents", f.facing.len()));
-    }
-    if let Some(v) = f.facing.iter().find(|&&v| v > 3) {
-        return bad(format!("facing {v} (0-3)"));
-    }
-    if !f.carry.is_empty() && f.carry.len() != m {
-        return bad(format!("{} carried items for {m} agents", f.carry.len()));
-    }
-    if !f.rewards.is_empty() && f.rewards.len() != m {
-        return bad(format!("{} rewards for {m} agents", f.rewards.len()));
-    }
-    if !f.actions.is_empty() && f.actions.len() != m {
-        return bad(format!("{} actions for {m} agents", f.actions.len()));
-    }
-    let items = match &layout.rules {
-        Rules::Pursuit(_) => None,
-        Rules::Gift(..) | Rules::Chemistry(..) => Some(layout.width * layout.height),
-        Rules::Coin(_) | Rules::Matrix(_) => Some(layout.cells_template.len()),
-    };
-    if let Some(n) = items
-        && f.items.len() != n
-    {
-        return bad(format!("{} items, expected {n}", f.items.len()));
-    }
-    Ok(())
+    crate::substrate::frame::check_frame(layout, f).map_err(|what| format!("frame {k}: {what}"))
 }
 
 /// The learners' observations `[N, O]` of a recorded frame, rebuilt by the substrate's own
 /// observation code (what the cell layer holds beyond the frame, such as cooldowns, is taken
 /// as fresh). `None` when the frame cannot be placed.
 pub fn rebuild_observations(layout: &Layout, f: &Frame) -> Option<Vec<u8>> {
-    let m = layout.agents;
-    if f.positions.len() != m || f.alive.len() != m {
-        return None;
-    }
-    let in_map = |&(x, y): &(i16, i16)| {
-        x >= 0 && y >= 0 && (x as usize) < layout.width && (y as usize) < layout.height
-    };
-    if !f.positions.iter().all(in_map) || f.facing.iter().any(|&v| v > 3) {
-        return None;
-    }
-    let pos = f.positions.iter().map(|&(x, y)| GridPos { x, y }).collect();
-    let alive = f.alive.iter().map(|&a| Alive(a)).collect();
-    let mut state = ArenaState::new(layout, pos, alive);
-    for (slot, &v) in f.facing.iter().enumerate().take(m) {
-        state.facing[slot] = Facing(v);
-    }
-    for (slot, &c) in f.carry.iter().enumerate().take(m) {
-        state.carry[slot] = Carry(c);
-    }
-    match &layout.rules {
-        Rules::Pursuit(_) => {}
-        Rules::Gift(..) | Rules::Chemistry(..) => {
-            if f.items.len() != layout.width * layout.height {
-                return None;
-            }
-            for (i, &item) in f.items.iter().enumerate() {
-                let (x, y) = ((i % layout.width) as i16, (i / layout.width) as i16);
-                let at = layout.cell_index(x, y) + ITEM;
-                *state.cells.get_mut(at)? = item;
-            }
-        }
-        Rules::Coin(_) => {
-            if f.items.len() != state.cells.len() {
-                return None;
-            }
-            state.cells.copy_from_slice(&f.items);
-        }
-        Rules::Matrix(params) => {
-            if f.items.len() != state.cells.len()
-                || f.items.iter().take(m).any(|&a| a >= params.actions)
-            {
-                return None;
-            }
-            state.cells.copy_from_slice(&f.items);
-        }
-    }
-    state.rebuild(layout);
+    let mut state = ArenaState::from_frame(layout, f)?;
     Some(state.observe(layout).to_vec())
 }
 

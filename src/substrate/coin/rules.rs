@@ -7,12 +7,12 @@
 
 use rand_core::Rng;
 
-use super::ArenaMut;
-use super::pursuit::MOVES;
+use super::CoinParams;
 use crate::components::{GridPos, StepReward};
 use crate::layout::Layout;
 use crate::rng::below;
-use crate::scenario::CoinParams;
+use crate::substrate::ArenaMut;
+use crate::substrate::pursuit::MOVES;
 
 fn coin(a: &ArenaMut) -> (usize, usize) {
     (

@@ -15,13 +15,13 @@
 
 use rand_core::Rng;
 
-use super::ArenaMut;
-use super::avatars::{AVATAR, ITEM, USED, WALL};
-use super::gift::geometric_gap;
+use super::Chemistry;
 use crate::components::{CELL_CHANNELS, StepReward};
-use crate::layout::{AvatarLayout, Layout};
+use crate::layout::Layout;
 use crate::rng::below;
-use crate::scenario::ChemistryParams;
+use crate::substrate::ArenaMut;
+use crate::substrate::avatars::{AVATAR, ITEM, USED, WALL};
+use crate::substrate::gift::geometric_gap;
 
 /// Action index of io.
 pub const IO: u8 = 7;
@@ -38,17 +38,13 @@ enum Loc {
 }
 
 /// Reactions, then io.
-pub fn interact(
-    layout: &Layout,
-    params: &ChemistryParams,
-    avatar: &AvatarLayout,
-    a: &mut ArenaMut,
-) {
+pub fn interact(layout: &Layout, chem: &Chemistry, a: &mut ArenaMut) {
+    let params = &chem.params;
     a.reward.fill(StepReward(0.0));
     let mut vesicles_used = 0u64;
 
     // Ground molecules in row-major order; empty cells initiate through geometric gaps.
-    let mut empty_gap = next_empty_gap(avatar, a);
+    let mut empty_gap = next_empty_gap(chem, a);
     for y in 0..layout.height as i16 {
         for x in 0..layout.width as i16 {
             let i = layout.cell_index(x, y);
@@ -58,17 +54,17 @@ pub fn interact(
             let c = a.cells[i + ITEM];
             let fires = if c == 0 {
                 if empty_gap == 0 {
-                    empty_gap = next_empty_gap(avatar, a);
+                    empty_gap = next_empty_gap(chem, a);
                     true
                 } else {
                     empty_gap -= 1;
                     false
                 }
             } else {
-                (a.rng.rules.next_u32() as u64) < avatar.fire_ground[c as usize]
+                (a.rng.rules.next_u32() as u64) < chem.fire_ground[c as usize]
             };
             if fires {
-                try_react(layout, avatar, a, Loc::Ground(i), c, &mut vesicles_used);
+                try_react(layout, chem, a, Loc::Ground(i), c, &mut vesicles_used);
             }
         }
     }
@@ -78,8 +74,8 @@ pub fn interact(
         if !a.alive[s].0 || c == 0 || vesicles_used & (1 << s) != 0 {
             continue;
         }
-        if (a.rng.rules.next_u32() as u64) < avatar.fire_vesicle[c as usize] {
-            try_react(layout, avatar, a, Loc::Vesicle(s), c, &mut vesicles_used);
+        if (a.rng.rules.next_u32() as u64) < chem.fire_vesicle[c as usize] {
+            try_react(layout, chem, a, Loc::Vesicle(s), c, &mut vesicles_used);
         }
     }
 
@@ -104,11 +100,11 @@ pub fn interact(
     }
 }
 
-fn next_empty_gap(avatar: &AvatarLayout, a: &mut ArenaMut) -> usize {
-    if avatar.empty_log >= 0.0 {
+fn next_empty_gap(chem: &Chemistry, a: &mut ArenaMut) -> usize {
+    if chem.empty_log >= 0.0 {
         usize::MAX
     } else {
-        geometric_gap(&mut a.rng.rules, avatar.empty_log)
+        geometric_gap(&mut a.rng.rules, chem.empty_log)
     }
 }
 
@@ -116,7 +112,7 @@ fn next_empty_gap(avatar: &AvatarLayout, a: &mut ArenaMut) -> usize {
 /// whose reactants are all available around it.
 fn try_react(
     layout: &Layout,
-    avatar: &AvatarLayout,
+    chem: &Chemistry,
     a: &mut ArenaMut,
     origin: Loc,
     c: u8,
@@ -161,7 +157,7 @@ fn try_react(
     };
 
     // Candidate reactions in a shuffled order.
-    let candidates = &avatar.reactions_of[c as usize];
+    let candidates = &chem.reactions_of[c as usize];
     let mut order = [0u16; 256];
     let k = candidates.len().min(order.len());
     order[..k].copy_from_slice(&candidates[..k]);
@@ -171,7 +167,7 @@ fn try_react(
     }
 
     for &r in &order[..k] {
-        let reaction = &avatar.reactions[r as usize];
+        let reaction = &chem.reactions[r as usize];
         // Match reactants to distinct locations; the origin takes the first reactant equal to c.
         let mut taken = [false; MAX_LOCATIONS];
         let mut chosen = [0usize; crate::scenario::MAX_REACTANTS];

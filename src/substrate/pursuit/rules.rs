@@ -11,8 +11,9 @@
 use crate::components::{
     Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
 };
-use crate::layout::{Layout, PursuitLayout};
-use crate::scenario::{Control, PursuitParams, RoleKind};
+use super::{Pursuit, PursuitParams};
+use crate::layout::Layout;
+use crate::scenario::{Control, RoleKind};
 
 /// Move deltas per action: left, right, up (row - 1), down, stay.
 pub const MOVES: [(i16, i16); 5] = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)];
@@ -166,7 +167,7 @@ pub fn terminated(layout: &Layout, alive: &[Alive]) -> bool {
 /// removed learner sees zeros.
 pub fn write_observations(
     layout: &Layout,
-    p: &PursuitLayout,
+    p: &Pursuit,
     pos: &[GridPos],
     alive: &[Alive],
     cells: &[u8],

@@ -7,11 +7,11 @@
 
 use rand_core::Rng;
 
-use super::ArenaMut;
-use super::avatars::{AVATAR, DIRS, ITEM, TOKEN_CELL, WALL, priority_order};
+use super::{Gift, GiftParams};
 use crate::components::StepReward;
-use crate::layout::{AvatarLayout, Layout};
-use crate::scenario::GiftParams;
+use crate::layout::Layout;
+use crate::substrate::ArenaMut;
+use crate::substrate::avatars::{AVATAR, DIRS, ITEM, TOKEN_CELL, WALL, priority_order};
 
 /// Action index of refine-and-gift.
 pub const GIFT: u8 = 7;
@@ -19,7 +19,8 @@ pub const GIFT: u8 = 7;
 pub const CONSUME: u8 = 8;
 
 /// Beams, gifts, consumption, regrowth and the random episode end.
-pub fn interact(layout: &Layout, params: &GiftParams, avatar: &AvatarLayout, a: &mut ArenaMut) {
+pub fn interact(layout: &Layout, g: &Gift, a: &mut ArenaMut) {
+    let params = &g.params;
     a.reward.fill(StepReward(0.0));
     let order = priority_order(layout.agents, &mut a.rng.rules);
     for &s in &order[..layout.agents] {
@@ -55,11 +56,11 @@ pub fn interact(layout: &Layout, params: &GiftParams, avatar: &AvatarLayout, a: 
             _ => {}
         }
     }
-    regrow(layout, avatar, a);
+    regrow(layout, g, a);
     let t = a.clock.t + 1;
     if t >= params.min_steps
         && t.is_multiple_of(params.end_every)
-        && (a.rng.rules.next_u32() as u64) < avatar.end_threshold
+        && (a.rng.rules.next_u32() as u64) < g.end_threshold
     {
         *a.ended = true;
     }
@@ -103,19 +104,19 @@ pub fn give(params: &GiftParams, a: &mut ArenaMut, from: usize, to: usize) {
 /// Each empty token cell without an avatar regrows a token with probability `regrow_prob`:
 /// independent draws per cell, sampled as geometric gaps between events along the list of
 /// token cells (one draw per event instead of one per cell).
-fn regrow(layout: &Layout, avatar: &AvatarLayout, a: &mut ArenaMut) {
-    if avatar.regrow_log >= 0.0 {
+fn regrow(layout: &Layout, g: &Gift, a: &mut ArenaMut) {
+    if g.regrow_log >= 0.0 {
         return; // probability 0
     }
-    let cells = &avatar.token_cells;
-    let mut k = geometric_gap(&mut a.rng.rules, avatar.regrow_log);
+    let cells = &g.token_cells;
+    let mut k = geometric_gap(&mut a.rng.rules, g.regrow_log);
     while k < cells.len() {
         let c = cells[k] as usize;
         let i = layout.cell_index((c % layout.width) as i16, (c / layout.width) as i16);
         if a.cells[i] & TOKEN_CELL != 0 && a.cells[i + ITEM] == 0 && a.cells[i + AVATAR] == 0 {
             a.cells[i + ITEM] = 1;
         }
-        k += 1 + geometric_gap(&mut a.rng.rules, avatar.regrow_log);
+        k += 1 + geometric_gap(&mut a.rng.rules, g.regrow_log);
     }
 }
 

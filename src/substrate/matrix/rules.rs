@@ -5,9 +5,9 @@
 //!
 //! Cell layer: `[a_0, .., a_{N-1}, has_previous]`.
 
-use super::ArenaMut;
+use super::MatrixParams;
 use crate::layout::Layout;
-use crate::scenario::MatrixParams;
+use crate::substrate::ArenaMut;
 
 /// The joint-action row of the payoff table.
 pub fn joint_index(k: usize, actions: impl Iterator<Item = u8>) -> usize {

@@ -1,0 +1,241 @@
+//! Pursuit (PettingZoo SISL Pursuit v5, simultaneous moves): pursuers hunt evaders on the map.
+//!
+//! Cell layer: a padded grid of `CELL_CHANNELS` bytes per cell (obstacle, pursuers, evaders
+//! standing there), rebuilt from the agents after every move; observations are square windows
+//! copied out of it. Counters: `catches`.
+
+mod params;
+pub mod rules;
+#[cfg(feature = "viewer")]
+mod viewer;
+
+pub use params::PursuitParams;
+pub use rules::{
+    MOVES, apply_moves, assign_rewards, resolve_interactions, tally_cells, terminated,
+    write_observations,
+};
+
+use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
+use crate::components::{Alive, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
+use crate::error::{ErrorClass, ScenarioError};
+use crate::layout::{Layout, padded_cells};
+use crate::scenario::check::{Check, f, i};
+use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
+
+/// Pursuit's derived data.
+#[derive(Debug, Clone)]
+pub struct Pursuit {
+    /// The parameters.
+    pub params: PursuitParams,
+    /// Window side in cells.
+    pub side: usize,
+    /// For each observation channel, its offset in a `Cells` cell.
+    pub channel_offsets: Vec<usize>,
+    /// True when the observation channels are exactly the cell layer's, so a window row is one
+    /// copy.
+    pub obs_is_cell_layout: bool,
+}
+
+/// The observation channels of a scenario, defaults resolved.
+fn channels(scenario: &Scenario) -> Vec<Channel> {
+    if scenario.observation.channels.is_empty() {
+        <Pursuit as SubstrateRules>::channels().to_vec()
+    } else {
+        scenario.observation.channels.clone()
+    }
+}
+
+impl SubstrateRules for Pursuit {
+    type Params = PursuitParams;
+    const NAME: &'static str = "pursuit";
+
+    fn role_kinds() -> &'static [RoleKind] {
+        &[RoleKind::Pursuer, RoleKind::Evader]
+    }
+
+    fn channels() -> &'static [Channel] {
+        &[Channel::Obstacle, Channel::Pursuers, Channel::Evaders]
+    }
+
+    fn default_actions(_: &PursuitParams) -> ActionSet {
+        ActionSet::Move5
+    }
+
+    fn allows_tile(tile: Tile) -> bool {
+        tile != Tile::Token
+    }
+
+    fn field_help(field: &str) -> Option<&'static str> {
+        Some(match field {
+            "substrate.surround" | "substrate.shared_reward" => "true or false",
+            "substrate.n_catch" => "a whole number 1..65535",
+            "substrate.tag_reward"
+            | "substrate.catch_reward"
+            | "substrate.urgency_reward"
+            | "substrate.escape_reward" => "a finite number, e.g. 0.5",
+            _ => return None,
+        })
+    }
+
+    fn check_params(p: &PursuitParams, _: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+        let sub = |field: &str| vec![f("substrate"), f(field)];
+        if !p.surround && p.n_catch == 0 {
+            return Err(c.bad(
+                &sub("n_catch"),
+                "n_catch is 0".into(),
+                "at least 1 pursuer on the evader's cell",
+            ));
+        }
+        for (name, v) in [
+            ("tag_reward", p.tag_reward),
+            ("catch_reward", p.catch_reward),
+            ("urgency_reward", p.urgency_reward),
+            ("escape_reward", p.escape_reward),
+        ] {
+            c.finite(&sub(name), v)?;
+        }
+        Ok(())
+    }
+
+    fn check_observation(
+        _: &PursuitParams,
+        scenario: &Scenario,
+        grid: &Grid,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
+        let obs = &scenario.observation;
+        let name = Self::NAME;
+        c.observation_unused(name, obs, &["window"])?;
+        let Some(radius) = obs.radius else {
+            return Err(c.at(
+                &[f("observation")],
+                None,
+                ErrorClass::MissingField,
+                "pursuit needs observation.radius".into(),
+                "observation: (radius: 3)".into(),
+            ));
+        };
+        let (width, height) = (grid.width, grid.height);
+        let side = obs.side();
+        if side > width || side > height {
+            return Err(c.at(
+                &[f("observation"), f("radius")],
+                None,
+                ErrorClass::WindowTooLarge,
+                format!(
+                    "radius {radius} gives a {side}x{side} window, larger than the {width}x{height} map"
+                ),
+                format!("radius at most {}", (width.min(height) - 1) / 2),
+            ));
+        }
+        let channels = Self::channels();
+        let names = || {
+            channels
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (k, ch) in obs.channels.iter().enumerate() {
+            let path = [f("observation"), f("channels"), i(k)];
+            if obs.channels[..k].contains(ch) {
+                return Err(c.bad(
+                    &path,
+                    format!("channel {} appears twice", ch.name()),
+                    "each channel at most once",
+                ));
+            }
+            if !channels.contains(ch) {
+                return Err(c.bad(
+                    &path,
+                    format!("channel {} is not produced by {name}", ch.name()),
+                    names(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn observation_len(_: &PursuitParams, scenario: &Scenario) -> usize {
+        scenario.observation.side().pow(2) * channels(scenario).len()
+    }
+
+    fn describe(p: &PursuitParams) -> String {
+        if p.surround {
+            "surround catches".to_string()
+        } else {
+            format!("n_catch {}", p.n_catch)
+        }
+    }
+
+    fn derive(params: &PursuitParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
+        let channel_offsets: Vec<usize> = channels(scenario)
+            .iter()
+            .map(|c| match c {
+                Channel::Obstacle => CELL_OBSTACLE,
+                Channel::Pursuers => CELL_PURSUERS,
+                Channel::Evaders => CELL_EVADERS,
+            })
+            .collect();
+        let obs_is_cell_layout = channel_offsets == [CELL_OBSTACLE, CELL_PURSUERS, CELL_EVADERS];
+        // At least one cell of padding: tags and surround catches read the four neighbours of
+        // every agent, also with a radius-0 window.
+        let pad = (scenario.observation.radius.unwrap_or(0) as usize).max(1);
+        let cells_template = padded_cells(grid, pad, |tile, cell: &mut [u8]| {
+            cell[CELL_OBSTACLE] = u8::from(!tile.is_some_and(Tile::is_open));
+        });
+        Derived {
+            rules: Pursuit {
+                params: params.clone(),
+                side: scenario.observation.side(),
+                channel_offsets,
+                obs_is_cell_layout,
+            },
+            pad,
+            cells_template,
+            counter_names: vec!["catches".to_string()],
+        }
+    }
+
+    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+        apply_moves(layout, a.pos, a.alive, a.applied);
+        tally_cells(layout, a.pos, a.alive, a.cells);
+    }
+
+    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+        let caught =
+            resolve_interactions(layout, &self.params, a.pos, a.alive, a.cells, a.reward);
+        a.counters[0] += caught as u32;
+        *a.ended = terminated(layout, a.alive);
+    }
+
+    fn assign_rewards(&self, layout: &Layout, a: &mut ArenaMut) {
+        assign_rewards(layout, &self.params, a.alive, a.reward);
+    }
+
+    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+        write_observations(layout, self, a.pos, a.alive, a.cells, a.obs);
+    }
+
+    fn rebuild_cells(&self, layout: &Layout, a: &mut ArenaMut) {
+        tally_cells(layout, a.pos, a.alive, a.cells);
+    }
+
+    #[cfg(feature = "viewer")]
+    fn observation_image(
+        &self,
+        layout: &Layout,
+        _slot: usize,
+        obs: &[u8],
+    ) -> Option<crate::viewer::obs::ObsImage> {
+        viewer::observation_image(self, layout, obs)
+    }
+
+    fn exact_model(&self) -> ExactModel {
+        ExactModel::Positions
+    }
+
+    fn terminated(&self, layout: &Layout, alive: &[Alive]) -> bool {
+        terminated(layout, alive)
+    }
+}

@@ -1,0 +1,61 @@
+//! Pursuit's parameters as written in assets, with PettingZoo's defaults.
+
+use serde::{Deserialize, Serialize};
+
+/// Pursuit rules' parameters (defaults are PettingZoo's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PursuitParams {
+    /// `true`: an evader is caught when every open orthogonal neighbour of its cell holds a
+    /// pursuer. `false`: when at least `n_catch` pursuers stand on its cell.
+    #[serde(default = "yes")]
+    pub surround: bool,
+    /// Pursuers on the evader's cell needed for a catch when `surround` is false.
+    #[serde(default = "two")]
+    pub n_catch: u16,
+    /// Reward per evader on a pursuer's four neighbouring cells, per step.
+    #[serde(default = "default_tag")]
+    pub tag_reward: f32,
+    /// Reward to every pursuer on a catching cell, per caught evader.
+    #[serde(default = "default_catch")]
+    pub catch_reward: f32,
+    /// Reward to every pursuer, every step.
+    #[serde(default = "default_urgency")]
+    pub urgency_reward: f32,
+    /// Reward to every live learning evader, every step.
+    #[serde(default)]
+    pub escape_reward: f32,
+    /// Replace each pursuer's reward by the pursuers' mean.
+    #[serde(default = "yes")]
+    pub shared_reward: bool,
+}
+
+impl Default for PursuitParams {
+    fn default() -> Self {
+        PursuitParams {
+            surround: true,
+            n_catch: 2,
+            tag_reward: 0.01,
+            catch_reward: 5.0,
+            urgency_reward: -0.1,
+            escape_reward: 0.0,
+            shared_reward: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn two() -> u16 {
+    2
+}
+fn default_tag() -> f32 {
+    0.01
+}
+fn default_catch() -> f32 {
+    5.0
+}
+fn default_urgency() -> f32 {
+    -0.1
+}
