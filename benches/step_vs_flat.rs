@@ -15,9 +15,9 @@ use rand_core::Rng;
 use rayon::prelude::*;
 
 use gridarena::bench::median;
-use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
 use gridarena::layout::Layout;
+use gridarena::policy::RandomPolicy;
 use gridarena::rng::{Purpose, below, stream};
 use gridarena::scenario::{Control, RoleKind, Scenario};
 

@@ -1,8 +1,8 @@
 //! The same seed gives the same trajectories whatever the thread count, for every shipped
 //! scenario; another seed gives others.
 
-use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
+use gridarena::policy::RandomPolicy;
 use gridarena::scenario::{LoadedScenario, Scenario};
 
 /// Hash of the whole batch after every step of a random-policy rollout.

@@ -3,8 +3,8 @@
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
 
-use gridarena::policy::RandomPolicy;
 use gridarena::engine::EnvBatch;
+use gridarena::policy::RandomPolicy;
 use gridarena::scenario::Scenario;
 
 #[global_allocator]

@@ -3,10 +3,10 @@
 
 use proptest::prelude::*;
 
-use gridarena::policy::RandomPolicy;
 use gridarena::components::{Alive, AppliedAction, GridPos};
 use gridarena::engine::EnvBatch;
 use gridarena::layout::{Layout, Rules};
+use gridarena::policy::RandomPolicy;
 use gridarena::scenario::{
     ActionSet, Channel, Control, LoadedScenario, ObservationSpec, PursuitParams, RoleKind,
     RoleSpec, Scenario, Substrate,

@@ -10,10 +10,10 @@
 //! screenshot after N frames and closes (smoke tests under Xvfb).
 
 mod app;
-mod widgets;
 pub mod obs;
 mod paint;
 pub mod source;
+mod widgets;
 
 use std::path::PathBuf;
 use std::sync::Arc;

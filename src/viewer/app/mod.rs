@@ -10,9 +10,11 @@ use eframe::egui::{self, Color32, Key, Modifiers, RichText, Sense};
 use eframe::egui_wgpu;
 
 use super::obs::obs_image;
-use super::widgets::{action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, swatch};
 use super::paint::{GridCallback, install};
 use super::source::Source;
+use super::widgets::{
+    action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, swatch,
+};
 use crate::render::scene::palette;
 
 /// How the window ended, when that matters to the caller: the screenshot written (or why not),

@@ -5,8 +5,8 @@ use std::path::Path;
 use eframe::egui::{Event, PointerButton, Pos2, RawInput, Rect, vec2};
 
 use super::*;
-use crate::policy::RandomPolicy;
 use crate::engine::EnvBatch;
+use crate::policy::RandomPolicy;
 use crate::rollout::Rollout;
 use crate::scenario::Scenario;
 use crate::viewer::source::{Live, Replay};
@@ -180,8 +180,7 @@ fn screenshot_mode_requests_after_n_frames_and_saves_the_png() {
 
 #[test]
 fn live_mode_steps_back_through_its_history_and_restarts_with_a_new_seed() {
-    let dir =
-        std::env::temp_dir().join(format!("gridarena-viewer-live-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("gridarena-viewer-live-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = crate::train::config::RunConfig {
         scenario: Some(SCENARIO.into()),
