@@ -1,9 +1,21 @@
 //! gridarena: a batched ECS engine for multi-agent reinforcement learning in gridworlds.
 //!
 //! Data flows top-down: a [`scenario`] asset is parsed and validated, a [`layout::Layout`] is
-//! derived from it, an [`engine::EnvBatch`] spawns B arenas into one bevy World whose
-//! [`schedule`] steps them all at once through the [`systems`], which call the rules in
-//! [`substrate`]. Learners read the dense buffers in [`components::StepBuffers`].
+//! derived from it, an [`engine::EnvBatch`] spawns B arenas into one bevy World whose step
+//! schedule runs them all at once through the systems, which call the rules in [`substrate`].
+//! Learners ([`train::Learner`]) read the dense buffers in [`components::StepBuffers`] and train
+//! critics ([`critic`]) on the CPU or the GPU. `docs/design.md` draws the whole flow and says
+//! where each concern lives.
+//!
+//! The public surface, by what users call:
+//! - engine: [`EnvBatch`], [`Scenario`] / [`LoadedScenario`], [`layout::Layout`], the
+//!   [`components::StepBuffers`] it exposes, [`metrics`] and [`rollout`] files;
+//! - training: [`train()`](train::train), [`RunConfig`], [`TrainOptions`], the [`Learner`] and
+//!   [`Policy`] seams, [`load_policy`], evaluation ([`train::eval`]) and the memory preflight;
+//! - analysis: exact and learned NashConv ([`analysis`]);
+//! - rendering: [`render`] (offscreen frames, GIF/PNG) and, with the `viewer` feature, the window.
+//!
+//! The step's schedule, its systems and the file helpers are internal.
 //!
 //! Stepping a batch from Rust with a policy of your own (here: every learner always moves
 //! right; `examples/` has longer versions, and training from code):
@@ -30,7 +42,7 @@
 //! ```
 
 pub mod analysis;
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod bench;
 pub mod components;
 pub mod critic;
@@ -43,10 +55,16 @@ pub mod render;
 pub mod rng;
 pub mod rollout;
 pub mod scenario;
-pub mod schedule;
+pub(crate) mod schedule;
 pub mod substrate;
-pub mod sys;
-pub mod systems;
+pub(crate) mod sys;
+pub(crate) mod systems;
 pub mod train;
 #[cfg(feature = "viewer")]
 pub mod viewer;
+
+pub use engine::EnvBatch;
+pub use policy::{Policy, RandomPolicy};
+pub use scenario::{LoadedScenario, Scenario};
+pub use train::config::RunConfig;
+pub use train::{Learner, TrainOptions, load_policy};
