@@ -154,7 +154,40 @@ pub struct TrainOptions {
     pub memory_budget: Option<u64>,
 }
 
-/// Trains (or resumes) the run in `out`.
+/// Trains (or resumes) the run in `out`: the memory preflight, the run directory (`config.ron`,
+/// `scenario.ron`, `metrics.jsonl`, checkpoints, the learning curve), then updates until the
+/// configured steps are done (or `opts` stops it), checkpointing as configured.
+///
+/// ```
+/// use gridarena::critic::Device;
+/// use gridarena::policy::Policy;
+/// use gridarena::train::{TrainOptions, config::RunConfig, load_policy, train};
+///
+/// let dir = std::env::temp_dir().join(format!("gridarena-doctest-{}", std::process::id()));
+/// // PQN on the embedded Pursuit scenario, two small updates on the CPU.
+/// let cfg = RunConfig {
+///     device: Device::Cpu,
+///     arenas: 4,
+///     rollout: 8,
+///     minibatches: 2,
+///     hidden: 16,
+///     layers: 1,
+///     total_steps: 2 * 4 * 8,
+///     ..RunConfig::default()
+/// };
+/// let summary = train(&cfg, &dir, &TrainOptions::default())?;
+/// assert_eq!((summary.updates, summary.env_steps), (2, 64));
+/// assert!(dir.join("metrics.jsonl").is_file());
+///
+/// // The run's greedy policy maps `[R, N, O]` observation rows to `[R, N]` actions.
+/// let mut policy = load_policy(&dir)?;
+/// let obs = vec![0u8; 8 * 147]; // one arena: 8 pursuers x a 7x7x3 window
+/// let mut actions = vec![0u8; 8];
+/// policy.actions(&obs, &mut actions)?;
+/// assert!(actions.iter().all(|&a| a < 5));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, RunError> {
     let (resume, progress, stop) = (opts.resume, opts.progress, opts.stop.clone());
     cfg.validate()?;
