@@ -303,12 +303,12 @@ pub(crate) fn load_frame_items(layout: &Layout, items: &[u8], cells: &mut [u8]) 
 /// A frame's non-empty items as diamonds of `half` size, coloured by `colour(item)`.
 pub(crate) fn draw_items(
     layout: &Layout,
-    frame: &crate::rollout::Frame,
+    frame: &crate::rollout::frame::Frame,
     half: f32,
     colour: impl Fn(u8) -> [u8; 3],
-    out: &mut Vec<crate::render::scene::Instance>,
+    out: &mut Vec<crate::render::draw::Instance>,
 ) {
-    use crate::render::scene::{rgb, shape, square};
+    use crate::render::draw::{rgb, shape, square};
     let w = layout.width;
     for (i, &item) in frame.items.iter().enumerate() {
         if item != 0 {
@@ -329,9 +329,9 @@ pub(crate) fn window_image(
     item: (eframe::egui::Color32, &str),
     item_colour: impl Fn(u8) -> eframe::egui::Color32,
     notes: impl Fn(&[u8]) -> String,
-) -> Option<crate::viewer::obs::ObsImage> {
-    use crate::render::scene::{FLOOR, WALL};
-    use crate::viewer::obs::{ObsImage, c};
+) -> Option<crate::viewer::obs_image::ObsImage> {
+    use crate::render::draw::{FLOOR, WALL};
+    use crate::viewer::obs_image::{ObsImage, c};
     use eframe::egui::Color32;
     let w = avatar.window;
     let (cols, rows) = (w.width(), w.depth());

@@ -170,7 +170,7 @@ macro_rules! substrates {
                 layout: &Layout,
                 slot: usize,
                 obs: &[u8],
-            ) -> Option<crate::viewer::obs::ObsImage> {
+            ) -> Option<crate::viewer::obs_image::ObsImage> {
                 match self { $( Rules::$variant(r) => r.observation_image(layout, slot, obs), )* }
             }
             /// How exact analysis indexes the states.

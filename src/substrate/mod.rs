@@ -29,8 +29,8 @@ pub use step::{
 use crate::components::Alive;
 use crate::error::ScenarioError;
 use crate::layout::Layout;
-use crate::render::scene::Instance;
-use crate::rollout::Frame;
+use crate::render::draw::Instance;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::Check;
 use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
 
@@ -199,7 +199,7 @@ pub(crate) trait SubstrateRules:
         _layout: &Layout,
         _slot: usize,
         _obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         None
     }
 

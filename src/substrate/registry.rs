@@ -15,8 +15,8 @@ use super::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::components::Alive;
 use crate::error::ScenarioError;
 use crate::layout::Layout;
-use crate::render::scene::Instance;
-use crate::rollout::Frame;
+use crate::render::draw::Instance;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::Check;
 use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
 

@@ -16,9 +16,9 @@ use crate::substrate::avatars::{self, AvatarLayout};
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::Layout;
-use crate::render::scene::{Instance, hsv};
+use crate::render::draw::{Instance, hsv};
 use crate::rng;
-use crate::rollout::Frame;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::Check;
 use crate::scenario::{ActionSet, Grid, Scenario};
 
@@ -173,8 +173,8 @@ impl SubstrateRules for Chemistry {
         _layout: &Layout,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
-        use crate::viewer::obs::c;
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
+        use crate::viewer::obs_image::c;
         avatars::window_image(
             &self.avatar,
             obs,

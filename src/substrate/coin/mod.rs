@@ -15,8 +15,8 @@ pub use rules::{apply_moves, interact, place_coin, write_observations};
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::Layout;
-use crate::render::scene::{Instance, palette, rgb, shape, square};
-use crate::rollout::Frame;
+use crate::render::draw::{Instance, palette, rgb, shape, square};
+use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f};
 use crate::scenario::{ActionSet, Grid, Scenario};
 
@@ -110,7 +110,7 @@ impl SubstrateRules for Coin {
         if let [lo, hi, colour, ..] = frame.items[..] {
             let w = layout.width;
             let cell = lo as usize | (hi as usize) << 8;
-            let colors = palette(layout);
+            let colors = palette(&layout.slot_kind);
             let c = colors
                 .get(colour as usize)
                 .copied()
@@ -132,7 +132,7 @@ impl SubstrateRules for Coin {
         layout: &Layout,
         slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(layout, slot, obs)
     }
 }

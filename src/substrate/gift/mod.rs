@@ -14,9 +14,9 @@ use crate::substrate::avatars::{self, AvatarLayout};
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::Layout;
-use crate::render::scene::Instance;
+use crate::render::draw::Instance;
 use crate::rng;
-use crate::rollout::Frame;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f, i};
 use crate::scenario::{ActionSet, Grid, Scenario, Tile};
 
@@ -136,8 +136,8 @@ impl SubstrateRules for Gift {
         _layout: &Layout,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
-        use crate::viewer::obs::c;
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
+        use crate::viewer::obs_image::c;
         avatars::window_image(
             &self.avatar,
             obs,

@@ -158,7 +158,7 @@ impl SubstrateRules for Matrix {
         layout: &Layout,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(&self.params, layout, obs)
     }
 

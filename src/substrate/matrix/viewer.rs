@@ -4,8 +4,8 @@ use eframe::egui::Color32;
 
 use super::MatrixParams;
 use crate::layout::Layout;
-use crate::render::scene::FLOOR;
-use crate::viewer::obs::{ObsImage, c};
+use crate::render::draw::FLOOR;
+use crate::viewer::obs_image::{ObsImage, c};
 
 /// The previous joint action as a players x actions grid, and the first-step flag.
 pub(super) fn observation_image(

@@ -227,7 +227,7 @@ impl SubstrateRules for Pursuit {
         layout: &Layout,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(self, layout, obs)
     }
 
