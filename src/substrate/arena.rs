@@ -7,8 +7,6 @@ use crate::components::{
 };
 use crate::layout::Layout;
 
-use super::step::{rebuild_cells, write_observations};
-
 /// One arena's state and step buffers, borrowed from the batch columns (or from an
 /// [`ArenaState`]). Agent slices have M entries in slot order.
 pub struct ArenaMut<'a> {
@@ -118,7 +116,7 @@ impl ArenaState {
             truncated: 0,
         };
         let mut a = state.view();
-        rebuild_cells(layout, &mut a);
+        layout.rules.rebuild_cells(layout, &mut a);
         state
     }
 
@@ -155,7 +153,7 @@ impl ArenaState {
     /// Writes and returns the learners' observations `[N, O]` of this state.
     pub fn observe(&mut self, layout: &Layout) -> &[u8] {
         let mut a = self.view();
-        write_observations(layout, &mut a);
+        layout.rules.write_observations(layout, &mut a);
         &self.obs
     }
 
@@ -163,6 +161,6 @@ impl ArenaState {
     /// hand.
     pub fn rebuild(&mut self, layout: &Layout) {
         let mut a = self.view();
-        rebuild_cells(layout, &mut a);
+        layout.rules.rebuild_cells(layout, &mut a);
     }
 }

@@ -4,8 +4,8 @@
 
 use super::config::{Algo, RunConfig};
 use super::error::TrainError;
-use super::plan::PlanTensor;
 use super::run_dir::Checkpoint;
+use super::sizing::PlanTensor;
 use super::stats::UpdateStats;
 use super::{iql, pqn, pr2};
 use crate::critic::{Backend, Chosen, Critic};

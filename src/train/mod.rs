@@ -25,6 +25,7 @@ pub mod rate_limiter;
 pub(crate) mod replay;
 pub mod run_dir;
 pub(crate) mod schedule;
+pub(crate) mod sizing;
 pub(crate) mod stats;
 
 pub use error::TrainError;
