@@ -9,7 +9,7 @@ use super::arena::{ArenaMut, ArenaState, StepOutcome};
 use crate::components::{Alive, AppliedAction, Carry, Cooldown, EpisodeReturn, Facing, GridPos};
 use crate::layout::Layout;
 use crate::rng::below;
-use crate::scenario::Control;
+use crate::scenario::role::Control;
 
 /// The rules of one step on one arena, given the applied actions (chance already resolved for
 /// slip and scripted agents; the substrate's own chance comes from the arena's `rules` stream):

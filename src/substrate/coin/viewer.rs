@@ -2,13 +2,13 @@
 
 use eframe::egui::Color32;
 
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::render::draw::palette;
 use crate::viewer::obs_image::{ObsImage, c, mix};
 
 /// The full grid, 4 channels per cell (me, the other, my coin, the other's coin), as mixed
 /// colours.
-pub(super) fn observation_image(layout: &Layout, slot: usize, obs: &[u8]) -> Option<ObsImage> {
+pub(super) fn observation_image(layout: &LayoutCore, slot: usize, obs: &[u8]) -> Option<ObsImage> {
     let colors = palette(&layout.slot_kind);
     let (cols, rows) = (layout.width, layout.height);
     if obs.len() != cols * rows * 4 {
