@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
+use super::algorithms::algorithm;
 use super::config::RunConfig;
-use super::learner::algorithm;
 pub use super::sizing::PlanTensor;
 use crate::critic::{Backend, Chosen};
 use crate::error::human_bytes;
