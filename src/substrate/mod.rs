@@ -7,7 +7,8 @@
 //! [`Rules`] enum whose methods dispatch to the folder (one `match` per arena and phase; no
 //! virtual calls, nothing allocated). `docs/new_substrate.md` walks through adding one.
 //!
-//! What every substrate shares lives beside the folders: the arena's state ([`arena`]), chance
+//! What every substrate shares lives beside the folders: the arena's state as the rules see it
+//! ([`arena`]) and held by itself ([`state`]), chance
 //! and spawning and the per-phase entry points the systems call ([`step`]), rollout frames
 //! ([`frame`]) and the facing avatars of gift_refinements and chemistry ([`avatars`]).
 
@@ -17,10 +18,12 @@ pub mod avatars;
 mod dispatch;
 pub mod frame;
 pub mod registry;
+pub mod state;
 pub mod step;
 
-pub use arena::{ArenaMut, ArenaState, StepOutcome};
+pub use arena::ArenaMut;
 pub use registry::*;
+pub use state::{ArenaState, StepOutcome};
 pub use step::{
     apply_moves, assign_rewards, draw_chance, rebuild_cells, resolve_interactions, spawn,
     transition, write_observations,

@@ -5,7 +5,8 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::arena::{ArenaMut, ArenaState, StepOutcome};
+use super::arena::ArenaMut;
+use super::state::{ArenaState, StepOutcome};
 use crate::components::{Alive, AppliedAction, Carry, Cooldown, EpisodeReturn, Facing, GridPos};
 use crate::layout::Layout;
 use crate::rng::below;
