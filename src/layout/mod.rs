@@ -1,7 +1,7 @@
 //! Everything derived once from a scenario that every arena of a batch shares: the one named
 //! place where derived quantities are computed.
 
-pub mod core;
+pub(crate) mod core;
 
 use bevy_ecs::prelude::*;
 

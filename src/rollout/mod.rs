@@ -6,7 +6,7 @@
 //! frame holds the applied actions that led to it, the step's rewards per slot, and whether the
 //! step ended the episode. After a terminal frame the next frame is the respawned arena.
 
-pub mod frame;
+pub(crate) mod frame;
 
 use std::path::Path;
 

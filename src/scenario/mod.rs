@@ -4,15 +4,15 @@
 //! the action set, slip, episode length and the observation window. `docs/scenarios.md` documents
 //! every field with a full example.
 
-pub mod actions;
+pub(crate) mod actions;
 pub(crate) mod check;
 mod diagnose;
 pub mod locate;
 pub mod map;
-pub mod observation;
-pub mod role;
+pub(crate) mod observation;
+pub(crate) mod role;
 mod validate;
-pub mod view;
+pub(crate) mod view;
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! One arena's state as the rules see it: borrowed from the batch columns or from an
-//! [`ArenaState`](super::state::ArenaState) ([`ArenaMut`]). A leaf: every substrate's rules take
+//! [`ArenaState`](super::ArenaState) ([`ArenaMut`]). A leaf: every substrate's rules take
 //! it, and it knows nothing of layouts or the registry.
 
 use crate::components::{
@@ -8,7 +8,7 @@ use crate::components::{
 };
 
 /// One arena's state and step buffers, borrowed from the batch columns (or from an
-/// [`ArenaState`](super::state::ArenaState)). Agent slices have M entries in slot order.
+/// [`ArenaState`](super::ArenaState)). Agent slices have M entries in slot order.
 pub struct ArenaMut<'a> {
     /// Positions.
     pub pos: &'a mut [GridPos],

@@ -18,7 +18,7 @@ pub mod avatars;
 mod dispatch;
 pub mod frame;
 pub mod registry;
-pub mod state;
+pub(crate) mod state;
 pub mod step;
 
 pub use arena::ArenaMut;

@@ -1,12 +1,10 @@
-//! The algorithm registry: [`new_learner`] builds the configured algorithm's [`Learner`] and
+//! The algorithm registry: [`new_learner`] builds the configured algorithm's [`Learner`](super::learner::Learner) and
 //! the memory preflight sizes its tensors through [`algorithm`]. Adding an algorithm adds a file
 //! and one line to [`algorithm`].
 
 use super::config::{Algo, RunConfig};
 use super::error::TrainError;
 use super::learner::BoxedLearner;
-#[cfg(doc)]
-use super::learner::Learner;
 use super::sizing::PlanTensor;
 use super::{iql, pqn, pr2};
 use crate::critic::{Backend, Chosen};

@@ -11,7 +11,7 @@
 
 mod app;
 pub mod obs;
-pub mod obs_image;
+pub(crate) mod obs_image;
 mod paint;
 pub mod source;
 mod widgets;
