@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::explicit::edge_bytes;
 use super::model::TransitionModel;
-use crate::train::plan::{Plan, PlanTensor, fmt};
+use crate::train::plan::{Plan, PlanTensor};
+use crate::train::sizing::fmt;
 
 /// How NashConv is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]

@@ -2,6 +2,7 @@
 //! [`gpu`] draws it with one wgpu pipeline on a window surface or offscreen, [`output`] writes
 //! animated GIFs and PNG frames (`gridarena render`).
 
+pub(crate) mod draw;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 #[cfg(feature = "gpu")]

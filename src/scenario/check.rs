@@ -4,8 +4,8 @@
 
 use crate::error::{ErrorClass, ScenarioError};
 
-use super::ObservationSpec;
 use super::locate::{PathSeg, Pos, SourceMap, path_string};
+use super::observation::ObservationSpec;
 
 /// The file being checked and its source map.
 pub(crate) struct Check<'a> {

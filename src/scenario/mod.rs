@@ -4,11 +4,15 @@
 //! the action set, slip, episode length and the observation window. `docs/scenarios.md` documents
 //! every field with a full example.
 
+pub(crate) mod actions;
 pub(crate) mod check;
 mod diagnose;
 pub mod locate;
 pub mod map;
+pub(crate) mod observation;
+pub(crate) mod role;
 mod validate;
+pub(crate) mod view;
 
 use std::path::Path;
 
@@ -22,8 +26,12 @@ pub use crate::substrate::matrix::MatrixParams;
 pub use crate::substrate::pursuit::PursuitParams;
 /// The `substrate` field's enum, generated from the substrate registry.
 pub use crate::substrate::registry::Substrate;
+pub use actions::ActionSet;
 use locate::SourceMap;
 pub use map::{Grid, LEGEND, Tile};
+pub use observation::{Channel, ObservationSpec, Window};
+pub use role::{Control, RoleKind, RoleSpec};
+pub use view::ScenarioView;
 
 /// The default scenario (PettingZoo SISL Pursuit v5 defaults), embedded in the binary.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../assets/scenarios/pursuit.ron");
@@ -71,227 +79,6 @@ pub struct Scenario {
     /// What learners observe; fields a substrate does not use must be left out.
     #[serde(default)]
     pub observation: ObservationSpec,
-}
-
-/// What an agent is in its substrate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoleKind {
-    /// Pursuit: hunts evaders.
-    Pursuer,
-    /// Pursuit: is hunted.
-    Evader,
-    /// Every other substrate's avatar.
-    Player,
-}
-
-impl RoleKind {
-    /// Lower-case name as written in assets.
-    pub fn name(self) -> &'static str {
-        match self {
-            RoleKind::Pursuer => "pursuer",
-            RoleKind::Evader => "evader",
-            RoleKind::Player => "player",
-        }
-    }
-
-    /// Who controls agents of this kind when the asset does not say: evaders walk at random
-    /// (PettingZoo's default), everyone else learns.
-    pub fn default_control(self) -> Control {
-        match self {
-            RoleKind::Evader => Control::RandomWalk,
-            RoleKind::Pursuer | RoleKind::Player => Control::Learner,
-        }
-    }
-
-    /// The map symbol of this role's own spawn points.
-    pub fn spawn_tile(self) -> Tile {
-        match self {
-            RoleKind::Pursuer => Tile::SpawnPursuer,
-            RoleKind::Evader => Tile::SpawnEvader,
-            RoleKind::Player => Tile::SpawnAny,
-        }
-    }
-}
-
-/// Who chooses a role's actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Control {
-    /// A learning agent: gets an observation slot and reads its action from the action buffer.
-    Learner,
-    /// Acts uniformly at random every step (a chance outcome, not a learner).
-    RandomWalk,
-}
-
-/// One role: a kind of agent, how many of them, and who controls them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoleSpec {
-    /// The role's kind in the substrate.
-    pub kind: RoleKind,
-    /// Agents of this role per arena.
-    pub count: u16,
-    /// Learner or scripted; when omitted, the kind's default (see [`RoleKind::default_control`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control: Option<Control>,
-}
-
-impl RoleSpec {
-    /// Who controls this role, defaults resolved.
-    pub fn control(&self) -> Control {
-        self.control.unwrap_or(self.kind.default_control())
-    }
-}
-
-/// The action set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActionSet {
-    /// 0 left, 1 right, 2 up, 3 down, 4 stay (screen directions; up is row - 1).
-    Move5,
-    /// 0 noop, 1 forward, 2 backward, 3 step left, 4 step right, 5 turn left, 6 turn right,
-    /// 7 refine-and-gift, 8 consume (moves relative to the facing).
-    Gift9,
-    /// 0 noop, 1 forward, 2 backward, 3 step left, 4 step right, 5 turn left, 6 turn right, 7 io.
-    Chemistry8,
-    /// K abstract choices 0..K (matrix games).
-    Choose(u8),
-}
-
-impl ActionSet {
-    /// Number of actions.
-    pub fn len(self) -> usize {
-        match self {
-            ActionSet::Move5 => 5,
-            ActionSet::Gift9 => 9,
-            ActionSet::Chemistry8 => 8,
-            ActionSet::Choose(k) => k as usize,
-        }
-    }
-
-    /// True for `Choose(0)` (never valid).
-    pub fn is_empty(self) -> bool {
-        self.len() == 0
-    }
-
-    /// The "do nothing" action an agent that left the arena takes.
-    pub fn idle(self) -> u8 {
-        match self {
-            ActionSet::Move5 => 4,
-            ActionSet::Gift9 | ActionSet::Chemistry8 | ActionSet::Choose(_) => 0,
-        }
-    }
-
-    /// Action names in index order (empty for `Choose`).
-    pub fn names(self) -> &'static [&'static str] {
-        match self {
-            ActionSet::Move5 => &["left", "right", "up", "down", "stay"],
-            ActionSet::Gift9 => &[
-                "noop",
-                "forward",
-                "backward",
-                "step_left",
-                "step_right",
-                "turn_left",
-                "turn_right",
-                "refine_and_gift",
-                "consume",
-            ],
-            ActionSet::Chemistry8 => &[
-                "noop",
-                "forward",
-                "backward",
-                "step_left",
-                "step_right",
-                "turn_left",
-                "turn_right",
-                "io",
-            ],
-            ActionSet::Choose(_) => &[],
-        }
-    }
-}
-
-/// A configurable observation channel (Pursuit; one u8 per cell of the window).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    /// 1 on walls and outside the map.
-    Obstacle,
-    /// Number of live pursuers on the cell (saturating at 255).
-    Pursuers,
-    /// Number of live evaders on the cell (saturating at 255).
-    Evaders,
-}
-
-impl Channel {
-    /// Lower-case name as written in assets.
-    pub fn name(self) -> &'static str {
-        match self {
-            Channel::Obstacle => "obstacle",
-            Channel::Pursuers => "pursuers",
-            Channel::Evaders => "evaders",
-        }
-    }
-}
-
-/// A window that turns with the agent's facing: cells to its left and right, ahead and behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Window {
-    /// Cells to the agent's left.
-    pub left: u16,
-    /// Cells to the agent's right.
-    pub right: u16,
-    /// Cells ahead.
-    pub ahead: u16,
-    /// Cells behind.
-    pub behind: u16,
-}
-
-impl Window {
-    /// Melting Pot's default: 5 left, 5 right, 9 ahead, 1 behind (11 x 11).
-    pub const MELTING_POT: Window = Window {
-        left: 5,
-        right: 5,
-        ahead: 9,
-        behind: 1,
-    };
-
-    /// Columns (left + 1 + right).
-    pub fn width(self) -> usize {
-        self.left as usize + 1 + self.right as usize
-    }
-
-    /// Rows (ahead + 1 + behind).
-    pub fn depth(self) -> usize {
-        self.ahead as usize + 1 + self.behind as usize
-    }
-}
-
-/// What learners observe. Pursuit uses a square `radius` window and `channels`; gift_refinements
-/// and chemistry a facing-rotated `window`; coin and matrix games need nothing here.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ObservationSpec {
-    /// Square window: cells on each side of the agent (side `2 * radius + 1`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub radius: Option<u16>,
-    /// Facing-rotated window (default [`Window::MELTING_POT`] where used).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<Window>,
-    /// Channels per cell, in this order (Pursuit; empty means all, canonical order). Layout is
-    /// `[rows, columns, channels]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub channels: Vec<Channel>,
-}
-
-impl ObservationSpec {
-    /// The square window's side in cells (1 without a radius).
-    pub fn side(&self) -> usize {
-        2 * self.radius.unwrap_or(0) as usize + 1
-    }
 }
 
 /// A scenario that parsed and validated, with the map decoded.
@@ -393,12 +180,21 @@ impl Scenario {
 
     /// Observation bytes per learner for this scenario (see docs/scenarios.md for layouts).
     pub fn observation_len(&self) -> usize {
-        self.substrate.observation_len(self)
+        self.substrate.observation_len(&self.view())
+    }
+
+    /// What the substrate's hooks read of this scenario (everything but the substrate).
+    pub fn view(&self) -> ScenarioView<'_> {
+        ScenarioView {
+            map: &self.map,
+            roles: &self.roles,
+            observation: &self.observation,
+        }
     }
 
     /// Agents per arena over all roles.
     pub fn agents_per_arena(&self) -> usize {
-        self.roles.iter().map(|r| r.count as usize).sum()
+        self.view().agents_per_arena()
     }
 
     /// Learning agents per arena.

@@ -21,11 +21,11 @@ impl Scenario {
             ));
         }
         // The substrate first: the map's legend depends on it (chemistry's compound symbols).
-        self.substrate.check_params(self, &c)?;
+        self.substrate.check_params(&self.view(), &c)?;
         let grid = self.check_map(&c)?;
         self.check_roles(&c, &grid)?;
         self.check_actions_and_episode(&c)?;
-        self.substrate.check_observation(self, &grid, &c)?;
+        self.substrate.check_observation(&self.view(), &grid, &c)?;
         Ok(grid)
     }
 
@@ -231,7 +231,7 @@ impl Scenario {
                 format!("at most {}", u16::MAX),
             ));
         }
-        self.substrate.check_roles(self, c)
+        self.substrate.check_roles(&self.view(), c)
     }
 
     fn check_actions_and_episode(&self, c: &Check) -> Result<(), ScenarioError> {

@@ -9,13 +9,14 @@
 use rand_core::Rng;
 
 use super::ArenaMut;
-use super::gift::GiftParams;
 use crate::components::{CELL_CHANNELS, Carry, Cooldown, GridPos};
 use crate::error::{ErrorClass, ScenarioError};
-use crate::layout::{Layout, padded_cells};
+use crate::layout::core::{LayoutCore, padded_cells};
 use crate::rng::below;
 use crate::scenario::check::{Check, f};
-use crate::scenario::{Grid, Scenario, Tile, Window};
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::Window;
+use crate::scenario::view::ScenarioView;
 
 /// Bytes per cell in the avatar substrates' observation window: wall, item, avatar, and the
 /// other avatar's facing relative to the observer as four one-hot bytes (same, right, opposite,
@@ -36,7 +37,7 @@ pub struct AvatarLayout {
 
 impl AvatarLayout {
     /// The window a scenario asks for, with its offsets in a cell layer padded by `pad`.
-    pub(crate) fn new(scenario: &Scenario, grid: &Grid, pad: usize) -> AvatarLayout {
+    pub(crate) fn new(scenario: &ScenarioView, grid: &Grid, pad: usize) -> AvatarLayout {
         let window = window(scenario);
         AvatarLayout {
             window,
@@ -78,7 +79,7 @@ pub fn priority_order(m: usize, rng: &mut impl Rng) -> [u8; MAX_AVATARS] {
 }
 
 /// Clears and re-marks every live avatar's cell in the avatar byte.
-pub fn mark_avatars(layout: &Layout, a: &mut ArenaMut) {
+pub fn mark_avatars(layout: &LayoutCore, a: &mut ArenaMut) {
     for cell in a.cells.chunks_exact_mut(CELL_CHANNELS) {
         cell[AVATAR] = 0;
     }
@@ -94,8 +95,9 @@ pub fn mark_avatars(layout: &Layout, a: &mut ArenaMut) {
 /// 5-6 turn left, right. Avatars act in a random priority order; a step succeeds when the
 /// target cell is open and holds no avatar at that moment (so two avatars never share a cell and
 /// the first in priority wins a contested cell). The move happens before the turn, as in Melting
-/// Pot's action order. With `gift`, stepping onto a token picks it up.
-pub fn apply_moves(layout: &Layout, a: &mut ArenaMut, gift: Option<&GiftParams>) {
+/// Pot's action order. With `token_capacity` (gift_refinements' inventory capacity), stepping onto
+/// a token picks it up.
+pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option<u8>) {
     let order = priority_order(layout.agents, &mut a.rng.rules);
     for &s in &order[..layout.agents] {
         let s = s as usize;
@@ -123,13 +125,13 @@ pub fn apply_moves(layout: &Layout, a: &mut ArenaMut, gift: Option<&GiftParams>)
                 a.cells[i + AVATAR] = 0;
                 a.cells[j + AVATAR] = s as u8 + 1;
                 a.pos[s] = to;
-                if let Some(g) = gift
+                if let Some(capacity) = token_capacity
                     && a.cells[j] & TOKEN_CELL != 0
                     && a.cells[j + ITEM] != 0
                 {
                     a.cells[j + ITEM] = 0;
                     let raw = &mut a.carry[s].0[0];
-                    *raw = (*raw + 1).min(g.capacity);
+                    *raw = (*raw + 1).min(capacity);
                     a.counters[0] += 1;
                 }
             }
@@ -169,7 +171,7 @@ pub fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
 /// `extras` from the learner's carried items and cooldown (gift: inventory levels 1-3 and a
 /// ready flag; chemistry: the vesicle compound and an io-ready flag).
 pub fn write_observations(
-    layout: &Layout,
+    layout: &LayoutCore,
     avatar: &AvatarLayout,
     a: &mut ArenaMut,
     extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
@@ -206,12 +208,12 @@ pub fn write_observations(
 }
 
 /// The window a scenario asks for (Melting Pot's by default).
-pub(crate) fn window(scenario: &Scenario) -> Window {
+pub(crate) fn window(scenario: &ScenarioView) -> Window {
     scenario.observation.window.unwrap_or(Window::MELTING_POT)
 }
 
 /// Observation bytes per learner: the window's cells, then `extras` bytes.
-pub(crate) fn observation_len(scenario: &Scenario, extras: usize) -> usize {
+pub(crate) fn observation_len(scenario: &ScenarioView, extras: usize) -> usize {
     let w = window(scenario);
     w.width() * w.depth() * AVATAR_CELL_BYTES + extras
 }
@@ -241,7 +243,7 @@ pub(crate) fn cells_template(grid: &Grid, pad: usize) -> Vec<u8> {
 /// wall; the cap bounds the observation's size).
 pub(crate) fn check_observation(
     name: &str,
-    scenario: &Scenario,
+    scenario: &ScenarioView,
     c: &Check,
 ) -> Result<(), ScenarioError> {
     let obs = &scenario.observation;
@@ -268,7 +270,7 @@ pub(crate) fn check_observation(
 }
 
 /// At most [`MAX_AVATARS`] avatars per arena.
-pub(crate) fn check_roles(scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+pub(crate) fn check_roles(scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
     let agents = scenario.agents_per_arena();
     if agents > MAX_AVATARS {
         return Err(c.bad(
@@ -281,7 +283,7 @@ pub(crate) fn check_roles(scenario: &Scenario, c: &Check) -> Result<(), Scenario
 }
 
 /// The item byte of every map cell, row-major (a rollout frame's items).
-pub(crate) fn frame_items(layout: &Layout, cells: &[u8]) -> Vec<u8> {
+pub(crate) fn frame_items(layout: &LayoutCore, cells: &[u8]) -> Vec<u8> {
     (0..layout.height as i16)
         .flat_map(|y| (0..layout.width as i16).map(move |x| (x, y)))
         .map(|(x, y)| cells[layout.cell_index(x, y) + ITEM])
@@ -289,7 +291,7 @@ pub(crate) fn frame_items(layout: &Layout, cells: &[u8]) -> Vec<u8> {
 }
 
 /// Writes a frame's items back into the item bytes; `None` when the length is wrong.
-pub(crate) fn load_frame_items(layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
+pub(crate) fn load_frame_items(layout: &LayoutCore, items: &[u8], cells: &mut [u8]) -> Option<()> {
     if items.len() != layout.width * layout.height {
         return None;
     }
@@ -302,13 +304,13 @@ pub(crate) fn load_frame_items(layout: &Layout, items: &[u8], cells: &mut [u8]) 
 
 /// A frame's non-empty items as diamonds of `half` size, coloured by `colour(item)`.
 pub(crate) fn draw_items(
-    layout: &Layout,
-    frame: &crate::rollout::Frame,
+    layout: &LayoutCore,
+    frame: &crate::rollout::frame::Frame,
     half: f32,
     colour: impl Fn(u8) -> [u8; 3],
-    out: &mut Vec<crate::render::scene::Instance>,
+    out: &mut Vec<crate::render::draw::Instance>,
 ) {
-    use crate::render::scene::{rgb, shape, square};
+    use crate::render::draw::{rgb, shape, square};
     let w = layout.width;
     for (i, &item) in frame.items.iter().enumerate() {
         if item != 0 {
@@ -329,9 +331,9 @@ pub(crate) fn window_image(
     item: (eframe::egui::Color32, &str),
     item_colour: impl Fn(u8) -> eframe::egui::Color32,
     notes: impl Fn(&[u8]) -> String,
-) -> Option<crate::viewer::obs::ObsImage> {
-    use crate::render::scene::{FLOOR, WALL};
-    use crate::viewer::obs::{ObsImage, c};
+) -> Option<crate::viewer::obs_image::ObsImage> {
+    use crate::render::draw::{FLOOR, WALL};
+    use crate::viewer::obs_image::{ObsImage, c};
     use eframe::egui::Color32;
     let w = avatar.window;
     let (cols, rows) = (w.width(), w.depth());
@@ -380,7 +382,7 @@ macro_rules! avatar_hooks {
 
         fn check_roles(
             _: &$params,
-            scenario: &$crate::scenario::Scenario,
+            scenario: &$crate::scenario::view::ScenarioView,
             c: &$crate::scenario::check::Check,
         ) -> Result<(), $crate::error::ScenarioError> {
             $crate::substrate::avatars::check_roles(scenario, c)
@@ -388,36 +390,36 @@ macro_rules! avatar_hooks {
 
         fn check_observation(
             _: &$params,
-            scenario: &$crate::scenario::Scenario,
-            _: &$crate::scenario::Grid,
+            scenario: &$crate::scenario::view::ScenarioView,
+            _: &$crate::scenario::map::Grid,
             c: &$crate::scenario::check::Check,
         ) -> Result<(), $crate::error::ScenarioError> {
             $crate::substrate::avatars::check_observation(Self::NAME, scenario, c)
         }
 
-        fn observation_len(_: &$params, scenario: &$crate::scenario::Scenario) -> usize {
+        fn observation_len(_: &$params, scenario: &$crate::scenario::view::ScenarioView) -> usize {
             $crate::substrate::avatars::observation_len(scenario, $extras)
         }
 
         fn rebuild_cells(
             &self,
-            layout: &$crate::layout::Layout,
+            layout: &$crate::layout::core::LayoutCore,
             a: &mut $crate::substrate::ArenaMut,
         ) {
             $crate::substrate::avatars::mark_avatars(layout, a);
         }
 
-        fn frame_items(&self, layout: &$crate::layout::Layout, cells: &[u8]) -> Vec<u8> {
+        fn frame_items(&self, layout: &$crate::layout::core::LayoutCore, cells: &[u8]) -> Vec<u8> {
             $crate::substrate::avatars::frame_items(layout, cells)
         }
 
-        fn frame_items_len(&self, layout: &$crate::layout::Layout) -> Option<usize> {
+        fn frame_items_len(&self, layout: &$crate::layout::core::LayoutCore) -> Option<usize> {
             Some(layout.width * layout.height)
         }
 
         fn load_frame_items(
             &self,
-            layout: &$crate::layout::Layout,
+            layout: &$crate::layout::core::LayoutCore,
             items: &[u8],
             cells: &mut [u8],
         ) -> Option<()> {

@@ -24,7 +24,7 @@ macro_rules! substrates {
             $( $(#[$doc])* $asset($module::$params), )*
         }
 
-        /// Each substrate's derived per-batch data ([`Layout::rules`]); its methods dispatch
+        /// Each substrate's derived per-batch data ([`Layout::rules`](crate::layout::Layout::rules)); its methods dispatch
         /// one arena's phases to the substrate's folder.
         #[derive(Debug, Clone)]
         pub enum Rules {
@@ -66,7 +66,7 @@ macro_rules! substrates {
                 match self { $( Substrate::$asset(p) => <$rmod::$rules>::map_symbols(p), )* }
             }
             /// Observation bytes per learner of `scenario` (whose substrate this is).
-            pub fn observation_len(&self, scenario: &Scenario) -> usize {
+            pub fn observation_len(&self, scenario: &ScenarioView) -> usize {
                 match self {
                     $( Substrate::$asset(p) => <$rmod::$rules>::observation_len(p, scenario), )*
                 }
@@ -79,15 +79,15 @@ macro_rules! substrates {
             pub(crate) fn field_help(field: &str) -> Option<&'static str> {
                 None $( .or_else(|| <$rmod::$rules>::field_help(field)) )*
             }
-            pub(crate) fn check_params(&self, s: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+            pub(crate) fn check_params(&self, s: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
                 match self { $( Substrate::$asset(p) => <$rmod::$rules>::check_params(p, s, c), )* }
             }
-            pub(crate) fn check_roles(&self, s: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+            pub(crate) fn check_roles(&self, s: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
                 match self { $( Substrate::$asset(p) => <$rmod::$rules>::check_roles(p, s, c), )* }
             }
             pub(crate) fn check_observation(
                 &self,
-                s: &Scenario,
+                s: &ScenarioView,
                 grid: &Grid,
                 c: &Check,
             ) -> Result<(), ScenarioError> {
@@ -95,8 +95,8 @@ macro_rules! substrates {
                     $( Substrate::$asset(p) => <$rmod::$rules>::check_observation(p, s, grid, c), )*
                 }
             }
-            /// The substrate's part of [`Layout::derive`], wrapped in [`Rules`].
-            pub(crate) fn derive(&self, s: &Scenario, grid: &Grid) -> Derived<Rules> {
+            /// The substrate's part of [`Layout::derive`](crate::layout::Layout::derive), wrapped in [`Rules`].
+            pub(crate) fn derive(&self, s: &ScenarioView, grid: &Grid) -> Derived<Rules> {
                 match self {
                     $( Substrate::$asset(p) => {
                         let d = <$rmod::$rules>::derive(p, s, grid);
@@ -119,58 +119,58 @@ macro_rules! substrates {
             }
             /// Movement phase.
             #[inline]
-            pub fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.apply_moves(layout, a), )* }
             }
             /// Interactions after movement.
             #[inline]
-            pub fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.resolve_interactions(layout, a), )* }
             }
             /// The substrate's per-step reward terms.
             #[inline]
-            pub fn assign_rewards(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn assign_rewards(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.assign_rewards(layout, a), )* }
             }
             /// Writes every learner's observation.
             #[inline]
-            pub fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.write_observations(layout, a), )* }
             }
             /// Recomputes the cell layer's derived parts.
             #[inline]
-            pub fn rebuild_cells(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn rebuild_cells(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.rebuild_cells(layout, a), )* }
             }
             /// Completes a spawn after the agents were placed.
             #[inline]
-            pub fn finish_spawn(&self, layout: &Layout, a: &mut ArenaMut) {
+            pub fn finish_spawn(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.finish_spawn(layout, a), )* }
             }
             /// The items a rollout frame records.
-            pub fn frame_items(&self, layout: &Layout, cells: &[u8]) -> Vec<u8> {
+            pub fn frame_items(&self, layout: &LayoutCore, cells: &[u8]) -> Vec<u8> {
                 match self { $( Rules::$variant(r) => r.frame_items(layout, cells), )* }
             }
             /// The length `Frame::items` must have, if frames record items.
-            pub fn frame_items_len(&self, layout: &Layout) -> Option<usize> {
+            pub fn frame_items_len(&self, layout: &LayoutCore) -> Option<usize> {
                 match self { $( Rules::$variant(r) => r.frame_items_len(layout), )* }
             }
             /// Writes a frame's items back into a fresh cell layer.
-            pub fn load_frame_items(&self, layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
+            pub fn load_frame_items(&self, layout: &LayoutCore, items: &[u8], cells: &mut [u8]) -> Option<()> {
                 match self { $( Rules::$variant(r) => r.load_frame_items(layout, items, cells), )* }
             }
             /// Pushes the frame's items as render instances.
-            pub fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {
+            pub fn draw_items(&self, layout: &LayoutCore, frame: &Frame, out: &mut Vec<Instance>) {
                 match self { $( Rules::$variant(r) => r.draw_items(layout, frame, out), )* }
             }
             /// Learner `slot`'s observation drawn as cells, if the substrate knows how.
             #[cfg(feature = "viewer")]
             pub fn observation_image(
                 &self,
-                layout: &Layout,
+                layout: &LayoutCore,
                 slot: usize,
                 obs: &[u8],
-            ) -> Option<crate::viewer::obs::ObsImage> {
+            ) -> Option<crate::viewer::obs_image::ObsImage> {
                 match self { $( Rules::$variant(r) => r.observation_image(layout, slot, obs), )* }
             }
             /// How exact analysis indexes the states.
@@ -178,7 +178,7 @@ macro_rules! substrates {
                 match self { $( Rules::$variant(r) => r.exact_model(), )* }
             }
             /// Whether the rules ended the episode in a state with these alive flags.
-            pub fn terminated(&self, layout: &Layout, alive: &[Alive]) -> bool {
+            pub fn terminated(&self, layout: &LayoutCore, alive: &[Alive]) -> bool {
                 match self { $( Rules::$variant(r) => r.terminated(layout, alive), )* }
             }
         }

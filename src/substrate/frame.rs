@@ -7,7 +7,7 @@
 use super::{ArenaMut, ArenaState};
 use crate::components::{Alive, Carry, Facing, GridPos};
 use crate::layout::Layout;
-use crate::rollout::Frame;
+use crate::rollout::frame::Frame;
 
 /// Builds a frame of one arena; `stepped` adds the step's actions, rewards and done flags.
 pub(crate) fn frame_of(layout: &Layout, a: &ArenaMut, stepped: bool) -> Frame {

@@ -7,7 +7,8 @@
 //! [`Rules`] enum whose methods dispatch to the folder (one `match` per arena and phase; no
 //! virtual calls, nothing allocated). `docs/new_substrate.md` walks through adding one.
 //!
-//! What every substrate shares lives beside the folders: the arena's state ([`arena`]), chance
+//! What every substrate shares lives beside the folders: the arena's state as the rules see it
+//! ([`arena`]) and held by itself ([`state`]), chance
 //! and spawning and the per-phase entry points the systems call ([`step`]), rollout frames
 //! ([`frame`]) and the facing avatars of gift_refinements and chemistry ([`avatars`]).
 
@@ -17,10 +18,12 @@ pub mod avatars;
 mod dispatch;
 pub mod frame;
 pub mod registry;
+pub(crate) mod state;
 pub mod step;
 
-pub use arena::{ArenaMut, ArenaState, StepOutcome};
+pub use arena::ArenaMut;
 pub use registry::*;
+pub use state::{ArenaState, StepOutcome};
 pub use step::{
     apply_moves, assign_rewards, draw_chance, rebuild_cells, resolve_interactions, spawn,
     transition, write_observations,
@@ -28,17 +31,21 @@ pub use step::{
 
 use crate::components::Alive;
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::Instance;
-use crate::rollout::Frame;
+use crate::layout::core::LayoutCore;
+use crate::render::draw::Instance;
+use crate::rollout::frame::Frame;
+use crate::scenario::actions::ActionSet;
 use crate::scenario::check::Check;
-use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::Channel;
+use crate::scenario::role::RoleKind;
+use crate::scenario::view::ScenarioView;
 
 /// What a substrate derives once per batch from its parameters (its part of
-/// [`Layout::derive`]).
+/// [`Layout::derive`](crate::layout::Layout::derive)).
 #[derive(Debug, Clone)]
 pub struct Derived<S> {
-    /// The substrate's own derived data, stored in [`Layout::rules`].
+    /// The substrate's own derived data, stored in [`Layout::rules`](crate::layout::Layout::rules).
     pub rules: S,
     /// Padding around the map in grid cells (the farthest a window, a beam or a neighbour
     /// lookup reaches); 0 for substrates without a padded grid.
@@ -119,7 +126,7 @@ pub(crate) trait SubstrateRules:
     /// Checks the parameters (runs first: the map's legend may depend on them).
     fn check_params(
         _params: &Self::Params,
-        _scenario: &Scenario,
+        _scenario: &ScenarioView,
         _c: &Check,
     ) -> Result<(), ScenarioError> {
         Ok(())
@@ -127,7 +134,7 @@ pub(crate) trait SubstrateRules:
     /// Checks what this substrate requires of the roles, after the common role checks.
     fn check_roles(
         _params: &Self::Params,
-        _scenario: &Scenario,
+        _scenario: &ScenarioView,
         _c: &Check,
     ) -> Result<(), ScenarioError> {
         Ok(())
@@ -135,7 +142,7 @@ pub(crate) trait SubstrateRules:
     /// Checks the `observation` block; by default the substrate uses none of its fields.
     fn check_observation(
         _params: &Self::Params,
-        scenario: &Scenario,
+        scenario: &ScenarioView,
         _grid: &Grid,
         c: &Check,
     ) -> Result<(), ScenarioError> {
@@ -146,60 +153,65 @@ pub(crate) trait SubstrateRules:
         )
     }
     /// Observation bytes per learner (layouts in docs/scenarios.md).
-    fn observation_len(params: &Self::Params, scenario: &Scenario) -> usize;
+    fn observation_len(params: &Self::Params, scenario: &ScenarioView) -> usize;
     /// A one-line summary of the parameters (`gridarena check`).
     fn describe(params: &Self::Params) -> String;
 
     // ---- Layout ------------------------------------------------------------------------
 
     /// Derives the substrate's per-batch data from a validated scenario.
-    fn derive(params: &Self::Params, scenario: &Scenario, grid: &Grid) -> Derived<Self>;
+    fn derive(params: &Self::Params, scenario: &ScenarioView, grid: &Grid) -> Derived<Self>;
 
     // ---- Rules, one arena at a time (hot: no allocation) --------------------------------
 
     /// Movement phase.
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut);
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut);
     /// Interactions after movement; sets `a.ended` when the rules end the episode.
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut);
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut);
     /// Per-step reward terms and sharing, before the common bookkeeping of returns.
-    fn assign_rewards(&self, _layout: &Layout, _a: &mut ArenaMut) {}
+    fn assign_rewards(&self, _layout: &LayoutCore, _a: &mut ArenaMut) {}
     /// Writes every learner's observation `[N, O]`.
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut);
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut);
     /// Recomputes the cell layer's derived parts from the agents (after a hand-set state).
-    fn rebuild_cells(&self, _layout: &Layout, _a: &mut ArenaMut) {}
+    fn rebuild_cells(&self, _layout: &LayoutCore, _a: &mut ArenaMut) {}
     /// Completes a spawn after the agents were placed (by default: rebuild the cell layer).
-    fn finish_spawn(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn finish_spawn(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         self.rebuild_cells(layout, a);
     }
 
     // ---- Rollout frames <-> state ------------------------------------------------------
 
     /// The items a rollout frame records from the cell layer (`Frame::items`).
-    fn frame_items(&self, _layout: &Layout, _cells: &[u8]) -> Vec<u8> {
+    fn frame_items(&self, _layout: &LayoutCore, _cells: &[u8]) -> Vec<u8> {
         Vec::new()
     }
     /// The length `Frame::items` must have; `None` when frames record no items.
-    fn frame_items_len(&self, _layout: &Layout) -> Option<usize> {
+    fn frame_items_len(&self, _layout: &LayoutCore) -> Option<usize> {
         None
     }
     /// Writes a frame's items back into a fresh cell layer; `None` when they do not fit.
-    fn load_frame_items(&self, _layout: &Layout, _items: &[u8], _cells: &mut [u8]) -> Option<()> {
+    fn load_frame_items(
+        &self,
+        _layout: &LayoutCore,
+        _items: &[u8],
+        _cells: &mut [u8],
+    ) -> Option<()> {
         Some(())
     }
 
     // ---- Drawing -----------------------------------------------------------------------
 
     /// Pushes the frame's items (tokens, compounds, coins) as render instances.
-    fn draw_items(&self, _layout: &Layout, _frame: &Frame, _out: &mut Vec<Instance>) {}
+    fn draw_items(&self, _layout: &LayoutCore, _frame: &Frame, _out: &mut Vec<Instance>) {}
     /// Learner `slot`'s observation drawn as cells with a legend; `None` falls back to
     /// grayscale bytes.
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        _layout: &Layout,
+        _layout: &LayoutCore,
         _slot: usize,
         _obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         None
     }
 
@@ -210,7 +222,7 @@ pub(crate) trait SubstrateRules:
         ExactModel::Unsupported
     }
     /// Whether the rules ended the episode in a state (for [`ExactModel::Positions`]).
-    fn terminated(&self, _layout: &Layout, _alive: &[Alive]) -> bool {
+    fn terminated(&self, _layout: &LayoutCore, _alive: &[Alive]) -> bool {
         false
     }
 }

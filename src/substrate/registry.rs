@@ -14,11 +14,15 @@ use serde::{Deserialize, Serialize};
 use super::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::components::Alive;
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::Instance;
-use crate::rollout::Frame;
+use crate::layout::core::LayoutCore;
+use crate::render::draw::Instance;
+use crate::rollout::frame::Frame;
+use crate::scenario::actions::ActionSet;
 use crate::scenario::check::Check;
-use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::Channel;
+use crate::scenario::role::RoleKind;
+use crate::scenario::view::ScenarioView;
 
 substrates! {
     /// PettingZoo SISL Pursuit (v5) with simultaneous moves.

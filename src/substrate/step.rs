@@ -5,11 +5,12 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::arena::{ArenaMut, ArenaState, StepOutcome};
+use super::arena::ArenaMut;
+use super::state::{ArenaState, StepOutcome};
 use crate::components::{Alive, AppliedAction, Carry, Cooldown, EpisodeReturn, Facing, GridPos};
 use crate::layout::Layout;
 use crate::rng::below;
-use crate::scenario::Control;
+use crate::scenario::role::Control;
 
 /// The rules of one step on one arena, given the applied actions (chance already resolved for
 /// slip and scripted agents; the substrate's own chance comes from the arena's `rules` stream):

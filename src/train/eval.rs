@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
+use super::algorithms::new_learner;
 use super::config::RunConfig;
 use super::greedy::GreedyPolicy;
-use super::learner::new_learner;
 use super::run_dir::RunDir;
 use super::stats::mean_ci;
 use super::{RunError, TrainError, load_scenario};

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+use super::algorithms::new_learner;
 use super::config::RunConfig;
-use super::learner::{BoxedLearner, Learner, new_learner};
+use super::learner::{BoxedLearner, Learner};
 use super::run_dir::RunDir;
 use super::{RunError, load_scenario};
 use crate::critic::{Chosen, Device, choose_device};

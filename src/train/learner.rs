@@ -1,17 +1,12 @@
 //! The seam every algorithm plugs into: a [`Learner`] owns its arenas and networks, acts,
-//! updates, reports, and saves and restores its state. [`new_learner`] is the registry: adding
-//! an algorithm adds a file and one line to [`algorithm`].
+//! updates, reports, and saves and restores its state. The algorithms are listed in
+//! [`super::algorithms`].
 
-use super::config::{Algo, RunConfig};
 use super::error::TrainError;
-use super::plan::PlanTensor;
 use super::run_dir::Checkpoint;
 use super::stats::UpdateStats;
-use super::{iql, pqn, pr2};
-use crate::critic::{Backend, Chosen, Critic};
+use crate::critic::Critic;
 use crate::engine::EnvBatch;
-use crate::layout::Layout;
-use crate::scenario::LoadedScenario;
 
 /// Updates and environment steps done, and where the time went since it was last taken.
 #[derive(Debug, Clone, Default)]
@@ -140,38 +135,3 @@ pub trait Learner {
 
 /// A learner of any algorithm.
 pub type BoxedLearner = Box<dyn Learner>;
-
-/// How to build an algorithm's learner and size its tensors before it allocates them.
-pub(crate) struct Algorithm {
-    /// A fresh learner.
-    pub new: fn(&RunConfig, &LoadedScenario, &Chosen) -> Result<BoxedLearner, TrainError>,
-    /// The memory preflight's tensors of a run.
-    pub plan: fn(&RunConfig, &LoadedScenario, &Layout, Backend) -> Vec<PlanTensor>,
-}
-
-/// The registry: one line per algorithm.
-pub(crate) fn algorithm(algo: Algo) -> Algorithm {
-    match algo {
-        Algo::Pqn => Algorithm {
-            new: pqn::Pqn::boxed,
-            plan: pqn::plan,
-        },
-        Algo::Iql => Algorithm {
-            new: iql::Iql::boxed,
-            plan: iql::plan,
-        },
-        Algo::Pr2Iql => Algorithm {
-            new: pr2::Pr2Iql::boxed,
-            plan: pr2::plan,
-        },
-    }
-}
-
-/// A fresh learner for the configuration's algorithm.
-pub fn new_learner(
-    cfg: &RunConfig,
-    loaded: &LoadedScenario,
-    device: &Chosen,
-) -> Result<BoxedLearner, TrainError> {
-    (algorithm(cfg.algo).new)(cfg, loaded, device)
-}

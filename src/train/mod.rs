@@ -8,6 +8,7 @@
 //! `stats` (update statistics, confidence intervals); the memory preflight in `plan`; a
 //! trained run's greedy [`Policy`](crate::policy::Policy) in `greedy`.
 
+mod algorithms;
 pub mod config;
 mod error;
 pub mod eval;
@@ -25,11 +26,13 @@ pub mod rate_limiter;
 pub(crate) mod replay;
 pub mod run_dir;
 pub(crate) mod schedule;
+pub(crate) mod sizing;
 pub(crate) mod stats;
 
+pub use algorithms::new_learner;
 pub use error::TrainError;
 pub use greedy::{GreedyPolicy, load_policy};
-pub use learner::{BoxedLearner, Learner, Progress, new_learner};
+pub use learner::{BoxedLearner, Learner, Progress};
 pub use replay::ReplayState;
 pub use stats::{UpdateStats, mean_ci};
 

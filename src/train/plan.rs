@@ -5,27 +5,13 @@
 
 use serde::Serialize;
 
+use super::algorithms::algorithm;
 use super::config::RunConfig;
-use super::learner::algorithm;
-use super::qnet::stack_spec;
-use crate::critic::{Backend, Chosen, StackSpec};
+pub use super::sizing::PlanTensor;
+use crate::critic::{Backend, Chosen};
 use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
-
-/// One tensor of the plan.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanTensor {
-    /// What it is.
-    pub name: String,
-    /// Its size as a formula with the numbers filled in.
-    pub shape: String,
-    /// Bytes.
-    pub bytes: u64,
-    /// Config fields that shrink it.
-    #[serde(skip)]
-    pub knobs: &'static str,
-}
 
 /// The whole plan.
 #[derive(Debug, Clone, Serialize)]
@@ -43,19 +29,6 @@ pub struct Plan {
 /// The default budget: three quarters of the memory available now (all of it unknown: 8 GiB).
 pub fn default_budget() -> u64 {
     crate::sys::available_memory_bytes().map_or(8 << 30, |b| b / 4 * 3)
-}
-
-/// `n` with thousands separators.
-pub(crate) fn fmt(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Plans a run of `cfg` on `loaded` with the critic on `device`, against `budget` bytes: the
@@ -79,89 +52,6 @@ fn backend_of(device: &Chosen) -> Backend {
         Chosen::Cpu { .. } => Backend::Cpu,
         #[cfg(feature = "gpu")]
         Chosen::Gpu { .. } => Backend::Gpu,
-    }
-}
-
-/// The Q-network stack's tensors (PQN and IQL, every replica's networks stacked): parameters
-/// with gradients, Adam and target, the activations of a pass of `pass_rows` rows (`pass`
-/// says where that number comes from), and the arenas. Also returns the stack.
-pub(crate) fn qnet_tensors(
-    cfg: &RunConfig,
-    loaded: &LoadedScenario,
-    layout: &Layout,
-    backend: Backend,
-    pass_rows: u64,
-    pass: &str,
-) -> (Vec<PlanTensor>, StackSpec) {
-    let single = stack_spec(cfg, loaded);
-    let replicas = cfg.seeds.max(1) as u64;
-    let spec = StackSpec {
-        nets: single.nets * replicas as usize,
-        ..single
-    };
-    let b = cfg.arenas as u64;
-    let s = spec.sizing_for(pass_rows as usize, backend, false);
-    let tensors = vec![
-        PlanTensor {
-            name: "critic parameters, gradients, Adam moments, target".into(),
-            shape: format!(
-                "{} nets x {} params x 4 B x 5",
-                spec.nets,
-                fmt(spec.params_per_net() as u64)
-            ),
-            bytes: s.params + s.grads + s.adam + s.target,
-            knobs: "lower hidden, layers or seeds, or use shared: true",
-        },
-        PlanTensor {
-            name: "critic activations".into(),
-            shape: format!("{} rows per pass ({pass})", fmt(pass_rows)),
-            bytes: s.activations + s.indices,
-            knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
-        },
-        PlanTensor {
-            name: "arenas".into(),
-            shape: format!(
-                "{} replicas x {} arenas x {} B",
-                replicas,
-                fmt(b),
-                fmt(layout.bytes_per_arena() as u64)
-            ),
-            bytes: replicas * b * layout.bytes_per_arena() as u64,
-            knobs: "lower arenas or seeds",
-        },
-    ];
-    (tensors, spec)
-}
-
-/// The opponent models' line (PQN and IQL): their stack over `input` bytes, a pass of `rows`
-/// rows with its outputs, and `extra` bytes the learner keeps for them.
-pub(crate) fn opponent_tensor(
-    cfg: &RunConfig,
-    layout: &Layout,
-    input: usize,
-    backend: Backend,
-    rows: u64,
-    extra: u64,
-) -> PlanTensor {
-    let n = layout.learners;
-    let m = StackSpec {
-        nets: n,
-        input,
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: n.saturating_sub(1) * layout.actions,
-    };
-    PlanTensor {
-        name: "opponent models".into(),
-        shape: format!(
-            "{n} nets x (N-1) x A = {} outputs, {} rows per pass",
-            m.head,
-            fmt(rows)
-        ),
-        bytes: m.sizing_for(rows as usize, backend, false).total()
-            + rows * m.head as u64 * 4
-            + extra,
-        knobs: "opponent_models: false, or lower hidden, rollout or arenas",
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod app;
 pub mod obs;
+pub(crate) mod obs_image;
 mod paint;
 pub mod source;
 mod widgets;

@@ -15,12 +15,14 @@ pub use validate::MAX_REACTANTS;
 use crate::substrate::avatars::{self, AvatarLayout};
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::{Instance, hsv};
+use crate::layout::core::LayoutCore;
+use crate::render::draw::{Instance, hsv};
 use crate::rng;
-use crate::rollout::Frame;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::Check;
-use crate::scenario::{ActionSet, Grid, Scenario};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::Grid;
+use crate::scenario::view::ScenarioView;
 
 /// Observation bytes after the window: the vesicle's compound and an io-ready flag.
 const EXTRAS: usize = 2;
@@ -78,7 +80,7 @@ impl SubstrateRules for Chemistry {
         params.compounds.iter().map(|c| c.symbol).collect()
     }
 
-    fn check_params(p: &ChemistryParams, _: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &ChemistryParams, _: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         validate::check_params(p, c)
     }
 
@@ -90,7 +92,7 @@ impl SubstrateRules for Chemistry {
         )
     }
 
-    fn derive(params: &ChemistryParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
+    fn derive(params: &ChemistryParams, scenario: &ScenarioView, grid: &Grid) -> Derived<Self> {
         let pad = avatars::window_pad(avatars::window(scenario), 1);
         let id = |name: &str| -> u8 {
             params
@@ -148,33 +150,33 @@ impl SubstrateRules for Chemistry {
         }
     }
 
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         avatars::apply_moves(layout, a, None);
     }
 
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         interact(layout, self, a);
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         avatars::write_observations(layout, &self.avatar, a, |carry, cooldown, extras| {
             extras[0] = carry.0[0];
             extras[1] = u8::from(cooldown.0 == 0);
         });
     }
 
-    fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {
+    fn draw_items(&self, layout: &LayoutCore, frame: &Frame, out: &mut Vec<Instance>) {
         avatars::draw_items(layout, frame, 0.25, |item| compound_color(item - 1), out);
     }
 
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        _layout: &Layout,
+        _layout: &LayoutCore,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
-        use crate::viewer::obs::c;
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
+        use crate::viewer::obs_image::c;
         avatars::window_image(
             &self.avatar,
             obs,

@@ -17,7 +17,7 @@ use rand_core::Rng;
 
 use super::Chemistry;
 use crate::components::{CELL_CHANNELS, StepReward};
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::rng::below;
 use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{AVATAR, ITEM, USED, WALL};
@@ -38,7 +38,7 @@ enum Loc {
 }
 
 /// Reactions, then io.
-pub fn interact(layout: &Layout, chem: &Chemistry, a: &mut ArenaMut) {
+pub fn interact(layout: &LayoutCore, chem: &Chemistry, a: &mut ArenaMut) {
     let params = &chem.params;
     a.reward.fill(StepReward(0.0));
     let mut vesicles_used = 0u64;
@@ -111,7 +111,7 @@ fn next_empty_gap(chem: &Chemistry, a: &mut ArenaMut) -> usize {
 /// Tries the reactions of the molecule `c` at `origin` in a random order; fires the first one
 /// whose reactants are all available around it.
 fn try_react(
-    layout: &Layout,
+    layout: &LayoutCore,
     chem: &Chemistry,
     a: &mut ArenaMut,
     origin: Loc,
@@ -170,7 +170,7 @@ fn try_react(
         let reaction = &chem.reactions[r as usize];
         // Match reactants to distinct locations; the origin takes the first reactant equal to c.
         let mut taken = [false; MAX_LOCATIONS];
-        let mut chosen = [0usize; crate::scenario::MAX_REACTANTS];
+        let mut chosen = [0usize; crate::substrate::chemistry::MAX_REACTANTS];
         let mut origin_placed = false;
         let mut ok = true;
         for (q, &want) in reaction.reactants.iter().enumerate() {

@@ -14,11 +14,13 @@ pub use rules::{apply_moves, interact, place_coin, write_observations};
 
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::{Instance, palette, rgb, shape, square};
-use crate::rollout::Frame;
+use crate::layout::core::LayoutCore;
+use crate::render::draw::{Instance, palette, rgb, shape, square};
+use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f};
-use crate::scenario::{ActionSet, Grid, Scenario};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::Grid;
+use crate::scenario::view::ScenarioView;
 
 /// The coin game's derived data: its parameters.
 #[derive(Debug, Clone)]
@@ -35,12 +37,12 @@ impl SubstrateRules for Coin {
         ActionSet::Move5
     }
 
-    fn check_params(p: &CoinParams, _: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &CoinParams, _: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         c.finite(&[f("substrate"), f("pick_reward")], p.pick_reward)?;
         c.finite(&[f("substrate"), f("stolen_penalty")], p.stolen_penalty)
     }
 
-    fn check_roles(_: &CoinParams, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_roles(_: &CoinParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         let agents = scenario.agents_per_arena();
         if agents != 2 {
             return Err(c.bad(
@@ -52,7 +54,7 @@ impl SubstrateRules for Coin {
         Ok(())
     }
 
-    fn observation_len(_: &CoinParams, scenario: &Scenario) -> usize {
+    fn observation_len(_: &CoinParams, scenario: &ScenarioView) -> usize {
         let cells = scenario.map.len() * scenario.map.first().map_or(0, |r| r.chars().count());
         cells * 4
     }
@@ -61,7 +63,7 @@ impl SubstrateRules for Coin {
         format!("torus {}", c.torus)
     }
 
-    fn derive(params: &CoinParams, _: &Scenario, _: &Grid) -> Derived<Self> {
+    fn derive(params: &CoinParams, _: &ScenarioView, _: &Grid) -> Derived<Self> {
         Derived {
             rules: Coin {
                 params: params.clone(),
@@ -72,32 +74,32 @@ impl SubstrateRules for Coin {
         }
     }
 
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         apply_moves(layout, &self.params, a);
     }
 
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         interact(layout, &self.params, a);
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         write_observations(layout, a);
     }
 
     /// A new episode's coin.
-    fn finish_spawn(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn finish_spawn(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         place_coin(layout, a);
     }
 
-    fn frame_items(&self, _: &Layout, cells: &[u8]) -> Vec<u8> {
+    fn frame_items(&self, _: &LayoutCore, cells: &[u8]) -> Vec<u8> {
         cells.to_vec()
     }
 
-    fn frame_items_len(&self, layout: &Layout) -> Option<usize> {
+    fn frame_items_len(&self, layout: &LayoutCore) -> Option<usize> {
         Some(layout.cells_template.len())
     }
 
-    fn load_frame_items(&self, _: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
+    fn load_frame_items(&self, _: &LayoutCore, items: &[u8], cells: &mut [u8]) -> Option<()> {
         if items.len() != cells.len() {
             return None;
         }
@@ -106,11 +108,11 @@ impl SubstrateRules for Coin {
     }
 
     /// The coin as a disc of its owner's colour.
-    fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {
+    fn draw_items(&self, layout: &LayoutCore, frame: &Frame, out: &mut Vec<Instance>) {
         if let [lo, hi, colour, ..] = frame.items[..] {
             let w = layout.width;
             let cell = lo as usize | (hi as usize) << 8;
-            let colors = palette(layout);
+            let colors = palette(&layout.slot_kind);
             let c = colors
                 .get(colour as usize)
                 .copied()
@@ -129,10 +131,10 @@ impl SubstrateRules for Coin {
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        layout: &Layout,
+        layout: &LayoutCore,
         slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(layout, slot, obs)
     }
 }

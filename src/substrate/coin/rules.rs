@@ -9,7 +9,7 @@ use rand_core::Rng;
 
 use super::CoinParams;
 use crate::components::{GridPos, StepReward};
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::rng::below;
 use crate::substrate::ArenaMut;
 use crate::substrate::pursuit::MOVES;
@@ -23,7 +23,7 @@ fn coin(a: &ArenaMut) -> (usize, usize) {
 
 /// Moves both players (Move5); with `torus` the edges wrap, walls always block. Players may
 /// share a cell.
-pub fn apply_moves(layout: &Layout, params: &CoinParams, a: &mut ArenaMut) {
+pub fn apply_moves(layout: &LayoutCore, params: &CoinParams, a: &mut ArenaMut) {
     let (w, h) = (layout.width as i16, layout.height as i16);
     for s in 0..layout.agents {
         let (dx, dy) = MOVES[a.applied[s].0 as usize % MOVES.len()];
@@ -39,7 +39,7 @@ pub fn apply_moves(layout: &Layout, params: &CoinParams, a: &mut ArenaMut) {
 }
 
 /// Pickups and rewards; a picked coin is replaced at once.
-pub fn interact(layout: &Layout, params: &CoinParams, a: &mut ArenaMut) {
+pub fn interact(layout: &LayoutCore, params: &CoinParams, a: &mut ArenaMut) {
     a.reward.fill(StepReward(0.0));
     let (cell, colour) = coin(a);
     let mut picked = false;
@@ -62,7 +62,7 @@ pub fn interact(layout: &Layout, params: &CoinParams, a: &mut ArenaMut) {
 }
 
 /// Puts a coin of a random colour on a uniformly random open cell no player stands on.
-pub fn place_coin(layout: &Layout, a: &mut ArenaMut) {
+pub fn place_coin(layout: &LayoutCore, a: &mut ArenaMut) {
     let occupied = |c: usize, a: &ArenaMut| {
         a.pos
             .iter()
@@ -90,7 +90,7 @@ pub fn place_coin(layout: &Layout, a: &mut ArenaMut) {
 
 /// The full grid as 4 channels per cell, row-major, from each player's point of view:
 /// [me, the other player, a coin of my colour, a coin of the other's colour].
-pub fn write_observations(layout: &Layout, a: &mut ArenaMut) {
+pub fn write_observations(layout: &LayoutCore, a: &mut ArenaMut) {
     let (cell, colour) = coin(a);
     let cells = layout.width * layout.height;
     for s in 0..layout.learners {

@@ -2,14 +2,14 @@
 
 use eframe::egui::Color32;
 
-use crate::layout::Layout;
-use crate::render::scene::palette;
-use crate::viewer::obs::{ObsImage, c, mix};
+use crate::layout::core::LayoutCore;
+use crate::render::draw::palette;
+use crate::viewer::obs_image::{ObsImage, c, mix};
 
 /// The full grid, 4 channels per cell (me, the other, my coin, the other's coin), as mixed
 /// colours.
-pub(super) fn observation_image(layout: &Layout, slot: usize, obs: &[u8]) -> Option<ObsImage> {
-    let colors = palette(layout);
+pub(super) fn observation_image(layout: &LayoutCore, slot: usize, obs: &[u8]) -> Option<ObsImage> {
+    let colors = palette(&layout.slot_kind);
     let (cols, rows) = (layout.width, layout.height);
     if obs.len() != cols * rows * 4 {
         return None;

@@ -13,12 +13,14 @@ pub use rules::{CONSUME, GIFT, geometric_gap, give, interact};
 use crate::substrate::avatars::{self, AvatarLayout};
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::Instance;
+use crate::layout::core::LayoutCore;
+use crate::render::draw::Instance;
 use crate::rng;
-use crate::rollout::Frame;
+use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f, i};
-use crate::scenario::{ActionSet, Grid, Scenario, Tile};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::view::ScenarioView;
 
 /// Gift tokens' colour (sRGB).
 pub const TOKEN: [u8; 3] = [242, 190, 26];
@@ -54,7 +56,7 @@ impl SubstrateRules for Gift {
         !matches!(tile, Tile::SpawnPursuer | Tile::SpawnEvader)
     }
 
-    fn check_params(p: &GiftParams, _: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &GiftParams, _: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
         c.probability(&sub("regrow_prob"), p.regrow_prob)?;
         c.probability(&sub("end_prob"), p.end_prob)?;
@@ -84,7 +86,7 @@ impl SubstrateRules for Gift {
         format!("regrow {}, gift x{}", g.regrow_prob, g.gift_multiplier)
     }
 
-    fn derive(params: &GiftParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
+    fn derive(params: &GiftParams, scenario: &ScenarioView, grid: &Grid) -> Derived<Self> {
         let pad = avatars::window_pad(avatars::window(scenario), params.beam_length);
         let names = [
             "tokens_picked",
@@ -111,33 +113,33 @@ impl SubstrateRules for Gift {
         }
     }
 
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
-        avatars::apply_moves(layout, a, Some(&self.params));
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
+        avatars::apply_moves(layout, a, Some(self.params.capacity));
     }
 
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         interact(layout, self, a);
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         avatars::write_observations(layout, &self.avatar, a, |carry, cooldown, extras| {
             extras[..3].copy_from_slice(&carry.0);
             extras[3] = u8::from(cooldown.0 <= 1);
         });
     }
 
-    fn draw_items(&self, layout: &Layout, frame: &Frame, out: &mut Vec<Instance>) {
+    fn draw_items(&self, layout: &LayoutCore, frame: &Frame, out: &mut Vec<Instance>) {
         avatars::draw_items(layout, frame, 0.22, |_| TOKEN, out);
     }
 
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        _layout: &Layout,
+        _layout: &LayoutCore,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
-        use crate::viewer::obs::c;
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
+        use crate::viewer::obs_image::c;
         avatars::window_image(
             &self.avatar,
             obs,

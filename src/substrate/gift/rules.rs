@@ -9,7 +9,7 @@ use rand_core::Rng;
 
 use super::{Gift, GiftParams};
 use crate::components::StepReward;
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{AVATAR, DIRS, ITEM, TOKEN_CELL, WALL, priority_order};
 
@@ -19,7 +19,7 @@ pub const GIFT: u8 = 7;
 pub const CONSUME: u8 = 8;
 
 /// Beams, gifts, consumption, regrowth and the random episode end.
-pub fn interact(layout: &Layout, g: &Gift, a: &mut ArenaMut) {
+pub fn interact(layout: &LayoutCore, g: &Gift, a: &mut ArenaMut) {
     let params = &g.params;
     a.reward.fill(StepReward(0.0));
     let order = priority_order(layout.agents, &mut a.rng.rules);
@@ -67,7 +67,7 @@ pub fn interact(layout: &Layout, g: &Gift, a: &mut ArenaMut) {
 }
 
 /// The first avatar on the beam's path, if a wall does not stop it first.
-fn beam_target(layout: &Layout, params: &GiftParams, a: &ArenaMut, s: usize) -> Option<usize> {
+fn beam_target(layout: &LayoutCore, params: &GiftParams, a: &ArenaMut, s: usize) -> Option<usize> {
     let (dx, dy) = DIRS[a.facing[s].0 as usize];
     let p = a.pos[s];
     for k in 1..=params.beam_length as i16 {
@@ -104,7 +104,7 @@ pub fn give(params: &GiftParams, a: &mut ArenaMut, from: usize, to: usize) {
 /// Each empty token cell without an avatar regrows a token with probability `regrow_prob`:
 /// independent draws per cell, sampled as geometric gaps between events along the list of
 /// token cells (one draw per event instead of one per cell).
-fn regrow(layout: &Layout, g: &Gift, a: &mut ArenaMut) {
+fn regrow(layout: &LayoutCore, g: &Gift, a: &mut ArenaMut) {
     if g.regrow_log >= 0.0 {
         return; // probability 0
     }

@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::components::{GridPos, StepReward};
 use crate::error::ScenarioError;
-use crate::layout::Layout;
-use crate::render::scene::{Instance, rgb, shape, square};
-use crate::rollout::Frame;
+use crate::layout::core::LayoutCore;
+use crate::render::draw::{Instance, rgb, shape, square};
+use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f};
-use crate::scenario::{ActionSet, Grid, Scenario, Tile};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::view::ScenarioView;
 use crate::substrate::pursuit::MOVES;
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 
@@ -58,7 +60,7 @@ impl SubstrateRules for Goal {
         vec![GOAL_SYMBOL]
     }
 
-    fn check_params(p: &GoalParams, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &GoalParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         c.finite(&[f("substrate"), f("goal_reward")], p.goal_reward)?;
         c.finite(&[f("substrate"), f("step_reward")], p.step_reward)?;
         let goals: usize = scenario
@@ -76,7 +78,7 @@ impl SubstrateRules for Goal {
         Ok(())
     }
 
-    fn observation_len(_: &GoalParams, _: &Scenario) -> usize {
+    fn observation_len(_: &GoalParams, _: &ScenarioView) -> usize {
         4
     }
 
@@ -84,7 +86,7 @@ impl SubstrateRules for Goal {
         format!("goal {}, step {}", p.goal_reward, p.step_reward)
     }
 
-    fn derive(params: &GoalParams, _: &Scenario, grid: &Grid) -> Derived<Self> {
+    fn derive(params: &GoalParams, _: &ScenarioView, grid: &Grid) -> Derived<Self> {
         let cell = grid
             .tiles
             .iter()
@@ -105,7 +107,7 @@ impl SubstrateRules for Goal {
         }
     }
 
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         for (p, act) in a.pos.iter_mut().zip(a.applied.iter()) {
             let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
             if layout.is_open((p.x + dx) as i32, (p.y + dy) as i32) {
@@ -117,7 +119,7 @@ impl SubstrateRules for Goal {
         }
     }
 
-    fn resolve_interactions(&self, _: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, _: &LayoutCore, a: &mut ArenaMut) {
         for (p, r) in a.pos.iter().zip(a.reward.iter_mut()) {
             *r = StepReward(self.params.step_reward);
             if *p == self.goal {
@@ -128,13 +130,13 @@ impl SubstrateRules for Goal {
         }
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         for (out, p) in a.obs.chunks_exact_mut(layout.obs_len).zip(a.pos.iter()) {
             out.copy_from_slice(&[p.x as u8, p.y as u8, self.goal.x as u8, self.goal.y as u8]);
         }
     }
 
-    fn draw_items(&self, _: &Layout, _: &Frame, out: &mut Vec<Instance>) {
+    fn draw_items(&self, _: &LayoutCore, _: &Frame, out: &mut Vec<Instance>) {
         let (x, y) = (self.goal.x as f32, self.goal.y as f32);
         out.push(square(x, y, 0.3, rgb([60, 170, 80]), shape::DIAMOND, 0.0));
     }

@@ -14,9 +14,12 @@ pub use rules::{interact, joint_index, write_observations};
 
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::error::{ErrorClass, ScenarioError};
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::scenario::check::{Check, f, i};
-use crate::scenario::{ActionSet, Control, Grid, Scenario};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::Grid;
+use crate::scenario::role::Control;
+use crate::scenario::view::ScenarioView;
 
 /// The largest matrix-game payoff table, in joint actions.
 pub const MAX_JOINT_ACTIONS: usize = 1 << 20;
@@ -41,7 +44,7 @@ impl SubstrateRules for Matrix {
     }
 
     /// `K^N` rows of `N` finite rewards, K >= 1, names for all actions or none.
-    fn check_params(p: &MatrixParams, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &MatrixParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
     let n = scenario.agents_per_arena();
     let k = p.actions as usize;
@@ -90,7 +93,7 @@ impl SubstrateRules for Matrix {
         Ok(())
     }
 
-    fn check_roles(_: &MatrixParams, scenario: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_roles(_: &MatrixParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         if scenario.roles.iter().any(|r| r.control() != Control::Learner) {
             return Err(c.bad(
                 &[f("roles")],
@@ -101,7 +104,7 @@ impl SubstrateRules for Matrix {
         Ok(())
     }
 
-    fn observation_len(p: &MatrixParams, scenario: &Scenario) -> usize {
+    fn observation_len(p: &MatrixParams, scenario: &ScenarioView) -> usize {
         scenario.agents_per_arena() * p.actions as usize + 1
     }
 
@@ -109,7 +112,7 @@ impl SubstrateRules for Matrix {
         format!("{} actions, {} payoff rows", m.actions, m.payoffs.len())
     }
 
-    fn derive(params: &MatrixParams, scenario: &Scenario, _: &Grid) -> Derived<Self> {
+    fn derive(params: &MatrixParams, scenario: &ScenarioView, _: &Grid) -> Derived<Self> {
         Derived {
             rules: Matrix {
                 params: params.clone(),
@@ -120,26 +123,26 @@ impl SubstrateRules for Matrix {
         }
     }
 
-    fn apply_moves(&self, _: &Layout, _: &mut ArenaMut) {}
+    fn apply_moves(&self, _: &LayoutCore, _: &mut ArenaMut) {}
 
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         interact(layout, &self.params, a);
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         write_observations(layout, &self.params, a);
     }
 
-    fn frame_items(&self, _: &Layout, cells: &[u8]) -> Vec<u8> {
+    fn frame_items(&self, _: &LayoutCore, cells: &[u8]) -> Vec<u8> {
         cells.to_vec()
     }
 
-    fn frame_items_len(&self, layout: &Layout) -> Option<usize> {
+    fn frame_items_len(&self, layout: &LayoutCore) -> Option<usize> {
         Some(layout.cells_template.len())
     }
 
     /// The previous joint action; every recorded action must be one of the K.
-    fn load_frame_items(&self, layout: &Layout, items: &[u8], cells: &mut [u8]) -> Option<()> {
+    fn load_frame_items(&self, layout: &LayoutCore, items: &[u8], cells: &mut [u8]) -> Option<()> {
         if items.len() != cells.len()
             || items
                 .iter()
@@ -155,10 +158,10 @@ impl SubstrateRules for Matrix {
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        layout: &Layout,
+        layout: &LayoutCore,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(&self.params, layout, obs)
     }
 

@@ -6,7 +6,7 @@
 //! Cell layer: `[a_0, .., a_{N-1}, has_previous]`.
 
 use super::MatrixParams;
-use crate::layout::Layout;
+use crate::layout::core::LayoutCore;
 use crate::substrate::ArenaMut;
 
 /// The joint-action row of the payoff table.
@@ -15,7 +15,7 @@ pub fn joint_index(k: usize, actions: impl Iterator<Item = u8>) -> usize {
 }
 
 /// Pays every player from the table and remembers the joint action.
-pub fn interact(layout: &Layout, params: &MatrixParams, a: &mut ArenaMut) {
+pub fn interact(layout: &LayoutCore, params: &MatrixParams, a: &mut ArenaMut) {
     let k = params.actions as usize;
     let n = layout.agents;
     let joint = joint_index(k, a.applied.iter().map(|x| x.0));
@@ -30,7 +30,7 @@ pub fn interact(layout: &Layout, params: &MatrixParams, a: &mut ArenaMut) {
 }
 
 /// `[N * K]` one-hot previous joint action, then the first-step flag.
-pub fn write_observations(layout: &Layout, params: &MatrixParams, a: &mut ArenaMut) {
+pub fn write_observations(layout: &LayoutCore, params: &MatrixParams, a: &mut ArenaMut) {
     let k = params.actions as usize;
     let n = layout.agents;
     let has_previous = a.cells[n] != 0;

@@ -3,14 +3,14 @@
 use eframe::egui::Color32;
 
 use super::MatrixParams;
-use crate::layout::Layout;
-use crate::render::scene::FLOOR;
-use crate::viewer::obs::{ObsImage, c};
+use crate::layout::core::LayoutCore;
+use crate::render::draw::FLOOR;
+use crate::viewer::obs_image::{ObsImage, c};
 
 /// The previous joint action as a players x actions grid, and the first-step flag.
 pub(super) fn observation_image(
     params: &MatrixParams,
-    layout: &Layout,
+    layout: &LayoutCore,
     obs: &[u8],
 ) -> Option<ObsImage> {
     let (k, n) = (params.actions as usize, layout.agents);

@@ -18,9 +18,13 @@ pub use rules::{
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::components::{Alive, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
 use crate::error::{ErrorClass, ScenarioError};
-use crate::layout::{Layout, padded_cells};
+use crate::layout::core::{LayoutCore, padded_cells};
 use crate::scenario::check::{Check, f, i};
-use crate::scenario::{ActionSet, Channel, Grid, RoleKind, Scenario, Tile};
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::Channel;
+use crate::scenario::role::RoleKind;
+use crate::scenario::view::ScenarioView;
 
 /// Pursuit's derived data.
 #[derive(Debug, Clone)]
@@ -37,7 +41,7 @@ pub struct Pursuit {
 }
 
 /// The observation channels of a scenario, defaults resolved.
-fn channels(scenario: &Scenario) -> Vec<Channel> {
+fn channels(scenario: &ScenarioView) -> Vec<Channel> {
     if scenario.observation.channels.is_empty() {
         <Pursuit as SubstrateRules>::channels().to_vec()
     } else {
@@ -77,7 +81,7 @@ impl SubstrateRules for Pursuit {
         })
     }
 
-    fn check_params(p: &PursuitParams, _: &Scenario, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(p: &PursuitParams, _: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
         if !p.surround && p.n_catch == 0 {
             return Err(c.bad(
@@ -99,7 +103,7 @@ impl SubstrateRules for Pursuit {
 
     fn check_observation(
         _: &PursuitParams,
-        scenario: &Scenario,
+        scenario: &ScenarioView,
         grid: &Grid,
         c: &Check,
     ) -> Result<(), ScenarioError> {
@@ -156,7 +160,7 @@ impl SubstrateRules for Pursuit {
         Ok(())
     }
 
-    fn observation_len(_: &PursuitParams, scenario: &Scenario) -> usize {
+    fn observation_len(_: &PursuitParams, scenario: &ScenarioView) -> usize {
         scenario.observation.side().pow(2) * channels(scenario).len()
     }
 
@@ -168,7 +172,7 @@ impl SubstrateRules for Pursuit {
         }
     }
 
-    fn derive(params: &PursuitParams, scenario: &Scenario, grid: &Grid) -> Derived<Self> {
+    fn derive(params: &PursuitParams, scenario: &ScenarioView, grid: &Grid) -> Derived<Self> {
         let channel_offsets: Vec<usize> = channels(scenario)
             .iter()
             .map(|c| match c {
@@ -197,37 +201,37 @@ impl SubstrateRules for Pursuit {
         }
     }
 
-    fn apply_moves(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         apply_moves(layout, a.pos, a.alive, a.applied);
         tally_cells(layout, a.pos, a.alive, a.cells);
     }
 
-    fn resolve_interactions(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         let caught =
             resolve_interactions(layout, &self.params, a.pos, a.alive, a.cells, a.reward);
         a.counters[0] += caught as u32;
         *a.ended = terminated(layout, a.alive);
     }
 
-    fn assign_rewards(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn assign_rewards(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         assign_rewards(layout, &self.params, a.alive, a.reward);
     }
 
-    fn write_observations(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         write_observations(layout, self, a.pos, a.alive, a.cells, a.obs);
     }
 
-    fn rebuild_cells(&self, layout: &Layout, a: &mut ArenaMut) {
+    fn rebuild_cells(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         tally_cells(layout, a.pos, a.alive, a.cells);
     }
 
     #[cfg(feature = "viewer")]
     fn observation_image(
         &self,
-        layout: &Layout,
+        layout: &LayoutCore,
         _slot: usize,
         obs: &[u8],
-    ) -> Option<crate::viewer::obs::ObsImage> {
+    ) -> Option<crate::viewer::obs_image::ObsImage> {
         viewer::observation_image(self, layout, obs)
     }
 
@@ -235,7 +239,7 @@ impl SubstrateRules for Pursuit {
         ExactModel::Positions
     }
 
-    fn terminated(&self, layout: &Layout, alive: &[Alive]) -> bool {
+    fn terminated(&self, layout: &LayoutCore, alive: &[Alive]) -> bool {
         terminated(layout, alive)
     }
 }

@@ -12,8 +12,8 @@ use crate::components::{
     Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
 };
 use super::{Pursuit, PursuitParams};
-use crate::layout::Layout;
-use crate::scenario::{Control, RoleKind};
+use crate::layout::core::LayoutCore;
+use crate::scenario::role::{Control, RoleKind};
 
 /// Move deltas per action: left, right, up (row - 1), down, stay.
 pub const MOVES: [(i16, i16); 5] = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)];
@@ -23,7 +23,7 @@ const NEIGHBOURS: [(i16, i16); 4] = [(-1, 0), (1, 0), (0, -1), (0, 1)];
 
 /// Moves every live agent by its applied action; a move into an obstacle or off the map leaves
 /// the agent in place. Any number of agents may share a cell.
-pub fn apply_moves(layout: &Layout, pos: &mut [GridPos], alive: &[Alive], act: &[AppliedAction]) {
+pub fn apply_moves(layout: &LayoutCore, pos: &mut [GridPos], alive: &[Alive], act: &[AppliedAction]) {
     for ((p, a), act) in pos.iter_mut().zip(alive).zip(act) {
         if !a.0 {
             continue;
@@ -37,7 +37,7 @@ pub fn apply_moves(layout: &Layout, pos: &mut [GridPos], alive: &[Alive], act: &
 }
 
 /// Rebuilds the cell layer from the live agents' positions.
-pub fn tally_cells(layout: &Layout, pos: &[GridPos], alive: &[Alive], cells: &mut [u8]) {
+pub fn tally_cells(layout: &LayoutCore, pos: &[GridPos], alive: &[Alive], cells: &mut [u8]) {
     cells.copy_from_slice(&layout.cells_template);
     for (slot, (p, a)) in pos.iter().zip(alive).enumerate() {
         if a.0 {
@@ -59,7 +59,7 @@ pub fn tally_cells(layout: &Layout, pos: &[GridPos], alive: &[Alive], cells: &mu
 /// Catching cells: with `surround`, the evader's open orthogonal neighbours (all of which hold a
 /// pursuer); otherwise the evader's own cell (holding at least `n_catch` pursuers).
 pub fn resolve_interactions(
-    layout: &Layout,
+    layout: &LayoutCore,
     params: &PursuitParams,
     pos: &[GridPos],
     alive: &mut [Alive],
@@ -133,7 +133,7 @@ pub fn resolve_interactions(
 /// learning evader) and, with `shared_reward`, replaces each pursuer's reward by the pursuers'
 /// mean.
 pub fn assign_rewards(
-    layout: &Layout,
+    layout: &LayoutCore,
     params: &PursuitParams,
     alive: &[Alive],
     reward: &mut [StepReward],
@@ -159,14 +159,14 @@ pub fn assign_rewards(
 }
 
 /// Whether the episode ended by the rules: no evader left.
-pub fn terminated(layout: &Layout, alive: &[Alive]) -> bool {
+pub fn terminated(layout: &LayoutCore, alive: &[Alive]) -> bool {
     !layout.evader_slots.iter().any(|&e| alive[e as usize].0)
 }
 
 /// Writes the learners' egocentric windows `[side, side, channels]` from the cell layer; a
 /// removed learner sees zeros.
 pub fn write_observations(
-    layout: &Layout,
+    layout: &LayoutCore,
     p: &Pursuit,
     pos: &[GridPos],
     alive: &[Alive],

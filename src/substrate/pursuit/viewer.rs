@@ -4,14 +4,14 @@ use eframe::egui::Color32;
 
 use super::Pursuit;
 use crate::components::{CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
-use crate::layout::Layout;
-use crate::render::scene::{FLOOR, WALL, palette};
-use crate::scenario::RoleKind;
-use crate::viewer::obs::{ObsImage, c, mix};
+use crate::layout::core::LayoutCore;
+use crate::render::draw::{FLOOR, WALL, palette};
+use crate::scenario::role::RoleKind;
+use crate::viewer::obs_image::{ObsImage, c, mix};
 
 /// The window `[side, side, channels]` as cells: walls, pursuers and evaders mixed by count.
-pub(super) fn observation_image(p: &Pursuit, layout: &Layout, obs: &[u8]) -> Option<ObsImage> {
-    let colors = palette(layout);
+pub(super) fn observation_image(p: &Pursuit, layout: &LayoutCore, obs: &[u8]) -> Option<ObsImage> {
+    let colors = palette(&layout.slot_kind);
     let first = |kind: RoleKind, fallback: [u8; 3]| {
         c(colors
             .iter()

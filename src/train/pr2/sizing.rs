@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
 use crate::train::opponent::ConditionalModels;
-use crate::train::plan::{PlanTensor, fmt};
+use crate::train::sizing::{PlanTensor, fmt};
 
 /// The critic head a configuration asks for.
 pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {

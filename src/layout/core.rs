@@ -1,12 +1,12 @@
-//! Everything derived once from a scenario that every arena of a batch shares: the one named
-//! place where derived quantities are computed.
-
-use bevy_ecs::prelude::*;
+//! The substrate-independent part of a [`Layout`](super::Layout) ([`LayoutCore`]): the map,
+//! the slots, the spawn decks, the observation and action sizes. What the substrates' rules
+//! read; a leaf, so substrates depend on it and not on the registry's `Rules` enum that
+//! [`Layout`](super::Layout) holds beside it.
 
 use crate::components::CELL_CHANNELS;
-use crate::rng;
-use crate::scenario::{ActionSet, Control, Grid, LoadedScenario, RoleKind, Scenario, Tile};
-use crate::substrate::Derived;
+use crate::scenario::actions::ActionSet;
+use crate::scenario::map::{Grid, Tile};
+use crate::scenario::role::{Control, RoleKind};
 
 /// One role kind's spawn cells and the slots that spawn on them.
 #[derive(Debug, Clone)]
@@ -19,16 +19,9 @@ pub struct SpawnGroup {
     pub slots: Vec<u16>,
 }
 
-pub use crate::substrate::Rules;
-pub use crate::substrate::avatars::AVATAR_CELL_BYTES;
-
-/// Static per-batch data derived from the scenario.
-#[derive(Resource, Debug, Clone)]
-pub struct Layout {
-    /// The scenario this was derived from.
-    pub scenario: Scenario,
-    /// Substrate-specific derived data.
-    pub rules: Rules,
+/// Static per-batch data derived from the scenario, without the substrate's own data.
+#[derive(Debug, Clone)]
+pub struct LayoutCore {
     /// Map columns (1 for matrix games).
     pub width: usize,
     /// Map rows (1 for matrix games).
@@ -75,11 +68,6 @@ pub struct Layout {
     pub counter_names: Vec<String>,
 }
 
-/// Observation bytes per learner (layouts in docs/scenarios.md).
-pub fn observation_len(scenario: &Scenario) -> usize {
-    scenario.substrate.observation_len(scenario)
-}
-
 /// A padded cell layer over `grid` (`pad` cells of border, [`CELL_CHANNELS`] bytes per cell),
 /// each cell's bytes written by `fill` from its tile (`None` outside the map).
 pub fn padded_cells(
@@ -99,99 +87,7 @@ pub fn padded_cells(
     cells
 }
 
-impl Layout {
-    /// Derives the layout from a validated scenario.
-    pub fn derive(loaded: &LoadedScenario) -> Layout {
-        let LoadedScenario { scenario, grid } = loaded;
-        let Grid { width, height, .. } = *grid;
-        let action_set = scenario.action_set();
-
-        // Slots: learners first (in role order), then scripted agents (in role order).
-        let (mut slot_kind, mut slot_control, mut slot_role) = (Vec::new(), Vec::new(), Vec::new());
-        for learners_pass in [true, false] {
-            for (r, role) in scenario.roles.iter().enumerate() {
-                if (role.control() == Control::Learner) == learners_pass {
-                    for _ in 0..role.count {
-                        slot_kind.push(role.kind);
-                        slot_control.push(role.control());
-                        slot_role.push(r as u16);
-                    }
-                }
-            }
-        }
-        let agents = slot_kind.len();
-
-        // Spawn decks: per role kind, its own spawn cells and the any-role ones.
-        let mut spawn_groups = Vec::new();
-        let mut deck_template = Vec::new();
-        if scenario.substrate.uses_map() {
-            for kind in scenario.substrate.role_kinds() {
-                let slots: Vec<u16> = (0..agents)
-                    .filter(|&s| slot_kind[s] == *kind)
-                    .map(|s| s as u16)
-                    .collect();
-                if slots.is_empty() {
-                    continue;
-                }
-                let start = deck_template.len();
-                let anywhere = scenario.substrate.spawns_anywhere();
-                for (i, t) in grid.tiles.iter().enumerate() {
-                    if (anywhere && t.is_open()) || *t == kind.spawn_tile() || *t == Tile::SpawnAny
-                    {
-                        deck_template.push(i as u16);
-                    }
-                }
-                spawn_groups.push(SpawnGroup {
-                    kind: *kind,
-                    deck: start..deck_template.len(),
-                    slots,
-                });
-            }
-        }
-
-        // The substrate's part: its rules' data, padding, cell layer and counters.
-        let Derived {
-            rules,
-            pad,
-            cells_template,
-            counter_names,
-        } = scenario.substrate.derive(scenario, grid);
-        let padded_width = width + 2 * pad;
-
-        let slots_of = |kind: RoleKind| -> Vec<u16> {
-            (0..agents)
-                .filter(|&s| slot_kind[s] == kind)
-                .map(|s| s as u16)
-                .collect()
-        };
-        Layout {
-            pursuer_slots: slots_of(RoleKind::Pursuer),
-            evader_slots: slots_of(RoleKind::Evader),
-            scenario: scenario.clone(),
-            rules,
-            width,
-            height,
-            open: grid.tiles.iter().map(|t| t.is_open()).collect(),
-            pad,
-            padded_width,
-            cells_template,
-            agents,
-            learners: scenario.learners_per_arena(),
-            slot_kind,
-            slot_control,
-            slot_role,
-            spawn_groups,
-            deck_template,
-            obs_len: observation_len(scenario),
-            action_set,
-            actions: action_set.len(),
-            idle_action: action_set.idle(),
-            slip_threshold: rng::threshold(scenario.slip),
-            max_steps: scenario.max_steps,
-            counter_names,
-        }
-    }
-
+impl LayoutCore {
     /// Whether (x, y) is on the map and open.
     #[inline]
     pub fn is_open(&self, x: i32, y: i32) -> bool {

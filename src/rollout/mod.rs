@@ -6,12 +6,16 @@
 //! frame holds the applied actions that led to it, the step's rewards per slot, and whether the
 //! step ended the episode. After a terminal frame the next frame is the respawned arena.
 
+pub(crate) mod frame;
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::ArtifactError;
 use crate::scenario::{Control, RoleKind, Scenario};
+
+pub use frame::Frame;
 
 /// The `format` tag of rollout files.
 pub const ROLLOUT_FORMAT: &str = "gridarena-rollout";
@@ -29,37 +33,6 @@ pub struct AgentInfo {
     pub kind: RoleKind,
     /// Learner or scripted.
     pub control: Control,
-}
-
-/// The arena's state after one step (or after a reset).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Frame {
-    /// Step within the episode (0 right after a reset).
-    pub t: u32,
-    /// Episode index in this arena.
-    pub episode: u32,
-    /// (x, y) per slot.
-    pub positions: Vec<(i16, i16)>,
-    /// Whether each slot is still in the arena.
-    pub alive: Vec<bool>,
-    /// Facing per slot (0 north, 1 east, 2 south, 3 west); empty where agents have none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub facing: Vec<u8>,
-    /// Carried items per slot (gift: tokens per level; chemistry: vesicle compound + 1 first);
-    /// empty where agents carry nothing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub carry: Vec<[u8; 3]>,
-    /// Substrate items (see `SubstrateRules::frame_items` in each substrate); empty for Pursuit.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<u8>,
-    /// Applied actions (after slip) that led here, per slot; empty at t = 0.
-    pub actions: Vec<u8>,
-    /// Rewards of the step that led here, per slot; empty at t = 0.
-    pub rewards: Vec<f32>,
-    /// The step ended the episode by the rules.
-    pub terminated: bool,
-    /// The step hit the step limit.
-    pub truncated: bool,
 }
 
 /// A recorded rollout of one arena.

@@ -1,0 +1,47 @@
+//! The algorithm registry: [`new_learner`] builds the configured algorithm's [`Learner`](super::learner::Learner) and
+//! the memory preflight sizes its tensors through [`algorithm`]. Adding an algorithm adds a file
+//! and one line to [`algorithm`].
+
+use super::config::{Algo, RunConfig};
+use super::error::TrainError;
+use super::learner::BoxedLearner;
+use super::sizing::PlanTensor;
+use super::{iql, pqn, pr2};
+use crate::critic::{Backend, Chosen};
+use crate::layout::Layout;
+use crate::scenario::LoadedScenario;
+
+/// How to build an algorithm's learner and size its tensors before it allocates them.
+pub(crate) struct Algorithm {
+    /// A fresh learner.
+    pub new: fn(&RunConfig, &LoadedScenario, &Chosen) -> Result<BoxedLearner, TrainError>,
+    /// The memory preflight's tensors of a run.
+    pub plan: fn(&RunConfig, &LoadedScenario, &Layout, Backend) -> Vec<PlanTensor>,
+}
+
+/// The registry: one line per algorithm.
+pub(crate) fn algorithm(algo: Algo) -> Algorithm {
+    match algo {
+        Algo::Pqn => Algorithm {
+            new: pqn::Pqn::boxed,
+            plan: pqn::plan,
+        },
+        Algo::Iql => Algorithm {
+            new: iql::Iql::boxed,
+            plan: iql::plan,
+        },
+        Algo::Pr2Iql => Algorithm {
+            new: pr2::Pr2Iql::boxed,
+            plan: pr2::plan,
+        },
+    }
+}
+
+/// A fresh learner for the configuration's algorithm.
+pub fn new_learner(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    device: &Chosen,
+) -> Result<BoxedLearner, TrainError> {
+    (algorithm(cfg.algo).new)(cfg, loaded, device)
+}

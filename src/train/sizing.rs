@@ -1,0 +1,122 @@
+//! The sizing vocabulary of the memory preflight ([`super::plan`]): one tensor's line
+//! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models).
+//! Each algorithm lists its tensors with these; the preflight sums them through the algorithm
+//! registry.
+
+use serde::Serialize;
+
+use super::config::RunConfig;
+use super::qnet::stack_spec;
+use crate::critic::{Backend, StackSpec};
+use crate::layout::Layout;
+use crate::scenario::LoadedScenario;
+
+/// One tensor of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanTensor {
+    /// What it is.
+    pub name: String,
+    /// Its size as a formula with the numbers filled in.
+    pub shape: String,
+    /// Bytes.
+    pub bytes: u64,
+    /// Config fields that shrink it.
+    #[serde(skip)]
+    pub knobs: &'static str,
+}
+
+/// `n` with thousands separators.
+pub(crate) fn fmt(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The Q-network stack's tensors (PQN and IQL, every replica's networks stacked): parameters
+/// with gradients, Adam and target, the activations of a pass of `pass_rows` rows (`pass`
+/// says where that number comes from), and the arenas. Also returns the stack.
+pub(crate) fn qnet_tensors(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+    pass_rows: u64,
+    pass: &str,
+) -> (Vec<PlanTensor>, StackSpec) {
+    let single = stack_spec(cfg, loaded);
+    let replicas = cfg.seeds.max(1) as u64;
+    let spec = StackSpec {
+        nets: single.nets * replicas as usize,
+        ..single
+    };
+    let b = cfg.arenas as u64;
+    let s = spec.sizing_for(pass_rows as usize, backend, false);
+    let tensors = vec![
+        PlanTensor {
+            name: "critic parameters, gradients, Adam moments, target".into(),
+            shape: format!(
+                "{} nets x {} params x 4 B x 5",
+                spec.nets,
+                fmt(spec.params_per_net() as u64)
+            ),
+            bytes: s.params + s.grads + s.adam + s.target,
+            knobs: "lower hidden, layers or seeds, or use shared: true",
+        },
+        PlanTensor {
+            name: "critic activations".into(),
+            shape: format!("{} rows per pass ({pass})", fmt(pass_rows)),
+            bytes: s.activations + s.indices,
+            knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
+        },
+        PlanTensor {
+            name: "arenas".into(),
+            shape: format!(
+                "{} replicas x {} arenas x {} B",
+                replicas,
+                fmt(b),
+                fmt(layout.bytes_per_arena() as u64)
+            ),
+            bytes: replicas * b * layout.bytes_per_arena() as u64,
+            knobs: "lower arenas or seeds",
+        },
+    ];
+    (tensors, spec)
+}
+
+/// The opponent models' line (PQN and IQL): their stack over `input` bytes, a pass of `rows`
+/// rows with its outputs, and `extra` bytes the learner keeps for them.
+pub(crate) fn opponent_tensor(
+    cfg: &RunConfig,
+    layout: &Layout,
+    input: usize,
+    backend: Backend,
+    rows: u64,
+    extra: u64,
+) -> PlanTensor {
+    let n = layout.learners;
+    let m = StackSpec {
+        nets: n,
+        input,
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: n.saturating_sub(1) * layout.actions,
+    };
+    PlanTensor {
+        name: "opponent models".into(),
+        shape: format!(
+            "{n} nets x (N-1) x A = {} outputs, {} rows per pass",
+            m.head,
+            fmt(rows)
+        ),
+        bytes: m.sizing_for(rows as usize, backend, false).total()
+            + rows * m.head as u64 * 4
+            + extra,
+        knobs: "opponent_models: false, or lower hidden, rollout or arenas",
+    }
+}
