@@ -1,4 +1,4 @@
-//! PR2's opponent-aware values without joint-action tensors (ALGORITHMS.md). Agent i's critic is
+//! PR2's opponent-aware values without joint tensors (docs/algorithms.md). Agent i's critic is
 //! factorised pairwise, `Q_i(s, a_i, a_-i) = f_i(s, a_i) + sum_{j != i} f_ij(s, a_i, a_j)`, so with
 //! `a_i` fixed the opponent terms are independent and every quantity PR2 needs is exact from the
 //! factors in O((N-1) |A|^2) per state instead of |A|^N:

@@ -1,4 +1,4 @@
-//! PR2-IQL with combined experience replay (ALGORITHMS.md, PR2). Each learner i has a critic
+//! PR2-IQL with combined experience replay (docs/algorithms.md, PR2). Each learner i has a critic
 //! network whose output row is a [`Pr2Head`]: pairwise-factorised `f_i(s, a_i) + sum_j
 //! f_ij(s, a_i, a_j)` (optionally low rank), or, for small games, the joint table. The
 //! opponent-conditional policy rho is the critic's own soft-optimal one or a learned
