@@ -11,7 +11,8 @@
 //! thread could take. Here the single-process scheduler never blocks: after each insert it asks
 //! [`RateLimiter::allowed_batches`] how many learner steps the limiter allows and runs exactly
 //! those, each consuming one batch (nothing prefetches). The threaded mode waits with timeouts
-//! and reports which bound held it.
+//! and reports which bound held it, and counts an insert only once its rows are written
+//! ([`SharedLimiter::insert_with`]), so a sample is never granted rows still being written.
 
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
