@@ -406,13 +406,14 @@ impl Iql {
                         return finish(Err(e.into()));
                     }
                     sim += t0.elapsed().as_secs_f64();
-                    if let Err(e) = limiter.insert(taken.len() as u64, wait) {
+                    // The rows go into the replay before the limiter counts them: counting
+                    // first would let the learner sample rows not yet written.
+                    let b = batch.buffers();
+                    let write =
+                        || lock_replay().insert_step((&obs, &b.obs), &taken, b, nets, n, false);
+                    if let Err(e) = limiter.insert_with(taken.len() as u64, wait, write) {
                         return finish(Err(TrainError::Config(format!("actor: {e}"))));
                     }
-                    let b = batch.buffers();
-                    let evicted =
-                        lock_replay().insert_step((&obs, &b.obs), &taken, b, nets, n, false);
-                    limiter.delete(evicted);
                 }
                 finish(Ok(sim))
             });

@@ -11,7 +11,8 @@
 //! thread could take. Here the single-process scheduler never blocks: after each insert it asks
 //! [`RateLimiter::allowed_batches`] how many learner steps the limiter allows and runs exactly
 //! those, each consuming one batch (nothing prefetches). The threaded mode waits with timeouts
-//! and reports which bound held it.
+//! and reports which bound held it, and counts an insert only once its rows are written
+//! ([`SharedLimiter::insert_with`]), so a sample is never granted rows still being written.
 
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -117,7 +118,7 @@ impl RateLimiterConfig {
         if !positive || !buffer_ok || self.min_size_to_sample == 0 {
             return Err(RateLimiterError::Values(*self));
         }
-        let window = self.max_diff() - self.min_diff();
+        let window = 2.0 * self.error_buffer;
         let need = 2.0 * spi.max(1.0);
         if window < need {
             return Err(RateLimiterError::Narrow {
@@ -129,16 +130,37 @@ impl RateLimiterConfig {
         Ok(())
     }
 
-    /// Also checks the single-process loop (insert `insert` items, then learner steps of
-    /// `batch` samples each) stays inside the window.
-    pub fn validate_for_loop(&self, insert: u64, batch: u64) -> Result<(), RateLimiterError> {
-        self.validate()?;
+    /// The smallest error buffer a loop that inserts `insert` items and then samples batches
+    /// of `batch` accepts: half of `max(2 max(1, SPI), insert x SPI + batch, 2 insert x SPI)`.
+    pub fn loop_error_buffer(&self, insert: u64, batch: u64) -> f64 {
+        self.loop_window(insert, batch) / 2.0
+    }
+
+    /// The window width [`RateLimiterConfig::loop_error_buffer`] is half of.
+    fn loop_window(&self, insert: u64, batch: u64) -> f64 {
         // Steady state: after an insert, diff rises from below min_diff + batch by insert x SPI.
         // First crossing of min_size: diff can reach SPI x (min_size + insert), so the error
-        // buffer itself must cover one insert.
-        let window = self.max_diff() - self.min_diff();
-        let step = insert as f64 * self.samples_per_insert;
-        let need = (step + batch as f64).max(2.0 * step);
+        // buffer itself must cover one insert. And the limiter's own bound: one insert and
+        // one sample must fit.
+        let spi = self.samples_per_insert;
+        let step = insert as f64 * spi;
+        (step + batch as f64)
+            .max(2.0 * step)
+            .max(2.0 * spi.max(1.0))
+    }
+
+    /// Also checks the single-process loop (insert `insert` items, then learner steps of
+    /// `batch` samples each) stays inside the window. A refusal names the smallest error
+    /// buffer that satisfies both this and [`RateLimiterConfig::validate`].
+    pub fn validate_for_loop(&self, insert: u64, batch: u64) -> Result<(), RateLimiterError> {
+        match self.validate() {
+            Ok(()) | Err(RateLimiterError::Narrow { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        // 2 x error_buffer is the window (max_diff - min_diff without its rounding), so the
+        // suggested buffer, need / 2, passes exactly.
+        let window = 2.0 * self.error_buffer;
+        let need = self.loop_window(insert, batch);
         if window < need {
             return Err(RateLimiterError::Scheduler {
                 insert,
@@ -148,7 +170,7 @@ impl RateLimiterConfig {
                 half: need / 2.0,
             });
         }
-        Ok(())
+        self.validate()
     }
 }
 
@@ -275,10 +297,26 @@ impl SharedLimiter {
         }
     }
 
-    /// Waits (at most `timeout`) until `k` items may be inserted, then records them.
+    /// Waits (at most `timeout`) until `k` items may be inserted, then records them: for items
+    /// already in the buffer. An actor that still has to write them uses
+    /// [`SharedLimiter::insert_with`].
     pub fn insert(&self, k: u64, timeout: Duration) -> Result<(), RateLimiterError> {
+        self.insert_with(k, timeout, || 0)
+    }
+
+    /// Waits (at most `timeout`) until `k` items may be inserted, runs `write` (which puts them
+    /// into the buffer and returns how many it evicted), and only then counts the inserts and
+    /// the evictions, so a sampler is never granted rows that are not written yet. The limiter
+    /// is not locked while `write` runs. For a single inserter: the permission cannot lapse,
+    /// as samples and evictions only widen it.
+    pub fn insert_with(
+        &self,
+        k: u64,
+        timeout: Duration,
+        write: impl FnOnce() -> u64,
+    ) -> Result<(), RateLimiterError> {
         let guard = self.lock();
-        let (mut l, result) = self
+        let (l, result) = self
             .changed
             .wait_timeout_while(guard, timeout, |l| !l.can_insert(k))
             .unwrap_or_else(|p| p.into_inner());
@@ -291,7 +329,11 @@ impl SharedLimiter {
                 timeout,
             ));
         }
+        drop(l);
+        let evicted = write();
+        let mut l = self.lock();
         l.insert(k);
+        l.delete(evicted);
         drop(l);
         self.changed.notify_all();
         Ok(())

@@ -65,17 +65,18 @@ impl Ring {
 /// samples `batch` per learner step: the smallest error buffer the synchronous loop accepts
 /// when the config says 0.
 pub fn limiter_config(cfg: &RunConfig, inserted: u64, batch: u64) -> RateLimiterConfig {
-    let spi = cfg.samples_per_insert;
-    let step = inserted as f64 * spi;
-    let smallest = ((step + batch as f64) / 2.0).max(step).max(spi.max(1.0));
-    RateLimiterConfig {
-        samples_per_insert: spi,
+    let limits = RateLimiterConfig {
+        samples_per_insert: cfg.samples_per_insert,
         min_size_to_sample: cfg.min_replay.max(batch),
-        error_buffer: if cfg.rate_error_buffer > 0.0 {
-            cfg.rate_error_buffer
-        } else {
-            smallest
-        },
+        error_buffer: cfg.rate_error_buffer,
+    };
+    if cfg.rate_error_buffer > 0.0 {
+        limits
+    } else {
+        RateLimiterConfig {
+            error_buffer: limits.loop_error_buffer(inserted, batch),
+            ..limits
+        }
     }
 }
 
@@ -191,4 +192,41 @@ fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError>
     critic.polyak(1.0);
     critic.set_params(&online)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reported deadlock's settings (SPI 128, batch 256, error buffer 0.1, min_replay
+    /// 2,000, 2,048 rows per insert) are refused with an error buffer the run then accepts.
+    #[test]
+    fn a_refused_error_buffer_names_one_the_run_accepts() {
+        let cfg = RunConfig {
+            samples_per_insert: 128.0,
+            batch_size: 256,
+            rate_error_buffer: 0.1,
+            min_replay: 2_000,
+            ..RunConfig::default()
+        };
+        let Err(err) = ReplayCore::new(&cfg, 2_048, 256) else {
+            panic!("error buffer 0.1 accepted");
+        };
+        let message = err.to_string();
+        assert!(
+            message.contains("raise error_buffer to at least 262144"),
+            "{message}"
+        );
+        let fixed = RunConfig {
+            rate_error_buffer: 262_144.0,
+            ..cfg.clone()
+        };
+        assert!(ReplayCore::new(&fixed, 2_048, 256).is_ok());
+        let auto = RunConfig {
+            rate_error_buffer: 0.0,
+            ..cfg
+        };
+        let core = ReplayCore::new(&auto, 2_048, 256).map_err(|e| e.to_string());
+        assert_eq!(core.map(|c| c.limiter.config().error_buffer), Ok(262_144.0));
+    }
 }
