@@ -183,11 +183,13 @@ fn shipped_run_configs_parse_and_validate() {
 #[test]
 fn a_run_survives_being_killed_at_any_moment() {
     // SIGKILL the trainer again and again while it writes a checkpoint after every update;
-    // the newest complete checkpoint must always load, and resuming must always work.
+    // once a checkpoint exists the newest complete one must always load, no resume may fail
+    // on its own before it is killed, and a final bounded resume must finish with exit 0.
     let dir = temp_dir("kill");
     let run = dir.join("run");
     let mut rng = 12345u64;
     let mut loaded = 0;
+    let mut first_loaded = None;
     for round in 0..12 {
         let mut cmd = bin();
         if round == 0 {
@@ -225,20 +227,53 @@ fn a_run_survives_being_killed_at_any_moment() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         std::thread::sleep(std::time::Duration::from_millis(150 + (rng >> 33) % 250));
+        // A run of 100M steps cannot have finished: if it exited, it failed.
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("round {round}: the trainer exited on its own with {status} before the kill");
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         let dir = gridarena::train::run_dir::RunDir::open(&run);
-        if let Ok(dir) = dir
-            && let Ok(c) = dir.load_latest()
-        {
-            assert!(!c.params.is_empty() && c.params.iter().all(|v| v.is_finite()));
-            loaded += 1;
+        match dir.and_then(|d| d.load_latest()) {
+            Ok(c) => {
+                assert!(!c.params.is_empty() && c.params.iter().all(|v| v.is_finite()));
+                loaded += 1;
+                first_loaded.get_or_insert(round);
+            }
+            Err(e) => assert!(
+                first_loaded.is_none(),
+                "round {round}: no loadable checkpoint after one existed: {e}"
+            ),
         }
     }
     assert!(
         loaded >= 10,
         "only {loaded} of 12 kills left a loadable checkpoint"
     );
+    // Resume to two updates past the newest checkpoint (8 arenas x 4 steps per update): it
+    // must end by itself, exit 0 and leave exactly that update's checkpoint.
+    let done = gridarena::train::run_dir::RunDir::open(&run)
+        .unwrap()
+        .load_latest()
+        .unwrap()
+        .update;
+    let steps = ((done + 2) * 32).to_string();
+    let out = bin()
+        .args(["train", "--device", "cpu", "--steps", &steps, "--resume"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "final resume: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = gridarena::train::run_dir::RunDir::open(&run)
+        .unwrap()
+        .load_latest()
+        .unwrap();
+    assert_eq!(last.update, done + 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
