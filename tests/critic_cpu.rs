@@ -322,13 +322,33 @@ fn clipping_bounds_each_networks_gradient_norm() {
     let mut c = CpuCritic::new(spec, 0).unwrap();
     c.forward(Input::F32(&[1.0, 2.0, 3.0, 3.0, 2.0, 1.0]), &[0, 1])
         .unwrap();
-    c.backward(&[100.0, -100.0, 50.0, 50.0], false).unwrap();
-    let stats = c.step(&AdamConfig {
+    // Network 0 gets a large gradient (clipped), network 1 a tiny one (left alone).
+    c.backward(&[100.0, -100.0, 1e-3, 1e-3], false).unwrap();
+    let grads = c.grads().to_vec();
+    let cfg = AdamConfig {
         max_grad_norm: Some(1.0),
         ..AdamConfig::default()
-    });
+    };
+    let stats = c.step(&cfg).clone();
+    let per_net = spec.params_per_net();
+    let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
     assert_eq!(stats.grad_norms.len(), 2);
-    assert!(stats.grad_norms.iter().all(|n| *n > 1.0), "{stats:?}");
+    assert!(
+        stats.grad_norms[0] > 1.0 && stats.grad_norms[1] < 1.0,
+        "{stats:?}"
+    );
+    for (k, g) in grads.chunks(per_net).enumerate() {
+        assert!((norm(g) - stats.grad_norms[k] as f64).abs() < 1e-4 * norm(g).max(1.0));
+    }
+    // After the first step Adam's first moment is (1 - beta1) x the gradient it applied: the
+    // clipped one has norm exactly max_grad_norm, the small one is the raw gradient.
+    let (m, _, _) = c.adam_state();
+    let applied: Vec<f32> = m.iter().map(|x| x / (1.0 - cfg.beta1)).collect();
+    let clipped = norm(&applied[..per_net]);
+    assert!((clipped - 1.0).abs() < 1e-4, "clipped norm {clipped}");
+    for (a, g) in applied[per_net..].iter().zip(&grads[per_net..]) {
+        assert!((a - g).abs() <= 1e-6 * g.abs().max(1e-6), "{a} vs {g}");
+    }
 }
 
 fn regression(seed: u64) -> (Vec<f32>, f32, f32) {
