@@ -2,6 +2,7 @@
 //! single-arena rule functions that exact analysis will call.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 use gridarena::components::{Alive, AppliedAction, GridPos};
 use gridarena::engine::EnvBatch;
@@ -92,7 +93,7 @@ fn arb_case() -> impl Strategy<Value = (LoadedScenario, Vec<usize>, Vec<u8>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))), ..ProptestConfig::default() })]
 
     #[test]
     fn a_step_keeps_agents_on_open_cells_and_tallies_and_catches_consistent(

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 use gridarena::train::rate_limiter::{
     RateLimiter, RateLimiterConfig, RateLimiterError, SharedLimiter,
@@ -92,7 +93,7 @@ fn runs_or_suggests_a_buffer_that_runs(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))), ..ProptestConfig::default() })]
 
     #[test]
     fn the_single_process_scheduler_never_stalls_and_stays_in_the_window(
@@ -112,7 +113,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))), ..ProptestConfig::default() })]
 
     /// Any error buffer, tiny ones included, at settings around the reported deadlock's (SPI
     /// 128, batch 256, error buffer 0.1, min size 2,000, 2,048 rows per insert): the loop
