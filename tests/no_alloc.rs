@@ -17,11 +17,17 @@ fn steady_state_steps_do_not_allocate() {
         .build()
         .unwrap();
     pool.install(|| {
-        for path in [
-            "assets/scenarios/pursuit.ron",
-            "assets/scenarios/pursuit_3.ron",
-        ] {
-            let loaded = Scenario::load(std::path::Path::new(path)).unwrap();
+        // Every shipped scenario.
+        let mut paths: Vec<_> = std::fs::read_dir("assets/scenarios")
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 11, "{paths:?}");
+        for path in &paths {
+            let path = path.display().to_string();
+            let loaded = Scenario::load(std::path::Path::new(&path)).unwrap();
             let mut batch = EnvBatch::new(&loaded, 256, 1).unwrap();
             let mut policy = RandomPolicy::new(1, 256, batch.layout().actions);
             // Warm-up: the first runs initialise schedules and query caches. Scenarios with short
