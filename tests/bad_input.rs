@@ -59,13 +59,13 @@ fn refused(mut cmd: Command, what: &[&str]) {
 fn sizes_out_of_range_are_refused_naming_field_value_and_range() {
     // (case, overrides, what the message must name); total_steps keeps one rollout affordable.
     let cases: [(&str, &[&str], &[&str]); 3] = [
-        ("layers", &["layers=1000000"], &["layers", "1000000", "between 1 and"]),
-        ("hidden", &["hidden=5000000000"], &["hidden", "5000000000", "between 1 and"]),
         (
             "overflow",
             &["arenas=1099511627776", "rollout=1099511627776"],
             &["arenas", "1099511627776", "between 1 and"],
         ),
+        ("layers", &["layers=1000000"], &["layers", "1000000", "between 1 and"]),
+        ("hidden", &["hidden=5000000000"], &["hidden", "5000000000", "between 1 and"]),
     ];
     for (name, sets, what) in cases {
         let mut cmd = train(name, "cpu", sets);
