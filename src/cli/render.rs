@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -44,7 +44,8 @@ pub(crate) fn run(args: RenderArgs) -> Result<()> {
         args.fps,
         args.frames,
         &bar,
-    )?;
+    )
+    .with_context(|| format!("rendering {}", args.rollout.display()))?;
     bar.finish_and_clear();
     println!(
         "rendered {} frames of {}x{} px to {} on {}: drawing {:.2} s ({:.0} frames/s), encoding {:.2} s",

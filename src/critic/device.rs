@@ -59,6 +59,13 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
         }),
         #[cfg(not(feature = "gpu"))]
         Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
+        // Probing loads the Vulkan loader and its implicit layers, which may print to stderr
+        // (Mesa's device-select layer: `error: XDG_RUNTIME_DIR is invalid ...`); without a
+        // hardware GPU's device node there is nothing `auto` would take, so it does not probe.
+        #[cfg(feature = "gpu")]
+        Device::Auto if !hardware_gpu_node_may_exist() => Ok(Chosen::Cpu {
+            reason: format!("no hardware GPU device node ({})", GPU_NODES.join(", ")),
+        }),
         #[cfg(feature = "gpu")]
         Device::Auto => match gpu::probe() {
             Ok(info) if !info.software => Ok(Chosen::Gpu {
@@ -76,6 +83,30 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
             reason: "built without the `gpu` feature".into(),
         }),
     }
+}
+
+/// Device nodes through which Linux exposes a hardware GPU to Vulkan (Mesa and AMD/Intel
+/// drivers, NVIDIA's driver, WSL2).
+#[cfg(feature = "gpu")]
+const GPU_NODES: [&str; 3] = ["/dev/dri/renderD*", "/dev/nvidia*", "/dev/dxg"];
+
+/// False when the system certainly has no hardware GPU (Linux without any of [`GPU_NODES`]);
+/// true elsewhere, or when it cannot tell.
+#[cfg(feature = "gpu")]
+fn hardware_gpu_node_may_exist() -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    let has_entry = |dir: &str, prefix: &str| match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(prefix)),
+        // An unreadable /dev says nothing: probe.
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
+    has_entry("/dev/dri", "renderD")
+        || has_entry("/dev", "nvidia")
+        || std::path::Path::new("/dev/dxg").exists()
 }
 
 /// A critic on whichever backend was chosen: the operations are [`CriticBackend`]'s, reached

@@ -77,6 +77,27 @@ impl StackSpec {
         {
             return Err(format!("every dimension must be at least 1: {self:?}"));
         }
+        if self.layers > MAX_LAYERS {
+            return Err(format!(
+                "{} hidden layers; at most {MAX_LAYERS}",
+                self.layers
+            ));
+        }
+        // Parameters per network, then in all, without overflow (a generous upper bound: every
+        // layer as wide as the widest).
+        let widest = self.input.max(self.hidden).max(self.head);
+        let per_layer = widest
+            .checked_mul(widest)
+            .and_then(|w| w.checked_add(3 * widest));
+        let total = per_layer
+            .and_then(|p| p.checked_mul(self.layers + 1))
+            .and_then(|p| p.checked_mul(self.nets))
+            .filter(|&p| p <= MAX_PARAMS);
+        if total.is_none() {
+            return Err(format!(
+                "{self:?} may have more than {MAX_PARAMS} parameters in all"
+            ));
+        }
         Ok(())
     }
 
@@ -461,6 +482,16 @@ pub enum CriticError {
     /// An invalid stack shape.
     #[error("invalid stack: {0}")]
     Spec(String),
+    /// An operation needs more GPU dispatches than its uniform buffer holds.
+    #[error(
+        "one GPU operation needs {dispatches} dispatches, at most {max} fit: lower `layers`"
+    )]
+    TooManyDispatches {
+        /// Dispatches needed.
+        dispatches: usize,
+        /// Dispatches one operation may use.
+        max: usize,
+    },
     /// No usable GPU.
     #[error("no GPU: {0}")]
     NoGpu(String),
@@ -494,3 +525,11 @@ pub fn init_params(spec: &StackSpec, seed: u64) -> Vec<f32> {
 
 /// LayerNorm's epsilon.
 pub const LN_EPS: f32 = 1e-5;
+
+/// Most hidden layers a stack may have (the GPU backend's largest operation then stays well
+/// inside its per-operation dispatch budget).
+pub const MAX_LAYERS: usize = 32;
+
+/// Most parameters a stack may have in all (an overflow guard; the memory preflight is the
+/// real limit).
+const MAX_PARAMS: usize = 1 << 48;

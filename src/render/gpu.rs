@@ -15,6 +15,14 @@ pub enum RenderError {
     /// A readback failed.
     #[error("render readback: {0}")]
     Readback(String),
+    /// A recorded frame that does not fit the rollout's layout.
+    #[error("frame {index}: {reason}")]
+    BadFrame {
+        /// The frame's index in the rollout.
+        index: usize,
+        /// What does not fit.
+        reason: String,
+    },
     /// Output.
     #[error("{path}: {error}")]
     Io {

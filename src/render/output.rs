@@ -68,8 +68,13 @@ pub fn render_rollout(
     progress: &indicatif::ProgressBar,
 ) -> Result<RenderSummary, RenderError> {
     let layout = rollout_layout(rollout).map_err(|e| io(out, e))?;
-    let mut gpu = Offscreen::new()?;
     let frames = &rollout.frames[..limit.unwrap_or(usize::MAX).min(rollout.frames.len())];
+    // Every frame is checked against the layout, as the viewer does, before anything is drawn.
+    for (index, frame) in frames.iter().enumerate() {
+        crate::substrate::frame::check_frame(&layout, frame)
+            .map_err(|reason| RenderError::BadFrame { index, reason })?;
+    }
+    let mut gpu = Offscreen::new()?;
     let gif = out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gif"));

@@ -188,6 +188,23 @@ impl Default for RunConfig {
     }
 }
 
+/// Largest `arenas`.
+pub const MAX_ARENAS: usize = 1 << 20;
+/// Largest `rollout` (steps per rollout).
+pub const MAX_ROLLOUT: usize = 1 << 16;
+/// Largest `epochs`.
+pub const MAX_EPOCHS: usize = 10_000;
+/// Largest `hidden` (and `pair_rank`).
+pub const MAX_HIDDEN: usize = 1 << 14;
+/// Largest `keep_checkpoints`.
+pub const MAX_KEEP_CHECKPOINTS: usize = 10_000;
+/// Largest `seeds`.
+pub const MAX_SEEDS: usize = 1024;
+/// Largest `batch_size`, `buffer_batch_size` and `cer`.
+pub const MAX_BATCH: usize = 1 << 20;
+/// Largest `replay_capacity` and `min_replay` (rows).
+pub const MAX_REPLAY: usize = 1 << 31;
+
 /// A problem with a run configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -302,18 +319,37 @@ impl RunConfig {
                 format!("{:?}: a non-empty name without '/'", self.name),
             );
         }
-        for (field, v) in [
-            ("arenas", self.arenas),
-            ("rollout", self.rollout),
-            ("epochs", self.epochs),
-            ("minibatches", self.minibatches),
-            ("hidden", self.hidden),
-            ("layers", self.layers),
-            ("keep_checkpoints", self.keep_checkpoints),
+        // Every field that sizes a tensor or a loop, with the range it may take: the products
+        // computed from them below and in the memory preflight then cannot overflow.
+        for (field, v, max) in [
+            ("arenas", self.arenas, MAX_ARENAS),
+            ("rollout", self.rollout, MAX_ROLLOUT),
+            ("epochs", self.epochs, MAX_EPOCHS),
+            ("minibatches", self.minibatches, usize::MAX),
+            ("hidden", self.hidden, MAX_HIDDEN),
+            ("layers", self.layers, crate::critic::MAX_LAYERS),
+            ("keep_checkpoints", self.keep_checkpoints, MAX_KEEP_CHECKPOINTS),
+            ("seeds", self.seeds, MAX_SEEDS),
+            ("pair_rank", self.pair_rank.max(1), MAX_HIDDEN),
+            ("batch_size", self.batch_size.max(1), MAX_BATCH),
+            ("buffer_batch_size", self.buffer_batch_size.max(1), MAX_BATCH),
+            ("replay_capacity", self.replay_capacity.max(1), MAX_REPLAY),
+            ("cer", self.cer.max(1), MAX_BATCH),
         ] {
-            if v == 0 {
-                return bad(field, "0; at least 1".into());
+            if v == 0 || v > max {
+                let range = if max == usize::MAX {
+                    "at least 1".to_string()
+                } else {
+                    format!("between 1 and {max}")
+                };
+                return bad(field, format!("{v}; {range}"));
             }
+        }
+        if self.min_replay > MAX_REPLAY as u64 {
+            return bad(
+                "min_replay",
+                format!("{}; at most {MAX_REPLAY}", self.min_replay),
+            );
         }
         if self.minibatches > self.arenas * self.rollout {
             return bad(

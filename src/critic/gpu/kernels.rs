@@ -4,6 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::critic::CriticError;
+
 /// Rows per tile of the matrix kernels (their workgroups are 16 x 16).
 pub(super) const TILE: usize = 16;
 /// Largest workgroup count per grid dimension.
@@ -173,7 +175,24 @@ pub(super) struct UniformArena {
 }
 
 const SLOT: usize = 256;
-const SLOTS: usize = 256;
+/// Uniform slots, hence dispatches, one operation may use.
+pub(super) const SLOTS: usize = 256;
+
+/// The dispatches of the largest operation on a stack of `layers` hidden layers: the loss,
+/// then per layer (the head included) the weight and input gradients and, for hidden layers,
+/// the LayerNorm backward and its parameter gradients.
+pub(super) fn max_dispatches(layers: usize) -> usize {
+    1 + 4 * layers.saturating_add(1)
+}
+
+/// A uniform slot of an operation whose dispatch count does not depend on the stack.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FixedSlot {
+    /// The first.
+    First,
+    /// The second.
+    Second,
+}
 
 impl UniformArena {
     /// The arena's uniform buffer, `SLOTS` slots of `SLOT` bytes.
@@ -198,14 +217,29 @@ impl UniformArena {
         }
     }
 
-    pub(super) fn push<T: Pod>(&mut self, value: &T) -> u64 {
+    /// Appends one dispatch's uniforms; refused past `SLOTS` dispatches in one operation
+    /// (which [`max_dispatches`], checked when the critic is built, rules out).
+    pub(super) fn push<T: Pod>(&mut self, value: &T) -> Result<u64, CriticError> {
         let offset = self.data.len();
-        assert!(
-            offset / SLOT < SLOTS,
-            "more than {SLOTS} dispatches in one operation"
-        );
+        if offset / SLOT >= SLOTS {
+            return Err(CriticError::TooManyDispatches {
+                dispatches: offset / SLOT + 1,
+                max: SLOTS,
+            });
+        }
         self.data.extend_from_slice(bytemuck::bytes_of(value));
         self.data.resize(offset + SLOT, 0);
+        Ok(offset as u64)
+    }
+
+    /// Writes one of the first slots, for operations with a fixed number of dispatches.
+    pub(super) fn put<T: Pod>(&mut self, slot: FixedSlot, value: &T) -> u64 {
+        let offset = slot as usize * SLOT;
+        let bytes = bytemuck::bytes_of(value);
+        if self.data.len() < offset + SLOT {
+            self.data.resize(offset + SLOT, 0);
+        }
+        self.data[offset..offset + bytes.len()].copy_from_slice(bytes);
         offset as u64
     }
 }

@@ -61,6 +61,20 @@ impl GpuCritic {
     /// from `seed` (the same values as the CPU backend's).
     pub fn new(spec: StackSpec, seed: u64) -> Result<GpuCritic, CriticError> {
         spec.validate().map_err(CriticError::Spec)?;
+        let dispatches = kernels::max_dispatches(spec.layers);
+        if dispatches > kernels::SLOTS {
+            return Err(CriticError::TooManyDispatches {
+                dispatches,
+                max: kernels::SLOTS,
+            });
+        }
+        if spec.params() > u32::MAX as usize {
+            return Err(CriticError::Spec(format!(
+                "{} parameters; the GPU backend indexes at most {}",
+                spec.params(),
+                u32::MAX
+            )));
+        }
         let adapter = device::adapter()?;
         let info = device::info_of(&adapter);
         let (device, queue) = device::open(&adapter)?;

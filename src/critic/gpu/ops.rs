@@ -7,7 +7,7 @@ use super::GpuCritic;
 use super::buffers::row_buffers;
 use super::kernels::{
     AdamParams, Item, LinearParams, LossParams, MAX_GROUPS, NormParams, PolyakParams, TILE,
-    UniformArena, bind, fold, run,
+    FixedSlot, UniformArena, bind, fold, run,
 };
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, check_len};
@@ -75,7 +75,7 @@ impl GpuCritic {
                 &acts.act[l - 1]
             };
             let y = if head { &acts.out } else { &acts.z[l] };
-            let u = uniforms.push(&self.linear(o, mode));
+            let u = uniforms.push(&self.linear(o, mode))?;
             let group = bind(
                 &self.device,
                 &uniforms.buffer,
@@ -94,7 +94,7 @@ impl GpuCritic {
             );
             items.push((&k.linear_forward, group, self.tile_grid(o.fan_out)));
             if !head {
-                let u = uniforms.push(&self.norm(o));
+                let u = uniforms.push(&self.norm(o))?;
                 let group = bind(
                     &self.device,
                     &uniforms.buffer,
@@ -135,7 +135,7 @@ impl GpuCritic {
             let head = l == layers;
             if !head {
                 // From g (dL/d act of layer l) to dz, and LayerNorm's parameter gradients.
-                let u = uniforms.push(&self.norm(o));
+                let u = uniforms.push(&self.norm(o))?;
                 let group = bind(
                     &self.device,
                     &uniforms.buffer,
@@ -153,7 +153,7 @@ impl GpuCritic {
                     ],
                 );
                 items.push((&k.layernorm_backward, group, (rows_x, rows_y, 1)));
-                let u = uniforms.push(&self.norm(o));
+                let u = uniforms.push(&self.norm(o))?;
                 let group = bind(
                     &self.device,
                     &uniforms.buffer,
@@ -175,7 +175,7 @@ impl GpuCritic {
             } else {
                 &acts.act[l - 1]
             };
-            let u = uniforms.push(&self.linear(o, mode));
+            let u = uniforms.push(&self.linear(o, mode))?;
             let group = bind(
                 &self.device,
                 &uniforms.buffer,
@@ -209,7 +209,7 @@ impl GpuCritic {
                 None
             };
             if let Some(dx) = dx {
-                let u = uniforms.push(&self.linear(o, mode));
+                let u = uniforms.push(&self.linear(o, mode))?;
                 let group = bind(
                     &self.device,
                     &uniforms.buffer,
@@ -322,7 +322,7 @@ impl GpuCritic {
         };
         self.submit("loss and backward", |c, arena| {
             let rb = row_buffers(&c.rows_buf)?;
-            let u = arena.push(&params);
+            let u = arena.push(&params)?;
             let k = &c.kernels;
             let group = bind(
                 &c.device,
@@ -379,7 +379,7 @@ impl GpuCritic {
         };
         let Ok(()) = self.submit::<Infallible>("optimiser step", |c, arena| {
             let k = &c.kernels;
-            let u = arena.push(&norm);
+            let u = arena.put(FixedSlot::First, &norm);
             let g1 = bind(
                 &c.device,
                 &arena.buffer,
@@ -388,7 +388,7 @@ impl GpuCritic {
                 (u, 32),
                 &[&c.grads, &c.norms],
             );
-            let u = arena.push(&adam);
+            let u = arena.put(FixedSlot::Second, &adam);
             let g2 = bind(
                 &c.device,
                 &arena.buffer,
@@ -415,7 +415,7 @@ impl GpuCritic {
             _pad1: 0,
         };
         let Ok(()) = self.submit::<Infallible>("polyak", |c, arena| {
-            let u = arena.push(&params);
+            let u = arena.put(FixedSlot::First, &params);
             let k = &c.kernels;
             let group = bind(
                 &c.device,
