@@ -319,13 +319,33 @@ fn exact_and_learned_nashconv_of_a_trained_checkpoint_through_the_cli() {
         "a best response never loses: {gains:?}"
     );
     assert!((gains.iter().sum::<f64>() - nc).abs() < 1e-9);
-    assert!(run.join("nashconv_exact.json").exists());
+    // The file records where the numbers came from.
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("nashconv_exact.json")).unwrap()).unwrap();
+    assert_eq!(file["source"]["method"], "exact");
+    assert!(file["source"]["update"].as_u64().unwrap() >= 1, "{file}");
+    assert!(file["source"]["gamma"].as_f64().unwrap() > 0.0);
+    assert!(
+        file["source"]["checkpoint"]
+            .as_str()
+            .unwrap()
+            .starts_with("checkpoints/update_")
+    );
 
     let learned = eval(
         "learned",
         &["--agent", "1", "--episodes", "400", "--br-steps", "40960"],
     );
     assert_eq!(learned["method"], "learned (lower bound)");
+    // A one-agent analysis has its own file and leaves the all-agent result alone.
+    let one: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("nashconv_learned_agent1.json")).unwrap())
+            .unwrap();
+    assert_eq!(one["source"]["agent"], 1);
+    assert!(!run.join("nashconv_learned.json").exists());
+    let again: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("nashconv_exact.json")).unwrap()).unwrap();
+    assert_eq!(again, file);
     let (g, ci) = (
         learned["per_agent_gain"][1].as_f64().unwrap(),
         learned["per_agent_ci95"][1].as_f64().unwrap(),

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::run::{AnalysisError, run_config, write_result};
+use super::run::{AnalysisError, Provenance, run_config, write_result};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
 use crate::policy::Policy;
@@ -159,7 +159,15 @@ pub fn learned(
             "--episodes: at least 2 paired episodes for an interval".into(),
         ));
     }
-    let mut frozen: Box<dyn Policy> = Box::new(GreedyPolicy::from_run(run, &cfg, &loaded, device)?);
+    let greedy = GreedyPolicy::from_run(run, &cfg, &loaded, device)?;
+    let source = Provenance {
+        checkpoint: format!("checkpoints/update_{:08}", greedy.update()),
+        update: greedy.update(),
+        gamma,
+        method: "learned".into(),
+        agent,
+    };
+    let mut frozen: Box<dyn Policy> = Box::new(greedy);
     let agents: Vec<usize> = agent.map_or_else(|| (0..n).collect(), |i| vec![i]);
     let (mut gains, mut cis, mut values) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut var_sum = 0.0;
@@ -230,6 +238,6 @@ pub fn learned(
         horizon: h,
         seconds: t0.elapsed().as_secs_f64(),
     };
-    write_result(run, "learned", &result)?;
+    write_result(run, &source, &result)?;
     Ok(result)
 }

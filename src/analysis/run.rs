@@ -127,6 +127,13 @@ pub fn exact(
         return Err(AnalysisError::Refused(r));
     }
     let mut greedy = GreedyPolicy::from_run(run, &cfg, &loaded, device)?;
+    let source = Provenance {
+        checkpoint: format!("checkpoints/update_{:08}", greedy.update()),
+        update: greedy.update(),
+        gamma: cfg.gamma as f64,
+        method: "exact".into(),
+        agent,
+    };
     let b = bar(model.states(), "policies", progress);
     let actions = greedy_actions(&model, &mut greedy, &b)?;
     b.finish_and_clear();
@@ -144,19 +151,55 @@ pub fn exact(
     let b = bar(0, "value iteration", progress);
     let result = nashconv(&model, &policy, cfg.gamma as f64, cache, agent, &b);
     b.finish_and_clear();
-    write_result(run, "exact", &result)?;
+    write_result(run, &source, &result)?;
     Ok(result)
 }
 
-/// Writes `RUN/nashconv_<method>.json` atomically.
+/// Where an analysis result came from, recorded in its file beside the numbers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Provenance {
+    /// The checkpoint evaluated, relative to the run directory.
+    pub checkpoint: String,
+    /// Its update.
+    pub update: u64,
+    /// The discount the values use.
+    pub gamma: f64,
+    /// `exact` or `learned`.
+    pub method: String,
+    /// The one learner analysed (`--agent`), or none for all of them.
+    pub agent: Option<usize>,
+}
+
+impl Provenance {
+    /// The file the result goes to: `nashconv_<method>.json`, or
+    /// `nashconv_<method>_agent<i>.json` for one learner (so it never replaces the all-learner
+    /// result).
+    pub fn file_name(&self) -> String {
+        match self.agent {
+            Some(i) => format!("nashconv_{}_agent{i}.json", self.method),
+            None => format!("nashconv_{}.json", self.method),
+        }
+    }
+}
+
+/// Writes the result with its provenance (under `source`) atomically to
+/// `RUN/`[`Provenance::file_name`].
 pub fn write_result(
     run: &Path,
-    method: &str,
+    source: &Provenance,
     value: &impl serde::Serialize,
 ) -> Result<(), AnalysisError> {
-    let path = run.join(format!("nashconv_{method}.json"));
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| AnalysisError::Invalid(format!("cannot serialise the result: {e}")))?;
+    let path = run.join(source.file_name());
+    let invalid =
+        |e: serde_json::Error| AnalysisError::Invalid(format!("cannot serialise the result: {e}"));
+    let mut object = serde_json::to_value(value).map_err(invalid)?;
+    if let Some(map) = object.as_object_mut() {
+        map.insert(
+            "source".into(),
+            serde_json::to_value(source).map_err(invalid)?,
+        );
+    }
+    let text = serde_json::to_string_pretty(&object).map_err(invalid)?;
     crate::atomic::write_atomic(&path, text.as_bytes())
         .map_err(|error| AnalysisError::Io { path, error })
 }
