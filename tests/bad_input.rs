@@ -35,9 +35,15 @@ fn train(name: &str, device: &str, sets: &[&str]) -> Command {
         "--out",
     ])
     .arg(dir.join("run"));
-    for s in ["arenas=8", "rollout=4", "minibatches=2", "hidden=16", "layers=1"]
-        .iter()
-        .chain(sets)
+    for s in [
+        "arenas=8",
+        "rollout=4",
+        "minibatches=2",
+        "hidden=16",
+        "layers=1",
+    ]
+    .iter()
+    .chain(sets)
     {
         cmd.args(["--set", s]);
     }
@@ -48,7 +54,11 @@ fn train(name: &str, device: &str, sets: &[&str]) -> Command {
 fn refused(mut cmd: Command, what: &[&str]) {
     let out = cmd.output().unwrap();
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "expected a refusal, got:\n{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected a refusal, got:\n{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     for w in what {
         assert!(err.contains(w), "the message should name {w:?}:\n{err}");
@@ -64,8 +74,16 @@ fn sizes_out_of_range_are_refused_naming_field_value_and_range() {
             &["arenas=1099511627776", "rollout=1099511627776"],
             &["arenas", "1099511627776", "between 1 and"],
         ),
-        ("layers", &["layers=1000000"], &["layers", "1000000", "between 1 and"]),
-        ("hidden", &["hidden=5000000000"], &["hidden", "5000000000", "between 1 and"]),
+        (
+            "layers",
+            &["layers=1000000"],
+            &["layers", "1000000", "between 1 and"],
+        ),
+        (
+            "hidden",
+            &["hidden=5000000000"],
+            &["hidden", "5000000000", "between 1 and"],
+        ),
     ];
     for (name, sets, what) in cases {
         let mut cmd = train(name, "cpu", sets);
@@ -85,7 +103,11 @@ fn a_gpu_stack_deeper_than_the_dispatch_budget_is_refused() {
     // Today's GPU critic would panic on its 257th dispatch of one operation; the layer bound
     // refuses the config before anything is built, whichever device is asked for.
     refused(
-        train("gpu-layers", "gpu", &["layers=100", "total_steps=100000000"]),
+        train(
+            "gpu-layers",
+            "gpu",
+            &["layers=100", "total_steps=100000000"],
+        ),
         &["layers", "100", "between 1 and"],
     );
 }
@@ -113,14 +135,20 @@ fn render_refuses_a_damaged_frame_with_its_index() {
     r.frames[2].positions[0] = (30000, 30000);
     r.save(&file).unwrap();
     let mut cmd = bin();
-    cmd.arg("render").arg(&file).arg("--out").arg(dir.join("out.gif"));
+    cmd.arg("render")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("out.gif"));
     refused(cmd, &["frame 2", "agent 0", "r.ron"]);
     let mut r = Rollout::load(&file).unwrap();
     r.frames[3].positions.pop();
     r.frames[2].positions[0] = r.frames[1].positions[0];
     r.save(&file).unwrap();
     let mut cmd = bin();
-    cmd.arg("render").arg(&file).arg("--out").arg(dir.join("frames"));
+    cmd.arg("render")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("frames"));
     refused(cmd, &["frame 3", "positions"]);
 }
 
@@ -137,7 +165,10 @@ fn quiet_without_runtime_dir(device: &str) {
         .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    assert!(!has_error_line(&err), "a run that works printed errors:\n{err}");
+    assert!(
+        !has_error_line(&err),
+        "a run that works printed errors:\n{err}"
+    );
 }
 
 #[test]

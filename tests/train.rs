@@ -411,3 +411,41 @@ fn opponent_models_beat_the_uniform_prediction_against_trained_opponents() {
     );
     let _ = std::fs::remove_dir_all(run);
 }
+
+#[test]
+fn a_failed_resume_leaves_the_run_directory_as_it_was() {
+    let run = temp("failed_resume");
+    let cfg = RunConfig {
+        total_steps: 2 * 16 * 8,
+        ..small("tests/data/chase.ron")
+    };
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let files = ["config.ron", "scenario.ron", "metrics.jsonl"];
+    let before: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(run.join(f)).unwrap())
+        .collect();
+    // Wider networks cannot take the checkpoint's parameters: the resume is refused...
+    let wider = RunConfig {
+        hidden: 64,
+        total_steps: 4 * 16 * 8,
+        ..cfg.clone()
+    };
+    let opts = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    let err = train(&wider, &run, &opts).unwrap_err().to_string();
+    assert!(err.contains("do not fit"), "{err}");
+    // ...and nothing it found was rewritten.
+    for (f, b) in files.iter().zip(&before) {
+        assert_eq!(&std::fs::read(run.join(f)).unwrap(), b, "{f} changed");
+    }
+    // The original config still resumes.
+    let more = RunConfig {
+        total_steps: 4 * 16 * 8,
+        ..cfg
+    };
+    assert_eq!(train(&more, &run, &opts).unwrap().updates, 4);
+    std::fs::remove_dir_all(&run).unwrap();
+}

@@ -483,9 +483,7 @@ pub enum CriticError {
     #[error("invalid stack: {0}")]
     Spec(String),
     /// An operation needs more GPU dispatches than its uniform buffer holds.
-    #[error(
-        "one GPU operation needs {dispatches} dispatches, at most {max} fit: lower `layers`"
-    )]
+    #[error("one GPU operation needs {dispatches} dispatches, at most {max} fit: lower `layers`")]
     TooManyDispatches {
         /// Dispatches needed.
         dispatches: usize,

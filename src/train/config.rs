@@ -328,11 +328,19 @@ impl RunConfig {
             ("minibatches", self.minibatches, usize::MAX),
             ("hidden", self.hidden, MAX_HIDDEN),
             ("layers", self.layers, crate::critic::MAX_LAYERS),
-            ("keep_checkpoints", self.keep_checkpoints, MAX_KEEP_CHECKPOINTS),
+            (
+                "keep_checkpoints",
+                self.keep_checkpoints,
+                MAX_KEEP_CHECKPOINTS,
+            ),
             ("seeds", self.seeds, MAX_SEEDS),
             ("pair_rank", self.pair_rank.max(1), MAX_HIDDEN),
             ("batch_size", self.batch_size.max(1), MAX_BATCH),
-            ("buffer_batch_size", self.buffer_batch_size.max(1), MAX_BATCH),
+            (
+                "buffer_batch_size",
+                self.buffer_batch_size.max(1),
+                MAX_BATCH,
+            ),
             ("replay_capacity", self.replay_capacity.max(1), MAX_REPLAY),
             ("cer", self.cer.max(1), MAX_BATCH),
         ] {

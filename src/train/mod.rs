@@ -205,12 +205,17 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     } else {
         RunDir::create(out)?
     };
+    let mut learner = new_learner(cfg, &loaded, &device)?;
+    // A resumed run's files are rewritten only once its checkpoint has been restored: a
+    // failed resume leaves the run directory exactly as it was.
+    let restored = if resume {
+        Some(restore(learner.as_mut(), &dir)?)
+    } else {
+        None
+    };
     dir.write("config.ron", cfg.to_ron().as_bytes())?;
     dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
-
-    let mut learner = new_learner(cfg, &loaded, &device)?;
-    if resume {
-        let update = restore(learner.as_mut(), &dir)?;
+    if let Some(update) = restored {
         dir.truncate_metrics(update)?;
     }
     let updates = cfg.updates();

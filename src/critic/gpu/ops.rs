@@ -6,8 +6,8 @@ use std::convert::Infallible;
 use super::GpuCritic;
 use super::buffers::row_buffers;
 use super::kernels::{
-    AdamParams, Item, LinearParams, LossParams, MAX_GROUPS, NormParams, PolyakParams, TILE,
-    FixedSlot, UniformArena, bind, fold, run,
+    AdamParams, FixedSlot, Item, LinearParams, LossParams, MAX_GROUPS, NormParams, PolyakParams,
+    TILE, UniformArena, bind, fold, run,
 };
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, check_len};
