@@ -230,3 +230,39 @@ mod tests {
         assert_eq!(core.map(|c| c.limiter.config().error_buffer), Ok(262_144.0));
     }
 }
+
+/// The [`Learner`](super::Learner) methods a replay learner (IQL, PR2-IQL) answers from its
+/// fields alone: `progress`, `core` (a [`ReplayCore`]), `critic`, `models` and `batch`. Expands
+/// inside the learner's `impl Learner` block.
+macro_rules! replay_learner_plumbing {
+    () => {
+        fn save_state(&mut self) -> Result<String, TrainError> {
+            let (progress, models) = (&self.progress, &mut self.models);
+            self.core
+                .save_json(progress, &mut self.critic, models, &mut self.batch)
+        }
+
+        fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+            let (progress, models) = (&mut self.progress, &mut self.models);
+            self.core
+                .load_json(json, progress, &mut self.critic, models, &mut self.batch)
+        }
+
+        fn progress(&self) -> &Progress {
+            &self.progress
+        }
+
+        fn progress_mut(&mut self) -> &mut Progress {
+            &mut self.progress
+        }
+
+        fn batch(&mut self) -> &mut EnvBatch {
+            &mut self.batch
+        }
+
+        fn critic(&mut self) -> &mut Critic {
+            &mut self.critic
+        }
+    };
+}
+pub(crate) use replay_learner_plumbing;

@@ -620,31 +620,6 @@ impl Learner for Pr2Iql {
         set_models_params(&mut self.models, p)
     }
 
-    fn save_state(&mut self) -> Result<String, TrainError> {
-        let (progress, models) = (&self.progress, &mut self.models);
-        self.core
-            .save_json(progress, &mut self.critic, models, &mut self.batch)
-    }
-
-    fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
-        let (progress, models) = (&mut self.progress, &mut self.models);
-        self.core
-            .load_json(json, progress, &mut self.critic, models, &mut self.batch)
-    }
-
-    fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
-    fn progress_mut(&mut self) -> &mut Progress {
-        &mut self.progress
-    }
-
-    fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.batch
-    }
-
-    fn critic(&mut self) -> &mut Critic {
-        &mut self.critic
-    }
+    // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
+    crate::train::replay::replay_learner_plumbing!();
 }
