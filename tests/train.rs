@@ -425,27 +425,33 @@ fn a_failed_resume_leaves_the_run_directory_as_it_was() {
         .iter()
         .map(|f| std::fs::read(run.join(f)).unwrap())
         .collect();
-    // Wider networks cannot take the checkpoint's parameters: the resume is refused...
-    let wider = RunConfig {
-        hidden: 64,
+    // A checkpoint whose parameters cannot be read fails the restore (a configuration that
+    // changes shapes is refused even earlier, see tests/resume_refusals.rs)...
+    let more = RunConfig {
         total_steps: 4 * 16 * 8,
-        ..cfg.clone()
+        ..cfg
     };
     let opts = TrainOptions {
         resume: true,
         ..TrainOptions::default()
     };
-    let err = train(&wider, &run, &opts).unwrap_err().to_string();
-    assert!(err.contains("do not fit"), "{err}");
+    let latest = RunDir::open(&run)
+        .unwrap()
+        .checkpoints()
+        .unwrap()
+        .pop()
+        .unwrap();
+    let params = latest.join("params.safetensors");
+    let good = std::fs::read(&params).unwrap();
+    std::fs::write(&params, &good[..good.len() / 2]).unwrap();
+    let err = train(&more, &run, &opts).unwrap_err().to_string();
+    assert!(err.contains("damaged checkpoint"), "{err}");
     // ...and nothing it found was rewritten.
     for (f, b) in files.iter().zip(&before) {
         assert_eq!(&std::fs::read(run.join(f)).unwrap(), b, "{f} changed");
     }
-    // The original config still resumes.
-    let more = RunConfig {
-        total_steps: 4 * 16 * 8,
-        ..cfg
-    };
+    // With the checkpoint intact the run resumes.
+    std::fs::write(&params, &good).unwrap();
     assert_eq!(train(&more, &run, &opts).unwrap().updates, 4);
     std::fs::remove_dir_all(&run).unwrap();
 }

@@ -5,7 +5,8 @@
 //! algorithm (`pqn`, `iql`, `pr2`) with what they share in `error`, `schedule` (learning and
 //! exploration rates), `explore` (acting on values), `qnet` (the PQN/IQL network stack),
 //! `replay` (ring, rate limiter, replay learners' state), `opponent` (opponent models) and
-//! `stats` (update statistics, confidence intervals); the memory preflight in `plan`; a
+//! `stats` (update statistics, confidence intervals); the memory preflight in `plan`; what a
+//! resume may change in `resume_check`; a
 //! trained run's greedy [`Policy`](crate::policy::Policy) in `greedy`.
 
 mod algorithms;
@@ -24,6 +25,7 @@ pub mod pr2;
 mod qnet;
 pub mod rate_limiter;
 pub(crate) mod replay;
+mod resume_check;
 pub mod run_dir;
 pub(crate) mod schedule;
 pub(crate) mod sizing;
@@ -34,6 +36,7 @@ pub use error::TrainError;
 pub use greedy::{GreedyPolicy, load_policy};
 pub use learner::{BoxedLearner, Learner, Progress};
 pub use replay::ReplayState;
+pub use resume_check::Change;
 pub use stats::{UpdateStats, mean_ci};
 
 use std::collections::VecDeque;
@@ -77,6 +80,18 @@ pub enum RunError {
         path: PathBuf,
         /// Why.
         reason: String,
+    },
+    /// `--resume` with a configuration or scenario that is not the run's.
+    #[error(
+        "cannot resume {}: it was trained with another configuration; resuming would change:{}",
+        .run.display(),
+        resume_check::describe(.changes)
+    )]
+    ResumeMismatch {
+        /// The run directory.
+        run: PathBuf,
+        /// Each field that differs, `field: saved -> asked`.
+        changes: Vec<Change>,
     },
 }
 
@@ -205,6 +220,9 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     } else {
         RunDir::create(out)?
     };
+    if resume {
+        resume_check::refuse_changes(&dir, cfg, &loaded)?;
+    }
     let mut learner = new_learner(cfg, &loaded, &device)?;
     // A resumed run's files are rewritten only once its checkpoint has been restored: a
     // failed resume leaves the run directory exactly as it was.
