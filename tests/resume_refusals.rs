@@ -197,13 +197,33 @@ fn a_scenario_file_edited_since_the_run_started_is_refused_naming_the_field() {
     std::fs::write(&scenario, &text).unwrap();
     let cfg = small(&scenario);
     train(&cfg, &run, &TrainOptions::default()).unwrap();
-    // Same path, same shapes, other rules.
-    std::fs::write(&scenario, text.replace("max_steps: 40", "max_steps: 30")).unwrap();
+    // Same path, same shapes, other rules: the first differing field is named by its path.
     let asked = RunConfig {
         total_steps: 4 * 16 * 8,
         ..cfg.clone()
     };
-    assert_refused(&run, &asked, &["max_steps: 40 -> 30"]);
+    let edits = [
+        (
+            "max_steps: 40",
+            "max_steps: 30",
+            "scenario max_steps: 40 -> 30",
+        ),
+        (
+            "catch_reward: 1.0",
+            "catch_reward: 2.0",
+            "scenario substrate.catch_reward: 1.0 -> 2.0",
+        ),
+        (
+            r#""*****", "*****"]"#,
+            r#""*****", "**#**"]"#,
+            r#"scenario map line 19: "*****" -> "**#**""#,
+        ),
+    ];
+    for (from, to, named) in edits {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&scenario, text.replace(from, to)).unwrap();
+        assert_refused(&run, &asked, &[named]);
+    }
     // The same content under another path is the same scenario.
     std::fs::write(&scenario, &text).unwrap();
     let copy = temp("edited-copy.ron");

@@ -82,57 +82,28 @@ pub(crate) fn refuse_changes(
 /// path: its content is compared by [`scenario_change`]).
 pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change> {
     let mut changes = Vec::new();
-    // Destructured in full: a new field does not compile until it is sorted here.
-    let RunConfig {
-        name: _,
-        scenario: _,
-        device: _,
-        total_steps: _,
-        checkpoint_every: _,
-        keep_checkpoints: _,
-        wait_seconds: _,
-        algo,
-        seed,
-        seeds,
-        arenas,
-        rollout,
-        epochs,
-        minibatches,
-        lr,
-        lr_decay,
-        gamma,
-        lambda,
-        eps_start,
-        eps_finish,
-        eps_fraction,
-        max_grad_norm,
-        radam,
-        hidden,
-        layers,
-        shared,
-        opponent_models,
-        critic,
-        pair_rank,
-        rho,
-        buffer_batch_size,
-        replay_capacity,
-        batch_size,
-        samples_per_insert,
-        min_replay,
-        rate_error_buffer,
-        target_tau,
-        cer,
-        threaded,
-    } = saved;
-    macro_rules! compare {
-        ($($field:ident),* $(,)?) => {$(
-            let (s, a) = (format!("{:?}", $field), format!("{:?}", asked.$field));
-            if s != a {
-                changes.push(Change { field: stringify!($field).into(), saved: s, asked: a });
-            }
-        )*};
+    macro_rules! compare_all_but_run_control {
+        ($($field:ident),* $(,)?) => {
+            // Destructured in full: a new field does not compile until it is sorted here.
+            let RunConfig {
+                name: _,
+                scenario: _,
+                device: _,
+                total_steps: _,
+                checkpoint_every: _,
+                keep_checkpoints: _,
+                wait_seconds: _,
+                $($field),*
+            } = saved;
+            $(
+                let (s, a) = (format!("{:?}", $field), format!("{:?}", asked.$field));
+                if s != a {
+                    changes.push(Change { field: stringify!($field).into(), saved: s, asked: a });
+                }
+            )*
+        };
     }
-    compare!(
+    compare_all_but_run_control!(
         algo,
         seed,
         seeds,
