@@ -8,6 +8,7 @@ use crate::critic::{Backend, StackSpec};
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
+use crate::train::gpu_plan::{GpuSizing, GpuStack, joint_q_figure};
 use crate::train::opponent::ConditionalModels;
 use crate::train::sizing::{PlanTensor, fmt};
 
@@ -173,4 +174,39 @@ pub(crate) fn plan(
         });
     }
     tensors
+}
+
+/// What PR2-IQL keeps on the device: the critic stack (its head is the joint critic's `A^N`
+/// outputs per row) and the conditional opponent models, over the rows of the largest pass;
+/// for a joint critic, the report's figure of its Q tensors beside them.
+pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
+    let (n, a) = (layout.learners, layout.actions);
+    let spec = stack_spec(cfg, loaded);
+    let rows = (pass_rows(cfg, n) as u64).max(cfg.arenas as u64 * n as u64);
+    let mut stacks = vec![GpuStack {
+        name: "PR2 critic",
+        spec,
+        rows,
+        knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
+    }];
+    if cfg.opponent_models {
+        stacks.push(GpuStack {
+            name: "conditional opponent models",
+            spec: ConditionalModels::spec(cfg, n.max(2), a, spec.input),
+            rows,
+            knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
+        });
+    }
+    let head = head(cfg, n.max(2), a);
+    let figures = match head.form {
+        HeadForm::Joint => vec![joint_q_figure(
+            cfg.rollout as u64 + 1,
+            cfg.buffer_batch_size as u64,
+            n,
+            a,
+            head.width_checked().unwrap_or(u64::MAX),
+        )],
+        _ => Vec::new(),
+    };
+    GpuSizing { stacks, figures }
 }
