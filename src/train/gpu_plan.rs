@@ -278,9 +278,24 @@ pub fn check(tensors: &[GpuTensor], limits: Option<&GpuLimits>, budget: u64) -> 
 /// One device buffer: its label, its size as a formula, its bytes.
 type Buffer = (&'static str, String, u64);
 
+/// The bytes of a buffer asked for `bytes`: `critic::gpu`'s `storage` rounds up to a multiple
+/// of 4, at least 16.
+fn storage_size(bytes: u64) -> u64 {
+    bytes.max(16).next_multiple_of(4)
+}
+
+/// The uniform arena of `critic::gpu`'s kernels: 256 slots of 256 bytes.
+const UNIFORM_ARENA: u64 = 256 * 256;
+
 /// A line of buffers of `stack`: the group's total, its largest buffer, and a formula (the
 /// common one when all are the same size, else the count and the largest).
 fn group(stack: &GpuStack, what: &str, buffers: Vec<Buffer>, storage: bool) -> GpuTensor {
+    let buffers: Vec<Buffer> = if storage {
+        let round = |(label, formula, bytes): Buffer| (label, formula, storage_size(bytes));
+        buffers.into_iter().map(round).collect()
+    } else {
+        buffers
+    };
     let bytes = buffers.iter().fold(0u64, |a, b| a.saturating_add(b.2));
     let largest = buffers.iter().max_by_key(|b| b.2);
     let same = buffers
@@ -307,7 +322,7 @@ fn group(stack: &GpuStack, what: &str, buffers: Vec<Buffer>, storage: bool) -> G
 /// The buffers `GpuCritic` creates for `stack` (`mod.rs`: parameters, gradients, Adam, target,
 /// gradient norms; `buffers.rs`: row buffers for a capacity of the rows rounded up to a power
 /// of two, at least 64; `readback.rs`: the staging buffer, grown to the largest read rounded up
-/// to a power of two; `kernels.rs`: the uniform arena), in four lines.
+/// to a power of two; `kernels.rs`: the uniform arena), in five lines.
 fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
     let s = &stack.spec;
     let (k, d, h, l, a) = (
@@ -381,15 +396,18 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
         ("grad norms", format!("{k} x 4 B"), (k * 4).max(16)),
     ];
     let read = p.max(stack.rows.saturating_mul(a).saturating_mul(4));
-    let staging = vec![(
-        "readback staging",
-        format!(
-            "max(params, {} rows x {} outputs) x 4 B, to a power of two",
-            fmt(stack.rows),
-            fmt(a)
+    let staging = vec![
+        (
+            "readback staging",
+            format!(
+                "max(params, {} rows x {} outputs) x 4 B, to a power of two",
+                fmt(stack.rows),
+                fmt(a)
+            ),
+            read.checked_next_power_of_two().unwrap_or(u64::MAX),
         ),
-        read.checked_next_power_of_two().unwrap_or(u64::MAX),
-    )];
+        ("uniform arena", "256 slots x 256 B".into(), UNIFORM_ARENA),
+    ];
     vec![
         group(stack, "parameters, gradients, Adam, target", params, true),
         group(
@@ -410,7 +428,7 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
             bookkeeping,
             true,
         ),
-        group(stack, "readback staging", staging, false),
+        group(stack, "readback staging and uniforms", staging, false),
     ]
 }
 
@@ -535,6 +553,42 @@ mod tests {
             let sizing = spec.sizing_for(rows as usize, Backend::Gpu, false).total();
             assert_eq!(sum - staging, sizing, "rows {rows}");
         }
+    }
+
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn the_device_buffers_are_the_ones_the_gpu_critic_creates() {
+        use crate::critic::Input;
+        use crate::critic::gpu::GpuCritic;
+        let spec = StackSpec {
+            nets: 3,
+            input: 5,
+            hidden: 8,
+            layers: 2,
+            head: 7,
+        };
+        let rows = 100;
+        let mut critic = match GpuCritic::new(spec, 1) {
+            Ok(c) => c,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+                return;
+            }
+            Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+        };
+        let x = vec![0.5f32; rows * spec.input];
+        let nets: Vec<u32> = (0..rows as u32).map(|r| r % 3).collect();
+        critic.forward(Input::F32(&x), &nets).unwrap();
+        critic.output().unwrap();
+        critic.params().unwrap();
+        let stack = GpuStack {
+            name: "critic",
+            spec,
+            rows: rows as u64,
+            knobs: "",
+        };
+        let planned: u64 = stack_tensors(&stack).iter().map(|t| t.bytes).sum();
+        assert_eq!(critic.device_bytes(), planned);
     }
 
     #[test]
