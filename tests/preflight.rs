@@ -3,6 +3,8 @@
 //! half of the plan (the GPU critic's buffers against the adapter's limits and `--gpu-memory`),
 //! and the joint PR2 critic's figure of the report this project started from.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -91,6 +93,22 @@ fn joint() -> RunConfig {
     RunConfig::load(Path::new(JOINT)).unwrap()
 }
 
+/// `gridarena plan` of the joint run with `args` and an unbounded host budget.
+fn plan_joint(args: &[&str]) -> std::process::Output {
+    bin()
+        .args(["plan", "--config", JOINT, "--memory-budget", "1T"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Asserts every one of `parts` is in `text`.
+fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
+}
+
 #[test]
 fn the_joint_pr2_critic_of_the_report_is_its_own_line_of_the_plan() {
     // The shipped joint run is the report's game: 6 agents x 9 actions, 257 steps x 4 sequences.
@@ -99,45 +117,23 @@ fn the_joint_pr2_critic_of_the_report_is_its_own_line_of_the_plan() {
     assert_eq!(loaded.scenario.action_set().len(), 9);
     assert_eq!(REPORT_BYTES, 257 * 4 * 9u64.pow(6) * 4 * 2);
 
-    let out = bin()
-        .args([
-            "plan",
-            "--config",
-            JOINT,
-            "--device",
-            "cpu",
-            "--memory-budget",
-            "1T",
-        ])
-        .output()
-        .unwrap();
+    let out = plan_joint(&["--device", "cpu"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     let line = stdout
         .lines()
         .find(|l| l.starts_with("PR2 joint Q tensors"))
         .unwrap_or_else(|| panic!("no joint Q line in:\n{stdout}"));
-    for part in [
-        "4.07 GiB",
-        "257 steps x 4 sequences x 9^6 = 531,441",
-        "x 4 B x 2",
-    ] {
-        assert!(line.contains(part), "{part:?} missing from {line:?}");
-    }
+    assert_mentions(
+        &line,
+        &[
+            "4.07 GiB",
+            "257 steps x 4 sequences x 9^6 = 531,441",
+            "x 4 B x 2",
+        ],
+    );
 
-    let out = bin()
-        .args([
-            "plan",
-            "--config",
-            JOINT,
-            "--device",
-            "cpu",
-            "--memory-budget",
-            "1T",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = plan_joint(&["--device", "cpu", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["figures"][0]["bytes"], REPORT_BYTES, "{json}");
     // Not counted: the host total is the tensors' sum alone.
@@ -162,17 +158,18 @@ fn a_gpu_plan_over_the_gpu_memory_budget_is_refused_naming_the_tensor_and_the_fl
     let table = p.table();
     assert!(table.contains("limits unknown (no adapter)"), "{table}");
     let refusal = p.refusal().unwrap();
-    for part in [
-        "gpu PR2 critic: outputs",
-        "2,048 rows x 531,441 outputs x 4 B",
-        "the --gpu-memory budget 1.00 GiB",
-        "critic: factorized",
-        "raise --gpu-memory",
-        "PR2 joint Q tensors",
-        "4.07 GiB",
-    ] {
-        assert!(refusal.contains(part), "{part:?} missing from {refusal}");
-    }
+    assert_mentions(
+        &refusal,
+        &[
+            "gpu PR2 critic: outputs",
+            "2,048 rows x 531,441 outputs x 4 B",
+            "the --gpu-memory budget 1.00 GiB",
+            "critic: factorized",
+            "raise --gpu-memory",
+            "PR2 joint Q tensors",
+            "4.07 GiB",
+        ],
+    );
     // The factorised twin's device buffers fit in the same gigabyte.
     let twin = RunConfig::load(Path::new("assets/runs/gift_pr2.ron")).unwrap();
     let loaded = load_scenario(&twin).unwrap();
@@ -181,19 +178,7 @@ fn a_gpu_plan_over_the_gpu_memory_budget_is_refused_naming_the_tensor_and_the_fl
     assert!(p.figures.is_empty(), "{}", p.table());
 
     // The command line: refused (exit 1) with the flag named, whether or not an adapter exists.
-    let out = bin()
-        .args([
-            "plan",
-            "--config",
-            JOINT,
-            "--device",
-            "gpu",
-            "--memory-budget",
-            "1T",
-        ])
-        .args(["--gpu-memory", "1GiB"])
-        .output()
-        .unwrap();
+    let out = plan_joint(&["--device", "gpu", "--gpu-memory", "1GiB"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -206,13 +191,8 @@ fn a_gpu_plan_over_the_gpu_memory_budget_is_refused_naming_the_tensor_and_the_fl
 
 #[test]
 fn on_a_gpu_the_joint_critic_is_refused_by_the_adapters_limits_before_anything_is_created() {
-    let device = match choose_device(Device::Gpu) {
-        Ok(d) => d,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
-            return;
-        }
-        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    let Some(device) = common::gpu_or_skip() else {
+        return;
     };
     // The plan shows the adapter's real limits, and a factorised critic fits them.
     let twin = RunConfig::load(Path::new("assets/runs/gift_pr2.ron")).unwrap();
@@ -243,14 +223,15 @@ fn on_a_gpu_the_joint_critic_is_refused_by_the_adapters_limits_before_anything_i
     let err = train(&cfg, &run, &opts).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, RunError::Memory(_)), "{text}");
-    for part in [
-        "gpu PR2 critic: outputs",
-        "2,048 rows x 531,441 outputs x 4 B",
-        "one buffer of 4.05 GiB",
-        "> the adapter's max_",
-        "critic: factorized",
-    ] {
-        assert!(text.contains(part), "{part:?} missing from {text}");
-    }
+    assert_mentions(
+        &text,
+        &[
+            "gpu PR2 critic: outputs",
+            "2,048 rows x 531,441 outputs x 4 B",
+            "one buffer of 4.05 GiB",
+            "> the adapter's max_",
+            "critic: factorized",
+        ],
+    );
     assert!(!run.exists(), "nothing was created");
 }

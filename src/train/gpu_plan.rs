@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use super::sizing::{PlanTensor, fmt};
+use super::sizing::{PlanTensor, fmt, table_line};
 use crate::critic::{GpuLimits, StackSpec};
 use crate::error::human_bytes;
 
@@ -206,12 +206,7 @@ impl GpuPlan {
         };
         let mut out = format!("gpu: {}; {limits}\n", self.adapter);
         for t in &self.tensors {
-            out.push_str(&format!(
-                "{:<52} {:>11}   {}\n",
-                t.name,
-                human_bytes(t.bytes),
-                t.shape
-            ));
+            out.push_str(&table_line(&t.name, t.bytes, &t.shape));
         }
         out.push_str(&format!(
             "{:<52} {:>11}   gpu budget {} ({}) ({})\n",

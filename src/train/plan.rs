@@ -11,6 +11,7 @@ use super::algorithms::algorithm;
 use super::config::RunConfig;
 use super::gpu_plan::{GpuPlan, gpu_budget};
 pub use super::sizing::PlanTensor;
+use super::sizing::table_line;
 use crate::critic::{Backend, Chosen};
 use crate::error::human_bytes;
 use crate::layout::Layout;
@@ -115,12 +116,7 @@ impl Plan {
     pub fn table(&self) -> String {
         let mut out = String::new();
         for t in &self.tensors {
-            out.push_str(&format!(
-                "{:<52} {:>11}   {}\n",
-                t.name,
-                human_bytes(t.bytes),
-                t.shape
-            ));
+            out.push_str(&table_line(&t.name, t.bytes, &t.shape));
         }
         out.push_str(&format!(
             "{:<52} {:>11}   budget {} ({})\n",
@@ -134,12 +130,7 @@ impl Plan {
             }
         ));
         for f in &self.figures {
-            out.push_str(&format!(
-                "{:<52} {:>11}   {}\n",
-                f.name,
-                human_bytes(f.bytes),
-                f.shape
-            ));
+            out.push_str(&table_line(&f.name, f.bytes, &f.shape));
         }
         if let Some(g) = &self.gpu {
             out.push_str(&g.table());

@@ -9,6 +9,7 @@ use super::config::RunConfig;
 use super::gpu_plan::{GpuSizing, GpuStack};
 use super::qnet::stack_spec;
 use crate::critic::{Backend, StackSpec};
+use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 
@@ -24,6 +25,11 @@ pub struct PlanTensor {
     /// Config fields that shrink it.
     #[serde(skip)]
     pub knobs: &'static str,
+}
+
+/// One line of a plan's table: the name, the bytes, the formula.
+pub(crate) fn table_line(name: &str, bytes: u64, shape: &str) -> String {
+    format!("{name:<52} {:>11}   {shape}\n", human_bytes(bytes))
 }
 
 /// `n` with thousands separators.
