@@ -206,9 +206,9 @@ fn on_a_gpu_the_joint_critic_is_refused_by_the_adapters_limits_before_anything_i
     );
 
     // Every budget unbounded, the joint critic's 2,048 x 531,441 x 4 B output buffer (over
-    // 4 GiB) still breaks any adapter's binding limit (Vulkan caps it below 4 GiB): refused with
-    // a typed error before the critic (or the run directory) is created, where today's code
-    // would hand wgpu a buffer it refuses.
+    // 4 GiB) still breaks any adapter's binding limit (wgpu caps it below 2 GiB on Vulkan and
+    // DX12): refused with a typed error before the critic (or the run directory) is created,
+    // where today's code would hand wgpu a buffer it refuses.
     let cfg = RunConfig {
         device: Device::Gpu,
         ..joint()
