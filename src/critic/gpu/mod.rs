@@ -142,7 +142,7 @@ impl GpuCritic {
 
     /// Bytes of every device buffer this critic holds now (the memory preflight's device plan
     /// is tested against it).
-    pub(crate) fn device_bytes(&self) -> u64 {
+    pub fn device_bytes(&self) -> u64 {
         let mut buffers = vec![
             &self.params,
             &self.grads,
