@@ -4,9 +4,8 @@
 
 use super::config::{Algo, RunConfig};
 use super::error::TrainError;
-use super::gpu_plan::GpuSizing;
 use super::learner::BoxedLearner;
-use super::sizing::PlanTensor;
+use super::sizing::{GpuSizing, PlanTensor};
 use super::{iql, pqn, pr2, sizing};
 use crate::critic::{Backend, Chosen};
 use crate::layout::Layout;

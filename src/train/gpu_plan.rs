@@ -11,8 +11,8 @@
 
 use serde::Serialize;
 
-use super::sizing::{PlanTensor, fmt, table_line};
-use crate::critic::{GpuLimits, StackSpec};
+use super::sizing::{GpuSizing, GpuStack, fmt, table_line};
+use crate::critic::GpuLimits;
 use crate::error::human_bytes;
 
 /// The device memory budget of an adapter that is not a software one, when `--gpu-memory` is
@@ -22,31 +22,6 @@ pub const DEFAULT_GPU_MEMORY: u64 = 8 << 30;
 /// The rule the default budget follows, as `--help` and the plan say it.
 pub const GPU_MEMORY_RULE: &str = "wgpu reports no memory size: a software adapter (lavapipe) \
      gets the host budget, any other adapter 8 GiB, unless --gpu-memory says otherwise";
-
-/// One stack a run keeps on the device: its shape, the rows of its largest pass, and the
-/// config fields that shrink it.
-#[derive(Debug, Clone)]
-pub(crate) struct GpuStack {
-    /// What it is (`critic`, `opponent models`).
-    pub name: &'static str,
-    /// Its shape.
-    pub spec: StackSpec,
-    /// Rows of its largest pass.
-    pub rows: u64,
-    /// Config fields that shrink it.
-    pub knobs: &'static str,
-}
-
-/// What an algorithm keeps on the device, and figures to compare with (lines of the plan not
-/// counted in any total).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct GpuSizing {
-    /// The stacks on the device.
-    pub stacks: Vec<GpuStack>,
-    /// Figures for comparison (e.g. the joint PR2 Q tensors of the report this project
-    /// started from).
-    pub figures: Vec<PlanTensor>,
-}
 
 /// One line of the device plan: a group of buffers of one stack.
 #[derive(Debug, Clone, Serialize)]
@@ -427,35 +402,10 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
     ]
 }
 
-/// The joint PR2 critic's Q tensors of one learner's sampled batch, `(num_steps + 1) x
-/// buffer_batch_size x A^N x 4 B x 2` (values and their gradients): the figure of the report
-/// this project started from (6 agents x 9 actions: 257 x 4 x 531,441 x 4 B x 2 = 4.07 GiB),
-/// shown beside the plan so a refusal can be related to it.
-pub(crate) fn joint_q_figure(
-    steps: u64,
-    sequences: u64,
-    agents: usize,
-    actions: usize,
-    width: u64,
-) -> PlanTensor {
-    PlanTensor {
-        name: "PR2 joint Q tensors of one learner's batch".into(),
-        shape: format!(
-            "{steps} steps x {sequences} sequences x {actions}^{agents} = {} joint actions x 4 B x 2 (values, gradients); not counted: the passes above hold it in slices",
-            fmt(width)
-        ),
-        bytes: steps
-            .saturating_mul(sequences)
-            .saturating_mul(width)
-            .saturating_mul(8),
-        knobs: "use critic: factorized",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::critic::Backend;
+    use crate::critic::{Backend, StackSpec};
 
     fn tensor(name: &str, bytes: u64, storage: bool) -> GpuTensor {
         GpuTensor {
@@ -584,12 +534,5 @@ mod tests {
         };
         let planned: u64 = stack_tensors(&stack).iter().map(|t| t.bytes).sum();
         assert_eq!(critic.device_bytes(), planned);
-    }
-
-    #[test]
-    fn the_report_figure_is_4_07_gib() {
-        let f = joint_q_figure(257, 4, 6, 9, 531_441);
-        assert_eq!(f.bytes, 4_370_570_784);
-        assert_eq!(human_bytes(f.bytes), "4.07 GiB");
     }
 }

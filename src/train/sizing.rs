@@ -1,12 +1,12 @@
 //! The sizing vocabulary of the memory preflight ([`super::plan`]): one tensor's line
-//! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models).
-//! Each algorithm lists its tensors with these; the preflight sums them through the algorithm
-//! registry.
+//! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models);
+//! for the GPU half ([`super::gpu_plan`]), the stacks an algorithm keeps on the device
+//! ([`GpuSizing`]), PQN's and IQL's among them. Each algorithm lists its tensors with these; the
+//! preflight sums them through the algorithm registry.
 
 use serde::Serialize;
 
 use super::config::RunConfig;
-use super::gpu_plan::{GpuSizing, GpuStack};
 use super::qnet::stack_spec;
 use crate::critic::{Backend, StackSpec};
 use crate::error::human_bytes;
@@ -25,6 +25,31 @@ pub struct PlanTensor {
     /// Config fields that shrink it.
     #[serde(skip)]
     pub knobs: &'static str,
+}
+
+/// One stack a run keeps on the device: its shape, the rows of its largest pass, and the
+/// config fields that shrink it.
+#[derive(Debug, Clone)]
+pub(crate) struct GpuStack {
+    /// What it is (`critic`, `opponent models`).
+    pub name: &'static str,
+    /// Its shape.
+    pub spec: StackSpec,
+    /// Rows of its largest pass.
+    pub rows: u64,
+    /// Config fields that shrink it.
+    pub knobs: &'static str,
+}
+
+/// What an algorithm keeps on the device, and figures to compare with (lines of the plan not
+/// counted in any total).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GpuSizing {
+    /// The stacks on the device.
+    pub stacks: Vec<GpuStack>,
+    /// Figures for comparison (e.g. the joint PR2 Q tensors of the report this project
+    /// started from).
+    pub figures: Vec<PlanTensor>,
 }
 
 /// One line of a plan's table: the name, the bytes, the formula.
