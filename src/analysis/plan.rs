@@ -161,6 +161,8 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             total_bytes,
             budget_bytes: budget,
             fits: total_bytes <= budget,
+            figures: Vec::new(),
+            gpu: None,
         },
         cache,
     }

@@ -22,7 +22,16 @@ pub(crate) struct PlanArgs {
     /// Memory budget, e.g. 2GiB (default: 3/4 of the available memory).
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     memory_budget: Option<u64>,
-    /// Print one JSON object: tensors [{name, shape, bytes}], total_bytes, budget_bytes, fits.
+    /// Critic device (overrides the config's). With a GPU the plan adds the device buffers,
+    /// checked against the adapter's limits and the --gpu-memory budget.
+    #[arg(long, value_enum)]
+    device: Option<gridarena::critic::Device>,
+    /// Device memory budget with a GPU critic, e.g. 24GiB. wgpu reports no memory size, so by
+    /// default a software adapter (lavapipe) gets the host budget and any other adapter 8 GiB.
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    gpu_memory: Option<u64>,
+    /// Print one JSON object: tensors [{name, shape, bytes}], total_bytes, budget_bytes, fits,
+    /// figures, and gpu (the device half, or null).
     #[arg(long)]
     json: bool,
     /// Plan an exact analysis of the config's scenario instead of training: `exact` (values per
@@ -33,7 +42,10 @@ pub(crate) struct PlanArgs {
 
 /// Prints the plan (a table, or JSON with `--json`); the exit code says whether it fits.
 pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
-    let cfg = load_config(args.config.as_deref(), &args.set)?;
+    let mut cfg = load_config(args.config.as_deref(), &args.set)?;
+    if let Some(d) = args.device {
+        cfg.device = d;
+    }
     cfg.validate()?;
     let loaded = load_scenario(&cfg)?;
     let budget = args.memory_budget.unwrap_or_else(plan::default_budget);
@@ -55,8 +67,18 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
         }
         return Ok(exit_code(p.plan.fits));
     }
-    let device = gridarena::critic::choose_device(cfg.device)?;
-    let p = plan::plan(&cfg, &loaded, &device, budget);
+    // Asked for a GPU where none exists, the plan still shows the device buffers, with the
+    // adapter's limits unknown.
+    let (device, missing) = match gridarena::critic::choose_device(cfg.device) {
+        Ok(d) => (Some(d), String::new()),
+        Err(e) if cfg.device == gridarena::critic::Device::Gpu => (None, e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let target = match &device {
+        Some(d) => plan::PlanDevice::Chosen(d),
+        None => plan::PlanDevice::MissingGpu(&missing),
+    };
+    let p = plan::plan_for(&cfg, &loaded, target, budget, args.gpu_memory);
     if args.json {
         println!("{}", serde_json::to_string(&p)?);
     } else {

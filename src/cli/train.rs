@@ -49,6 +49,11 @@ pub(crate) struct TrainArgs {
     /// Memory budget for the preflight, e.g. 2GiB (default: 3/4 of the available memory).
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     memory_budget: Option<u64>,
+    /// Device memory budget for the preflight with a GPU critic, e.g. 24GiB. wgpu reports no
+    /// memory size, so by default a software adapter (lavapipe) gets the host budget and any
+    /// other adapter 8 GiB.
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    gpu_memory: Option<u64>,
 }
 
 /// Resolves the config (file or resumed run, then flags, then `--set`), trains and prints a
@@ -93,6 +98,7 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         stop,
         until_update: None,
         memory_budget: args.memory_budget,
+        gpu_memory: args.gpu_memory,
     };
     let summary = with_pool(None, || {
         gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)

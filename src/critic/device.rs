@@ -33,7 +33,23 @@ pub enum Chosen {
     Gpu {
         /// Adapter name, driver and type.
         adapter: String,
+        /// True for a software adapter (lavapipe, llvmpipe): its memory is host memory.
+        software: bool,
+        /// The adapter's buffer limits, as the probe saw them (the memory preflight checks
+        /// every device buffer against them before anything is created).
+        limits: GpuLimits,
     },
+}
+
+/// The adapter limits a single device buffer must respect (wgpu's `Limits`, the two the
+/// critic's buffers can break). wgpu reports no memory size; the preflight's `--gpu-memory`
+/// budget stands in for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GpuLimits {
+    /// Largest buffer the adapter creates, in bytes (`max_buffer_size`).
+    pub max_buffer_size: u64,
+    /// Largest storage buffer a shader can bind, in bytes (`max_storage_buffer_binding_size`).
+    pub max_storage_buffer_binding_size: u64,
 }
 
 impl std::fmt::Display for Chosen {
@@ -41,7 +57,7 @@ impl std::fmt::Display for Chosen {
         match self {
             Chosen::Cpu { reason } => write!(f, "cpu ({reason})"),
             #[cfg(feature = "gpu")]
-            Chosen::Gpu { adapter } => write!(f, "gpu ({adapter})"),
+            Chosen::Gpu { adapter, .. } => write!(f, "gpu ({adapter})"),
         }
     }
 }
@@ -54,9 +70,7 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
             reason: "asked for".into(),
         }),
         #[cfg(feature = "gpu")]
-        Device::Gpu => gpu::probe().map(|info| Chosen::Gpu {
-            adapter: info.describe(),
-        }),
+        Device::Gpu => gpu::probe().map(|info| info.chosen()),
         #[cfg(not(feature = "gpu"))]
         Device::Gpu => Err(CriticError::NoGpu("this build has no `gpu` feature".into())),
         // Probing loads the Vulkan loader and its implicit layers, which may print to stderr
@@ -68,9 +82,7 @@ pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
         }),
         #[cfg(feature = "gpu")]
         Device::Auto => match gpu::probe() {
-            Ok(info) if !info.software => Ok(Chosen::Gpu {
-                adapter: info.describe(),
-            }),
+            Ok(info) if !info.software => Ok(info.chosen()),
             Ok(info) => Ok(Chosen::Cpu {
                 reason: format!("the only GPU is software: {}", info.describe()),
             }),

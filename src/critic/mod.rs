@@ -17,7 +17,7 @@ pub mod loss;
 pub mod pr2;
 
 pub use backend::CriticBackend;
-pub use device::{Chosen, Critic, Device, choose_device};
+pub use device::{Chosen, Critic, Device, GpuLimits, choose_device};
 
 use serde::{Deserialize, Serialize};
 

@@ -5,8 +5,8 @@
 use super::config::{Algo, RunConfig};
 use super::error::TrainError;
 use super::learner::BoxedLearner;
-use super::sizing::PlanTensor;
-use super::{iql, pqn, pr2};
+use super::sizing::{GpuSizing, PlanTensor};
+use super::{iql, pqn, pr2, sizing};
 use crate::critic::{Backend, Chosen};
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
@@ -17,6 +17,8 @@ pub(crate) struct Algorithm {
     pub new: fn(&RunConfig, &LoadedScenario, &Chosen) -> Result<BoxedLearner, TrainError>,
     /// The memory preflight's tensors of a run.
     pub plan: fn(&RunConfig, &LoadedScenario, &Layout, Backend) -> Vec<PlanTensor>,
+    /// The stacks it keeps on a GPU, for the device half of the preflight.
+    pub gpu: fn(&RunConfig, &LoadedScenario, &Layout) -> GpuSizing,
 }
 
 /// The registry: one line per algorithm.
@@ -25,14 +27,17 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
         Algo::Pqn => Algorithm {
             new: pqn::Pqn::boxed,
             plan: pqn::plan,
+            gpu: sizing::pqn_gpu,
         },
         Algo::Iql => Algorithm {
             new: iql::Iql::boxed,
             plan: iql::plan,
+            gpu: sizing::iql_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,
             plan: pr2::plan,
+            gpu: pr2::gpu_sizing,
         },
     }
 }

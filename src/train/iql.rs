@@ -585,10 +585,8 @@ pub(crate) fn plan(
     layout: &Layout,
     backend: Backend,
 ) -> Vec<PlanTensor> {
-    let replicas = cfg.seeds.max(1) as u64;
     let n = layout.learners as u64;
-    let rows_per_step = replicas * cfg.arenas as u64 * n;
-    let pass_rows = (cfg.batch_size as u64).max(rows_per_step);
+    let pass_rows = super::sizing::iql_pass_rows(cfg, layout);
     let pass = "batch_size, or arenas x learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;

@@ -14,6 +14,7 @@ pub mod config;
 mod error;
 pub mod eval;
 pub(crate) mod explore;
+pub mod gpu_plan;
 mod greedy;
 pub mod iql;
 mod learner;
@@ -170,6 +171,9 @@ pub struct TrainOptions {
     pub until_update: Option<u64>,
     /// Memory budget for the preflight (default: three quarters of the available memory).
     pub memory_budget: Option<u64>,
+    /// Device memory budget for the preflight's GPU half (default:
+    /// [`gpu_plan::GPU_MEMORY_RULE`]).
+    pub gpu_memory: Option<u64>,
 }
 
 /// Trains (or resumes) the run in `out`: the memory preflight, the run directory (`config.ron`,
@@ -212,7 +216,10 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
     let budget = opts.memory_budget.unwrap_or_else(plan::default_budget);
-    if let Some(refusal) = plan::plan(cfg, &loaded, &device, budget).refusal() {
+    let preflight = plan::PlanDevice::Chosen(&device);
+    if let Some(refusal) =
+        plan::plan_for(cfg, &loaded, preflight, budget, opts.gpu_memory).refusal()
+    {
         return Err(RunError::Memory(refusal));
     }
     let dir = if resume {

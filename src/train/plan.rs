@@ -1,13 +1,17 @@
 //! The memory preflight: before a run allocates anything, the bytes of every large tensor it
 //! will hold (with the formula that gives its size), the total, and the budget. A run that does
 //! not fit is refused with the biggest tensors, their numbers and the knobs that shrink them.
-//! `gridarena plan` prints the same table.
+//! `gridarena plan` prints the same table. On a GPU the plan has a device half
+//! ([`super::gpu_plan`]): the buffers the GPU critic will create, against the adapter's limits and
+//! the `--gpu-memory` budget.
 
 use serde::Serialize;
 
 use super::algorithms::algorithm;
 use super::config::RunConfig;
+use super::gpu_plan::{GpuPlan, gpu_budget};
 pub use super::sizing::PlanTensor;
+use super::sizing::table_line;
 use crate::critic::{Backend, Chosen};
 use crate::error::human_bytes;
 use crate::layout::Layout;
@@ -22,8 +26,22 @@ pub struct Plan {
     pub total_bytes: u64,
     /// The budget.
     pub budget_bytes: u64,
-    /// Whether the total fits the budget.
+    /// Whether the total fits the budget (and, on a GPU, the device plan breaks no limit).
     pub fits: bool,
+    /// Figures shown for comparison, not counted in any total (the joint PR2 critic's Q
+    /// tensors as the report this project started from sized them).
+    pub figures: Vec<PlanTensor>,
+    /// The device half, when the critic runs on a GPU.
+    pub gpu: Option<GpuPlan>,
+}
+
+/// The device a plan is for.
+#[derive(Debug, Clone, Copy)]
+pub enum PlanDevice<'a> {
+    /// The device chosen (its limits come from the probe).
+    Chosen(&'a Chosen),
+    /// A GPU asked for where none was found: planned with unknown limits (the reason given).
+    MissingGpu(&'a str),
 }
 
 /// The default budget: three quarters of the memory available now (all of it unknown: 8 GiB).
@@ -32,26 +50,64 @@ pub fn default_budget() -> u64 {
 }
 
 /// Plans a run of `cfg` on `loaded` with the critic on `device`, against `budget` bytes: the
-/// algorithm lists its own tensors.
+/// algorithm lists its own tensors. On a GPU, the device buffers are checked against the
+/// adapter's limits and the default device budget ([`plan_for`] takes `--gpu-memory`).
 pub fn plan(cfg: &RunConfig, loaded: &LoadedScenario, device: &Chosen, budget: u64) -> Plan {
+    plan_for(cfg, loaded, PlanDevice::Chosen(device), budget, None)
+}
+
+/// [`plan`] for `device`, with a device memory budget `gpu_memory` (`None`: the default rule,
+/// [`super::gpu_plan::GPU_MEMORY_RULE`]).
+pub fn plan_for(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    device: PlanDevice,
+    budget: u64,
+    gpu_memory: Option<u64>,
+) -> Plan {
     let layout = Layout::derive(loaded);
-    let tensors = (algorithm(cfg.algo).plan)(cfg, loaded, &layout, backend_of(device));
+    let algo = algorithm(cfg.algo);
+    let tensors = (algo.plan)(cfg, loaded, &layout, backend_of(device));
     let total_bytes = tensors
         .iter()
         .fold(0u64, |acc, t| acc.saturating_add(t.bytes));
+    let gpu_sizing = (algo.gpu)(cfg, loaded, &layout);
+    let gpu = gpu_target(device).map(|(adapter, software, limits)| {
+        let budget = gpu_budget(gpu_memory, software, budget);
+        GpuPlan::new(&gpu_sizing, adapter, limits, budget)
+    });
+    let gpu_fits = gpu.as_ref().is_none_or(|g| g.breaches.is_empty());
     Plan {
         tensors,
         total_bytes,
         budget_bytes: budget,
-        fits: total_bytes <= budget,
+        fits: total_bytes <= budget && gpu_fits,
+        figures: gpu_sizing.figures,
+        gpu,
     }
 }
 
-fn backend_of(device: &Chosen) -> Backend {
+fn backend_of(device: PlanDevice) -> Backend {
     match device {
-        Chosen::Cpu { .. } => Backend::Cpu,
+        PlanDevice::Chosen(Chosen::Cpu { .. }) => Backend::Cpu,
         #[cfg(feature = "gpu")]
-        Chosen::Gpu { .. } => Backend::Gpu,
+        PlanDevice::Chosen(Chosen::Gpu { .. }) => Backend::Gpu,
+        PlanDevice::MissingGpu(_) => Backend::Gpu,
+    }
+}
+
+/// The adapter a device plan is for: its description, whether it is a software one, and its
+/// limits (unknown without an adapter); `None` on the CPU.
+fn gpu_target(device: PlanDevice) -> Option<(String, bool, Option<crate::critic::GpuLimits>)> {
+    match device {
+        PlanDevice::Chosen(Chosen::Cpu { .. }) => None,
+        #[cfg(feature = "gpu")]
+        PlanDevice::Chosen(Chosen::Gpu {
+            adapter,
+            software,
+            limits,
+        }) => Some((adapter.clone(), *software, Some(*limits))),
+        PlanDevice::MissingGpu(reason) => Some((format!("no adapter ({reason})"), false, None)),
     }
 }
 
@@ -60,27 +116,42 @@ impl Plan {
     pub fn table(&self) -> String {
         let mut out = String::new();
         for t in &self.tensors {
-            out.push_str(&format!(
-                "{:<52} {:>11}   {}\n",
-                t.name,
-                human_bytes(t.bytes),
-                t.shape
-            ));
+            out.push_str(&table_line(&t.name, t.bytes, &t.shape));
         }
         out.push_str(&format!(
             "{:<52} {:>11}   budget {} ({})\n",
             "total",
             human_bytes(self.total_bytes),
             human_bytes(self.budget_bytes),
-            if self.fits { "fits" } else { "DOES NOT FIT" }
+            if self.host_fits() {
+                "fits"
+            } else {
+                "DOES NOT FIT"
+            }
         ));
+        for f in &self.figures {
+            out.push_str(&table_line(&f.name, f.bytes, &f.shape));
+        }
+        if let Some(g) = &self.gpu {
+            out.push_str(&g.table());
+        }
         out
     }
 
-    /// The refusal message: the biggest tensor with its numbers and knobs.
+    /// Whether the host total fits its budget.
+    fn host_fits(&self) -> bool {
+        self.total_bytes <= self.budget_bytes
+    }
+
+    /// The refusal message: the biggest tensor with its numbers and knobs when the host
+    /// budget is broken, else every device limit broken, each with its tensor and knobs (and
+    /// the figures to compare with).
     pub fn refusal(&self) -> Option<String> {
         if self.fits {
             return None;
+        }
+        if self.host_fits() {
+            return self.gpu_refusal();
         }
         let big = self.tensors.iter().max_by_key(|t| t.bytes)?;
         Some(format!(
@@ -92,6 +163,18 @@ impl Plan {
             human_bytes(self.budget_bytes),
             big.knobs
         ))
+    }
+
+    /// The device half's refusal: every limit broken, then the figures to compare with.
+    fn gpu_refusal(&self) -> Option<String> {
+        let g = self.gpu.as_ref()?;
+        let mut parts: Vec<String> = g.breaches.iter().map(|b| b.to_string()).collect();
+        parts.extend(
+            self.figures
+                .iter()
+                .map(|f| format!("compare: {} {} = {}", f.name, f.shape, human_bytes(f.bytes))),
+        );
+        (!g.breaches.is_empty()).then(|| parts.join("; "))
     }
 }
 

@@ -575,7 +575,7 @@ pub(crate) fn plan(
         layout.learners as u64,
     );
     let rows_per_step = replicas * b * n;
-    let pass_rows = (replicas * t * b * n / cfg.minibatches as u64).max(rows_per_step);
+    let pass_rows = super::sizing::pqn_pass_rows(cfg, layout);
     let pass = "rollout x arenas x learners / minibatches";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;

@@ -1,13 +1,15 @@
 //! The sizing vocabulary of the memory preflight ([`super::plan`]): one tensor's line
-//! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models).
-//! Each algorithm lists its tensors with these; the preflight sums them through the algorithm
-//! registry.
+//! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models);
+//! for the GPU half ([`super::gpu_plan`]), the stacks an algorithm keeps on the device
+//! ([`GpuSizing`]), PQN's and IQL's among them. Each algorithm lists its tensors with these; the
+//! preflight sums them through the algorithm registry.
 
 use serde::Serialize;
 
 use super::config::RunConfig;
 use super::qnet::stack_spec;
 use crate::critic::{Backend, StackSpec};
+use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 
@@ -23,6 +25,36 @@ pub struct PlanTensor {
     /// Config fields that shrink it.
     #[serde(skip)]
     pub knobs: &'static str,
+}
+
+/// One stack a run keeps on the device: its shape, the rows of its largest pass, and the
+/// config fields that shrink it.
+#[derive(Debug, Clone)]
+pub(crate) struct GpuStack {
+    /// What it is (`critic`, `opponent models`).
+    pub name: &'static str,
+    /// Its shape.
+    pub spec: StackSpec,
+    /// Rows of its largest pass.
+    pub rows: u64,
+    /// Config fields that shrink it.
+    pub knobs: &'static str,
+}
+
+/// What an algorithm keeps on the device, and figures to compare with (lines of the plan not
+/// counted in any total).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GpuSizing {
+    /// The stacks on the device.
+    pub stacks: Vec<GpuStack>,
+    /// Figures for comparison (e.g. the joint PR2 Q tensors of the report this project
+    /// started from).
+    pub figures: Vec<PlanTensor>,
+}
+
+/// One line of a plan's table: the name, the bytes, the formula.
+pub(crate) fn table_line(name: &str, bytes: u64, shape: &str) -> String {
+    format!("{name:<52} {:>11}   {shape}\n", human_bytes(bytes))
 }
 
 /// `n` with thousands separators.
@@ -49,12 +81,8 @@ pub(crate) fn qnet_tensors(
     pass_rows: u64,
     pass: &str,
 ) -> (Vec<PlanTensor>, StackSpec) {
-    let single = stack_spec(cfg, loaded);
     let replicas = cfg.seeds.max(1) as u64;
-    let spec = StackSpec {
-        nets: single.nets * replicas as usize,
-        ..single
-    };
+    let spec = replicated_stack(cfg, loaded);
     let b = cfg.arenas as u64;
     let s = spec.sizing_for(pass_rows as usize, backend, false);
     let tensors = vec![
@@ -100,13 +128,7 @@ pub(crate) fn opponent_tensor(
     extra: u64,
 ) -> PlanTensor {
     let n = layout.learners;
-    let m = StackSpec {
-        nets: n,
-        input,
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: n.saturating_sub(1) * layout.actions,
-    };
+    let m = opponent_spec(cfg, layout, input);
     PlanTensor {
         name: "opponent models".into(),
         shape: format!(
@@ -119,4 +141,93 @@ pub(crate) fn opponent_tensor(
             + extra,
         knobs: "opponent_models: false, or lower hidden, rollout or arenas",
     }
+}
+
+/// The Q-network stack of PQN and IQL: every replica's networks stacked.
+fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+    let single = stack_spec(cfg, loaded);
+    StackSpec {
+        nets: single.nets * cfg.seeds.max(1),
+        ..single
+    }
+}
+
+/// The opponent models' stack (PQN and IQL): one network per learner over `input` bytes,
+/// `(N-1) x A` outputs.
+fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
+    let n = layout.learners;
+    StackSpec {
+        nets: n,
+        input,
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: n.saturating_sub(1) * layout.actions,
+    }
+}
+
+/// Rows of PQN's largest critic pass: `replicas x rollout x arenas x learners / minibatches`,
+/// at least one step's rows (acting).
+pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
+    let rows_per_step = cfg.seeds.max(1) as u64 * cfg.arenas as u64 * layout.learners as u64;
+    (rows_per_step * cfg.rollout as u64 / cfg.minibatches as u64).max(rows_per_step)
+}
+
+/// Rows of IQL's largest critic pass: `batch_size`, or `replicas x arenas x learners` when
+/// acting.
+pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
+    let rows_per_step = cfg.seeds.max(1) as u64 * cfg.arenas as u64 * layout.learners as u64;
+    (cfg.batch_size as u64).max(rows_per_step)
+}
+
+/// The stacks PQN or IQL keeps on the device: the Q-networks over `pass_rows`, and the opponent
+/// models over `opponent_rows` when the config has them.
+fn qnet_gpu(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    pass_rows: u64,
+    opponent_rows: u64,
+) -> GpuSizing {
+    let spec = replicated_stack(cfg, loaded);
+    let mut stacks = vec![GpuStack {
+        name: "critic",
+        spec,
+        rows: pass_rows,
+        knobs: "lower hidden, layers, seeds, arenas, rollout or batch_size, or raise minibatches",
+    }];
+    if cfg.opponent_models {
+        stacks.push(GpuStack {
+            name: "opponent models",
+            spec: opponent_spec(cfg, layout, spec.input),
+            rows: opponent_rows,
+            knobs: "opponent_models: false, or lower hidden, rollout, arenas or batch_size",
+        });
+    }
+    GpuSizing {
+        stacks,
+        figures: Vec::new(),
+    }
+}
+
+/// PQN's device stacks (opponent models over a whole rollout).
+pub(crate) fn pqn_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
+    let rollout_rows = cfg.rollout as u64 * cfg.arenas as u64 * layout.learners as u64;
+    qnet_gpu(
+        cfg,
+        loaded,
+        layout,
+        pqn_pass_rows(cfg, layout),
+        rollout_rows,
+    )
+}
+
+/// IQL's device stacks (opponent models over a batch).
+pub(crate) fn iql_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
+    qnet_gpu(
+        cfg,
+        loaded,
+        layout,
+        iql_pass_rows(cfg, layout),
+        cfg.batch_size as u64,
+    )
 }

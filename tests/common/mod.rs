@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: tiny inline scenarios.
+//! Helpers shared by the integration tests: tiny inline scenarios, the GPU adapter or a loud
+//! skip.
 #![allow(dead_code, missing_docs)]
 
 use gridarena::components::GridPos;
@@ -78,4 +79,17 @@ pub fn classification_labels(x: &[f32], rows: usize) -> Vec<u32> {
             [a, b]
         })
         .collect()
+}
+
+/// The GPU device, or `None` after a loud skip message when no adapter is usable; with `CI`
+/// set, a missing adapter fails the test instead.
+pub fn gpu_or_skip() -> Option<gridarena::critic::Chosen> {
+    match gridarena::critic::choose_device(gridarena::critic::Device::Gpu) {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+            None
+        }
+        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    }
 }

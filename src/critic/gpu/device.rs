@@ -1,6 +1,6 @@
 //! Finding a GPU: the adapter, what it is (hardware or software), and opening a device on it.
 
-use crate::critic::CriticError;
+use crate::critic::{Chosen, CriticError, GpuLimits};
 
 /// What was found when looking for a GPU.
 #[derive(Debug, Clone)]
@@ -13,6 +13,8 @@ pub struct GpuInfo {
     pub driver: String,
     /// True for software rasterisers such as lavapipe.
     pub software: bool,
+    /// The adapter's buffer limits (`adapter.limits()`).
+    pub limits: GpuLimits,
 }
 
 impl GpuInfo {
@@ -27,6 +29,15 @@ impl GpuInfo {
             "{} via {}, {} ({kind})",
             self.name, self.backend, self.driver
         )
+    }
+
+    /// This adapter as the chosen device, with its limits for the memory preflight.
+    pub fn chosen(&self) -> Chosen {
+        Chosen::Gpu {
+            adapter: self.describe(),
+            software: self.software,
+            limits: self.limits,
+        }
     }
 }
 
@@ -46,15 +57,20 @@ pub(super) fn adapter() -> Result<wgpu::Adapter, CriticError> {
 
 pub(super) fn info_of(adapter: &wgpu::Adapter) -> GpuInfo {
     let i = adapter.get_info();
+    let l = adapter.limits();
     GpuInfo {
         name: i.name.clone(),
         backend: format!("{:?}", i.backend),
         driver: format!("{} {}", i.driver, i.driver_info).trim().to_string(),
         software: i.device_type == wgpu::DeviceType::Cpu,
+        limits: GpuLimits {
+            max_buffer_size: l.max_buffer_size,
+            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
+        },
     }
 }
 
-/// Looks for a GPU adapter without opening a device.
+/// Looks for a GPU adapter without opening a device; its info carries the adapter's limits.
 pub fn probe() -> Result<GpuInfo, CriticError> {
     adapter().map(|a| info_of(&a))
 }

@@ -139,6 +139,44 @@ impl GpuCritic {
     pub fn dispatches(&self) -> u64 {
         self.dispatches
     }
+
+    /// Bytes of every device buffer this critic holds now (the memory preflight's device plan
+    /// is tested against it).
+    pub fn device_bytes(&self) -> u64 {
+        let mut buffers = vec![
+            &self.params,
+            &self.grads,
+            &self.adam_m,
+            &self.adam_v,
+            &self.target,
+            &self.norms,
+            &self.uniforms.buffer,
+        ];
+        buffers.extend(&self.staging);
+        if let Some(rb) = &self.rows_buf {
+            buffers.extend([
+                &rb.input_words,
+                &rb.input_f32,
+                &rb.order,
+                &rb.row_net,
+                &rb.tiles,
+                &rb.starts,
+                &rb.d_out,
+                &rb.g,
+                &rb.dz,
+                &rb.d_input,
+                &rb.actions,
+                &rb.targets,
+                &rb.mask,
+                &rb.row_loss,
+            ]);
+            for pass in [&rb.online, &rb.target] {
+                buffers.extend(pass.z.iter().chain(&pass.xhat).chain(&pass.rstd));
+                buffers.extend(pass.act.iter().chain([&pass.out]));
+            }
+        }
+        buffers.iter().map(|b| b.size()).sum()
+    }
 }
 
 /// The GPU's operations as a [`CriticBackend`]: outputs, loss and state are read back when

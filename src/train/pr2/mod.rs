@@ -16,8 +16,8 @@
 
 mod sizing;
 
-pub(crate) use sizing::plan;
 pub use sizing::{batch_rows, head, pass_rows, replay_sequences, stack_spec};
+pub(crate) use sizing::{gpu as gpu_sizing, plan};
 
 use rand_core::Rng;
 

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
 use crate::train::opponent::ConditionalModels;
-use crate::train::sizing::{PlanTensor, fmt};
+use crate::train::sizing::{GpuSizing, GpuStack, PlanTensor, fmt};
 
 /// The critic head a configuration asks for.
 pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
@@ -173,4 +173,77 @@ pub(crate) fn plan(
         });
     }
     tensors
+}
+
+/// What PR2-IQL keeps on the device: the critic stack (its head is the joint critic's `A^N`
+/// outputs per row) and the conditional opponent models, over the rows of the largest pass;
+/// for a joint critic, the report's figure of its Q tensors beside them.
+pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
+    let (n, a) = (layout.learners, layout.actions);
+    let spec = stack_spec(cfg, loaded);
+    let rows = (pass_rows(cfg, n) as u64).max(cfg.arenas as u64 * n as u64);
+    let mut stacks = vec![GpuStack {
+        name: "PR2 critic",
+        spec,
+        rows,
+        knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
+    }];
+    if cfg.opponent_models {
+        stacks.push(GpuStack {
+            name: "conditional opponent models",
+            spec: ConditionalModels::spec(cfg, n.max(2), a, spec.input),
+            rows,
+            knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
+        });
+    }
+    let head = head(cfg, n.max(2), a);
+    let figures = match head.form {
+        HeadForm::Joint => vec![joint_q_figure(
+            cfg.rollout as u64 + 1,
+            cfg.buffer_batch_size as u64,
+            n,
+            a,
+            head.width_checked().unwrap_or(u64::MAX),
+        )],
+        _ => Vec::new(),
+    };
+    GpuSizing { stacks, figures }
+}
+
+/// The joint PR2 critic's Q tensors of one learner's sampled batch, `(num_steps + 1) x
+/// buffer_batch_size x A^N x 4 B x 2` (values and their gradients): the figure of the report
+/// this project started from (6 agents x 9 actions: 257 x 4 x 531,441 x 4 B x 2 = 4.07 GiB),
+/// shown beside the plan so a refusal can be related to it.
+pub(crate) fn joint_q_figure(
+    steps: u64,
+    sequences: u64,
+    agents: usize,
+    actions: usize,
+    width: u64,
+) -> PlanTensor {
+    PlanTensor {
+        name: "PR2 joint Q tensors of one learner's batch".into(),
+        shape: format!(
+            "{steps} steps x {sequences} sequences x {actions}^{agents} = {} joint actions x 4 B x 2 (values, gradients); not counted: the passes above hold it in slices",
+            fmt(width)
+        ),
+        bytes: steps
+            .saturating_mul(sequences)
+            .saturating_mul(width)
+            .saturating_mul(8),
+        knobs: "use critic: factorized",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::human_bytes;
+
+    #[test]
+    fn the_report_figure_is_4_07_gib() {
+        let f = joint_q_figure(257, 4, 6, 9, 531_441);
+        assert_eq!(f.bytes, 4_370_570_784);
+        assert_eq!(human_bytes(f.bytes), "4.07 GiB");
+    }
 }
