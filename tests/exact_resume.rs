@@ -275,3 +275,58 @@ fn a_replay_larger_than_its_capacity_is_refused() {
     });
     assert!(message.contains("replay"), "{message}");
 }
+
+/// A checkpoint written before the extra tensors existed (no replay, no limiter counters, the
+/// opponent models' and the target parameters in the JSON) still resumes, approximately and
+/// saying so.
+#[test]
+fn a_checkpoint_from_before_the_extra_tensors_still_resumes_approximately() {
+    let cfg = iql();
+    let run = temp("legacy");
+    train(
+        &cfg,
+        &run,
+        &TrainOptions {
+            until_update: Some(2),
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    let dir = RunDir::open(&run).unwrap();
+    let ckpt = dir.checkpoints().unwrap().pop().unwrap();
+    let mut c = gridarena::train::run_dir::load_checkpoint(&ckpt).unwrap();
+    let f32s = |wanted: &str| {
+        c.extra
+            .iter()
+            .find_map(|(name, t)| match t {
+                gridarena::train::tensors::Tensor::F32(p) if name == wanted => Some(p.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{wanted} is not a tensor"))
+    };
+    let (models, target) = (f32s("models.params"), f32s("target"));
+    let mut state: serde_json::Value = serde_json::from_str(&c.state).unwrap();
+    let o = state.as_object_mut().unwrap();
+    for key in ["replay", "limiter", "models_state"] {
+        assert!(o.remove(key).is_some(), "{key} missing from state.json");
+    }
+    o.insert("models".into(), serde_json::json!(models));
+    o.insert("target".into(), serde_json::json!(target));
+    c.state = state.to_string();
+    c.extra.clear();
+    std::fs::remove_dir_all(&ckpt).unwrap();
+    dir.save_checkpoint(&c, 3).unwrap();
+    let summary = train(
+        &cfg,
+        &run,
+        &TrainOptions {
+            resume: true,
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(summary.updates, cfg.updates());
+    let note = summary.resume_note.expect("no note on an approximate resume");
+    assert!(note.contains("approximate") && note.contains("replay"), "{note}");
+    let _ = std::fs::remove_dir_all(run);
+}

@@ -23,7 +23,9 @@ use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayColumns, ReplayCore, Ring};
 use super::tensors::Column;
 use super::schedule::{epsilon_by_steps, optimiser};
-use super::sizing::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+};
 use super::stats::UpdateStats;
 use crate::components::StepBuffers;
 use crate::critic::loss::Loss;
@@ -638,11 +640,17 @@ pub(crate) fn plan(
         bytes: cfg.replay_capacity as u64 * (2 * d + 16),
         knobs: "lower replay_capacity",
     });
+    let mut replay = cfg.replay_capacity as u64 * (2 * d + 16);
+    let mut models = 0;
     if cfg.opponent_models {
         let (rows, extra) = (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n);
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));
+        replay += extra;
+        models = opponent_spec(cfg, layout, spec.input).params() as u64;
     }
+    let params = (spec.params() as u64, true);
+    tensors.push(checkpoint_tensor(cfg, params, models, replay));
     tensors
 }

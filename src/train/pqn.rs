@@ -30,7 +30,9 @@ use super::opponent::{
 };
 use super::qnet::{q_rows, stack_spec, write_input};
 use super::schedule::{epsilon_by_updates, optimiser};
-use super::sizing::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+};
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::loss::{Loss, loss_and_grad};
@@ -600,5 +602,11 @@ pub(crate) fn plan(
             cfg, layout, spec.input, backend, rows, extra,
         ));
     }
+    let models = if cfg.opponent_models {
+        opponent_spec(cfg, layout, spec.input).params() as u64
+    } else {
+        0
+    };
+    tensors.push(checkpoint_tensor(cfg, (spec.params() as u64, false), models, 0));
     tensors
 }

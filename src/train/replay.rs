@@ -11,7 +11,7 @@ use super::error::TrainError;
 use super::learner::{Progress, Resume};
 use super::opponent::{ModelsState, OpponentNetworks, load_models, save_models};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
-use super::tensors::{Column, NamedTensors, Tensor, find};
+use super::tensors::{Column, NamedTensors, Tensor, f32s, find};
 use crate::critic::Critic;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
@@ -181,7 +181,9 @@ pub struct ReplayState {
     pub explore: Vec<ChaCha8Rng>,
     /// Minibatch sampling stream.
     pub sampler: ChaCha8Rng,
-    /// Target parameters.
+    /// Target parameters in checkpoints written before they became the `target` tensor
+    /// (read, never written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target: Vec<f32>,
     /// The opponent models' parameters in checkpoints written before the models' state and
     /// tensors were saved (read, never written).
@@ -231,13 +233,14 @@ impl ReplayCore {
         extra: &mut NamedTensors,
     ) -> Result<String, TrainError> {
         let replay = self.checkpoint_replay.then(|| save_replay(replay, extra));
+        extra.push(("target".into(), Tensor::F32(critic.target_params()?)));
         let state = ReplayState {
             update: progress.update,
             env_steps: progress.env_steps,
             learner_steps: self.learner_steps,
             explore: self.explore.clone(),
             sampler: self.sampler.clone(),
-            target: critic.target_params()?,
+            target: Vec::new(),
             models: None,
             models_state: save_models(models, extra)?,
             batch: batch.save_state(),
@@ -260,7 +263,11 @@ impl ReplayCore {
     ) -> Result<Resume, TrainError> {
         let s: ReplayState = serde_json::from_str(json)?;
         BadField::check_len("explore", self.explore.len(), s.explore.len())?;
-        BadField::check_len("target", critic.params()?.len(), s.target.len())?;
+        let n = critic.params()?.len();
+        let target = match find(extra, "target") {
+            Some(_) => f32s(extra, "target", n)?,
+            None => BadField::check_len("target", n, s.target.len()).map(|()| s.target.as_slice())?,
+        };
         batch.load_state(&s.batch)?;
         let mut resume = load_models(models, s.models_state.as_ref(), s.models.as_deref(), extra)?;
         match (&s.replay, &s.limiter) {
@@ -285,7 +292,7 @@ impl ReplayCore {
                 .and(resume);
             }
         }
-        restore_target(critic, &s.target)?;
+        restore_target(critic, target)?;
         progress.update = s.update;
         progress.env_steps = s.env_steps;
         self.learner_steps = s.learner_steps;

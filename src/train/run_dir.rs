@@ -175,24 +175,22 @@ impl RunDir {
             path: tmp.clone(),
             reason: e.to_string(),
         };
-        let own = [
-            ("params", Tensor::F32(c.params.clone())),
-            ("adam_m", Tensor::F32(c.adam_m.clone())),
-            ("adam_v", Tensor::F32(c.adam_v.clone())),
-        ];
-        let all = own
-            .iter()
-            .map(|(n, t)| (n.to_string(), t))
-            .chain(c.extra.iter().map(|(n, t)| (n.clone(), t)));
-        let mut views: Vec<(String, TensorView)> = Vec::new();
-        for (name, t) in all {
+        let own = [("params", &c.params), ("adam_m", &c.adam_m), ("adam_v", &c.adam_v)];
+        let own = own.iter().map(|(n, v)| {
+            let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
+            (n.to_string(), Dtype::F32, v.len(), bytes)
+        });
+        let extra = c.extra.iter().map(|(n, t)| {
             let dtype = match t {
                 Tensor::F32(_) => Dtype::F32,
                 Tensor::U8(_) => Dtype::U8,
                 Tensor::U32(_) => Dtype::U32,
             };
-            let view = TensorView::new(dtype, vec![t.len()], t.bytes()).map_err(damaged)?;
-            views.push((name, view));
+            (n.clone(), dtype, t.len(), t.bytes())
+        });
+        let mut views: Vec<(String, TensorView)> = Vec::new();
+        for (name, dtype, len, bytes) in own.chain(extra) {
+            views.push((name, TensorView::new(dtype, vec![len], bytes).map_err(damaged)?));
         }
         let mut meta = std::collections::HashMap::new();
         meta.insert("update".to_string(), c.update.to_string());

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::config::RunConfig;
 use super::qnet::stack_spec;
 use crate::critic::{Backend, StackSpec};
+use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 
@@ -89,6 +90,50 @@ pub(crate) fn qnet_tensors(
     (tensors, spec)
 }
 
+/// The opponent models' stack (PQN and IQL) over `input` bytes: one network per learner, one
+/// group of action logits per other learner.
+pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
+    let n = layout.learners;
+    StackSpec {
+        nets: n,
+        input,
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: n.saturating_sub(1) * layout.actions,
+    }
+}
+
+/// The checkpoint's line. A checkpoint is written from memory: while saving, the host holds
+/// its tensors twice (the copies taken for the checkpoint and the serialised file), so the
+/// line counts twice the size on disk, which its name shows. The file holds `params` critic
+/// parameters with both Adam moments and, with `target`, the target parameters (4 B each),
+/// `models` opponent-model parameters with their Adam moments, and the replay's `replay`
+/// bytes when `checkpoint_replay` is on.
+pub(crate) fn checkpoint_tensor(
+    cfg: &RunConfig,
+    (params, target): (u64, bool),
+    models: u64,
+    replay: u64,
+) -> PlanTensor {
+    let replay = if cfg.checkpoint_replay { replay } else { 0 };
+    let per_param = if target { 16 } else { 12 };
+    let disk = params
+        .saturating_mul(per_param)
+        .saturating_add(models.saturating_mul(12))
+        .saturating_add(replay);
+    PlanTensor {
+        name: format!("checkpoint (written from memory; {} on disk)", human_bytes(disk)),
+        shape: format!(
+            "({} params x {per_param} B + {} model params x 12 B + {} B replay) x 2 while saving",
+            fmt(params),
+            fmt(models),
+            fmt(replay)
+        ),
+        bytes: disk.saturating_mul(2),
+        knobs: "checkpoint_replay: false, or lower replay_capacity, hidden or layers",
+    }
+}
+
 /// The opponent models' line (PQN and IQL): their stack over `input` bytes, a pass of `rows`
 /// rows with its outputs, and `extra` bytes the learner keeps for them.
 pub(crate) fn opponent_tensor(
@@ -100,13 +145,7 @@ pub(crate) fn opponent_tensor(
     extra: u64,
 ) -> PlanTensor {
     let n = layout.learners;
-    let m = StackSpec {
-        nets: n,
-        input,
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: n.saturating_sub(1) * layout.actions,
-    };
+    let m = opponent_spec(cfg, layout, input);
     PlanTensor {
         name: "opponent models".into(),
         shape: format!(
