@@ -330,3 +330,51 @@ fn a_checkpoint_from_before_the_extra_tensors_still_resumes_approximately() {
     assert!(note.contains("approximate") && note.contains("replay"), "{note}");
     let _ = std::fs::remove_dir_all(run);
 }
+
+/// The preflight counts the checkpoint: a line whose on-disk half matches the size of the
+/// safetensors file a run with a full replay writes, and which drops the replay with
+/// `checkpoint_replay: false`.
+#[test]
+fn the_plan_counts_the_checkpoint_as_written() {
+    let cfg = iql();
+    let device = gridarena::critic::choose_device(Device::Cpu).unwrap();
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let line = |cfg: &RunConfig| {
+        let plan = gridarena::train::plan::plan(cfg, &loaded, &device, u64::MAX);
+        let t = plan
+            .tensors
+            .iter()
+            .find(|t| t.name.starts_with("checkpoint"))
+            .unwrap_or_else(|| panic!("no checkpoint line in\n{}", plan.table()))
+            .clone();
+        assert!(plan.table().contains("on disk"), "{}", plan.table());
+        t.bytes
+    };
+    let with_replay = line(&cfg);
+    let without = line(&RunConfig {
+        checkpoint_replay: false,
+        ..cfg.clone()
+    });
+    assert!(without < with_replay, "{without} vs {with_replay}");
+
+    // Three updates fill the 200-row replay (96 rows an update): the file is the plan's size.
+    let run = temp("plan");
+    train(
+        &cfg,
+        &run,
+        &TrainOptions {
+            until_update: Some(3),
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    let ckpt = RunDir::open(&run).unwrap().checkpoints().unwrap().pop().unwrap();
+    let file = std::fs::metadata(ckpt.join("params.safetensors")).unwrap().len();
+    let _ = std::fs::remove_dir_all(&run);
+    let planned = with_replay / 2;
+    let header = 4096;
+    assert!(
+        planned <= file && file <= planned + header,
+        "planned {planned} B on disk, the checkpoint has {file} B"
+    );
+}

@@ -4,7 +4,8 @@
 //! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
 //! every environment step the rows are inserted (never blocking) and exactly the learner steps
 //! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
-//! a learner thread run side by side instead.
+//! a learner thread run side by side instead; thread timing then decides which rows each
+//! minibatch sees, so threaded runs (and their resumes) are not bit-for-bit reproducible.
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
