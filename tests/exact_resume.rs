@@ -9,29 +9,29 @@ use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, TrainSummary, train};
 
+#[path = "common/runs.rs"]
+mod runs;
+use runs::{deterministic_metrics, params};
+
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-resume-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&p);
     p
 }
 
-/// Metrics without the wall-clock fields.
-fn deterministic_metrics(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let o = v.as_object_mut().unwrap();
-            o.remove("sps");
-            o.remove("seconds");
-            v
-        })
-        .collect()
-}
-
-fn params(run: &Path) -> Vec<f32> {
-    RunDir::open(run).unwrap().load_latest().unwrap().params
+/// What the three learners' runs share: four arenas, small networks on the CPU, opponent
+/// models, no checkpoint but the last.
+fn tiny(scenario: &str) -> RunConfig {
+    RunConfig {
+        scenario: Some(PathBuf::from(scenario)),
+        device: Device::Cpu,
+        arenas: 4,
+        hidden: 16,
+        layers: 1,
+        opponent_models: true,
+        checkpoint_every: 100,
+        ..RunConfig::default()
+    }
 }
 
 /// IQL with opponent models on the three-learner Pursuit: the replay fills past `min_replay`
@@ -39,66 +39,41 @@ fn params(run: &Path) -> Vec<f32> {
 /// carry over a resume.
 fn iql() -> RunConfig {
     RunConfig {
-        scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
-        device: Device::Cpu,
         algo: Algo::Iql,
-        arenas: 4,
         rollout: 8,
-        hidden: 16,
-        layers: 1,
         lr: 1e-3,
         lr_decay: false,
         batch_size: 16,
         cer: 2,
         replay_capacity: 200,
         min_replay: 32,
-        samples_per_insert: 1.0,
-        opponent_models: true,
         total_steps: 4 * 8 * 6,
-        checkpoint_every: 100,
-        ..RunConfig::default()
+        ..tiny("assets/scenarios/pursuit_3.ron")
     }
 }
 
 /// PR2-IQL with conditional opponent models on the climbing game.
 fn pr2() -> RunConfig {
     RunConfig {
-        scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
-        device: Device::Cpu,
         algo: Algo::Pr2Iql,
-        arenas: 4,
         rollout: 4,
-        epochs: 2,
         minibatches: 2,
         buffer_batch_size: 2,
         replay_capacity: 40,
         min_replay: 16,
-        samples_per_insert: 1.0,
         target_tau: 0.05,
-        hidden: 16,
-        layers: 1,
-        opponent_models: true,
         total_steps: 4 * 4 * 8,
-        checkpoint_every: 100,
-        ..RunConfig::default()
+        ..tiny("assets/scenarios/climbing_game.ron")
     }
 }
 
 /// PQN with opponent models on the three-learner Pursuit.
 fn pqn() -> RunConfig {
     RunConfig {
-        scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
-        device: Device::Cpu,
-        arenas: 4,
         rollout: 8,
-        epochs: 2,
         minibatches: 2,
-        hidden: 16,
-        layers: 1,
-        opponent_models: true,
         total_steps: 4 * 8 * 6,
-        checkpoint_every: 100,
-        ..RunConfig::default()
+        ..tiny("assets/scenarios/pursuit_3.ron")
     }
 }
 
