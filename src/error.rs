@@ -26,7 +26,11 @@ impl BadField {
     }
 
     /// A field holding a value out of range.
-    pub fn range(field: &str, expected: impl std::fmt::Display, found: impl std::fmt::Display) -> BadField {
+    pub fn range(
+        field: &str,
+        expected: impl std::fmt::Display,
+        found: impl std::fmt::Display,
+    ) -> BadField {
         BadField {
             field: field.into(),
             expected: expected.to_string(),

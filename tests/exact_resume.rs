@@ -116,7 +116,10 @@ fn straight_and_split(cfg: &RunConfig, name: &str) -> (PathBuf, PathBuf, TrainSu
 
 /// Asserts the two runs logged the same metrics and ended with the same parameters.
 fn assert_same_run(straight: &Path, split: &Path) {
-    let (a, b) = (deterministic_metrics(straight), deterministic_metrics(split));
+    let (a, b) = (
+        deterministic_metrics(straight),
+        deterministic_metrics(split),
+    );
     assert_eq!(a.len(), b.len());
     for (k, (x, y)) in a.iter().zip(&b).enumerate() {
         assert_eq!(x, y, "update {}: metrics differ after the resume", k + 1);
@@ -156,8 +159,13 @@ fn a_checkpoint_without_the_replay_resumes_approximately_and_says_so() {
         ..iql()
     };
     let (straight, split, second) = straight_and_split(&cfg, "noreplay");
-    let note = second.resume_note.expect("no note on an approximate resume");
-    assert!(note.contains("approximate") && note.contains("replay"), "{note}");
+    let note = second
+        .resume_note
+        .expect("no note on an approximate resume");
+    assert!(
+        note.contains("approximate") && note.contains("replay"),
+        "{note}"
+    );
     // The checkpoint holds no replay tensors.
     let c = RunDir::open(&split).unwrap().load_latest().unwrap();
     assert!(
@@ -176,11 +184,7 @@ fn a_checkpoint_without_the_replay_resumes_approximately_and_says_so() {
 
 /// A run of `cfg` stopped after two updates, its newest checkpoint's state.json edited by
 /// `damage`, then resumed: the error (never a panic).
-fn resume_damaged(
-    cfg: &RunConfig,
-    name: &str,
-    damage: impl Fn(&mut serde_json::Value),
-) -> String {
+fn resume_damaged(cfg: &RunConfig, name: &str, damage: impl Fn(&mut serde_json::Value)) -> String {
     let run = temp(name);
     train(
         cfg,
@@ -301,8 +305,13 @@ fn a_checkpoint_from_before_the_extra_tensors_still_resumes_approximately() {
     )
     .unwrap();
     assert_eq!(summary.updates, cfg.updates());
-    let note = summary.resume_note.expect("no note on an approximate resume");
-    assert!(note.contains("approximate") && note.contains("replay"), "{note}");
+    let note = summary
+        .resume_note
+        .expect("no note on an approximate resume");
+    assert!(
+        note.contains("approximate") && note.contains("replay"),
+        "{note}"
+    );
     let _ = std::fs::remove_dir_all(run);
 }
 
@@ -343,8 +352,15 @@ fn the_plan_counts_the_checkpoint_as_written() {
         },
     )
     .unwrap();
-    let ckpt = RunDir::open(&run).unwrap().checkpoints().unwrap().pop().unwrap();
-    let file = std::fs::metadata(ckpt.join("params.safetensors")).unwrap().len();
+    let ckpt = RunDir::open(&run)
+        .unwrap()
+        .checkpoints()
+        .unwrap()
+        .pop()
+        .unwrap();
+    let file = std::fs::metadata(ckpt.join("params.safetensors"))
+        .unwrap()
+        .len();
     let _ = std::fs::remove_dir_all(&run);
     let planned = with_replay / 2;
     let header = 4096;

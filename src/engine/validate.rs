@@ -66,9 +66,15 @@ impl BatchState {
     fn validate_ranges(&self, layout: &Layout) -> Result<(), BadField> {
         let (w, h) = (layout.width as i64, layout.height as i64);
         if w > 0 && h > 0 {
-            let outside = self.pos.iter().zip(&self.alive).enumerate().find(|(_, (p, alive))| {
-                **alive && !((0..w).contains(&i64::from(p.0)) && (0..h).contains(&i64::from(p.1)))
-            });
+            let outside = self
+                .pos
+                .iter()
+                .zip(&self.alive)
+                .enumerate()
+                .find(|(_, (p, alive))| {
+                    **alive
+                        && !((0..w).contains(&i64::from(p.0)) && (0..h).contains(&i64::from(p.1)))
+                });
             if let Some((i, (p, _))) = outside {
                 return Err(BadField::range(
                     &format!("batch.pos[{i}]"),
@@ -78,7 +84,11 @@ impl BatchState {
             }
         }
         let below = |name: &str, values: &[u8], limit: usize| -> Result<(), BadField> {
-            match values.iter().enumerate().find(|(_, v)| usize::from(**v) >= limit) {
+            match values
+                .iter()
+                .enumerate()
+                .find(|(_, v)| usize::from(**v) >= limit)
+            {
                 Some((i, v)) => Err(BadField::range(
                     &format!("batch.{name}[{i}]"),
                     format!("a value below {limit}"),

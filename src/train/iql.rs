@@ -22,12 +22,12 @@ use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayColumns, ReplayCore, Ring};
-use super::tensors::Column;
 use super::schedule::{epsilon_by_steps, optimiser};
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
 };
 use super::stats::UpdateStats;
+use super::tensors::Column;
 use crate::components::StepBuffers;
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, StackSpec};
@@ -86,7 +86,12 @@ impl ReplayColumns for Replay {
 impl Replay {
     /// An empty replay of `capacity` rows of `width` input bytes; with `groups` other
     /// learners' actions per row; actions below `actions`, networks below `nets`.
-    fn new(capacity: usize, width: usize, groups: usize, (actions, nets): (usize, usize)) -> Replay {
+    fn new(
+        capacity: usize,
+        width: usize,
+        groups: usize,
+        (actions, nets): (usize, usize),
+    ) -> Replay {
         Replay {
             ring: Ring::new(capacity),
             width,
@@ -385,7 +390,10 @@ impl Iql {
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
         let limiter = SharedLimiter::new(self.core.limiter.clone());
-        let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0, 0, (0, 0))));
+        let replay = Mutex::new(std::mem::replace(
+            &mut self.replay,
+            Replay::new(0, 0, 0, (0, 0)),
+        ));
         let snapshot = Mutex::new(self.critic.params()?);
         let version = AtomicU64::new(0);
         let done = AtomicBool::new(false);

@@ -3,7 +3,7 @@
 //! [`super::algorithms`].
 
 use super::error::TrainError;
-use super::run_dir::Checkpoint;
+use super::run_dir::{Checkpoint, Resume};
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::Critic;
@@ -20,25 +20,6 @@ pub struct Progress {
     pub sim_seconds: f64,
     /// Seconds in the critic (acting and learning) since then.
     pub learn_seconds: f64,
-}
-
-/// How exactly a restored learner continues the run its checkpoint was taken from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resume {
-    /// Bit for bit as if the run had not stopped.
-    Exact,
-    /// Approximately, and why (e.g. the replay was not saved, so the resumed run refills it).
-    Approximate(String),
-}
-
-impl Resume {
-    /// The first approximate reason of two.
-    pub fn and(self, other: Resume) -> Resume {
-        match self {
-            Resume::Exact => other,
-            approximate => approximate,
-        }
-    }
 }
 
 /// A learning algorithm with its arenas: PQN, IQL, PR2-IQL.

@@ -33,8 +33,9 @@ pub mod tensors;
 pub use algorithms::new_learner;
 pub use error::TrainError;
 pub use greedy::{GreedyPolicy, load_policy};
-pub use learner::{BoxedLearner, Learner, Progress, Resume};
+pub use learner::{BoxedLearner, Learner, Progress};
 pub use replay::ReplayState;
+pub use run_dir::Resume;
 pub use stats::{UpdateStats, mean_ci};
 
 use std::collections::VecDeque;

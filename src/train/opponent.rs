@@ -10,7 +10,7 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::error::TrainError;
-use super::learner::Resume;
+use super::run_dir::Resume;
 use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
@@ -128,17 +128,17 @@ pub(crate) fn load_models<M: OpponentNetworks>(
         };
     };
     m.set_params(f32s(extra, "models.params", n)?)?;
-    let (am, av) = (f32s(extra, "models.adam_m", n)?, f32s(extra, "models.adam_v", n)?);
+    let (am, av) = (
+        f32s(extra, "models.adam_m", n)?,
+        f32s(extra, "models.adam_v", n)?,
+    );
     m.networks().set_adam_state(am, av, state.adam_steps)?;
     match (m.shuffle_stream(), &state.shuffle) {
         (Some(live), Some(saved)) => *live = saved.clone(),
         (Some(_), None) => {
-            return Err(crate::error::BadField::range(
-                "models_state.shuffle",
-                "a stream",
-                "none",
-            )
-            .into());
+            return Err(
+                crate::error::BadField::range("models_state.shuffle", "a stream", "none").into(),
+            );
         }
         _ => {}
     }

@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::{act_epsilon_greedy, max_value};
-use super::learner::{BoxedLearner, Learner, Progress, Resume};
+use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{
     ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
 };
 use super::qnet::{q_rows, stack_spec, write_input};
+use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
@@ -607,6 +608,11 @@ pub(crate) fn plan(
     } else {
         0
     };
-    tensors.push(checkpoint_tensor(cfg, (spec.params() as u64, false), models, 0));
+    tensors.push(checkpoint_tensor(
+        cfg,
+        (spec.params() as u64, false),
+        models,
+        0,
+    ));
     tensors
 }

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
 use super::error::TrainError;
-use super::learner::{Progress, Resume};
+use super::learner::Progress;
 use super::opponent::{ModelsState, OpponentNetworks, load_models, save_models};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
+use super::run_dir::Resume;
 use super::tensors::{Column, NamedTensors, Tensor, f32s, find};
 use crate::critic::Critic;
 use crate::engine::{BatchState, EnvBatch};
@@ -65,7 +66,11 @@ impl Ring {
         BadField::check_len("replay.capacity", self.capacity, saved.capacity)?;
         if saved.len > self.capacity {
             let found = saved.len;
-            return Err(BadField::range("replay.len", format!("at most {}", self.capacity), found));
+            return Err(BadField::range(
+                "replay.len",
+                format!("at most {}", self.capacity),
+                found,
+            ));
         }
         let head_ok = if saved.len < self.capacity {
             saved.head == saved.len
@@ -114,8 +119,7 @@ fn load_replay<R: ReplayColumns>(
     for (name, mut column) in replay.columns() {
         let field = format!("replay.{name}");
         let width = column.len() / saved.capacity.max(1);
-        let t = find(extra, &field)
-            .ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
+        let t = find(extra, &field).ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
         column.restore(t, saved.len * width, &field)?;
     }
     *replay.ring() = *saved;
@@ -266,7 +270,9 @@ impl ReplayCore {
         let n = critic.params()?.len();
         let target = match find(extra, "target") {
             Some(_) => f32s(extra, "target", n)?,
-            None => BadField::check_len("target", n, s.target.len()).map(|()| s.target.as_slice())?,
+            None => {
+                BadField::check_len("target", n, s.target.len()).map(|()| s.target.as_slice())?
+            }
         };
         batch.load_state(&s.batch)?;
         let mut resume = load_models(models, s.models_state.as_ref(), s.models.as_deref(), extra)?;
@@ -276,7 +282,8 @@ impl ReplayCore {
                 let items = ring.len as u64 * replay.items_per_entry();
                 let size = limiter.inserts.checked_sub(limiter.deletes);
                 if size != Some(items) {
-                    let found = format!("{} inserts - {} deletes", limiter.inserts, limiter.deletes);
+                    let found =
+                        format!("{} inserts - {} deletes", limiter.inserts, limiter.deletes);
                     return Err(BadField::range("limiter", format!("{items} items"), found).into());
                 }
                 self.limiter.inserts = limiter.inserts;

@@ -74,6 +74,25 @@ pub struct Checkpoint {
     pub extra: NamedTensors,
 }
 
+/// How exactly a restored learner continues the run its checkpoint was taken from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Bit for bit as if the run had not stopped.
+    Exact,
+    /// Approximately, and why (e.g. the replay was not saved, so the resumed run refills it).
+    Approximate(String),
+}
+
+impl Resume {
+    /// The first approximate reason of two.
+    pub fn and(self, other: Resume) -> Resume {
+        match self {
+            Resume::Exact => other,
+            approximate => approximate,
+        }
+    }
+}
+
 /// The safetensors names of a checkpoint's own tensors (the extra ones may not use them).
 const OWN: [&str; 3] = ["params", "adam_m", "adam_v"];
 
@@ -175,7 +194,11 @@ impl RunDir {
             path: tmp.clone(),
             reason: e.to_string(),
         };
-        let own = [("params", &c.params), ("adam_m", &c.adam_m), ("adam_v", &c.adam_v)];
+        let own = [
+            ("params", &c.params),
+            ("adam_m", &c.adam_m),
+            ("adam_v", &c.adam_v),
+        ];
         let own = own.iter().map(|(n, v)| {
             let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
             (n.to_string(), Dtype::F32, v.len(), bytes)
@@ -190,7 +213,10 @@ impl RunDir {
         });
         let mut views: Vec<(String, TensorView)> = Vec::new();
         for (name, dtype, len, bytes) in own.chain(extra) {
-            views.push((name, TensorView::new(dtype, vec![len], bytes).map_err(damaged)?));
+            views.push((
+                name,
+                TensorView::new(dtype, vec![len], bytes).map_err(damaged)?,
+            ));
         }
         let mut meta = std::collections::HashMap::new();
         meta.insert("update".to_string(), c.update.to_string());

@@ -122,7 +122,10 @@ pub(crate) fn checkpoint_tensor(
         .saturating_add(models.saturating_mul(12))
         .saturating_add(replay);
     PlanTensor {
-        name: format!("checkpoint (written from memory; {} on disk)", human_bytes(disk)),
+        name: format!(
+            "checkpoint (written from memory; {} on disk)",
+            human_bytes(disk)
+        ),
         shape: format!(
             "({} params x {per_param} B + {} model params x 12 B + {} B replay) x 2 while saving",
             fmt(params),

@@ -34,9 +34,9 @@ use crate::train::opponent::{
     ConditionalModels, OpponentNetworks, OpponentScores, ScoreMean, set_models_params,
 };
 use crate::train::replay::{ReplayColumns, ReplayCore, Ring};
-use crate::train::tensors::Column;
 use crate::train::schedule::{epsilon_by_steps, optimiser};
 use crate::train::stats::UpdateStats;
+use crate::train::tensors::Column;
 
 // ------------------------------------------------------------------------------------------
 // Replay
