@@ -660,6 +660,10 @@ pub(crate) fn plan(
         models = opponent_spec(cfg, layout, spec.input).params() as u64;
     }
     let params = (spec.params() as u64, true);
-    tensors.push(checkpoint_tensor(cfg, params, models, replay));
+    let arenas = (
+        replicas * cfg.arenas as u64,
+        layout.bytes_per_arena() as u64,
+    );
+    tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
     tensors
 }

@@ -608,11 +608,10 @@ pub(crate) fn plan(
     } else {
         0
     };
-    tensors.push(checkpoint_tensor(
-        cfg,
-        (spec.params() as u64, false),
-        models,
-        0,
-    ));
+    let (params, arenas) = (
+        spec.params() as u64,
+        (replicas * b, layout.bytes_per_arena() as u64),
+    );
+    tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
     tensors
 }

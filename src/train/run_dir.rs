@@ -96,18 +96,6 @@ impl Resume {
 /// The safetensors names of a checkpoint's own tensors (the extra ones may not use them).
 const OWN: [&str; 3] = ["params", "adam_m", "adam_v"];
 
-impl Checkpoint {
-    /// Bytes of the safetensors payload: parameters, Adam and the extra tensors.
-    pub fn tensor_bytes(&self) -> u64 {
-        let own = 4 * (self.params.len() + self.adam_m.len() + self.adam_v.len()) as u64;
-        own + self
-            .extra
-            .iter()
-            .map(|(_, t)| t.bytes().len() as u64)
-            .sum::<u64>()
-    }
-}
-
 impl RunDir {
     /// Creates a new run directory (refusing an existing run) and proves it is writable.
     pub fn create(path: &Path) -> Result<RunDir, RunDirError> {
@@ -221,16 +209,16 @@ impl RunDir {
         let mut meta = std::collections::HashMap::new();
         meta.insert("update".to_string(), c.update.to_string());
         meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
-        let bytes = safetensors::serialize(views, Some(meta)).map_err(damaged)?;
-        for (file, data) in [
-            ("params.safetensors", bytes.as_slice()),
-            ("state.json", c.state.as_bytes()),
-        ] {
-            let p = tmp.join(file);
-            let mut f = fs::File::create(&p).map_err(io(&p))?;
-            f.write_all(data).map_err(io(&p))?;
-            f.sync_all().map_err(io(&p))?;
-        }
+        // Streamed into the file (no second copy of the tensors in memory), then synced.
+        let tensors = tmp.join("params.safetensors");
+        safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
+        fs::File::open(&tensors)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&tensors))?;
+        let state = tmp.join("state.json");
+        let mut f = fs::File::create(&state).map_err(io(&state))?;
+        f.write_all(c.state.as_bytes()).map_err(io(&state))?;
+        f.sync_all().map_err(io(&state))?;
         fs::File::open(&tmp)
             .and_then(|d| d.sync_all())
             .map_err(io(&tmp))?;

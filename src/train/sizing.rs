@@ -103,37 +103,46 @@ pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> S
     }
 }
 
-/// The checkpoint's line. A checkpoint is written from memory: while saving, the host holds
-/// its tensors twice (the copies taken for the checkpoint and the serialised file), so the
-/// line counts twice the size on disk, which its name shows. The file holds `params` critic
-/// parameters with both Adam moments and, with `target`, the target parameters (4 B each),
-/// `models` opponent-model parameters with their Adam moments, and the replay's `replay`
-/// bytes when `checkpoint_replay` is on.
+/// The checkpoint's line. A checkpoint is written from memory: while saving, the host holds a
+/// copy of every tensor it streams into the file and the learner's state as JSON text. The
+/// file holds `params` critic parameters with both Adam moments and, with `target`, the target
+/// parameters (4 B each), `models` opponent-model parameters with their Adam moments, the
+/// replay's `replay` bytes when `checkpoint_replay` is on, and the state of `arenas` arenas of
+/// `per_arena` bytes as JSON (about 2 B of text per byte on disk; the copy and the text take about 3 B
+/// per byte in memory); the file is streamed through a 1 MiB buffer. The name shows the size
+/// on disk.
 pub(crate) fn checkpoint_tensor(
     cfg: &RunConfig,
     (params, target): (u64, bool),
     models: u64,
     replay: u64,
+    (arenas, per_arena): (u64, u64),
 ) -> PlanTensor {
+    let state = arenas.saturating_mul(per_arena);
     let replay = if cfg.checkpoint_replay { replay } else { 0 };
     let per_param = if target { 16 } else { 12 };
-    let disk = params
+    let tensors = params
         .saturating_mul(per_param)
         .saturating_add(models.saturating_mul(12))
         .saturating_add(replay);
+    let disk = tensors.saturating_add(state.saturating_mul(2));
     PlanTensor {
         name: format!(
             "checkpoint (written from memory; {} on disk)",
             human_bytes(disk)
         ),
         shape: format!(
-            "({} params x {per_param} B + {} model params x 12 B + {} B replay) x 2 while saving",
+            "{} params x {per_param} B + {} model params x 12 B + {} B replay + {} arenas x {} B x 3 (state as JSON) + 1 MiB buffer",
             fmt(params),
             fmt(models),
-            fmt(replay)
+            fmt(replay),
+            fmt(arenas),
+            fmt(per_arena)
         ),
-        bytes: disk.saturating_mul(2),
-        knobs: "checkpoint_replay: false, or lower replay_capacity, hidden or layers",
+        bytes: tensors
+            .saturating_add(state.saturating_mul(3))
+            .saturating_add(1 << 20),
+        knobs: "lower arenas, replay_capacity, hidden or layers, or set checkpoint_replay: false",
     }
 }
 

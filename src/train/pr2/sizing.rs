@@ -179,6 +179,13 @@ pub(crate) fn plan(
     };
     let params = (body.params() as u64).saturating_add(head_params / 20);
     let replay = replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8);
-    tensors.push(checkpoint_tensor(cfg, (params, true), models, replay));
+    let arenas = (b, layout.bytes_per_arena() as u64);
+    tensors.push(checkpoint_tensor(
+        cfg,
+        (params, true),
+        models,
+        replay,
+        arenas,
+    ));
     tensors
 }
