@@ -19,6 +19,8 @@ use crate::substrate::{self, ArenaMut};
 use crate::systems::record::{Recorder, frame};
 use crate::systems::{Arenas, ONE_TABLE};
 
+mod validate;
+
 /// A batch of arenas of one scenario.
 ///
 /// The caller writes every learner's action into [`EnvBatch::actions_mut`] (`[B, N]`,
@@ -529,20 +531,19 @@ impl EnvBatch {
         }
     }
 
-    /// Restores a state saved from a batch of the same scenario and size.
+    /// Restores a state saved from a batch of the same scenario and size, after checking every
+    /// vector's length and range against this batch (a bad state changes nothing).
     pub fn load_state(&mut self, s: &BatchState) -> Result<(), EngineError> {
         use crate::components::*;
         let m = self.layout().agents;
-        if s.arenas != self.arenas
-            || s.agents != m
-            || s.pos.len() != s.arenas * m
-            || s.cells.len() != s.arenas
-        {
+        if s.arenas != self.arenas || s.agents != m {
             return Err(EngineError::StateMismatch(format!(
                 "saved state has {} arenas x {} agents, this batch {} x {}",
                 s.arenas, s.agents, self.arenas, m
             )));
         }
+        let fresh = self.save_state();
+        s.validate(&fresh, self.layout())?;
         let mut q = self.world.query::<(
             &mut GridPos,
             &mut Facing,

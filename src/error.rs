@@ -2,6 +2,52 @@
 
 use std::path::PathBuf;
 
+/// A checkpoint field that does not fit the run: its name, what was expected and what was
+/// found (a length or a value out of range).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("checkpoint field `{field}`: expected {expected}, found {found}")]
+pub struct BadField {
+    /// The field, e.g. `batch.pos` or `replay.obs`.
+    pub field: String,
+    /// What the run's layout needs.
+    pub expected: String,
+    /// What the checkpoint holds.
+    pub found: String,
+}
+
+impl BadField {
+    /// A field whose length is not the layout's.
+    pub fn length(field: &str, expected: usize, found: usize) -> BadField {
+        BadField {
+            field: field.into(),
+            expected: format!("{expected} values"),
+            found: format!("{found}"),
+        }
+    }
+
+    /// A field holding a value out of range.
+    pub fn range(
+        field: &str,
+        expected: impl std::fmt::Display,
+        found: impl std::fmt::Display,
+    ) -> BadField {
+        BadField {
+            field: field.into(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    /// Checks a length.
+    pub fn check_len(field: &str, expected: usize, found: usize) -> Result<(), BadField> {
+        if expected == found {
+            Ok(())
+        } else {
+            Err(BadField::length(field, expected, found))
+        }
+    }
+}
+
 /// The kind of scenario problem, so tools and tests can tell them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -122,6 +168,9 @@ pub enum EngineError {
     /// A saved state from another scenario or batch size.
     #[error("cannot restore the batch: {0}")]
     StateMismatch(String),
+    /// A saved state with a vector of the wrong length or a value out of range.
+    #[error(transparent)]
+    BadField(#[from] BadField),
     /// A scenario problem.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),

@@ -2,13 +2,17 @@
 //! directories before training, and it stops on non-finite values keeping the last good
 //! checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gridarena::critic::{Device, choose_device};
 use gridarena::train::config::RunConfig;
 use gridarena::train::eval::EvalReport;
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{RunError, TrainOptions, TrainSummary, train};
+
+#[path = "common/runs.rs"]
+mod runs;
+use runs::{deterministic_metrics, params};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-train-{name}-{}", std::process::id()));
@@ -58,25 +62,6 @@ fn iql_chase(threaded: bool) -> RunConfig {
         eps_fraction: 0.3,
         ..small("tests/data/chase.ron")
     }
-}
-
-/// Metrics without the wall-clock fields.
-fn deterministic_metrics(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let o = v.as_object_mut().unwrap();
-            o.remove("sps");
-            o.remove("seconds");
-            v
-        })
-        .collect()
-}
-
-fn params(run: &Path) -> Vec<f32> {
-    RunDir::open(run).unwrap().load_latest().unwrap().params
 }
 
 #[test]

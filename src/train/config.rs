@@ -140,6 +140,10 @@ pub struct RunConfig {
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
     pub keep_checkpoints: usize,
+    /// IQL and PR2-IQL: checkpoints hold the replay (and the rate limiter's counters), so a
+    /// resume continues bit for bit; `false` keeps checkpoints small, and a resumed run then
+    /// refills its replay and says the resume is approximate.
+    pub checkpoint_replay: bool,
 }
 
 impl Default for RunConfig {
@@ -184,6 +188,7 @@ impl Default for RunConfig {
             wait_seconds: 30.0,
             checkpoint_every: 50,
             keep_checkpoints: 3,
+            checkpoint_replay: true,
         }
     }
 }

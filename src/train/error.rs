@@ -2,7 +2,7 @@
 //! non-finite value, a frozen policy, or a checkpoint state it cannot read.
 
 use crate::critic::CriticError;
-use crate::error::EngineError;
+use crate::error::{BadField, EngineError};
 use crate::policy::PolicyError;
 
 /// Errors while training.
@@ -30,6 +30,9 @@ pub enum TrainError {
     /// A frozen policy acting for some slots failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A checkpoint field that does not fit the run (length or range).
+    #[error(transparent)]
+    BadField(#[from] BadField),
     /// A learner state (checkpoint JSON) that cannot be written or read.
     #[error(transparent)]
     State(#[from] serde_json::Error),

@@ -46,10 +46,14 @@ impl GreedyPolicy {
                 "parameters do not fit this scenario's networks: {e}"
             ))
         })?;
-        // Opponent models (PR2 with `rho: model` acts through them) live in the state.
-        let models = serde_json::from_str::<serde_json::Value>(&c.state)
-            .ok()
-            .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok());
+        // Opponent models (PR2 with `rho: model` acts through them): a tensor of the
+        // checkpoint, or in the state of checkpoints written before the tensors existed.
+        let models = match super::tensors::find(&c.extra, "models.params") {
+            Some(super::tensors::Tensor::F32(p)) => Some(p.clone()),
+            _ => serde_json::from_str::<serde_json::Value>(&c.state)
+                .ok()
+                .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok()),
+        };
         if let Some(m) = models {
             learner
                 .set_opponent_params(&m)

@@ -4,7 +4,8 @@
 //! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
 //! every environment step the rows are inserted (never blocking) and exactly the learner steps
 //! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
-//! a learner thread run side by side instead.
+//! a learner thread run side by side instead; thread timing then decides which rows each
+//! minibatch sees, so threaded runs (and their resumes) are not bit-for-bit reproducible.
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
@@ -20,10 +21,13 @@ use super::explore::{act_epsilon_greedy, max_value};
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
-use super::replay::{ReplayCore, Ring};
+use super::replay::{ReplayColumns, ReplayCore, Ring};
 use super::schedule::{epsilon_by_steps, optimiser};
-use super::sizing::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+};
 use super::stats::UpdateStats;
+use super::tensors::Column;
 use crate::components::StepBuffers;
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, StackSpec};
@@ -50,10 +54,44 @@ struct Replay {
     slot: Vec<u32>,
     others: Vec<u32>,
     groups: usize,
+    /// Bounds of the integer columns (checked on restore): actions, networks.
+    actions: u32,
+    nets: u32,
+}
+
+impl ReplayColumns for Replay {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
+        let learners = self.groups as u32 + 1;
+        vec![
+            ("obs", Column::U8(&mut self.obs)),
+            ("next", Column::U8(&mut self.next)),
+            ("action", Column::U32(&mut self.action, self.actions)),
+            ("reward", Column::F32(&mut self.reward)),
+            ("done", Column::F32(&mut self.done)),
+            ("net", Column::U32(&mut self.net, self.nets)),
+            ("slot", Column::U32(&mut self.slot, learners)),
+            ("others", Column::U32(&mut self.others, self.actions)),
+        ]
+    }
+
+    fn items_per_entry(&self) -> u64 {
+        1
+    }
 }
 
 impl Replay {
-    fn new(capacity: usize, width: usize, groups: usize) -> Replay {
+    /// An empty replay of `capacity` rows of `width` input bytes; with `groups` other
+    /// learners' actions per row; actions below `actions`, networks below `nets`.
+    fn new(
+        capacity: usize,
+        width: usize,
+        groups: usize,
+        (actions, nets): (usize, usize),
+    ) -> Replay {
         Replay {
             ring: Ring::new(capacity),
             width,
@@ -66,6 +104,8 @@ impl Replay {
             slot: vec![0; if groups > 0 { capacity } else { 0 }],
             others: vec![0; capacity * groups],
             groups,
+            actions: actions as u32,
+            nets: nets as u32,
         }
     }
 
@@ -254,7 +294,12 @@ impl Iql {
             learners,
             actions: spec.head,
             core,
-            replay: Replay::new(cfg.replay_capacity, spec.input, groups),
+            replay: Replay::new(
+                cfg.replay_capacity,
+                spec.input,
+                groups,
+                (spec.head, spec.nets),
+            ),
             progress: Progress::default(),
             nets: row_nets(rows_per_step, learners, cfg.shared),
             mb: Minibatch::default(),
@@ -345,7 +390,10 @@ impl Iql {
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
         let limiter = SharedLimiter::new(self.core.limiter.clone());
-        let replay = Mutex::new(std::mem::replace(&mut self.replay, Replay::new(0, 0, 0)));
+        let replay = Mutex::new(std::mem::replace(
+            &mut self.replay,
+            Replay::new(0, 0, 0, (0, 0)),
+        ));
         let snapshot = Mutex::new(self.critic.params()?);
         let version = AtomicU64::new(0);
         let done = AtomicBool::new(false);
@@ -599,11 +647,21 @@ pub(crate) fn plan(
         bytes: cfg.replay_capacity as u64 * (2 * d + 16),
         knobs: "lower replay_capacity",
     });
+    let mut replay = cfg.replay_capacity as u64 * (2 * d + 16);
+    let mut models = 0;
     if cfg.opponent_models {
         let (rows, extra) = (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n);
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));
+        replay += extra;
+        models = opponent_spec(cfg, layout, spec.input).params() as u64;
     }
+    let params = (spec.params() as u64, true);
+    let arenas = (
+        replicas * cfg.arenas as u64,
+        layout.bytes_per_arena() as u64,
+    );
+    tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
     tensors
 }

@@ -3,8 +3,9 @@
 //! [`super::algorithms`].
 
 use super::error::TrainError;
-use super::run_dir::Checkpoint;
+use super::run_dir::{Checkpoint, Resume};
 use super::stats::UpdateStats;
+use super::tensors::{NamedTensors, Tensor};
 use crate::critic::Critic;
 use crate::engine::EnvBatch;
 
@@ -59,11 +60,13 @@ pub trait Learner {
     /// Restores the opponent models' parameters (when the run has models).
     fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError>;
 
-    /// The learner's own evolving state beyond parameters and Adam, as JSON.
-    fn save_state(&mut self) -> Result<String, TrainError>;
+    /// The learner's own evolving state beyond parameters and Adam, as JSON; its large arrays
+    /// (the replay, the opponent models) go into `extra` instead.
+    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError>;
 
-    /// Restores what [`Learner::save_state`] saved.
-    fn load_state(&mut self, json: &str) -> Result<(), TrainError>;
+    /// Restores what [`Learner::save_state`] saved, after checking every length and range
+    /// against this learner; says whether the run continues exactly.
+    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError>;
 
     /// Updates and steps done and the time spent.
     fn progress(&self) -> &Progress;
@@ -110,7 +113,8 @@ pub trait Learner {
         }
     }
 
-    /// Everything a checkpoint holds: parameters, Adam, the learner's state.
+    /// Everything a checkpoint holds: parameters, Adam, the learner's state and its extra
+    /// tensors.
     fn checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
         let update = self.updates_done();
         let params = self.critic().params()?;
@@ -122,13 +126,16 @@ pub trait Learner {
             });
         }
         let (adam_m, adam_v, adam_steps) = self.critic().adam_state()?;
+        let mut extra = NamedTensors::new();
+        let state = self.save_state(&mut extra)?;
         Ok(Checkpoint {
             update,
             params,
             adam_m,
             adam_v,
             adam_steps,
-            state: self.save_state()?,
+            state,
+            extra,
         })
     }
 }

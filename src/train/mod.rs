@@ -31,6 +31,7 @@ pub mod run_dir;
 pub(crate) mod schedule;
 pub(crate) mod sizing;
 pub(crate) mod stats;
+pub mod tensors;
 
 pub use algorithms::new_learner;
 pub use error::TrainError;
@@ -38,6 +39,7 @@ pub use greedy::{GreedyPolicy, load_policy};
 pub use learner::{BoxedLearner, Learner, Progress};
 pub use replay::ReplayState;
 pub use resume_check::Change;
+pub use run_dir::Resume;
 pub use stats::{UpdateStats, mean_ci};
 
 use std::collections::VecDeque;
@@ -115,6 +117,9 @@ pub struct TrainSummary {
     pub sim_seconds: f64,
     /// Seconds in the critic (acting forward passes and updates).
     pub learn_seconds: f64,
+    /// Why a resumed run does not continue bit for bit (also printed as a warning when it
+    /// resumed); `None` for an exact resume or a fresh run.
+    pub resume_note: Option<String>,
 }
 
 /// Loads the scenario a configuration names (the embedded default when none).
@@ -137,8 +142,10 @@ fn checkpoint(learner: &mut dyn Learner, dir: &RunDir, keep: usize) -> Result<Pa
     Ok(dir.save_checkpoint(&c, keep)?)
 }
 
-/// Restores the newest checkpoint of `dir` into `learner`.
-pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<u64, RunError> {
+/// Restores the newest checkpoint of `dir` into `learner`: the update it was taken after and
+/// whether the run continues exactly ([`Resume`]). Every length and range is checked before
+/// use; a checkpoint that does not fit is refused naming the field.
+pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<(u64, Resume), RunError> {
     let c = dir.load_latest()?;
     let bad = |reason: String| RunError::Checkpoint {
         path: dir.path.clone(),
@@ -152,10 +159,10 @@ pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<u64, RunError>
     learner
         .critic()
         .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
-    learner
-        .load_state(&c.state)
+    let resume = learner
+        .load_state(&c.state, &c.extra)
         .map_err(|e| bad(e.to_string()))?;
-    Ok(c.update)
+    Ok((c.update, resume))
 }
 
 /// How to drive a run.
@@ -238,9 +245,17 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     } else {
         None
     };
+    let resume_note = match &restored {
+        Some((_, Resume::Approximate(why))) => {
+            let note = format!("this resume is approximate: {why}");
+            eprintln!("warning: {note}");
+            Some(note)
+        }
+        _ => None,
+    };
     dir.write("config.ron", cfg.to_ron().as_bytes())?;
     dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
-    if let Some(update) = restored {
+    if let Some((update, _)) = restored {
         dir.truncate_metrics(update)?;
     }
     let updates = cfg.updates();
@@ -309,6 +324,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         device: device.to_string(),
         sim_seconds: sim,
         learn_seconds: learn,
+        resume_note,
     })
 }
 

@@ -10,6 +10,8 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::error::TrainError;
+use super::run_dir::Resume;
+use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
 use crate::rng::below;
@@ -48,6 +50,11 @@ pub trait OpponentNetworks {
         Ok(self.networks().set_params(p)?)
     }
 
+    /// The stream that shuffles the models' minibatches, if they shuffle.
+    fn shuffle_stream(&mut self) -> Option<&mut ChaCha8Rng> {
+        None
+    }
+
     /// Every output group's distribution for input rows `obs` `[R, D]` of learners `nets`:
     /// `[R, N-1, A]` for [`OpponentModels`], `[R, N-1, A, A]` (other, own action, other's
     /// action) for [`ConditionalModels`].
@@ -59,11 +66,83 @@ pub trait OpponentNetworks {
     }
 }
 
-/// The parameters of a run's opponent models, `None` without models.
-pub(crate) fn models_params<M: OpponentNetworks>(
+/// The opponent models' evolving state besides their tensors (`models.params`,
+/// `models.adam_m`, `models.adam_v` in the checkpoint's safetensors file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelsState {
+    /// Adam's step count.
+    pub adam_steps: u64,
+    /// The minibatch shuffling stream (models that shuffle).
+    pub shuffle: Option<ChaCha8Rng>,
+}
+
+/// Saves a run's opponent models (nothing without models): parameters and Adam into `extra`,
+/// the rest returned for the JSON.
+pub(crate) fn save_models<M: OpponentNetworks>(
     models: &mut Option<M>,
-) -> Result<Option<Vec<f32>>, TrainError> {
-    models.as_mut().map(|m| m.params()).transpose()
+    extra: &mut NamedTensors,
+) -> Result<Option<ModelsState>, TrainError> {
+    let Some(m) = models else {
+        return Ok(None);
+    };
+    let params = m.params()?;
+    let (adam_m, adam_v, adam_steps) = m.networks().adam_state()?;
+    for (name, t) in [
+        ("models.params", params),
+        ("models.adam_m", adam_m),
+        ("models.adam_v", adam_v),
+    ] {
+        extra.push((name.into(), Tensor::F32(t)));
+    }
+    Ok(Some(ModelsState {
+        adam_steps,
+        shuffle: m.shuffle_stream().cloned(),
+    }))
+}
+
+/// Restores a run's opponent models from `state` and the tensors of `extra`, or, from a
+/// checkpoint written before those existed, the parameters alone (`legacy`, an approximate
+/// resume).
+pub(crate) fn load_models<M: OpponentNetworks>(
+    models: &mut Option<M>,
+    state: Option<&ModelsState>,
+    legacy: Option<&[f32]>,
+    extra: &[(String, Tensor)],
+) -> Result<Resume, TrainError> {
+    let Some(m) = models else {
+        return Ok(Resume::Exact);
+    };
+    let n = m.params()?.len();
+    let Some(state) = state else {
+        return match legacy {
+            Some(p) => {
+                crate::error::BadField::check_len("models", n, p.len())?;
+                m.set_params(p)?;
+                Ok(Resume::Approximate(
+                    "the checkpoint predates the opponent models' optimiser state".into(),
+                ))
+            }
+            None => Ok(Resume::Approximate(
+                "the checkpoint holds no opponent models; they start afresh".into(),
+            )),
+        };
+    };
+    m.set_params(f32s(extra, "models.params", n)?)?;
+    let (am, av) = (
+        f32s(extra, "models.adam_m", n)?,
+        f32s(extra, "models.adam_v", n)?,
+    );
+    m.networks().set_adam_state(am, av, state.adam_steps)?;
+    match (m.shuffle_stream(), &state.shuffle) {
+        (Some(live), Some(saved)) => *live = saved.clone(),
+        (Some(_), None) => {
+            return Err(
+                crate::error::BadField::range("models_state.shuffle", "a stream", "none").into(),
+            );
+        }
+        _ => {}
+    }
+    Ok(Resume::Exact)
 }
 
 /// Restores a run's opponent models' parameters (nothing without models).
@@ -77,6 +156,10 @@ pub(crate) fn set_models_params<M: OpponentNetworks>(
 impl OpponentNetworks for OpponentModels {
     fn networks(&mut self) -> &mut Critic {
         &mut self.critic
+    }
+
+    fn shuffle_stream(&mut self) -> Option<&mut ChaCha8Rng> {
+        Some(&mut self.shuffle)
     }
 
     fn group_width(&self) -> usize {

@@ -25,14 +25,21 @@ use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::{act_epsilon_greedy, max_value};
 use super::learner::{BoxedLearner, Learner, Progress};
-use super::opponent::{OpponentModels, OpponentNetworks, models_params, set_models_params};
+use super::opponent::{
+    ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
+};
 use super::qnet::{q_rows, stack_spec, write_input};
+use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
-use super::sizing::{PlanTensor, fmt, opponent_tensor, qnet_tensors};
+use super::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+};
 use super::stats::UpdateStats;
+use super::tensors::{NamedTensors, Tensor};
 use crate::critic::loss::{Loss, loss_and_grad};
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
 use crate::engine::{BatchState, EnvBatch};
+use crate::error::BadField;
 use crate::layout::Layout;
 use crate::metrics::EpisodeSummary;
 use crate::policy::Policy;
@@ -111,9 +118,14 @@ pub struct PqnState {
     pub shuffle: Vec<ChaCha8Rng>,
     /// The arenas of every replica.
     pub batches: Vec<BatchState>,
-    /// The opponent models' parameters, when trained.
-    #[serde(default)]
+    /// The opponent models' parameters in checkpoints written before the models' state and
+    /// tensors were saved (read, never written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<f32>>,
+    /// The opponent models' optimiser steps and shuffle stream (their parameters and Adam
+    /// moments are tensors of the checkpoint).
+    #[serde(default)]
+    pub models_state: Option<ModelsState>,
 }
 
 // ------------------------------------------------------------------------------------------
@@ -504,38 +516,34 @@ impl Learner for Pqn {
         set_models_params(&mut self.opponents, p)
     }
 
-    fn save_state(&mut self) -> Result<String, TrainError> {
+    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
         let state = PqnState {
             update: self.progress.update,
             env_steps: self.progress.env_steps,
             explore: self.explore.clone(),
             shuffle: self.shuffle.clone(),
             batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
-            models: models_params(&mut self.opponents)?,
+            models: None,
+            models_state: save_models(&mut self.opponents, extra)?,
         };
         Ok(serde_json::to_string(&state)?)
     }
 
-    fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
         let s: PqnState = serde_json::from_str(json)?;
-        self.progress.update = s.update;
-        self.progress.env_steps = s.env_steps;
-        self.explore = s.explore.clone();
-        self.shuffle = s.shuffle.clone();
-        if s.batches.len() != self.batches.len() {
-            return Err(TrainError::Config(format!(
-                "checkpoint has {} replicas, the run {}",
-                s.batches.len(),
-                self.batches.len()
-            )));
-        }
+        BadField::check_len("batches", self.batches.len(), s.batches.len())?;
+        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
+        BadField::check_len("shuffle", self.shuffle.len(), s.shuffle.len())?;
         for (b, state) in self.batches.iter_mut().zip(&s.batches) {
             b.load_state(state)?;
         }
-        if let Some(p) = &s.models {
-            set_models_params(&mut self.opponents, p)?;
-        }
-        Ok(())
+        let models = s.models_state.as_ref();
+        let resume = load_models(&mut self.opponents, models, s.models.as_deref(), extra)?;
+        self.progress.update = s.update;
+        self.progress.env_steps = s.env_steps;
+        self.explore = s.explore;
+        self.shuffle = s.shuffle;
+        Ok(resume)
     }
 
     fn progress(&self) -> &Progress {
@@ -595,5 +603,15 @@ pub(crate) fn plan(
             cfg, layout, spec.input, backend, rows, extra,
         ));
     }
+    let models = if cfg.opponent_models {
+        opponent_spec(cfg, layout, spec.input).params() as u64
+    } else {
+        0
+    };
+    let (params, arenas) = (
+        spec.params() as u64,
+        (replicas * b, layout.bytes_per_arena() as u64),
+    );
+    tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
     tensors
 }

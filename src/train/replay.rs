@@ -1,6 +1,7 @@
 //! What the replay learners (IQL, PR2-IQL) share: the ring index of a replay buffer, the
 //! rate limiter sized for the synchronous loop, the exploration and sampling streams, and
-//! their checkpointed state with its save and load.
+//! their checkpointed state with its save and load (the replay's columns as tensors, checked
+//! against the live buffer before use).
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -8,10 +9,13 @@ use serde::{Deserialize, Serialize};
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::learner::Progress;
-use super::opponent::{OpponentNetworks, models_params, set_models_params};
+use super::opponent::{ModelsState, OpponentNetworks, load_models, save_models};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
+use super::run_dir::Resume;
+use super::tensors::{Column, NamedTensors, Tensor, f32s, find};
 use crate::critic::Critic;
 use crate::engine::{BatchState, EnvBatch};
+use crate::error::BadField;
 use crate::rng::{Purpose, stream};
 
 // ------------------------------------------------------------------------------------------
@@ -19,8 +23,8 @@ use crate::rng::{Purpose, stream};
 // ------------------------------------------------------------------------------------------
 
 /// Where a ring buffer of `capacity` entries writes next and how many it holds.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ring {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ring {
     /// Entries it can hold.
     pub capacity: usize,
     /// Entries it holds.
@@ -55,6 +59,71 @@ impl Ring {
     pub fn newest(&self, k: usize) -> usize {
         (self.head + self.capacity - 1 - k % self.len.max(1)) % self.capacity
     }
+
+    /// Checks a saved ring against this one's capacity: at most full, and the head where
+    /// filling from slot 0 leaves it (`len` while not yet full).
+    fn check(&self, saved: &Ring) -> Result<(), BadField> {
+        BadField::check_len("replay.capacity", self.capacity, saved.capacity)?;
+        if saved.len > self.capacity {
+            let found = saved.len;
+            return Err(BadField::range(
+                "replay.len",
+                format!("at most {}", self.capacity),
+                found,
+            ));
+        }
+        let head_ok = if saved.len < self.capacity {
+            saved.head == saved.len
+        } else {
+            saved.head < self.capacity.max(1)
+        };
+        if !head_ok {
+            let expected = format!("a slot consistent with len {}", saved.len);
+            return Err(BadField::range("replay.head", expected, saved.head));
+        }
+        Ok(())
+    }
+}
+
+/// A replay buffer as columns over one ring, so it is saved into and restored from a
+/// checkpoint's tensors by [`ReplayCore::save_json`] and [`ReplayCore::load_json`].
+pub(crate) trait ReplayColumns {
+    /// The ring index.
+    fn ring(&mut self) -> &mut Ring;
+
+    /// Every column, `capacity x width` elements each, with its name.
+    fn columns(&mut self) -> Vec<(&'static str, Column<'_>)>;
+
+    /// Rate-limiter items per entry (1 per IQL row, `rollout` per PR2 sequence).
+    fn items_per_entry(&self) -> u64;
+}
+
+/// Saves the filled prefix of every column of `replay` into `extra` (`replay.<column>`);
+/// returns the ring.
+fn save_replay<R: ReplayColumns>(replay: &mut R, extra: &mut NamedTensors) -> Ring {
+    let ring = *replay.ring();
+    for (name, column) in replay.columns() {
+        let width = column.len() / ring.capacity.max(1);
+        extra.push((format!("replay.{name}"), column.prefix(ring.len * width)));
+    }
+    ring
+}
+
+/// Restores what [`save_replay`] saved, every tensor's size checked against the live column.
+fn load_replay<R: ReplayColumns>(
+    replay: &mut R,
+    saved: &Ring,
+    extra: &[(String, Tensor)],
+) -> Result<(), BadField> {
+    replay.ring().check(saved)?;
+    for (name, mut column) in replay.columns() {
+        let field = format!("replay.{name}");
+        let width = column.len() / saved.capacity.max(1);
+        let t = find(extra, &field).ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
+        column.restore(t, saved.len * width, &field)?;
+    }
+    *replay.ring() = *saved;
+    Ok(())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -85,7 +154,8 @@ pub fn limiter_config(cfg: &RunConfig, inserted: u64, batch: u64) -> RateLimiter
 // ------------------------------------------------------------------------------------------
 
 /// The schedule state of a replay learner besides its buffer: one exploration stream per
-/// arena, the minibatch sampling stream, the rate limiter and the learner steps done.
+/// arena, the minibatch sampling stream, the rate limiter, the learner steps done and whether
+/// checkpoints hold the replay.
 pub(crate) struct ReplayCore {
     /// Exploration streams, one per arena.
     pub explore: Vec<ChaCha8Rng>,
@@ -95,10 +165,14 @@ pub(crate) struct ReplayCore {
     pub limiter: RateLimiter,
     /// Learner steps done.
     pub learner_steps: u64,
+    /// Checkpoints hold the replay (`checkpoint_replay`).
+    pub checkpoint_replay: bool,
 }
 
 /// A replay learner's evolving state beyond the online parameters and Adam (checkpoints). The
-/// replay buffer is not saved: a resumed run refills it, so its resumes are not bit-identical.
+/// replay's columns and the opponent models' parameters and Adam are tensors of the checkpoint
+/// beside it; without the replay (`checkpoint_replay: false`) a resumed run refills it and does
+/// not continue bit for bit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReplayState {
     /// Updates done.
@@ -111,13 +185,25 @@ pub struct ReplayState {
     pub explore: Vec<ChaCha8Rng>,
     /// Minibatch sampling stream.
     pub sampler: ChaCha8Rng,
-    /// Target parameters.
+    /// Target parameters in checkpoints written before they became the `target` tensor
+    /// (read, never written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target: Vec<f32>,
-    /// The opponent models' parameters, when trained.
-    #[serde(default)]
+    /// The opponent models' parameters in checkpoints written before the models' state and
+    /// tensors were saved (read, never written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<f32>>,
+    /// The opponent models' optimiser steps and shuffle stream.
+    #[serde(default)]
+    pub models_state: Option<ModelsState>,
     /// The arenas.
     pub batch: BatchState,
+    /// The replay's ring, when the checkpoint holds the replay (its columns are tensors).
+    #[serde(default)]
+    pub replay: Option<Ring>,
+    /// The rate limiter's counters, saved with the replay.
+    #[serde(default)]
+    pub limiter: Option<RateLimiter>,
 }
 
 impl ReplayCore {
@@ -136,51 +222,90 @@ impl ReplayCore {
             sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
             limiter: RateLimiter::new(limits).map_err(|e| refuse(e.to_string()))?,
             learner_steps: 0,
+            checkpoint_replay: cfg.checkpoint_replay,
         })
     }
 
-    /// The checkpointed state (JSON) of a learner with this core.
-    pub fn save_json<M: OpponentNetworks>(
+    /// The checkpointed state (JSON) of a learner with this core; the replay (when
+    /// `checkpoint_replay`) and the opponent models go into `extra`.
+    pub fn save_json<M: OpponentNetworks, R: ReplayColumns>(
         &self,
         progress: &Progress,
         critic: &mut Critic,
         models: &mut Option<M>,
-        batch: &mut EnvBatch,
+        (batch, replay): (&mut EnvBatch, &mut R),
+        extra: &mut NamedTensors,
     ) -> Result<String, TrainError> {
+        let replay = self.checkpoint_replay.then(|| save_replay(replay, extra));
+        extra.push(("target".into(), Tensor::F32(critic.target_params()?)));
         let state = ReplayState {
             update: progress.update,
             env_steps: progress.env_steps,
             learner_steps: self.learner_steps,
             explore: self.explore.clone(),
             sampler: self.sampler.clone(),
-            target: critic.target_params()?,
-            models: models_params(models)?,
+            target: Vec::new(),
+            models: None,
+            models_state: save_models(models, extra)?,
             batch: batch.save_state(),
+            limiter: replay.map(|_| self.limiter.clone()),
+            replay,
         };
         Ok(serde_json::to_string(&state)?)
     }
 
-    /// Restores what [`ReplayCore::save_json`] saved (the replay starts empty again).
-    pub fn load_json<M: OpponentNetworks>(
+    /// Restores what [`ReplayCore::save_json`] saved, every length and range checked first;
+    /// without a saved replay the replay and the limiter start empty again (approximate).
+    pub fn load_json<M: OpponentNetworks, R: ReplayColumns>(
         &mut self,
         json: &str,
         progress: &mut Progress,
         critic: &mut Critic,
         models: &mut Option<M>,
-        batch: &mut EnvBatch,
-    ) -> Result<(), TrainError> {
+        (batch, replay): (&mut EnvBatch, &mut R),
+        extra: &[(String, Tensor)],
+    ) -> Result<Resume, TrainError> {
         let s: ReplayState = serde_json::from_str(json)?;
+        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
+        let n = critic.params()?.len();
+        let target = match find(extra, "target") {
+            Some(_) => f32s(extra, "target", n)?,
+            None => {
+                BadField::check_len("target", n, s.target.len()).map(|()| s.target.as_slice())?
+            }
+        };
+        batch.load_state(&s.batch)?;
+        let mut resume = load_models(models, s.models_state.as_ref(), s.models.as_deref(), extra)?;
+        match (&s.replay, &s.limiter) {
+            (Some(ring), Some(limiter)) => {
+                load_replay(replay, ring, extra)?;
+                let items = ring.len as u64 * replay.items_per_entry();
+                let size = limiter.inserts.checked_sub(limiter.deletes);
+                if size != Some(items) {
+                    let found =
+                        format!("{} inserts - {} deletes", limiter.inserts, limiter.deletes);
+                    return Err(BadField::range("limiter", format!("{items} items"), found).into());
+                }
+                self.limiter.inserts = limiter.inserts;
+                self.limiter.samples = limiter.samples;
+                self.limiter.deletes = limiter.deletes;
+            }
+            _ => {
+                resume = Resume::Approximate(
+                    "the checkpoint holds no replay (checkpoint_replay: false, or an older \
+                     checkpoint), so the resumed run refills it and does not continue bit for bit"
+                        .into(),
+                )
+                .and(resume);
+            }
+        }
+        restore_target(critic, target)?;
         progress.update = s.update;
         progress.env_steps = s.env_steps;
         self.learner_steps = s.learner_steps;
         self.explore = s.explore;
         self.sampler = s.sampler;
-        restore_target(critic, &s.target)?;
-        if let Some(p) = &s.models {
-            set_models_params(models, p)?;
-        }
-        batch.load_state(&s.batch)?;
-        Ok(())
+        Ok(resume)
     }
 }
 
@@ -232,20 +357,29 @@ mod tests {
 }
 
 /// The [`Learner`](super::Learner) methods a replay learner (IQL, PR2-IQL) answers from its
-/// fields alone: `progress`, `core` (a [`ReplayCore`]), `critic`, `models` and `batch`. Expands
-/// inside the learner's `impl Learner` block.
+/// fields alone: `progress`, `core` (a [`ReplayCore`]), `critic`, `models`, `batch` and
+/// `replay` (a [`ReplayColumns`]). Expands inside the learner's `impl Learner` block.
 macro_rules! replay_learner_plumbing {
     () => {
-        fn save_state(&mut self) -> Result<String, TrainError> {
+        fn save_state(
+            &mut self,
+            extra: &mut crate::train::tensors::NamedTensors,
+        ) -> Result<String, TrainError> {
             let (progress, models) = (&self.progress, &mut self.models);
+            let arenas = (&mut self.batch, &mut self.replay);
             self.core
-                .save_json(progress, &mut self.critic, models, &mut self.batch)
+                .save_json(progress, &mut self.critic, models, arenas, extra)
         }
 
-        fn load_state(&mut self, json: &str) -> Result<(), TrainError> {
+        fn load_state(
+            &mut self,
+            json: &str,
+            extra: &[(String, crate::train::tensors::Tensor)],
+        ) -> Result<crate::train::Resume, TrainError> {
             let (progress, models) = (&mut self.progress, &mut self.models);
+            let arenas = (&mut self.batch, &mut self.replay);
             self.core
-                .load_json(json, progress, &mut self.critic, models, &mut self.batch)
+                .load_json(json, progress, &mut self.critic, models, arenas, extra)
         }
 
         fn progress(&self) -> &Progress {

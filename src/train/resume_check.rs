@@ -3,8 +3,8 @@
 //! `scenario.ron` before anything is restored or written.
 //!
 //! Only run-control fields may differ: `name`, `device`, `total_steps`, `checkpoint_every`,
-//! `keep_checkpoints` and `wait_seconds` (how long, where and how often, never what is
-//! learned). Every other field decides a tensor's shape (`hidden`, `layers`, `arenas`,
+//! `keep_checkpoints`, `wait_seconds` and `checkpoint_replay` (how long, where, how often and
+//! what is saved; never what is learned). Every other field decides a tensor's shape (`hidden`, `layers`, `arenas`,
 //! `seeds`, `algo`, `opponent_models`, ...), a random stream (`seed`, `rollout`, ...) or the
 //! learning itself (`lr`, `gamma`, ...): a resume that changed one would continue neither the
 //! saved run nor the asked one, and would relabel the run's history. The scenario is compared
@@ -43,8 +43,8 @@ pub(crate) fn describe(changes: &[Change]) -> String {
     }
     out.push_str(
         "\nresume with the saved configuration (drop the flags and --set that change these; \
-         total_steps, device, checkpoint_every, keep_checkpoints, name and wait_seconds may \
-         change), or start a new run with another --out",
+         total_steps, device, checkpoint_every, keep_checkpoints, checkpoint_replay, name and \
+         wait_seconds may change), or start a new run with another --out",
     );
     out
 }
@@ -93,6 +93,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
                 checkpoint_every: _,
                 keep_checkpoints: _,
                 wait_seconds: _,
+                checkpoint_replay: _,
                 $($field),*
             } = saved;
             $(

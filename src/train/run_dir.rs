@@ -1,6 +1,7 @@
 //! The run directory a researcher trusts: `config.ron` and `scenario.ron` (resolved),
-//! `metrics.jsonl` (one JSON object per update), `checkpoints/update_NNNNNNNN/` (parameters and
-//! Adam state as safetensors, the learner's and arenas' state as JSON), `learning_curve.png`.
+//! `metrics.jsonl` (one JSON object per update), `checkpoints/update_NNNNNNNN/` (parameters,
+//! Adam state and the extra tensors such as the replay as safetensors, the learner's and
+//! arenas' state as JSON), `learning_curve.png`.
 //! Every file is published atomically; a checkpoint directory appears whole or not at all.
 
 use std::fs;
@@ -8,6 +9,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use safetensors::tensor::{Dtype, TensorView};
+
+use super::tensors::{NamedTensors, Tensor};
 
 /// Problems with the run directory.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +69,32 @@ pub struct Checkpoint {
     pub adam_steps: u64,
     /// The learner's state as JSON.
     pub state: String,
+    /// Named extra tensors (the replay, the opponent models' parameters and Adam); empty in
+    /// checkpoints written before they existed.
+    pub extra: NamedTensors,
 }
+
+/// How exactly a restored learner continues the run its checkpoint was taken from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Bit for bit as if the run had not stopped.
+    Exact,
+    /// Approximately, and why (e.g. the replay was not saved, so the resumed run refills it).
+    Approximate(String),
+}
+
+impl Resume {
+    /// The first approximate reason of two.
+    pub fn and(self, other: Resume) -> Resume {
+        match self {
+            Resume::Exact => other,
+            approximate => approximate,
+        }
+    }
+}
+
+/// The safetensors names of a checkpoint's own tensors (the extra ones may not use them).
+const OWN: [&str; 3] = ["params", "adam_m", "adam_v"];
 
 impl RunDir {
     /// Creates a new run directory (refusing an existing run) and proves it is writable.
@@ -150,41 +178,47 @@ impl RunDir {
         let tmp = root.join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        let tensors = [
+        let damaged = |e: safetensors::SafeTensorError| RunDirError::Damaged {
+            path: tmp.clone(),
+            reason: e.to_string(),
+        };
+        let own = [
             ("params", &c.params),
             ("adam_m", &c.adam_m),
             ("adam_v", &c.adam_v),
         ];
-        let views: Vec<(String, TensorView)> = tensors
-            .iter()
-            .map(|(n, v)| {
-                let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
-                let view = TensorView::new(Dtype::F32, vec![v.len()], bytes).map_err(|e| {
-                    RunDirError::Damaged {
-                        path: tmp.clone(),
-                        reason: e.to_string(),
-                    }
-                })?;
-                Ok((n.to_string(), view))
-            })
-            .collect::<Result<_, RunDirError>>()?;
+        let own = own.iter().map(|(n, v)| {
+            let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
+            (n.to_string(), Dtype::F32, v.len(), bytes)
+        });
+        let extra = c.extra.iter().map(|(n, t)| {
+            let dtype = match t {
+                Tensor::F32(_) => Dtype::F32,
+                Tensor::U8(_) => Dtype::U8,
+                Tensor::U32(_) => Dtype::U32,
+            };
+            (n.clone(), dtype, t.len(), t.bytes())
+        });
+        let mut views: Vec<(String, TensorView)> = Vec::new();
+        for (name, dtype, len, bytes) in own.chain(extra) {
+            views.push((
+                name,
+                TensorView::new(dtype, vec![len], bytes).map_err(damaged)?,
+            ));
+        }
         let mut meta = std::collections::HashMap::new();
         meta.insert("update".to_string(), c.update.to_string());
         meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
-        let bytes =
-            safetensors::serialize(views, Some(meta)).map_err(|e| RunDirError::Damaged {
-                path: tmp.clone(),
-                reason: e.to_string(),
-            })?;
-        for (file, data) in [
-            ("params.safetensors", bytes.as_slice()),
-            ("state.json", c.state.as_bytes()),
-        ] {
-            let p = tmp.join(file);
-            let mut f = fs::File::create(&p).map_err(io(&p))?;
-            f.write_all(data).map_err(io(&p))?;
-            f.sync_all().map_err(io(&p))?;
-        }
+        // Streamed into the file (no second copy of the tensors in memory), then synced.
+        let tensors = tmp.join("params.safetensors");
+        safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
+        fs::File::open(&tensors)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&tensors))?;
+        let state = tmp.join("state.json");
+        let mut f = fs::File::create(&state).map_err(io(&state))?;
+        f.write_all(c.state.as_bytes()).map_err(io(&state))?;
+        f.sync_all().map_err(io(&state))?;
         fs::File::open(&tmp)
             .and_then(|d| d.sync_all())
             .map_err(io(&tmp))?;
@@ -250,10 +284,7 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         if t.dtype() != Dtype::F32 {
             return Err(damaged(format!("{name} is {:?}, not F32", t.dtype())));
         }
-        Ok(t.data()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        Ok(le_words(t.data()).map(f32::from_le_bytes).collect())
     };
     let field = |key: &str| -> Result<u64, RunDirError> {
         meta.metadata()
@@ -262,6 +293,22 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| damaged(format!("metadata `{key}` missing")))
     };
+    let mut extra = NamedTensors::new();
+    let mut names: Vec<String> = tensors.names().into_iter().map(String::from).collect();
+    names.sort();
+    for name in names.into_iter().filter(|n| !OWN.contains(&n.as_str())) {
+        let t = tensors
+            .tensor(&name)
+            .map_err(|e| damaged(format!("{name}: {e}")))?;
+        let data = t.data();
+        let tensor = match t.dtype() {
+            Dtype::F32 => Tensor::F32(le_words(data).map(f32::from_le_bytes).collect()),
+            Dtype::U32 => Tensor::U32(le_words(data).map(u32::from_le_bytes).collect()),
+            Dtype::U8 => Tensor::U8(data.to_vec()),
+            other => return Err(damaged(format!("{name} is {other:?}, not F32, U32 or U8"))),
+        };
+        extra.push((name, tensor));
+    }
     let state_file = path.join("state.json");
     Ok(Checkpoint {
         update: field("update")?,
@@ -270,5 +317,11 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         adam_m: get("adam_m")?,
         adam_v: get("adam_v")?,
         state: fs::read_to_string(&state_file).map_err(io(&state_file))?,
+        extra,
     })
+}
+
+/// Little-endian 4-byte words of a tensor's data.
+fn le_words(data: &[u8]) -> impl Iterator<Item = [u8; 4]> + '_ {
+    data.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]])
 }

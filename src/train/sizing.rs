@@ -117,6 +117,62 @@ pub(crate) fn qnet_tensors(
     (tensors, spec)
 }
 
+/// The opponent models' stack (PQN and IQL) over `input` bytes: one network per learner, one
+/// group of action logits per other learner.
+pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
+    let n = layout.learners;
+    StackSpec {
+        nets: n,
+        input,
+        hidden: cfg.hidden,
+        layers: cfg.layers,
+        head: n.saturating_sub(1) * layout.actions,
+    }
+}
+
+/// The checkpoint's line. A checkpoint is written from memory: while saving, the host holds a
+/// copy of every tensor it streams into the file and the learner's state as JSON text. The
+/// file holds `params` critic parameters with both Adam moments and, with `target`, the target
+/// parameters (4 B each), `models` opponent-model parameters with their Adam moments, the
+/// replay's `replay` bytes when `checkpoint_replay` is on, and the state of `arenas` arenas of
+/// `per_arena` bytes as JSON (about 2 B of text per byte on disk; the copy and the text take about 3 B
+/// per byte in memory); the file is streamed through a 1 MiB buffer. The name shows the size
+/// on disk.
+pub(crate) fn checkpoint_tensor(
+    cfg: &RunConfig,
+    (params, target): (u64, bool),
+    models: u64,
+    replay: u64,
+    (arenas, per_arena): (u64, u64),
+) -> PlanTensor {
+    let state = arenas.saturating_mul(per_arena);
+    let replay = if cfg.checkpoint_replay { replay } else { 0 };
+    let per_param = if target { 16 } else { 12 };
+    let tensors = params
+        .saturating_mul(per_param)
+        .saturating_add(models.saturating_mul(12))
+        .saturating_add(replay);
+    let disk = tensors.saturating_add(state.saturating_mul(2));
+    PlanTensor {
+        name: format!(
+            "checkpoint (written from memory; {} on disk)",
+            human_bytes(disk)
+        ),
+        shape: format!(
+            "{} params x {per_param} B + {} model params x 12 B + {} B replay + {} arenas x {} B x 3 (state as JSON) + 1 MiB buffer",
+            fmt(params),
+            fmt(models),
+            fmt(replay),
+            fmt(arenas),
+            fmt(per_arena)
+        ),
+        bytes: tensors
+            .saturating_add(state.saturating_mul(3))
+            .saturating_add(1 << 20),
+        knobs: "lower arenas, replay_capacity, hidden or layers, or set checkpoint_replay: false",
+    }
+}
+
 /// The opponent models' line (PQN and IQL): their stack over `input` bytes, a pass of `rows`
 /// rows with its outputs, and `extra` bytes the learner keeps for them.
 pub(crate) fn opponent_tensor(

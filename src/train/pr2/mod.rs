@@ -33,9 +33,10 @@ use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{
     ConditionalModels, OpponentNetworks, OpponentScores, ScoreMean, set_models_params,
 };
-use crate::train::replay::{ReplayCore, Ring};
+use crate::train::replay::{ReplayColumns, ReplayCore, Ring};
 use crate::train::schedule::{epsilon_by_steps, optimiser};
 use crate::train::stats::UpdateStats;
+use crate::train::tensors::Column;
 
 // ------------------------------------------------------------------------------------------
 // Replay
@@ -52,15 +53,44 @@ struct SequenceReplay {
     actions: Vec<u32>,
     rewards: Vec<f32>,
     dones: Vec<f32>,
+    /// Actions per learner (the bound of `actions`, checked on restore).
+    action_count: u32,
+}
+
+impl ReplayColumns for SequenceReplay {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
+        vec![
+            ("obs", Column::U8(&mut self.obs)),
+            ("actions", Column::U32(&mut self.actions, self.action_count)),
+            ("rewards", Column::F32(&mut self.rewards)),
+            ("dones", Column::F32(&mut self.dones)),
+        ]
+    }
+
+    fn items_per_entry(&self) -> u64 {
+        self.steps as u64
+    }
 }
 
 impl SequenceReplay {
-    fn new(capacity: usize, steps: usize, learners: usize, width: usize) -> SequenceReplay {
+    /// An empty replay of `capacity` sequences of `steps` steps of `learners` rows of `width`
+    /// bytes, actions below `actions`.
+    fn new(
+        capacity: usize,
+        (steps, learners): (usize, usize),
+        width: usize,
+        actions: usize,
+    ) -> SequenceReplay {
         SequenceReplay {
             ring: Ring::new(capacity),
             steps,
             learners,
             width,
+            action_count: actions as u32,
             obs: vec![0; capacity * (steps + 1) * learners * width],
             actions: vec![0; capacity * steps * learners],
             rewards: vec![0.0; capacity * steps * learners],
@@ -220,7 +250,7 @@ impl Pr2Iql {
             learners,
             actions,
             core,
-            replay: SequenceReplay::new(replay_sequences(cfg), t, learners, d),
+            replay: SequenceReplay::new(replay_sequences(cfg), (t, learners), d, actions),
             rollout: Rollout {
                 arenas: b,
                 obs: vec![0; (t + 1) * b * learners * d],

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
 use crate::train::opponent::ConditionalModels;
-use crate::train::sizing::{GpuSizing, GpuStack, PlanTensor, fmt};
+use crate::train::sizing::{GpuSizing, GpuStack, PlanTensor, checkpoint_tensor, fmt};
 
 /// The critic head a configuration asks for.
 pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
@@ -172,6 +172,21 @@ pub(crate) fn plan(
             knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
         });
     }
+    let models = if cfg.opponent_models {
+        ConditionalModels::spec(cfg, n.max(2), a, spec.input).params() as u64
+    } else {
+        0
+    };
+    let params = (body.params() as u64).saturating_add(head_params / 20);
+    let replay = replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8);
+    let arenas = (b, layout.bytes_per_arena() as u64);
+    tensors.push(checkpoint_tensor(
+        cfg,
+        (params, true),
+        models,
+        replay,
+        arenas,
+    ));
     tensors
 }
 
