@@ -136,9 +136,10 @@ pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<u64, RunError>
     learner
         .critic()
         .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
-    learner
-        .load_state(&c.state)
-        .map_err(|e| bad(e.to_string()))?;
+    learner.load_state(&c.state).map_err(|e| match e {
+        TrainError::State(e) => bad(run_dir::state_error(Path::new("state.json"), &e)),
+        e => bad(e.to_string()),
+    })?;
     Ok(c.update)
 }
 
