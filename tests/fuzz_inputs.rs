@@ -526,3 +526,27 @@ fn a_damaged_or_mistyped_checkpoint_state_names_line_and_column() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scenario or configuration file with a byte that is not UTF-8 was refused at line 0,
+/// column 0 ("cannot read the file"); it now names where the byte is.
+#[test]
+fn a_file_that_is_not_utf8_names_the_line_and_column_of_the_byte() {
+    let dir = temp_dir("utf8");
+    let path = dir.join("bad.ron");
+    let mut bytes = std::fs::read("assets/scenarios/stag_hunt.ron").unwrap();
+    let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    bytes.splice(second_line + 2..second_line + 2, [0xff]);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Scenario::load(&path).unwrap_err();
+    assert_eq!((err.line, err.column), (2, 3), "{err}");
+
+    let text = RunConfig::default().to_ron();
+    let line = text.lines().position(|l| l.contains("arenas:")).unwrap() + 1;
+    let start: usize = text.lines().take(line - 1).map(|l| l.len() + 1).sum();
+    let mut text = text.into_bytes();
+    text.splice(start + 4..start + 4, [0xc3]);
+    std::fs::write(&path, &text).unwrap();
+    let err = RunConfig::load(&path).unwrap_err().to_string();
+    assert!(err.starts_with(&format!("{}:{line}:5: ", path.display())), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -251,11 +251,20 @@ impl RunConfig {
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Parse {
+        let bytes = std::fs::read(path).map_err(|e| ConfigError::Parse {
             file: file.clone(),
             message: e.to_string(),
         })?;
-        RunConfig::parse(&text, &file)
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = crate::scenario::locate::Pos::of_utf8_error(&bytes, &e);
+            ConfigError::At {
+                file: file.clone(),
+                line: at.line,
+                column: at.col,
+                message: "a byte that is not UTF-8 text".into(),
+            }
+        })?;
+        RunConfig::parse(text, &file)
     }
 
     /// Parses configuration text; a syntax error names `file:line:column`.
