@@ -398,9 +398,17 @@ fn mutated_rollouts_never_panic() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn mutated_checkpoint_states_never_panic_and_refusals_name_line_and_column() {
-    let dir = temp_dir("checkpoint");
+/// A finished two-update PQN run on pursuit_3 and a fresh learner of its shapes.
+struct TinyRun {
+    dir: PathBuf,
+    run: RunDir,
+    /// The newest checkpoint's `state.json`.
+    state_file: PathBuf,
+    learner: gridarena::train::BoxedLearner,
+}
+
+fn tiny_run(name: &str) -> TinyRun {
+    let dir = temp_dir(name);
     let cfg = RunConfig {
         device: Device::Cpu,
         scenario: Some("assets/scenarios/pursuit_3.ron".into()),
@@ -414,12 +422,28 @@ fn mutated_checkpoint_states_never_panic_and_refusals_name_line_and_column() {
     };
     train(&cfg, &dir, &TrainOptions::default()).unwrap();
     let run = RunDir::open(&dir).unwrap();
-    let checkpoint = run.checkpoints().unwrap().pop().unwrap();
-    let state_file = checkpoint.join("state.json");
-    let seed = std::fs::read_to_string(&state_file).unwrap();
+    let state_file = run.checkpoints().unwrap().pop().unwrap().join("state.json");
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
     let device = choose_device(Device::Cpu).unwrap();
-    let learner = std::cell::RefCell::new(new_learner(&cfg, &loaded, &device).unwrap());
+    let learner = new_learner(&cfg, &loaded, &device).unwrap();
+    TinyRun {
+        dir,
+        run,
+        state_file,
+        learner,
+    }
+}
+
+#[test]
+fn mutated_checkpoint_states_never_panic_and_refusals_name_line_and_column() {
+    let TinyRun {
+        dir,
+        run,
+        state_file,
+        learner,
+    } = tiny_run("checkpoint");
+    let seed = std::fs::read_to_string(&state_file).unwrap();
+    let learner = std::cell::RefCell::new(learner);
     restore(learner.borrow_mut().as_mut(), &run).expect("the checkpoint restores");
     let tally = Tally::default();
     let result = runner().run(&mutations(), |edits| {
@@ -494,31 +518,25 @@ fn an_out_of_range_config_value_names_its_line_and_column() {
 /// column N` inside the message, not as `state.json:line:column`.
 #[test]
 fn a_damaged_or_mistyped_checkpoint_state_names_line_and_column() {
-    let dir = temp_dir("state-regression");
-    let cfg = RunConfig {
-        device: Device::Cpu,
-        scenario: Some("assets/scenarios/pursuit_3.ron".into()),
-        arenas: 2,
-        rollout: 4,
-        minibatches: 1,
-        hidden: 4,
-        layers: 1,
-        total_steps: 2 * 4,
-        ..RunConfig::default()
-    };
-    train(&cfg, &dir, &TrainOptions::default()).unwrap();
-    let run = RunDir::open(&dir).unwrap();
-    let state_file = run.checkpoints().unwrap().pop().unwrap().join("state.json");
+    let TinyRun {
+        dir,
+        run,
+        state_file,
+        mut learner,
+    } = tiny_run("state-regression");
     let good = std::fs::read_to_string(&state_file).unwrap();
-    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
-    let device = choose_device(Device::Cpu).unwrap();
-    let mut learner = new_learner(&cfg, &loaded, &device).unwrap();
     let cut = good.find("\"env_steps\"").unwrap();
+    let digits = good[cut + 12..].find(',').unwrap();
     for (bad, col) in [
-        // Cut short inside a key: a syntax error, found when the checkpoint is read.
+        // Cut short inside a key: a syntax error, found when the checkpoint is read (serde_json
+        // places it at the last character read).
         (good[..cut + 3].to_string(), cut + 3),
-        // A negative step count: a type error, found when the learner decodes its state.
-        (good.replacen("\"env_steps\":", "\"env_steps\":-", 1), cut + 14),
+        // A negative step count: a type error, found when the learner decodes its state (at the
+        // number's last digit).
+        (
+            good.replacen("\"env_steps\":", "\"env_steps\":-", 1),
+            cut + 13 + digits,
+        ),
     ] {
         std::fs::write(&state_file, &bad).unwrap();
         let err = restore(learner.as_mut(), &run).unwrap_err().to_string();
