@@ -5,8 +5,9 @@
 //! and feeds each mutant to the loader users hit. No input may panic, and every rejection of a
 //! text file (scenario, configuration, checkpoint state) must name `line:column`.
 //!
-//! Cases per target: `GRIDARENA_FUZZ_CASES` (default 3,000 release-built, 300 debug-built).
-//! The cargo-fuzz targets in fuzz/ run the same entry points without a bound.
+//! Cases per target: `GRIDARENA_FUZZ_CASES` (default 20,000 release-built, a few seconds per
+//! target; 2,000 debug-built). The cargo-fuzz targets in fuzz/ run the same entry points
+//! without a bound.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -27,7 +28,11 @@ fn cases() -> u32 {
     std::env::var("GRIDARENA_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) { 300 } else { 3_000 })
+        .unwrap_or(if cfg!(debug_assertions) {
+            2_000
+        } else {
+            20_000
+        })
 }
 
 fn runner() -> TestRunner {
@@ -72,6 +77,7 @@ const EXTREMES: &[&str] = &[
 ];
 
 /// Text a mutant may insert.
+#[rustfmt::skip]
 const INSERTS: &[&str] = &[
     "(", ")", "[", "]", "{", "}", ",", ":", "\"", "'", "//", "/*", "*/", "-", ".", "e", "0", "#",
     " ", "\n", "Some(", "None", "true", "\\", "r#\"", "\u{e9}", "\u{1f600}", "null", "1e308",
@@ -187,7 +193,8 @@ fn apply(text: &str, edits: &[Mutation]) -> String {
                     .into_iter()
                     .filter(|&(s, end)| {
                         let t: String = c[s..end].iter().collect();
-                        t.trim_start_matches('-').starts_with(|d: char| d.is_ascii_digit())
+                        t.trim_start_matches('-')
+                            .starts_with(|d: char| d.is_ascii_digit())
                     })
                     .collect();
                 if !numbers.is_empty() {
@@ -253,7 +260,11 @@ struct Tally {
 
 impl Tally {
     fn note<T>(&self, outcome: &Result<T, String>) {
-        let c = if outcome.is_ok() { &self.accepted } else { &self.refused };
+        let c = if outcome.is_ok() {
+            &self.accepted
+        } else {
+            &self.refused
+        };
         c.set(c.get() + 1);
     }
 }
@@ -373,8 +384,7 @@ fn recorded_rollout(dir: &Path) -> String {
 fn rollout_case(text: &str) -> Result<(), String> {
     let path = Path::new("fuzz-rollout.ron");
     let rollout = Rollout::parse(text, path).map_err(|e| e.to_string())?;
-    let layout =
-        gridarena::render::output::rollout_layout(&rollout).map_err(|e| e.to_string())?;
+    let layout = gridarena::render::output::rollout_layout(&rollout).map_err(|e| e.to_string())?;
     let replay = gridarena::viewer::source::Replay::from_rollout(rollout, path)
         .map_err(|e| e.to_string())?;
     for f in &replay.rollout().frames {
@@ -391,7 +401,9 @@ fn mutated_rollouts_never_panic() {
     let tally = Tally::default();
     let result = runner().run(&mutations(), |edits| {
         let input = apply(&seed, &edits);
-        tally.note(&no_panic("Rollout::parse", &input, || rollout_case(&input))?);
+        tally.note(&no_panic("Rollout::parse", &input, || {
+            rollout_case(&input)
+        })?);
         Ok(())
     });
     report("rollout_loader", result, &tally);
@@ -475,7 +487,9 @@ fn the_location_check_accepts_line_column_and_nothing_else() {
     assert!(has_location("fuzz.ron:3:14: expected `)`"));
     assert!(has_location("checkpoint /tmp/x: state.json:1:20: EOF"));
     assert!(!has_location("run config field `arenas`: 0; at least 1"));
-    assert!(!has_location("cannot restore the batch: 2 arenas x 3 agents"));
+    assert!(!has_location(
+        "cannot restore the batch: 2 arenas x 3 agents"
+    ));
 }
 
 #[test]
@@ -488,7 +502,10 @@ fn mutations_reach_every_kind_of_edit() {
         apply(text, &[Mutation::Extreme(idx(0), idx(8))]),
         "a: NaN, b: (3)"
     );
-    assert_eq!(apply(text, &[Mutation::Swap(idx(0), idx(4))]), "b: 12, a: (3)");
+    assert_eq!(
+        apply(text, &[Mutation::Swap(idx(0), idx(4))]),
+        "b: 12, a: (3)"
+    );
 }
 
 // ------------------------------------------------------------------------------------------
@@ -498,7 +515,9 @@ fn mutations_reach_every_kind_of_edit() {
 /// A configuration syntax error was reported as `file: 3:5-3:9: ...` (no `file:line:column`).
 #[test]
 fn a_config_syntax_error_names_file_line_and_column() {
-    let text = RunConfig::default().to_ron().replacen("arenas: 256", "arenas: 256)", 1);
+    let text = RunConfig::default()
+        .to_ron()
+        .replacen("arenas: 256", "arenas: 256)", 1);
     let err = RunConfig::parse(&text, "run.ron").unwrap_err().to_string();
     let line = text.lines().position(|l| l.contains("arenas:")).unwrap() + 1;
     assert!(err.starts_with(&format!("run.ron:{line}:")), "{err}");
@@ -507,11 +526,18 @@ fn a_config_syntax_error_names_file_line_and_column() {
 /// An out-of-range value named its field but not where it is in the file.
 #[test]
 fn an_out_of_range_config_value_names_its_line_and_column() {
-    let text = RunConfig::default().to_ron().replacen("arenas: 256", "arenas: 0", 1);
+    let text = RunConfig::default()
+        .to_ron()
+        .replacen("arenas: 256", "arenas: 0", 1);
     let line = text.lines().position(|l| l.contains("arenas:")).unwrap() + 1;
     let col = text.lines().nth(line - 1).unwrap().find("arenas").unwrap() + 1;
-    let err = RunConfig::parse_valid(&text, "run.ron").unwrap_err().to_string();
-    assert!(err.starts_with(&format!("run.ron:{line}:{col}: field `arenas`")), "{err}");
+    let err = RunConfig::parse_valid(&text, "run.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("run.ron:{line}:{col}: field `arenas`")),
+        "{err}"
+    );
 }
 
 /// A damaged `state.json` (syntax) and a mistyped value in it were refused as `... at line 1
@@ -565,6 +591,9 @@ fn a_file_that_is_not_utf8_names_the_line_and_column_of_the_byte() {
     text.splice(start + 4..start + 4, [0xc3]);
     std::fs::write(&path, &text).unwrap();
     let err = RunConfig::load(&path).unwrap_err().to_string();
-    assert!(err.starts_with(&format!("{}:{line}:5: ", path.display())), "{err}");
+    assert!(
+        err.starts_with(&format!("{}:{line}:5: ", path.display())),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
