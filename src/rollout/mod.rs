@@ -86,9 +86,15 @@ impl Rollout {
             path: path.into(),
             error,
         })?;
+        Rollout::parse(&text, path)
+    }
+
+    /// Parses rollout text (read from `path`, named in messages), refusing other formats and
+    /// versions with a clear message.
+    pub fn parse(text: &str, path: &Path) -> Result<Rollout, ArtifactError> {
         // Check the header first so an old file gets a version message, not a field error.
         let opts = crate::scenario::ron_options();
-        let value: ron::Value = opts.from_str(&text).map_err(|e| ArtifactError::Format {
+        let value: ron::Value = opts.from_str(text).map_err(|e| ArtifactError::Format {
             path: path.into(),
             reason: e.to_string(),
         })?;
@@ -122,7 +128,7 @@ impl Rollout {
                 supported: ROLLOUT_VERSION,
             });
         }
-        opts.from_str(&text).map_err(|e| ArtifactError::Format {
+        opts.from_str(text).map_err(|e| ArtifactError::Format {
             path: path.into(),
             reason: e.to_string(),
         })

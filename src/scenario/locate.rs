@@ -50,6 +50,18 @@ pub struct Pos {
     pub col: usize,
 }
 
+impl Pos {
+    /// Where the first byte that is not UTF-8 sits in `bytes` (`e` from decoding them).
+    pub fn of_utf8_error(bytes: &[u8], e: &std::str::Utf8Error) -> Pos {
+        let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+        let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
+        Pos {
+            line: valid.matches('\n').count() + 1,
+            col: valid[line_start..].chars().count() + 1,
+        }
+    }
+}
+
 /// Where one value starts, and under which path.
 #[derive(Debug, Clone)]
 struct Entry {

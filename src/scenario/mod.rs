@@ -104,7 +104,7 @@ impl Scenario {
     /// ```
     pub fn load(path: &Path) -> Result<LoadedScenario, ScenarioError> {
         let file = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let bytes = std::fs::read(path).map_err(|e| ScenarioError {
             file: file.clone(),
             line: 0,
             column: 0,
@@ -113,7 +113,19 @@ impl Scenario {
             message: format!("cannot read the file: {e}"),
             allowed: "a readable UTF-8 RON file".into(),
         })?;
-        Scenario::parse(&src, &file)
+        let src = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = locate::Pos::of_utf8_error(&bytes, &e);
+            ScenarioError {
+                file: file.clone(),
+                line: at.line,
+                column: at.col,
+                class: ErrorClass::Syntax,
+                field: String::new(),
+                message: "a byte that is not UTF-8 text".into(),
+                allowed: "UTF-8 text".into(),
+            }
+        })?;
+        Scenario::parse(src, &file)
     }
 
     /// Parses and validates scenario text; `file` names it in errors.

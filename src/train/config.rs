@@ -229,6 +229,19 @@ pub enum ConfigError {
         /// Why it was refused.
         message: String,
     },
+    /// A problem at a position of a configuration file: a syntax error, or a value out of range
+    /// located at its field.
+    #[error("{file}:{line}:{column}: {message}")]
+    At {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// What went wrong.
+        message: String,
+    },
     /// A value out of range.
     #[error("run config field `{field}`: {message}")]
     Invalid {
@@ -243,21 +256,56 @@ impl RunConfig {
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Parse {
+        let bytes = std::fs::read(path).map_err(|e| ConfigError::Parse {
             file: file.clone(),
             message: e.to_string(),
         })?;
-        RunConfig::parse(&text, &file)
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = crate::scenario::locate::Pos::of_utf8_error(&bytes, &e);
+            ConfigError::At {
+                file: file.clone(),
+                line: at.line,
+                column: at.col,
+                message: "a byte that is not UTF-8 text".into(),
+            }
+        })?;
+        RunConfig::parse(text, &file)
     }
 
-    /// Parses configuration text.
+    /// Parses configuration text; a syntax error names `file:line:column`.
     pub fn parse(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
         crate::scenario::ron_options()
             .from_str(text)
-            .map_err(|e| ConfigError::Parse {
+            .map_err(|e| ConfigError::At {
                 file: file.to_string(),
-                message: e.to_string(),
+                line: e.span.start.line,
+                column: e.span.start.col,
+                message: e.code.to_string(),
             })
+    }
+
+    /// Parses and validates configuration text: every refusal names `file:line:column` (a
+    /// value out of range, at its field; a field left out, at the start of the text).
+    pub fn parse_valid(text: &str, file: &str) -> Result<RunConfig, ConfigError> {
+        let cfg = RunConfig::parse(text, file)?;
+        cfg.validate().map_err(|e| match e {
+            ConfigError::Invalid { field, message } => {
+                let map = crate::scenario::locate::SourceMap::scan(text);
+                let path: Vec<_> = field
+                    .split('.')
+                    .map(|f| crate::scenario::locate::PathSeg::Field(f.to_string()))
+                    .collect();
+                let at = map.find_or_parent(&path);
+                ConfigError::At {
+                    file: file.to_string(),
+                    line: at.line,
+                    column: at.col,
+                    message: format!("field `{field}`: {message}"),
+                }
+            }
+            e => e,
+        })?;
+        Ok(cfg)
     }
 
     /// Renders the configuration as RON.

@@ -161,7 +161,10 @@ pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<(u64, Resume),
         .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
     let resume = learner
         .load_state(&c.state, &c.extra)
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| match e {
+            TrainError::State(e) => bad(run_dir::state_error(Path::new("state.json"), &e)),
+            e => bad(e.to_string()),
+        })?;
     Ok((c.update, resume))
 }
 

@@ -310,13 +310,15 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         extra.push((name, tensor));
     }
     let state_file = path.join("state.json");
+    let state = fs::read_to_string(&state_file).map_err(io(&state_file))?;
+    check_state_syntax(&state, &state_file).map_err(damaged)?;
     Ok(Checkpoint {
         update: field("update")?,
         adam_steps: field("adam_steps")?,
         params: get("params")?,
         adam_m: get("adam_m")?,
         adam_v: get("adam_v")?,
-        state: fs::read_to_string(&state_file).map_err(io(&state_file))?,
+        state,
         extra,
     })
 }
@@ -324,4 +326,19 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
 /// Little-endian 4-byte words of a tensor's data.
 fn le_words(data: &[u8]) -> impl Iterator<Item = [u8; 4]> + '_ {
     data.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]])
+}
+
+/// Checks that a checkpoint's `state.json` is one JSON value; a syntax error names
+/// `file:line:column`.
+pub fn check_state_syntax(text: &str, file: &Path) -> Result<(), String> {
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map(|_| ())
+        .map_err(|e| state_error(file, &e))
+}
+
+/// A learner-state (JSON) error as `file:line:column: message`.
+pub fn state_error(file: &Path, e: &serde_json::Error) -> String {
+    // serde_json counts an error at the very start of a line as column 0.
+    let (line, column) = (e.line().max(1), e.column().max(1));
+    format!("{}:{line}:{column}: {e}", file.display())
 }

@@ -208,19 +208,6 @@ fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     }
 }
 
-/// The opponent models' stack (PQN and IQL): one network per learner over `input` bytes,
-/// `(N-1) x A` outputs.
-fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
-    let n = layout.learners;
-    StackSpec {
-        nets: n,
-        input,
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: n.saturating_sub(1) * layout.actions,
-    }
-}
-
 /// Rows of PQN's largest critic pass: `replicas x rollout x arenas x learners / minibatches`,
 /// at least one step's rows (acting).
 pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
