@@ -1,5 +1,5 @@
 //! `gridarena eval`: a run's newest checkpoint, greedy policy against a uniformly random one
-//! (returns, confidence intervals, social metrics); with `--nashconv`, its exploitability
+//! and the substrate's scripted baselines (returns, confidence intervals, social metrics); with `--nashconv`, its exploitability
 //! (see [`super::nashconv`]).
 
 use std::path::PathBuf;
@@ -62,10 +62,17 @@ fn print_report(report: &EvalReport) {
         "{} episodes per policy, checkpoint of update {}",
         report.episodes, report.update
     );
-    for (name, r) in [
-        ("greedy policy", &report.policy),
-        ("random policy", &report.random),
-    ] {
+    let heuristics = report
+        .heuristics
+        .iter()
+        .map(|h| (format!("heuristic: {}", h.name), &h.result));
+    let rows = [
+        ("greedy policy".to_string(), &report.policy),
+        ("random policy".to_string(), &report.random),
+    ]
+    .into_iter()
+    .chain(heuristics);
+    for (name, r) in rows {
         let per: Vec<String> = r
             .per_agent
             .iter()

@@ -1,11 +1,14 @@
 //! Policies: what picks every learner's action in every arena. A [`Policy`] maps the
 //! observations of R arenas to one action per learner; evaluation, the viewer's live mode,
 //! exact analysis' policy tables, learned best responses (the frozen others) and the random
-//! baseline all act through it. A trained run's greedy policy is
-//! `crate::train::GreedyPolicy` (`crate::train::load_policy` opens one from a run directory).
+//! baseline all act through it, and so do the scripted baselines of [`heuristics_for`]. A
+//! trained run's greedy policy is `crate::train::GreedyPolicy` (`crate::train::load_policy`
+//! opens one from a run directory).
 
+mod heuristic;
 mod random;
 
+pub use heuristic::heuristics_for;
 pub use random::RandomPolicy;
 
 /// Why a policy could not act.

@@ -1,6 +1,7 @@
 //! `gridarena eval`: the greedy policy of a run's newest checkpoint against a uniformly random
-//! policy, M episodes each (one per arena, fresh arenas with an evaluation seed), returns per
-//! agent with 95% confidence intervals, plus the substrate's counters.
+//! policy and the substrate's scripted baselines ([`heuristics_for`]), M episodes each (one per
+//! arena, fresh arenas with an evaluation seed), returns per agent with 95% confidence
+//! intervals, plus the substrate's counters.
 
 use serde::Serialize;
 
@@ -13,7 +14,7 @@ use super::{RunError, TrainError, load_scenario};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
 use crate::metrics::{EpisodeSummary, learners_only, summarize};
-use crate::policy::{Policy, RandomPolicy};
+use crate::policy::{Policy, RandomPolicy, heuristics_for};
 use crate::scenario::LoadedScenario;
 
 /// One policy's results.
@@ -42,10 +43,22 @@ pub struct EvalReport {
     pub policy: PolicyResult,
     /// A uniformly random policy.
     pub random: PolicyResult,
+    /// The substrate's scripted baselines (none for a substrate without one).
+    pub heuristics: Vec<NamedResult>,
     /// Episodes per policy.
     pub episodes: usize,
     /// Checkpoint evaluated (update number).
     pub update: u64,
+}
+
+/// A scripted baseline's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedResult {
+    /// The baseline's name (`nearest evader`, `always stag`, ...).
+    pub name: String,
+    /// Its results.
+    #[serde(flatten)]
+    pub result: PolicyResult,
 }
 
 fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult {
@@ -132,9 +145,18 @@ pub fn evaluate(
     let policy_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut greedy)?;
     let mut random = RandomPolicy::new(cfg.seed, cfg.arenas, layout.actions);
     let random_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut random)?;
+    let mut heuristics = Vec::new();
+    for (name, mut policy) in heuristics_for(&loaded, cfg.seed, cfg.arenas) {
+        let eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, policy.as_mut())?;
+        heuristics.push(NamedResult {
+            name,
+            result: result(names, &learners_only(&eps, learners)),
+        });
+    }
     Ok(EvalReport {
         policy: result(names, &learners_only(&policy_eps, learners)),
         random: result(names, &learners_only(&random_eps, learners)),
+        heuristics,
         episodes: cfg.arenas,
         update: greedy.update(),
     })
