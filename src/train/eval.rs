@@ -90,11 +90,23 @@ fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult
     }
 }
 
-/// Fresh evaluation arenas: the same as a learner of `cfg` would step.
-fn eval_batch(loaded: &LoadedScenario, cfg: &RunConfig) -> Result<EnvBatch, RunError> {
-    let mut batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed).map_err(TrainError::from)?;
+/// `policy`'s results over the first episode of each of `episodes` fresh arenas of `loaded`
+/// seeded with `seed` (the learners' returns and the substrate's counters), as `evaluate`
+/// reports them: how a test or a script measures a policy without a run directory.
+pub fn evaluate_policy(
+    loaded: &LoadedScenario,
+    episodes: usize,
+    seed: u64,
+    policy: &mut dyn Policy,
+) -> Result<PolicyResult, RunError> {
+    let mut batch = EnvBatch::new(loaded, episodes.max(1), seed).map_err(TrainError::from)?;
     batch.start_episode_log(1 << 16);
-    Ok(batch)
+    let (names, learners) = (
+        batch.layout().counter_names.clone(),
+        batch.layout().learners,
+    );
+    let eps = first_episodes(&mut batch, policy)?;
+    Ok(result(&names, &learners_only(&eps, learners)))
 }
 
 /// First finished episode of every arena of `batch`, `policy` acting until each arena
@@ -140,22 +152,20 @@ pub fn evaluate(
     cfg.seed = cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
     let mut greedy = GreedyPolicy::restore(new_learner(&cfg, &loaded, device)?, &dir)?;
-    let layout = greedy.learner().batch().layout().clone();
-    let (names, learners) = (&layout.counter_names, layout.learners);
-    let policy_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut greedy)?;
-    let mut random = RandomPolicy::new(cfg.seed, cfg.arenas, layout.actions);
-    let random_eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, &mut random)?;
-    let mut heuristics = Vec::new();
-    for (name, mut policy) in heuristics_for(&loaded, cfg.seed, cfg.arenas) {
-        let eps = first_episodes(&mut eval_batch(&loaded, &cfg)?, policy.as_mut())?;
-        heuristics.push(NamedResult {
-            name,
-            result: result(names, &learners_only(&eps, learners)),
-        });
-    }
+    let policy = evaluate_policy(&loaded, cfg.arenas, cfg.seed, &mut greedy)?;
+    let actions = loaded.scenario.action_set().len();
+    let mut random = RandomPolicy::new(cfg.seed, cfg.arenas, actions);
+    let random = evaluate_policy(&loaded, cfg.arenas, cfg.seed, &mut random)?;
+    let heuristics = heuristics_for(&loaded, cfg.seed, cfg.arenas)
+        .into_iter()
+        .map(|(name, mut policy)| {
+            let result = evaluate_policy(&loaded, cfg.arenas, cfg.seed, policy.as_mut())?;
+            Ok(NamedResult { name, result })
+        })
+        .collect::<Result<_, RunError>>()?;
     Ok(EvalReport {
-        policy: result(names, &learners_only(&policy_eps, learners)),
-        random: result(names, &learners_only(&random_eps, learners)),
+        policy,
+        random,
         heuristics,
         episodes: cfg.arenas,
         update: greedy.update(),

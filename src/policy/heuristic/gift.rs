@@ -131,10 +131,16 @@ mod tests {
         );
         assert_eq!(h.decide(&obs(&[(3, 0)], &[], [0, 2, 0]), &mut rng), CONSUME);
         assert_eq!(h.decide(&obs(&[(3, 0)], &[], [0, 0, 0]), &mut rng), FORWARD);
-        assert_eq!(h.decide(&obs(&[(0, -2), (5, 5)], &[], [0; 3]), &mut rng), STEP_LEFT);
+        assert_eq!(
+            h.decide(&obs(&[(0, -2), (5, 5)], &[], [0; 3]), &mut rng),
+            STEP_LEFT
+        );
         assert_eq!(h.decide(&obs(&[(-1, 0)], &[], [0; 3]), &mut rng), BACKWARD);
         // A wall ahead: step right first.
-        assert_eq!(h.decide(&obs(&[(3, 1)], &[(1, 0)], [0; 3]), &mut rng), STEP_RIGHT);
+        assert_eq!(
+            h.decide(&obs(&[(3, 1)], &[(1, 0)], [0; 3]), &mut rng),
+            STEP_RIGHT
+        );
         // Nothing visible: a move or a turn, never a gift or a consume.
         for _ in 0..50 {
             let a = h.decide(&obs(&[], &[], [0; 3]), &mut rng);

@@ -35,9 +35,10 @@ pub fn heuristics_for(
         vec![(name.to_string(), Box::new(policy) as Box<dyn Policy>)]
     };
     match (&scenario.substrate, actions) {
-        (Substrate::Pursuit(_), ActionSet::Move5) => {
-            one(pursuit::NAME, Box::new(pursuit::NearestEvader::new(scenario)))
-        }
+        (Substrate::Pursuit(p), ActionSet::Move5) => one(
+            pursuit::NAME,
+            Box::new(pursuit::NearestEvader::new(scenario, p.surround)),
+        ),
         (Substrate::CoinGame(p), ActionSet::Move5) => one(
             coin::NAME,
             Box::new(coin::NearestCoin::new(&loaded.grid, p.torus)),

@@ -1,7 +1,9 @@
 //! Pursuit's baseline: step toward the nearest visible evader (Manhattan distance in the square
-//! window `[side, side, channels]`), the longer axis first and around an obstacle; stay once
-//! next to it (a surround catch needs its neighbours held); a random move when no evader is
-//! visible or the only one shares the pursuer's cell. Every learner is steered as a pursuer.
+//! window `[side, side, channels]`), the longer axis first and around an obstacle; with
+//! surround catches, stay once next to it (the catch needs its neighbours held), otherwise step
+//! onto it; a random move when no evader is visible (or the only one shares the pursuer's cell).
+//! Every learner is steered as a pursuer (a learning evader sees no other evader: it walks at
+//! random).
 
 use rand_chacha::ChaCha8Rng;
 
@@ -17,11 +19,13 @@ pub(super) struct NearestEvader {
     channels: usize,
     evaders: Option<usize>,
     obstacle: Option<usize>,
+    surround: bool,
 }
 
 impl NearestEvader {
-    /// Reads the window's side and channel order from `scenario`.
-    pub(super) fn new(scenario: &Scenario) -> NearestEvader {
+    /// Reads the window's side and channel order from `scenario`; `surround` as in its
+    /// parameters.
+    pub(super) fn new(scenario: &Scenario, surround: bool) -> NearestEvader {
         let spec = &scenario.observation;
         let channels: &[Channel] = if spec.channels.is_empty() {
             scenario.substrate.channels()
@@ -34,6 +38,7 @@ impl NearestEvader {
             channels: channels.len(),
             evaders: index(Channel::Evaders),
             obstacle: index(Channel::Obstacle),
+            surround,
         }
     }
 
@@ -65,14 +70,13 @@ impl Decide for NearestEvader {
         let Some((dx, dy)) = nearest.get() else {
             return draw(rng, 4) as u8;
         };
-        if dx.abs() + dy.abs() == 1 {
+        if self.surround && dx.abs() + dy.abs() == 1 {
             return 4;
         }
         let blocked = |a: u8| {
             let (mx, my) = crate::substrate::pursuit::MOVES[a as usize];
-            self.obstacle.is_some_and(|o| {
-                self.at(obs, centre + my as i32, centre + mx as i32, o) != 0
-            })
+            self.obstacle
+                .is_some_and(|o| self.at(obs, centre + my as i32, centre + mx as i32, o) != 0)
         };
         move5_toward(dx, dy, rng, blocked)
     }
@@ -95,7 +99,7 @@ mod tests {
     }
 
     fn heuristic() -> NearestEvader {
-        NearestEvader::new(&Scenario::default_pursuit().scenario)
+        NearestEvader::new(&Scenario::default_pursuit().scenario, true)
     }
 
     #[test]
@@ -108,8 +112,10 @@ mod tests {
         // also one row down: down.
         assert_eq!(h.decide(&window(&[((3, 1), 2)]), &mut rng), 0);
         assert_eq!(h.decide(&window(&[((4, 1), 2), ((3, 2), 0)]), &mut rng), 3);
-        // Next to an evader: hold the cell.
+        // Next to an evader: hold the cell for a surround catch, step onto it otherwise.
         assert_eq!(h.decide(&window(&[((3, 4), 2)]), &mut rng), 4);
+        let onto = NearestEvader::new(&Scenario::default_pursuit().scenario, false);
+        assert_eq!(onto.decide(&window(&[((3, 4), 2)]), &mut rng), 1);
     }
 
     #[test]

@@ -1,0 +1,244 @@
+//! The baselines `gridarena eval` reports: each scripted heuristic beats the uniformly random
+//! policy on its substrate's shipped scenario where it should, and a short PQN run beats random
+//! on every shipped substrate (issue 14). Budgets are kept to seconds per run in the optimised
+//! test profile; the margins sit well inside what was measured (the figures are in each test).
+
+use std::path::PathBuf;
+
+use gridarena::critic::{Device, choose_device};
+use gridarena::policy::{RandomPolicy, heuristics_for};
+use gridarena::scenario::{LoadedScenario, Scenario};
+use gridarena::train::config::RunConfig;
+use gridarena::train::eval::{EvalReport, PolicyResult, evaluate, evaluate_policy};
+use gridarena::train::{TrainOptions, train};
+
+const SEED: u64 = 11;
+
+fn load(name: &str) -> LoadedScenario {
+    Scenario::load(format!("assets/scenarios/{name}.ron").as_ref()).unwrap()
+}
+
+/// The random policy's and each heuristic's results over `episodes` episodes of `name`.
+fn baselines(name: &str, episodes: usize) -> (PolicyResult, Vec<(String, PolicyResult)>) {
+    let loaded = load(name);
+    let actions = loaded.scenario.action_set().len();
+    let mut random = RandomPolicy::new(SEED, episodes, actions);
+    let random = evaluate_policy(&loaded, episodes, SEED, &mut random).unwrap();
+    let heuristics = heuristics_for(&loaded, SEED, episodes)
+        .into_iter()
+        .map(|(n, mut p)| {
+            let r = evaluate_policy(&loaded, episodes, SEED, p.as_mut()).unwrap();
+            eprintln!(
+                "{name}: {n}: return {:.3} ± {:.3}, counters {:?}; random {:.3} ± {:.3}, {:?}",
+                r.mean_return, r.ci95, r.counters, random.mean_return, random.ci95, random.counters
+            );
+            (n, r)
+        })
+        .collect();
+    (random, heuristics)
+}
+
+/// The only heuristic of a substrate that has one.
+fn only(name: &str, episodes: usize) -> (PolicyResult, PolicyResult) {
+    let (random, mut h) = baselines(name, episodes);
+    assert_eq!(
+        h.len(),
+        1,
+        "{name}: {:?}",
+        h.iter().map(|x| &x.0).collect::<Vec<_>>()
+    );
+    (random, h.remove(0).1)
+}
+
+#[test]
+fn the_pursuit_heuristic_catches_more_and_earns_more_than_random() {
+    // Measured (16 episodes, seed 11): 3.19 catches and -39.7 ± 2.4 per pursuer vs random's
+    // 0.81 and -46.1 ± 0.7.
+    let (random, h) = only("pursuit", 16);
+    assert!(
+        h.counters["catches"] > 2.0 * random.counters["catches"] + 0.5,
+        "catches {} vs random {}",
+        h.counters["catches"],
+        random.counters["catches"]
+    );
+    assert!(
+        h.mean_return > random.mean_return + h.ci95 + random.ci95,
+        "return {} vs random {}",
+        h.mean_return,
+        random.mean_return
+    );
+    // pursuit_3: one learning evader (walking at random under the heuristic) and a catch on
+    // its cell; random pursuers catch it in about 65% of the 50-step episodes, the heuristic in
+    // all 32.
+    let (random, h) = only("pursuit_3", 32);
+    assert!(
+        h.counters["catches"] > 0.95 && random.counters["catches"] < 0.8,
+        "pursuit_3: catch rate {} vs random {}",
+        h.counters["catches"],
+        random.counters["catches"]
+    );
+}
+
+#[test]
+fn the_coin_heuristic_picks_up_more_coins_than_random() {
+    // Measured (64 episodes): 20.3 coins per episode (10.0 own, 10.3 the other's) vs random's
+    // 3.1; the return stays near 0 (-0.15 ± 0.13): stolen coins cost their owner 2.
+    let (random, h) = only("coin_game", 64);
+    let coins = |r: &PolicyResult| r.counters["coins_own"] + r.counters["coins_other"];
+    assert!(
+        coins(&h) > 2.0 * coins(&random),
+        "coins {} vs random {}",
+        coins(&h),
+        coins(&random)
+    );
+}
+
+#[test]
+fn the_gift_heuristic_consumes_more_than_random() {
+    // Episodes end at random after 1000 steps, so returns vary with their length: the test
+    // compares tokens consumed. Measured (16 episodes): 139 vs random's 75 (returns 23.2 ± 4.1
+    // vs 12.6 ± 3.4).
+    let (random, h) = only("gift_refinements", 16);
+    let consumed = |r: &PolicyResult| r.counters["tokens_consumed"];
+    assert!(
+        consumed(&h) > 1.3 * consumed(&random) && h.mean_return > random.mean_return,
+        "tokens consumed {} vs random {}; return {} vs {}",
+        consumed(&h),
+        consumed(&random),
+        h.mean_return,
+        random.mean_return
+    );
+}
+
+#[test]
+fn matrix_games_get_one_heuristic_per_pure_action() {
+    let (random, h) = baselines("stag_hunt", 32);
+    let names: Vec<&str> = h.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(names, ["always stag", "always hare"]);
+    // Against itself, always stag earns 4 a round, always hare 3; random earns 2.5 on average.
+    let per_round = |r: &PolicyResult| r.mean_return / 16.0;
+    assert!((per_round(&h[0].1) - 4.0).abs() < 1e-6);
+    assert!((per_round(&h[1].1) - 3.0).abs() < 1e-6);
+    assert!(per_round(&random) < 3.0);
+    assert_eq!(h[0].1.counters["chose_0"], 32.0);
+}
+
+#[test]
+fn chemistry_has_no_heuristic_until_its_module_lands() {
+    // chemistry: src/policy/heuristic/chemistry.rs (merged separately); this test goes with it.
+    assert!(heuristics_for(&load("chemistry_two_cycles"), SEED, 4).is_empty());
+}
+
+/// A short PQN run on `name`, evaluated over `episodes` episodes on the CPU.
+fn pqn(name: &str, steps: u64, arenas: usize, hidden: usize, episodes: usize) -> EvalReport {
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from(format!("assets/scenarios/{name}.ron"))),
+        device: Device::Cpu,
+        seed: SEED,
+        arenas,
+        rollout: 16,
+        epochs: 2,
+        minibatches: 4,
+        hidden,
+        layers: 2,
+        lr: 3e-3,
+        shared: true,
+        total_steps: steps,
+        checkpoint_every: 1_000_000,
+        ..RunConfig::default()
+    };
+    train_and_evaluate(name, &cfg, episodes)
+}
+
+/// Trains `cfg` into a fresh directory and evaluates `episodes` episodes on the CPU.
+fn train_and_evaluate(name: &str, cfg: &RunConfig, episodes: usize) -> EvalReport {
+    let run =
+        std::env::temp_dir().join(format!("gridarena-baselines-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    let start = std::time::Instant::now();
+    train(cfg, &run, &TrainOptions::default()).unwrap();
+    let report = evaluate(&run, episodes, &choose_device(Device::Cpu).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(run);
+    eprintln!(
+        "{name}: {:.1}s; greedy {:.3} ± {:.3} {:?}; random {:.3} ± {:.3} {:?}; heuristics {:?}",
+        start.elapsed().as_secs_f64(),
+        report.policy.mean_return,
+        report.policy.ci95,
+        report.policy.counters,
+        report.random.mean_return,
+        report.random.ci95,
+        report.random.counters,
+        report
+            .heuristics
+            .iter()
+            .map(|h| (&h.name, h.result.mean_return))
+            .collect::<Vec<_>>()
+    );
+    report
+}
+
+/// The greedy policy's mean return beats random's beyond both intervals.
+fn beats_random(name: &str, r: &EvalReport) {
+    assert!(
+        r.policy.mean_return > r.random.mean_return + r.policy.ci95 + r.random.ci95,
+        "{name}: greedy {} ± {} vs random {} ± {}",
+        r.policy.mean_return,
+        r.policy.ci95,
+        r.random.mean_return,
+        r.random.ci95
+    );
+}
+
+#[test]
+fn a_short_pqn_run_beats_random_on_pursuit() {
+    // The default scenario (8 pursuers, 30 evaders): 205k steps, about 50 s in the test
+    // profile, catch 8.3 per episode at -24.3 ± 7.4 vs random's 0.7 and -46.3 ± 0.7.
+    beats_random("pursuit", &pqn("pursuit", 64 * 16 * 200, 64, 64, 16));
+}
+
+#[test]
+fn a_short_pqn_run_beats_random_on_the_coin_game() {
+    // Measured: 8.8 coins per episode vs random's 3.1 after 41k steps (2 s).
+    let r = pqn("coin_game", 64 * 16 * 40, 64, 64, 64);
+    let coins = |r: &PolicyResult| r.counters["coins_own"] + r.counters["coins_other"];
+    // Independent learners pick up coins of both colours, so the return need not rise: the
+    // pickups do.
+    assert!(
+        coins(&r.policy) > 2.0 * coins(&r.random),
+        "coins {} vs random {}",
+        coins(&r.policy),
+        coins(&r.random)
+    );
+}
+
+#[test]
+fn a_short_pqn_run_beats_random_on_the_cooperative_matrix_games() {
+    // Measured (20k steps, under 1 s each): stag hunt 44 vs random 38.9 ± 0.9; climbing game
+    // 80 (always c) vs random -49.5 ± 12.3.
+    for name in ["stag_hunt", "climbing_game"] {
+        beats_random(name, &pqn(name, 64 * 16 * 20, 64, 32, 64));
+    }
+}
+
+#[test]
+fn a_short_pqn_run_beats_random_in_the_prisoners_dilemma() {
+    // The repeated game (16 rounds, the previous joint action observed) with the default run
+    // configuration: one network shared by both players learns mutual cooperation, 48 a game
+    // (release build: 200k steps in 5 s, random 36.1 ± 0.5). A 100k-step run of the smaller
+    // configuration above alternates instead (32, below random): the default one is needed.
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from("assets/scenarios/prisoners_dilemma.ron")),
+        device: Device::Cpu,
+        total_steps: 200_000,
+        checkpoint_every: 1_000_000,
+        ..RunConfig::default()
+    };
+    beats_random("prisoners_dilemma", &train_and_evaluate("pd", &cfg, 64));
+}
+
+// Not here: gift_refinements and gift_refinements_refined (a 10k-step PQN run consumes less
+// than random: 6.1 ± 2.0 vs 12.6 ± 3.9 on 8 episodes; the 1000-step-plus episodes need about 1M
+// steps, minutes in a release build: see the README's baseline table); matching_pennies (zero-sum and symmetric: the mean return over both players is 0
+// for every policy, so no policy beats random on it); chemistry_two_cycles and
+// chemistry_three_cycles (greedy PQN earns less than random there, issue 14: the chemistry fix
+// and its shipped run config are merged separately, with their own test).
