@@ -233,7 +233,31 @@ fn a_short_pqn_run_beats_random_in_the_prisoners_dilemma() {
         checkpoint_every: 1_000_000,
         ..RunConfig::default()
     };
-    beats_random("prisoners_dilemma", &train_and_evaluate("pd", &cfg, 64));
+    let report = train_and_evaluate("pd", &cfg, 64);
+    beats_random("prisoners_dilemma", &report);
+    // `eval --json` keeps its keys and adds one entry per heuristic, with the same fields.
+    let json = serde_json::to_value(&report).unwrap();
+    for key in ["policy", "random", "episodes", "update"] {
+        assert!(json.get(key).is_some(), "{key} missing: {json}");
+    }
+    let heuristics = json["heuristics"].as_array().unwrap();
+    let names: Vec<&str> = heuristics
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["always cooperate", "always defect"]);
+    for h in heuristics {
+        for key in [
+            "mean_return",
+            "ci95",
+            "per_agent",
+            "per_agent_ci95",
+            "counters",
+        ] {
+            assert!(h.get(key).is_some(), "{key} missing: {h}");
+        }
+    }
+    assert_eq!(heuristics[1]["mean_return"], 16.0);
 }
 
 // Not here: gift_refinements and gift_refinements_refined (a 10k-step PQN run consumes less
