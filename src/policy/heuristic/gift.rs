@@ -6,7 +6,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{Decide, Nearest, draw, horizontal_first};
+use super::{Decide, Nearest, draw, step_toward};
 use crate::scenario::{Scenario, Window};
 use crate::substrate::avatars::AVATAR_CELL_BYTES;
 use crate::substrate::gift::CONSUME;
@@ -70,27 +70,16 @@ impl Decide for ConsumeOrCollect {
             // Forward, backward, step left or right, turn left or right.
             return 1 + draw(rng, 6) as u8;
         };
-        // Walls and other avatars block a step.
+        // Walls and other avatars block a step; lateral is x and ahead is -y.
         let free = |a: i32, l: i32| self.cell(obs, a, l).is_some_and(|c| c[0] == 0 && c[2] == 0);
-        let along_ahead = if ahead > 0 {
-            (FORWARD, 1, 0)
-        } else {
-            (BACKWARD, -1, 0)
+        let blocked = |action: u8| match action {
+            FORWARD => !free(1, 0),
+            BACKWARD => !free(-1, 0),
+            STEP_LEFT => !free(0, -1),
+            _ => !free(0, 1),
         };
-        let along_lateral = if lateral > 0 {
-            (STEP_RIGHT, 0, 1)
-        } else {
-            (STEP_LEFT, 0, -1)
-        };
-        let order = if horizontal_first(lateral, ahead, rng) {
-            [(lateral, along_lateral), (ahead, along_ahead)]
-        } else {
-            [(ahead, along_ahead), (lateral, along_lateral)]
-        };
-        order
-            .into_iter()
-            .find(|&(d, (_, a, l))| d != 0 && free(a, l))
-            .map_or_else(|| 1 + draw(rng, 6) as u8, |(_, (action, _, _))| action)
+        let steps = [STEP_LEFT, STEP_RIGHT, FORWARD, BACKWARD];
+        step_toward(lateral, -ahead, steps, rng, blocked).unwrap_or_else(|| 1 + draw(rng, 6) as u8)
     }
 }
 

@@ -168,7 +168,7 @@ impl<T> Nearest<T> {
 
 /// Which axis to close first toward an offset `(dx, dy)`: true for the horizontal one. The
 /// longer axis first; equal non-zero lengths draw.
-pub(crate) fn horizontal_first(dx: i32, dy: i32, rng: &mut ChaCha8Rng) -> bool {
+fn horizontal_first(dx: i32, dy: i32, rng: &mut ChaCha8Rng) -> bool {
     match dx.abs().cmp(&dy.abs()) {
         std::cmp::Ordering::Greater => true,
         std::cmp::Ordering::Less => false,
@@ -176,18 +176,18 @@ pub(crate) fn horizontal_first(dx: i32, dy: i32, rng: &mut ChaCha8Rng) -> bool {
     }
 }
 
-/// The `move5` action (0 left, 1 right, 2 up, 3 down, 4 stay) that closes an offset
-/// `(dx, dy)` (screen directions: up is row - 1), the longer axis first; `blocked(action)`
-/// rules a step out, and then the other axis is tried; stay when both are blocked or the offset
-/// is zero.
-pub(crate) fn move5_toward(
+/// The step that closes an offset `(dx, dy)` (y grows downward), the longer axis first:
+/// `steps` are the actions toward -x, +x, -y and +y; `blocked(action)` rules a step out, and
+/// then the other axis is tried. None when both are blocked or the offset is zero.
+pub(crate) fn step_toward(
     dx: i32,
     dy: i32,
+    steps: [u8; 4],
     rng: &mut ChaCha8Rng,
     blocked: impl Fn(u8) -> bool,
-) -> u8 {
-    let along_x = if dx < 0 { 0 } else { 1 };
-    let along_y = if dy < 0 { 2 } else { 3 };
+) -> Option<u8> {
+    let along_x = if dx < 0 { steps[0] } else { steps[1] };
+    let along_y = if dy < 0 { steps[2] } else { steps[3] };
     let order = if horizontal_first(dx, dy, rng) {
         [(dx, along_x), (dy, along_y)]
     } else {
@@ -196,7 +196,19 @@ pub(crate) fn move5_toward(
     order
         .into_iter()
         .find(|&(d, a)| d != 0 && !blocked(a))
-        .map_or(4, |(_, a)| a)
+        .map(|(_, a)| a)
+}
+
+/// The `move5` action (0 left, 1 right, 2 up, 3 down, 4 stay) that closes an offset
+/// `(dx, dy)` (screen directions: up is row - 1) as [`step_toward`] picks it; stay when both
+/// axes are blocked or the offset is zero.
+pub(crate) fn move5_toward(
+    dx: i32,
+    dy: i32,
+    rng: &mut ChaCha8Rng,
+    blocked: impl Fn(u8) -> bool,
+) -> u8 {
+    step_toward(dx, dy, [0, 1, 2, 3], rng, blocked).unwrap_or(4)
 }
 
 #[cfg(test)]
