@@ -5,6 +5,9 @@
 //! `crate::train::GreedyPolicy` (`crate::train::load_policy` opens one from a run directory).
 
 mod random;
+mod heuristic {
+    pub(crate) mod chemistry;
+}
 
 pub use random::RandomPolicy;
 
