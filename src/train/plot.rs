@@ -279,12 +279,18 @@ fn draw_panel(
             .chain(shown.band.iter().rev().map(|b| (b.0, b.1)))
             .collect();
         chart
-            .draw_series(std::iter::once(Polygon::new(outline, color.mix(0.18).filled())))
+            .draw_series(std::iter::once(Polygon::new(
+                outline,
+                color.mix(0.18).filled(),
+            )))
             .map_err(|e| err(&e))?;
     }
     if smooth {
         chart
-            .draw_series(LineSeries::new(curve.points.iter().copied(), color.mix(0.3)))
+            .draw_series(LineSeries::new(
+                curve.points.iter().copied(),
+                color.mix(0.3),
+            ))
             .map_err(|e| err(&e))?;
     }
     chart
@@ -391,7 +397,10 @@ mod tests {
         .unwrap();
         assert_eq!(parts, ["reaction_MetabolizeFood1", "reaction_MetabolizeXY"]);
         let (parts, label) = main_counter(&["chose_0", "chose_1"]).unwrap();
-        assert_eq!((parts, label.as_str()), (vec!["chose_0".to_string()], "chose 0"));
+        assert_eq!(
+            (parts, label.as_str()),
+            (vec!["chose_0".to_string()], "chose 0")
+        );
         assert!(main_counter(&[]).is_none());
     }
 

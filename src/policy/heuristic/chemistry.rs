@@ -14,8 +14,8 @@ use rand_core::Rng;
 
 use crate::policy::{Policy, PolicyError};
 use crate::rng::{Purpose, below, stream};
-use crate::scenario::{LoadedScenario, Substrate};
 use crate::scenario::observation::Window;
+use crate::scenario::{LoadedScenario, Substrate};
 use crate::substrate::avatars::AVATAR_CELL_BYTES;
 use crate::substrate::chemistry::IO;
 
@@ -78,6 +78,11 @@ struct Rel {
     lateral: i32,
 }
 
+/// The cell `ahead` forward and `lateral` to the right of the observer.
+const fn rel(ahead: i32, lateral: i32) -> Rel {
+    Rel { ahead, lateral }
+}
+
 impl ChemistryHeuristic {
     /// The cell bytes at `rel` in one learner's observation (`None` outside the window).
     fn cell<'o>(&self, obs: &'o [u8], rel: Rel) -> Option<&'o [u8]> {
@@ -99,12 +104,7 @@ impl ChemistryHeuristic {
         else {
             return NOOP;
         };
-        let here = self
-            .cell(obs, Rel {
-                ahead: 0,
-                lateral: 0,
-            })
-            .map_or(0, |c| c[1]);
+        let here = self.cell(obs, rel(0, 0)).map_or(0, |c| c[1]);
         let io_ready = io_ready != 0;
         if self.food[vesicle as usize] {
             return self.roam(obs, rng);
@@ -133,8 +133,8 @@ impl ChemistryHeuristic {
         let mut ties = 0u32;
         for ahead in -(w.behind as i32)..=w.ahead as i32 {
             for lateral in -(w.left as i32)..=w.right as i32 {
-                let rel = Rel { ahead, lateral };
-                let Some(c) = self.cell(obs, rel) else {
+                let here = rel(ahead, lateral);
+                let Some(c) = self.cell(obs, here) else {
                     continue;
                 };
                 if !self.food[c[1] as usize] || c[2] != 0 {
@@ -147,17 +147,17 @@ impl ChemistryHeuristic {
                         // Reservoir sampling over equally near cells.
                         ties += 1;
                         if below(rng.next_u32(), ties + 1) == 0 {
-                            best = Some((d, rel));
+                            best = Some((d, here));
                         }
                     }
                     _ => {
-                        best = Some((d, rel));
+                        best = Some((d, here));
                         ties = 0;
                     }
                 }
             }
         }
-        best.map(|(_, rel)| rel)
+        best.map(|(_, cell)| cell)
     }
 
     /// True when the neighbour `rel` can be entered (inside the window, no wall, no avatar).
@@ -189,15 +189,9 @@ impl ChemistryHeuristic {
                 continue;
             }
             let step = if along_ahead {
-                Rel {
-                    ahead: sign,
-                    lateral: 0,
-                }
+                rel(sign, 0)
             } else {
-                Rel {
-                    ahead: 0,
-                    lateral: sign,
-                }
+                rel(0, sign)
             };
             if self.free(obs, step) {
                 return action;
@@ -208,10 +202,7 @@ impl ChemistryHeuristic {
 
     /// Forward while the way is free, a random turn at a wall or avatar and now and then.
     fn roam(&self, obs: &[u8], rng: &mut ChaCha8Rng) -> u8 {
-        let ahead_free = self.free(obs, Rel {
-            ahead: 1,
-            lateral: 0,
-        });
+        let ahead_free = self.free(obs, rel(1, 0));
         if ahead_free && below(rng.next_u32(), 256) >= TURN_CHANCE {
             FORWARD
         } else if rng.next_u32() & 1 == 0 {
@@ -297,23 +288,23 @@ mod tests {
         let mut rng = stream(1, 0, Purpose::Policy);
         // Food two cells ahead and three to the right: along the longer axis first.
         let mut obs = empty_obs(&h, 0);
-        set_item(&h, &mut obs, Rel { ahead: 2, lateral: 3 }, food1);
+        set_item(&h, &mut obs, rel(2, 3), food1);
         assert_eq!(h.act(&obs, &mut rng), STEP_RIGHT);
         // Food behind: step back.
         let mut obs = empty_obs(&h, 0);
-        set_item(&h, &mut obs, Rel { ahead: -1, lateral: 0 }, food1);
-        set_item(&h, &mut obs, Rel { ahead: 4, lateral: 0 }, ax);
+        set_item(&h, &mut obs, rel(-1, 0), food1);
+        set_item(&h, &mut obs, rel(4, 0), ax);
         assert_eq!(h.act(&obs, &mut rng), BACKWARD);
         // Standing on food with an empty vesicle: io; not ready: wait.
         let mut obs = empty_obs(&h, 0);
-        set_item(&h, &mut obs, Rel { ahead: 0, lateral: 0 }, food1);
+        set_item(&h, &mut obs, rel(0, 0), food1);
         assert_eq!(h.act(&obs, &mut rng), IO);
         let last = obs.len() - 1;
         obs[last] = 0;
         assert_eq!(h.act(&obs, &mut rng), NOOP);
         // Food in the vesicle: never io, even standing on more food.
         let mut obs = empty_obs(&h, food1);
-        set_item(&h, &mut obs, Rel { ahead: 0, lateral: 0 }, food1);
+        set_item(&h, &mut obs, rel(0, 0), food1);
         for _ in 0..50 {
             assert_ne!(h.act(&obs, &mut rng), IO);
         }
@@ -322,7 +313,7 @@ mod tests {
         assert_eq!(h.act(&obs, &mut rng), IO);
         // A batch of two learners in one arena.
         let mut both = empty_obs(&h, 0);
-        set_item(&h, &mut both, Rel { ahead: 0, lateral: 0 }, food1);
+        set_item(&h, &mut both, rel(0, 0), food1);
         both.extend(empty_obs(&h, ax));
         let mut out = [9u8; 2];
         h.actions(&both, &mut out).unwrap();
@@ -335,7 +326,9 @@ mod tests {
         let (h, _, _) = heuristic();
         let mut rng = stream(2, 0, Purpose::Policy);
         let obs = empty_obs(&h, 0);
-        let forward = (0..200).filter(|_| h.act(&obs, &mut rng) == FORWARD).count();
+        let forward = (0..200)
+            .filter(|_| h.act(&obs, &mut rng) == FORWARD)
+            .count();
         assert!(forward > 160, "{forward} of 200 forward");
         let mut walled = empty_obs(&h, 0);
         let w = h.window;
@@ -378,6 +371,9 @@ mod tests {
             arenas,
         );
         eprintln!("heuristic {heuristic:.3}, random {random:.3} per player and episode");
-        assert!(heuristic > 1.5 * random, "heuristic {heuristic}, random {random}");
+        assert!(
+            heuristic > 1.5 * random,
+            "heuristic {heuristic}, random {random}"
+        );
     }
 }
