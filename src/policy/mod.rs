@@ -7,6 +7,9 @@
 
 mod heuristic;
 mod random;
+mod heuristic {
+    pub(crate) mod chemistry;
+}
 
 pub use heuristic::heuristics_for;
 pub use random::RandomPolicy;

@@ -76,21 +76,31 @@ pub(crate) struct SeedReturns {
     pub mean: Option<f64>,
     /// Half-width of its 95% interval (two replicas or more).
     pub ci95: Option<f64>,
+    /// Each replica's mean of every counter per episode (`None` where no episode finished).
+    pub counters_per_seed: Vec<Option<serde_json::Map<String, serde_json::Value>>>,
 }
 
-/// Each replica's mean learner return over its finished episodes and the across-seed mean and
-/// 95% interval.
+/// Each replica's mean learner return and counters over its finished episodes and the
+/// across-seed mean and 95% interval of the return.
 pub(crate) fn seed_returns(
     counter_names: &[String],
     per_replica: &[Vec<EpisodeSummary>],
     learners: usize,
 ) -> SeedReturns {
-    let per_seed: Vec<Option<f64>> = per_replica
+    let summaries: Vec<_> = per_replica
         .iter()
         .map(|eps| {
             let m = summarize(counter_names, &learners_only(eps, learners));
-            (!eps.is_empty()).then(|| mean_over_agents(&m.mean_return))
+            (!eps.is_empty()).then_some(m)
         })
+        .collect();
+    let per_seed: Vec<Option<f64>> = summaries
+        .iter()
+        .map(|m| m.as_ref().map(|m| mean_over_agents(&m.mean_return)))
+        .collect();
+    let counters_per_seed = summaries
+        .iter()
+        .map(|m| m.as_ref().map(|m| counters_json(&m.counters)))
         .collect();
     let done: Vec<f64> = per_seed.iter().flatten().copied().collect();
     let (mean, ci) = mean_ci(&done);
@@ -98,7 +108,16 @@ pub(crate) fn seed_returns(
         per_seed,
         mean: (!done.is_empty()).then_some(mean),
         ci95: (done.len() > 1).then_some(ci),
+        counters_per_seed,
     }
+}
+
+/// Counters as a JSON object, name to mean per episode.
+fn counters_json(counters: &[(String, f64)]) -> serde_json::Map<String, serde_json::Value> {
+    counters
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+        .collect()
 }
 
 /// One update's line of `metrics.jsonl` and the mean learner return of its finished episodes
@@ -129,6 +148,7 @@ pub(crate) fn metrics_line(
         "seeds_return_per_seed": seeds.per_seed,
         "seeds_return_mean": seeds.mean,
         "seeds_return_ci95": seeds.ci95,
+        "seeds_counters_per_seed": seeds.counters_per_seed,
         "return_per_agent": m.mean_return,
         "collective_return": m.collective_return,
         "equality": m.equality,
@@ -136,7 +156,7 @@ pub(crate) fn metrics_line(
         "opponent_log_loss": opponents.map(|o| o.log_loss.clone()),
         "opponent_uniform_log_loss": opponents.map(|o| o.uniform_log_loss),
         "opponent_train_loss": opponents.map(|o| o.train_loss),
-        "counters": m.counters.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "counters": counters_json(&m.counters),
     });
     (line, mean_return)
 }

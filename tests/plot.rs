@@ -1,0 +1,54 @@
+//! The learning-curve PNG of a tiny two-seed run: written, decodable, of the documented size,
+//! from metrics lines that carry each seed's counters.
+
+use std::path::PathBuf;
+
+use gridarena::critic::Device;
+use gridarena::train::config::RunConfig;
+use gridarena::train::plot::{PLOT_SIZE, plot_run};
+use gridarena::train::{TrainOptions, train};
+
+#[test]
+fn a_two_seed_run_plots_a_png_of_the_expected_size_with_each_seeds_counters() {
+    let run: PathBuf =
+        std::env::temp_dir().join(format!("gridarena-plot-two-seeds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from("tests/data/chase.ron")),
+        device: Device::Cpu,
+        seeds: 2,
+        arenas: 16,
+        rollout: 8,
+        epochs: 1,
+        minibatches: 2,
+        hidden: 16,
+        layers: 1,
+        total_steps: 16 * 8 * 12,
+        checkpoint_every: 100,
+        ..RunConfig::default()
+    };
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+
+    // Every line carries both seeds' counters (null where a seed finished no episode).
+    let text = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    let mut with_counters = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let per_seed = v["seeds_counters_per_seed"].as_array().unwrap();
+        assert_eq!(per_seed.len(), 2, "{line}");
+        with_counters += per_seed.iter().filter(|c| c["catches"].is_number()).count();
+    }
+    assert!(with_counters > 0, "no seed finished an episode");
+
+    let png = plot_run(&run).unwrap();
+    assert_eq!(png, run.join("learning_curve.png"));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let reader = decoder.read_info().unwrap();
+    let info = reader.info();
+    assert_eq!((info.width, info.height), PLOT_SIZE);
+    if std::env::var_os("GRIDARENA_KEEP_PLOT").is_none() {
+        let _ = std::fs::remove_dir_all(&run);
+    } else {
+        eprintln!("kept {}", png.display());
+    }
+}
