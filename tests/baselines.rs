@@ -124,9 +124,18 @@ fn matrix_games_get_one_heuristic_per_pure_action() {
 }
 
 #[test]
-fn chemistry_has_no_heuristic_until_its_module_lands() {
-    // chemistry: src/policy/heuristic/chemistry.rs (merged separately); this test goes with it.
-    assert!(heuristics_for(&load("chemistry_two_cycles"), SEED, 4).is_empty());
+fn the_chemistry_heuristic_earns_more_than_random() {
+    // Measured (24 episodes, the library's unit test): 0.708 vs random's 0.312 per player; the
+    // eval figure over 100 episodes is 0.80 vs 0.38 (docs/chemistry.md).
+    let (random, h) = only("chemistry_two_cycles", 24);
+    assert!(
+        h.mean_return > 1.5 * random.mean_return && h.mean_return > random.mean_return + h.ci95,
+        "return {} ± {} vs random {} ± {}",
+        h.mean_return,
+        h.ci95,
+        random.mean_return,
+        random.ci95
+    );
 }
 
 /// A short PQN run on `name`, evaluated over `episodes` episodes on the CPU.

@@ -7,9 +7,6 @@
 
 mod heuristic;
 mod random;
-mod heuristic {
-    pub(crate) mod chemistry;
-}
 
 pub use heuristic::heuristics_for;
 pub use random::RandomPolicy;

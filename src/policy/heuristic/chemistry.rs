@@ -39,6 +39,9 @@ pub(crate) struct ChemistryHeuristic {
     food: [bool; 256],
 }
 
+/// The name `eval` shows.
+pub(crate) const NAME: &str = "fetch food";
+
 /// The chemistry heuristic for `arenas` arenas of `loaded`, its ties and turns drawn from one
 /// stream per arena keyed by (seed, arena, Policy).
 pub(crate) fn policy(loaded: &LoadedScenario, seed: u64, arenas: usize) -> Box<dyn Policy> {

@@ -5,6 +5,7 @@
 //! stream per arena, as [`RandomPolicy`](super::RandomPolicy) does: a heuristic is deterministic
 //! given its seed.
 
+mod chemistry;
 mod coin;
 mod gift;
 mod goal;
@@ -53,7 +54,10 @@ pub fn heuristics_for(
                 (matrix::name(p, a), Box::new(policy) as Box<dyn Policy>)
             })
             .collect(),
-        // chemistry: src/policy/heuristic/chemistry.rs (merged separately)
+        (Substrate::Chemistry(_), ActionSet::Chemistry8) => vec![(
+            chemistry::NAME.to_string(),
+            chemistry::policy(loaded, seed, arenas),
+        )],
         _ => Vec::new(),
     }
 }
