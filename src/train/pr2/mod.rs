@@ -43,16 +43,23 @@ use crate::train::tensors::Column;
 // ------------------------------------------------------------------------------------------
 
 /// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`
-/// `[C, T, N]` actions, `rewards` `[C, T, N]`, `dones` `[C, T]`.
+/// `[C, T, N]` actions, `rewards` `[C, T, N]`, `terminated` and `truncated` `[C, T]`, and
+/// `finals` `[C, K, N, D]`: the final observations of the sequence's truncated episodes in
+/// order (K = `ceil(T / max_steps)`, the most truncations a sequence can hold), which their
+/// last steps bootstrap from (the observation after a truncation is the reset's).
 struct SequenceReplay {
     ring: Ring,
     steps: usize,
     learners: usize,
     width: usize,
+    /// K: final observations per sequence.
+    finals_per: usize,
     obs: Vec<u8>,
     actions: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
+    truncated: Vec<f32>,
+    finals: Vec<u8>,
     /// Actions per learner (the bound of `actions`, checked on restore).
     action_count: u32,
 }
@@ -67,7 +74,9 @@ impl ReplayColumns for SequenceReplay {
             ("obs", Column::U8(&mut self.obs)),
             ("actions", Column::U32(&mut self.actions, self.action_count)),
             ("rewards", Column::F32(&mut self.rewards)),
-            ("dones", Column::F32(&mut self.dones)),
+            ("terminated", Column::F32(&mut self.terminated)),
+            ("truncated", Column::F32(&mut self.truncated)),
+            ("finals", Column::U8(&mut self.finals)),
         ]
     }
 
@@ -78,10 +87,10 @@ impl ReplayColumns for SequenceReplay {
 
 impl SequenceReplay {
     /// An empty replay of `capacity` sequences of `steps` steps of `learners` rows of `width`
-    /// bytes, actions below `actions`.
+    /// bytes with `finals_per` final observations each, actions below `actions`.
     fn new(
         capacity: usize,
-        (steps, learners): (usize, usize),
+        (steps, learners, finals_per): (usize, usize, usize),
         width: usize,
         actions: usize,
     ) -> SequenceReplay {
@@ -90,11 +99,14 @@ impl SequenceReplay {
             steps,
             learners,
             width,
+            finals_per,
             action_count: actions as u32,
             obs: vec![0; capacity * (steps + 1) * learners * width],
             actions: vec![0; capacity * steps * learners],
             rewards: vec![0.0; capacity * steps * learners],
-            dones: vec![0.0; capacity * steps],
+            terminated: vec![0.0; capacity * steps],
+            truncated: vec![0.0; capacity * steps],
+            finals: vec![0; capacity * finals_per * learners * width],
         }
     }
 
@@ -113,20 +125,46 @@ impl SequenceReplay {
             let dst = (c * t_max + t) * n;
             self.actions[dst..dst + n].copy_from_slice(&roll.actions[src..src + n]);
             self.rewards[dst..dst + n].copy_from_slice(&roll.rewards[src..src + n]);
-            self.dones[c * t_max + t] = roll.dones[t * arenas + b];
+            self.terminated[c * t_max + t] = roll.terminated[t * arenas + b];
+            self.truncated[c * t_max + t] = roll.truncated[t * arenas + b];
         }
+        let per = self.finals_per * n * d;
+        self.finals[c * per..(c + 1) * per].copy_from_slice(&roll.finals[b * per..(b + 1) * per]);
         self.ring.advance()
     }
 }
 
 /// One rollout of every arena: `obs` `[T+1, B, N, D]`, `actions`/`rewards` `[T, B, N]`,
-/// `dones` `[T, B]`.
+/// `terminated`/`truncated` `[T, B]`, `finals` `[B, K, N, D]` with `kept` `[B]` of them
+/// written this rollout.
 struct Rollout {
     arenas: usize,
     obs: Vec<u8>,
     actions: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
+    truncated: Vec<f32>,
+    finals: Vec<u8>,
+    kept: Vec<usize>,
+}
+
+impl Rollout {
+    /// Records step `t`'s episode ends from `buf`, keeping each truncated arena's final
+    /// observation (`[N, D]` bytes) in its next free slot of `finals`.
+    fn record_ends(&mut self, t: usize, buf: &crate::components::StepBuffers, nd: usize) {
+        let (b, per) = (self.arenas, self.finals.len() / self.arenas.max(1));
+        for arena in 0..b {
+            let truncated = buf.truncated[arena] != 0;
+            self.terminated[t * b + arena] = f32::from(buf.terminated[arena] != 0);
+            self.truncated[t * b + arena] = f32::from(truncated);
+            let at = arena * per + self.kept[arena] * nd;
+            if truncated && at + nd <= (arena + 1) * per {
+                let src = &buf.final_obs[arena * nd..(arena + 1) * nd];
+                self.finals[at..at + nd].copy_from_slice(src);
+                self.kept[arena] += 1;
+            }
+        }
+    }
 }
 
 /// The row buffers of one learner step, reused.
@@ -137,7 +175,9 @@ struct StepBuffers {
     own: Vec<u32>,
     others: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
+    /// The row each row's target bootstraps from: the next step's, or a final observation's.
+    boot: Vec<usize>,
     train: Vec<bool>,
     targets: Vec<f32>,
     d_out: Vec<f32>,
@@ -231,7 +271,7 @@ impl Pr2Iql {
             (cfg.buffer_batch_size * cfg.rollout) as u64,
         );
         let core = ReplayCore::new(cfg, insert, sample)?;
-        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+        let batch = cfg.training_batch(loaded, cfg.seed)?;
         let critic = Critic::new(spec, cfg.seed, device)?;
         let models = if cfg.opponent_models {
             Some(ConditionalModels::new(
@@ -241,6 +281,7 @@ impl Pr2Iql {
             None
         };
         let (t, b, d) = (cfg.rollout, cfg.arenas, spec.input);
+        let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
         let mut pr2 = Pr2Iql {
             batch,
             critic,
@@ -250,13 +291,21 @@ impl Pr2Iql {
             learners,
             actions,
             core,
-            replay: SequenceReplay::new(replay_sequences(cfg), (t, learners), d, actions),
+            replay: SequenceReplay::new(
+                replay_sequences(cfg),
+                (t, learners, finals_per),
+                d,
+                actions,
+            ),
             rollout: Rollout {
                 arenas: b,
                 obs: vec![0; (t + 1) * b * learners * d],
                 actions: vec![0; t * b * learners],
                 rewards: vec![0.0; t * b * learners],
-                dones: vec![0.0; t * b],
+                terminated: vec![0.0; t * b],
+                truncated: vec![0.0; t * b],
+                finals: vec![0; b * finals_per * learners * d],
+                kept: vec![0; b],
             },
             step: StepBuffers::default(),
             scratch: Scratch::default(),
@@ -366,7 +415,8 @@ impl Pr2Iql {
     // Targets and update (one learner step)
     // --------------------------------------------------------------------------------------
 
-    /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
+    /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1+K, N]` (the K
+    /// final observations after each sequence's steps, scored but not trained on).
     fn gather(&mut self, sequences: &[usize]) {
         let (t_max, n, d, o) = (
             self.cfg.rollout,
@@ -381,13 +431,18 @@ impl Pr2Iql {
         s.own.clear();
         s.others.clear();
         s.rewards.clear();
-        s.dones.clear();
+        s.terminated.clear();
+        s.boot.clear();
         s.train.clear();
+        let k_max = rp.finals_per;
         for &c in sequences {
+            let base = s.nets.len();
             let seq_obs = (c * (t_max + 1) * n) * d..((c + 1) * (t_max + 1) * n) * d;
             s.input.extend_from_slice(&rp.obs[seq_obs]);
+            let mut finals_seen = 0;
             for t in 0..=t_max {
                 let last = t == t_max;
+                let truncated = !last && rp.truncated[c * t_max + t] != 0.0;
                 for i in 0..n {
                     s.nets.push(i as u32);
                     s.train.push(!last);
@@ -395,7 +450,8 @@ impl Pr2Iql {
                         s.own.push(0);
                         s.others.extend(std::iter::repeat_n(0, o));
                         s.rewards.push(0.0);
-                        s.dones.push(1.0);
+                        s.terminated.push(1.0);
+                        s.boot.push(0);
                         continue;
                     }
                     let at = (c * t_max + t) * n;
@@ -403,7 +459,28 @@ impl Pr2Iql {
                     s.others
                         .extend((0..n).filter(|&j| j != i).map(|j| rp.actions[at + j]));
                     s.rewards.push(rp.rewards[at + i]);
-                    s.dones.push(rp.dones[c * t_max + t]);
+                    s.terminated.push(rp.terminated[c * t_max + t]);
+                    let next_step = if truncated {
+                        t_max + 1 + finals_seen.min(k_max.saturating_sub(1))
+                    } else {
+                        t + 1
+                    };
+                    s.boot.push(base + next_step * n + i);
+                }
+                finals_seen += usize::from(truncated);
+            }
+            let per = k_max * n * d;
+            s.input
+                .extend_from_slice(&rp.finals[c * per..(c + 1) * per]);
+            for _ in 0..k_max {
+                for i in 0..n {
+                    s.nets.push(i as u32);
+                    s.train.push(false);
+                    s.own.push(0);
+                    s.others.extend(std::iter::repeat_n(0, o));
+                    s.rewards.push(0.0);
+                    s.terminated.push(1.0);
+                    s.boot.push(0);
                 }
             }
         }
@@ -434,7 +511,8 @@ impl Pr2Iql {
         let rows = self.step.nets.len();
         let pass = pass_rows(&self.cfg, n);
 
-        // Targets: V(s_{t+1}) = max_a E_rho[Q_target(s_{t+1}, a, .)] of row r + N.
+        // Targets: V(s') = max_a E_rho[Q_target(s', a, .)] of row `boot[r]`: s_{t+1}, or the
+        // final observation where step t truncated; a termination does not bootstrap.
         let input = std::mem::take(&mut self.step.input);
         let nets = std::mem::take(&mut self.step.nets);
         let mut values = std::mem::take(&mut self.step.values);
@@ -456,9 +534,9 @@ impl Pr2Iql {
             if !s.train[r] {
                 return 0.0;
             }
-            let next = &values[(r + n) * a..(r + n + 1) * a];
+            let next = &values[s.boot[r] * a..(s.boot[r] + 1) * a];
             let best = max_value(next);
-            s.rewards[r] + gamma * (1.0 - s.dones[r]) * best
+            s.rewards[r] + gamma * (1.0 - s.terminated[r]) * best
         }));
         self.step.values = values;
 
@@ -552,6 +630,7 @@ impl Pr2Iql {
         let threshold = crate::rng::threshold(epsilon as f64);
         let (n, a, b) = (self.learners, self.actions, self.cfg.arenas);
         let per_step = b * n * self.spec.input;
+        self.rollout.kept.fill(0);
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
             let values = self.acting_values()?;
@@ -571,10 +650,7 @@ impl Pr2Iql {
             self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
             let buf = self.batch.buffers();
             self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
-            for arena in 0..b {
-                self.rollout.dones[t * b + arena] =
-                    f32::from(buf.terminated[arena] != 0 || buf.truncated[arena] != 0);
-            }
+            self.rollout.record_ends(t, buf, n * self.spec.input);
         }
         let t_learn = std::time::Instant::now();
         let last = self.cfg.rollout * per_step;
