@@ -147,13 +147,18 @@ fn pqn_losses(desync: bool, updates: usize) -> Vec<f32> {
     (0..updates).map(|_| pqn.update().unwrap().loss).collect()
 }
 
+/// Measured (debug build, this config, the old bootstrap patched back in for the comparison):
+/// the largest loss after update 24 over their median is 2.6 with both fixes. From update 12:
+/// 3.2 with both, 2.4 with lockstep episodes and the bootstrap, 2.2 (but a 3.5x higher median)
+/// with desynchronised episodes and the old cut at truncations, and 11.6 with both off: the
+/// old lockstep, time-limit-biased run spikes every 4th update (0.02 -> 0.25 by update 90).
 #[test]
 fn pqn_loss_has_no_spikes_at_episode_ends() {
-    let losses = pqn_losses(true, 48);
-    eprintln!("losses: {losses:?}");
+    let losses = pqn_losses(true, 96);
     // Once learning starts (past the exploration decay and the first episodes).
-    let mut later = losses[12..].to_vec();
+    let mut later = losses[24..].to_vec();
     later.sort_by(f32::total_cmp);
     let (median, max) = (later[later.len() / 2], later[later.len() - 1]);
+    eprintln!("max {max} median {median} ratio {}", max / median);
     assert!(max <= 5.0 * median, "max {max} vs median {median}: {losses:?}");
 }
