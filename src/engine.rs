@@ -26,7 +26,8 @@ mod validate;
 ///
 /// The caller writes every learner's action into [`EnvBatch::actions_mut`] (`[B, N]`,
 /// arena-major), calls [`EnvBatch::step`], and reads observations, rewards and episode ends from
-/// [`EnvBatch::buffers`]. Arenas whose episode ended reset themselves during the step.
+/// [`EnvBatch::buffers`]. Arenas whose episode ended reset themselves during the step; the
+/// observation the reset overwrote stays in [`EnvBatch::final_obs`].
 ///
 /// ```
 /// use gridarena::engine::EnvBatch;

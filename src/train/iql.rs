@@ -113,8 +113,8 @@ impl Replay {
 
     /// Adds one environment step of every learner of every arena: input rows `obs` before and
     /// `next` after (the successor rows of [`successor_input`]), the actions `taken`, rewards
-    /// and terminations from `b`, each row's network; with
-    /// `opponents`, each row's slot and the others' actions too. Returns the rows evicted.
+    /// and terminations from `b`, each row's network; with `opponents`, each row's slot and
+    /// the others' actions too. Returns the rows evicted.
     fn insert_step(
         &mut self,
         (obs, next): (&[u8], &[u8]),
