@@ -166,6 +166,11 @@ pub struct StepBuffers {
     pub terminated: Vec<u8>,
     /// `[B]` 1 when the last step hit `max_steps`; written by `check_episode_end`.
     pub truncated: Vec<u8>,
+    /// `[B, N, O]` the observation of the step that ended each arena's episode, before the
+    /// auto-reset overwrote `obs` (what a truncated episode bootstraps from); written by
+    /// `keep_final_observations` for the arenas whose `terminated` or `truncated` is set, stale
+    /// elsewhere.
+    pub final_obs: Vec<u8>,
 }
 
 /// When set, the next run of the reset schedule respawns every arena.

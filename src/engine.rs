@@ -3,9 +3,10 @@
 use bevy_ecs::prelude::*;
 
 use bevy_ecs::system::RunSystemOnce;
+use rand_core::Rng;
 
 use crate::components::{
-    AgentId, Alive, AppliedAction, ArenaId, BatchSize, Carry, Cells, Cooldown, Counters,
+    AgentId, Alive, AppliedAction, ArenaId, ArenaRng, BatchSize, Carry, Cells, Cooldown, Counters,
     EpisodeClock, EpisodeReturn, Facing, GridPos, OpponentModel, ResetAll, RulesEnded, SpawnDeck,
     StepBuffers, StepReward,
 };
@@ -25,7 +26,8 @@ mod validate;
 ///
 /// The caller writes every learner's action into [`EnvBatch::actions_mut`] (`[B, N]`,
 /// arena-major), calls [`EnvBatch::step`], and reads observations, rewards and episode ends from
-/// [`EnvBatch::buffers`]. Arenas whose episode ended reset themselves during the step.
+/// [`EnvBatch::buffers`]. Arenas whose episode ended reset themselves during the step; the
+/// observation the reset overwrote stays in [`EnvBatch::final_obs`].
 ///
 /// ```
 /// use gridarena::engine::EnvBatch;
@@ -107,6 +109,7 @@ impl EnvBatch {
         }));
         world.insert_resource(StepBuffers {
             obs: vec![0; arenas * n * layout.obs_len],
+            final_obs: vec![0; arenas * n * layout.obs_len],
             actions: vec![layout.idle_action; arenas * n],
             rewards: vec![0.0; arenas * n],
             terminated: vec![0; arenas],
@@ -170,6 +173,23 @@ impl EnvBatch {
     /// The dense step buffers.
     pub fn buffers(&self) -> &StepBuffers {
         self.world.resource::<StepBuffers>()
+    }
+
+    /// `[B, N, O]` each arena's observation of the step that ended its last episode, before the
+    /// auto-reset (valid for the arenas whose `terminated` or `truncated` is set after a step).
+    pub fn final_obs(&self) -> &[u8] {
+        &self.buffers().final_obs
+    }
+
+    /// Desynchronises the arenas' episodes: each arena's clock jumps to an offset drawn
+    /// uniformly in `[0, max_steps)` from its own spawn stream, so the first episodes end at
+    /// spread-out steps. Training calls it once on fresh arenas (`desync_episodes`).
+    pub fn desync_clocks(&mut self) {
+        let max_steps = self.layout().max_steps.max(1);
+        let mut q = self.world.query::<(&mut ArenaRng, &mut EpisodeClock)>();
+        for (mut rng, mut clock) in q.iter_mut(&mut self.world) {
+            clock.t = crate::rng::below(rng.spawn.next_u32(), max_steps);
+        }
     }
 
     /// The `[B, N]` action buffer to fill before [`EnvBatch::step`].

@@ -9,8 +9,8 @@ use crate::metrics::EpisodeLog;
 use crate::systems::record::{Recorder, log_episodes, record_reset, record_step};
 use crate::systems::render::{RenderWatch, extract_render};
 use crate::systems::step::{
-    apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance, resolve_interactions,
-    write_observations,
+    apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance,
+    keep_final_observations, resolve_interactions, write_observations,
 };
 
 /// Label of the per-step schedule.
@@ -41,6 +41,8 @@ pub fn step_schedule() -> Schedule {
             // record and log: the terminal state must be seen before it is respawned.
             record_step.run_if(resource_exists::<Recorder>),
             log_episodes.run_if(resource_exists::<EpisodeLog>),
+            // final observations: what truncated episodes bootstrap from, before the reset.
+            keep_final_observations,
             // auto-reset: respawn finished arenas and rewrite their observations.
             auto_reset,
             record_reset.run_if(resource_exists::<Recorder>),

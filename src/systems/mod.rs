@@ -126,6 +126,7 @@ impl Arenas<'_, '_> {
             rewards,
             terminated,
             truncated,
+            final_obs: _,
         } = self.buffers.bypass_change_detection();
         let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
             self.agents.contiguous_iter_mut().expect(ONE_TABLE).next()?;

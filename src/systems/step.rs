@@ -4,7 +4,8 @@
 use bevy_ecs::prelude::*;
 
 use super::Arenas;
-use crate::components::ResetAll;
+use crate::components::{ResetAll, StepBuffers};
+use crate::layout::Layout;
 use crate::substrate;
 
 /// Act + slip: reads the action buffer and the slip/walk streams, writes `AppliedAction`.
@@ -47,6 +48,25 @@ pub fn check_episode_end(mut arenas: Arenas) {
 /// Observe: every learner's observation from the state after this step's rules.
 pub fn write_observations(mut arenas: Arenas) {
     arenas.for_each(substrate::write_observations);
+}
+
+/// Final observations: copies the observation of every arena whose episode ended this step
+/// (from `write_observations`) into `final_obs` before `auto_reset` overwrites it. Serial: a
+/// few arenas end per step, and a copy is cheaper than a parallel dispatch.
+pub fn keep_final_observations(layout: Res<Layout>, mut buffers: ResMut<StepBuffers>) {
+    let StepBuffers {
+        obs,
+        terminated,
+        truncated,
+        final_obs,
+        ..
+    } = buffers.bypass_change_detection();
+    let per = layout.learners * layout.obs_len;
+    for (k, (&term, &trunc)) in terminated.iter().zip(truncated.iter()).enumerate() {
+        if term != 0 || trunc != 0 {
+            final_obs[k * per..(k + 1) * per].copy_from_slice(&obs[k * per..(k + 1) * per]);
+        }
+    }
 }
 
 /// Auto-reset: respawns every arena whose episode ended (all of them when `ResetAll` is set)

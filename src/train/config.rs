@@ -92,6 +92,11 @@ pub struct RunConfig {
     pub max_grad_norm: f32,
     /// RAdam instead of Adam.
     pub radam: bool,
+    /// Start every arena's first episode at a random step count (uniform in `[0, max_steps)`,
+    /// from the arena's own spawn stream) so episode ends, and their bootstrap targets, spread
+    /// over updates instead of arriving in lockstep; `false` starts every arena at step 0.
+    /// Default `true`. Evaluation always uses fresh synchronised arenas.
+    pub desync_episodes: bool,
     /// Hidden width of the Q-networks.
     pub hidden: usize,
     /// Hidden layers of the Q-networks.
@@ -169,6 +174,7 @@ impl Default for RunConfig {
             eps_fraction: 0.1,
             max_grad_norm: 10.0,
             radam: true,
+            desync_episodes: true,
             hidden: 128,
             layers: 2,
             shared: false,
@@ -253,6 +259,20 @@ pub enum ConfigError {
 }
 
 impl RunConfig {
+    /// The arenas a training run starts with: `arenas` fresh arenas seeded with `seed`, their
+    /// clocks spread out when `desync_episodes` is on.
+    pub(crate) fn training_batch(
+        &self,
+        loaded: &crate::scenario::LoadedScenario,
+        seed: u64,
+    ) -> Result<crate::engine::EnvBatch, crate::error::EngineError> {
+        let mut batch = crate::engine::EnvBatch::new(loaded, self.arenas, seed)?;
+        if self.desync_episodes {
+            batch.desync_clocks();
+        }
+        Ok(batch)
+    }
+
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
         let file = path.display().to_string();

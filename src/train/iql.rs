@@ -21,7 +21,7 @@ use super::explore::{act_epsilon_greedy, max_value};
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
-use super::replay::{ReplayColumns, ReplayCore, Ring};
+use super::replay::{ReplayColumns, ReplayCore, Ring, successor_input};
 use super::schedule::{epsilon_by_steps, optimiser};
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
@@ -48,7 +48,9 @@ struct Replay {
     next: Vec<u8>,
     action: Vec<u32>,
     reward: Vec<f32>,
-    done: Vec<f32>,
+    /// 1 where the rules ended the episode (no bootstrap); a truncation keeps 0 and its `next`
+    /// is the episode's final observation.
+    terminated: Vec<f32>,
     net: Vec<u32>,
     /// With opponent models: the learner's slot and the others' actions `[C, N-1]`.
     slot: Vec<u32>,
@@ -71,7 +73,7 @@ impl ReplayColumns for Replay {
             ("next", Column::U8(&mut self.next)),
             ("action", Column::U32(&mut self.action, self.actions)),
             ("reward", Column::F32(&mut self.reward)),
-            ("done", Column::F32(&mut self.done)),
+            ("terminated", Column::F32(&mut self.terminated)),
             ("net", Column::U32(&mut self.net, self.nets)),
             ("slot", Column::U32(&mut self.slot, learners)),
             ("others", Column::U32(&mut self.others, self.actions)),
@@ -99,7 +101,7 @@ impl Replay {
             next: vec![0; capacity * width],
             action: vec![0; capacity],
             reward: vec![0.0; capacity],
-            done: vec![0.0; capacity],
+            terminated: vec![0.0; capacity],
             net: vec![0; capacity],
             slot: vec![0; if groups > 0 { capacity } else { 0 }],
             others: vec![0; capacity * groups],
@@ -110,8 +112,9 @@ impl Replay {
     }
 
     /// Adds one environment step of every learner of every arena: input rows `obs` before and
-    /// `next` after, the actions `taken`, rewards and dones from `b`, each row's network; with
-    /// `opponents`, each row's slot and the others' actions too. Returns the rows evicted.
+    /// `next` after (the successor rows of [`successor_input`]), the actions `taken`, rewards
+    /// and terminations from `b`, each row's network; with `opponents`, each row's slot and
+    /// the others' actions too. Returns the rows evicted.
     fn insert_step(
         &mut self,
         (obs, next): (&[u8], &[u8]),
@@ -139,7 +142,7 @@ impl Replay {
             self.next[i * w..(i + 1) * w].copy_from_slice(&next[r * w..(r + 1) * w]);
             self.action[i] = taken[r];
             self.reward[i] = b.rewards[r];
-            self.done[i] = f32::from(b.terminated[r / n] != 0 || b.truncated[r / n] != 0);
+            self.terminated[i] = f32::from(b.terminated[r / n] != 0);
             self.net[i] = nets[r];
             evicted += u64::from(self.ring.advance());
         }
@@ -156,7 +159,7 @@ struct Minibatch {
     nets: Vec<u32>,
     actions: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
     targets: Vec<f32>,
     slots: Vec<u32>,
     others: Vec<u32>,
@@ -171,7 +174,7 @@ impl Minibatch {
         self.nets.clear();
         self.actions.clear();
         self.rewards.clear();
-        self.dones.clear();
+        self.terminated.clear();
         self.slots.clear();
         self.others.clear();
         for k in 0..cfg.batch_size {
@@ -186,7 +189,7 @@ impl Minibatch {
             self.nets.push(replay.net[i]);
             self.actions.push(replay.action[i]);
             self.rewards.push(replay.reward[i]);
-            self.dones.push(replay.done[i]);
+            self.terminated.push(replay.terminated[i]);
             if g > 0 {
                 self.slots.push(replay.slot[i]);
                 self.others
@@ -211,9 +214,8 @@ impl Minibatch {
         let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
-            let best = max_value(row);
-            self.targets
-                .push(self.rewards[k] + cfg.gamma * (1.0 - self.dones[k]) * best);
+            let target = td_target(self.rewards[k], self.terminated[k], max_value(row), cfg.gamma);
+            self.targets.push(target);
         }
         critic.forward(Input::U8(&self.obs), &self.nets)?;
         let loss = Loss::Huber {
@@ -235,6 +237,13 @@ impl Minibatch {
         critic.polyak(cfg.target_tau);
         Ok(value)
     }
+}
+
+/// IQL's one-step target `r + gamma (1 - terminated) max_a Q_target(next, a)`: a truncated
+/// transition keeps `terminated` 0 and its `next` is the final observation (Pardo et al., 2018),
+/// so the time limit bootstraps instead of cutting.
+pub fn td_target(reward: f32, terminated: f32, next_best: f32, gamma: f32) -> f32 {
+    reward + gamma * (1.0 - terminated) * next_best
 }
 
 // ------------------------------------------------------------------------------------------
@@ -268,7 +277,7 @@ impl Iql {
         loaded: &LoadedScenario,
         device: &Chosen,
     ) -> Result<Iql, TrainError> {
-        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+        let batch = cfg.training_batch(loaded, cfg.seed)?;
         let spec = stack_spec(cfg, loaded);
         let critic = Critic::new(spec, cfg.seed, device)?;
         let learners = loaded.scenario.learners_per_arena();
@@ -432,6 +441,7 @@ impl Iql {
                     Err(e) => return finish(Err(e.into())),
                 };
                 let (mut seen, mut sim) = (u64::MAX, 0.0);
+                let mut next = Vec::new();
                 for _ in 0..cfg.rollout {
                     let v = version.load(Ordering::SeqCst);
                     if v != seen {
@@ -457,8 +467,10 @@ impl Iql {
                     // The rows go into the replay before the limiter counts them: counting
                     // first would let the learner sample rows not yet written.
                     let b = batch.buffers();
+                    let o = batch.layout().obs_len;
+                    successor_input(b, (n, o, o), &mut next);
                     let write =
-                        || lock_replay().insert_step((&obs, &b.obs), &taken, b, nets, n, false);
+                        || lock_replay().insert_step((&obs, &next), &taken, b, nets, n, false);
                     if let Err(e) = limiter.insert_with(taken.len() as u64, wait, write) {
                         return finish(Err(TrainError::Config(format!("actor: {e}"))));
                     }
@@ -543,7 +555,9 @@ impl Iql {
             self.batch.step()?;
             self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
             let t_learn = std::time::Instant::now();
-            let next = self.input();
+            let mut next = Vec::new();
+            let dims = (self.learners, self.batch.layout().obs_len, self.spec.input);
+            successor_input(self.batch.buffers(), dims, &mut next);
             let (b, opponents) = (self.batch.buffers(), self.models.is_some());
             let evicted = self.replay.insert_step(
                 (&obs, &next),

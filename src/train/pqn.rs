@@ -1,7 +1,9 @@
 //! PQN (Gallici et al., ICLR 2025): no replay buffer, no target network. Act in B arenas for T
 //! steps with epsilon-greedy actions from the current network, compute lambda-returns from the
-//! Q-values stored while acting, then E epochs of shuffled minibatches of `0.5 (Q(s,a) - G)^2`
-//! with RAdam, per-network gradient clipping and linear learning-rate decay.
+//! Q-values stored while acting (a termination cuts the return; a truncation by the time limit
+//! bootstraps from the value of the episode's final observation, see [`lambda_returns`]), then
+//! E epochs of shuffled minibatches of `0.5 (Q(s,a) - G)^2` with RAdam, per-network gradient
+//! clipping and linear learning-rate decay.
 //!
 //! Multi-agent: every learner of every arena is one row; with independent parameters each
 //! learner slot has its own network in the stack (one dispatch serves all), with `shared` one
@@ -73,7 +75,13 @@ pub struct Pqn {
     obs: Vec<u8>,
     taken: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
+    truncated: Vec<f32>,
+    /// `[T, rows]` max Q of the final observation where the step truncated (0 elsewhere).
+    final_q: Vec<f32>,
+    /// Input rows of the truncated arenas' final observations, gathered to score them.
+    final_input: Vec<u8>,
+    final_nets: Vec<u32>,
     q_max: Vec<f32>,
     returns: Vec<f32>,
     input_row: Vec<u8>,
@@ -154,7 +162,7 @@ impl Pqn {
         }
         let mut batches = Vec::with_capacity(replicas);
         for r in 0..replicas {
-            let mut b = EnvBatch::new(loaded, cfg.arenas, cfg.seed + r as u64)?;
+            let mut b = cfg.training_batch(loaded, cfg.seed + r as u64)?;
             b.start_episode_log(1 << 16);
             batches.push(b);
         }
@@ -195,7 +203,11 @@ impl Pqn {
             obs: vec![0; cfg.rollout * rows * obs_len],
             taken: vec![0; cfg.rollout * rows],
             rewards: vec![0.0; cfg.rollout * rows],
-            dones: vec![0.0; cfg.rollout * rows],
+            terminated: vec![0.0; cfg.rollout * rows],
+            truncated: vec![0.0; cfg.rollout * rows],
+            final_q: vec![0.0; cfg.rollout * rows],
+            final_input: Vec::new(),
+            final_nets: Vec::new(),
             q_max: vec![0.0; (cfg.rollout + 1) * rows],
             returns: vec![0.0; cfg.rollout * rows],
             input_row: vec![0; rows * obs_len],
@@ -307,10 +319,12 @@ impl Pqn {
                 for local in 0..per {
                     let arena = local / n;
                     self.rewards[at + local] = b.rewards[local];
-                    self.dones[at + local] =
-                        f32::from(b.terminated[arena] != 0 || b.truncated[arena] != 0);
+                    self.terminated[at + local] = f32::from(b.terminated[arena] != 0);
+                    self.truncated[at + local] = f32::from(b.truncated[arena] != 0);
+                    self.final_q[at + local] = 0.0;
                 }
             }
+            self.score_final_observations(t, &nets)?;
         }
         let input = self.current_input().to_vec();
         let q = self.critic.forward(Input::U8(&input), &nets)?;
@@ -323,25 +337,61 @@ impl Pqn {
         Ok(())
     }
 
+    /// Scores the final observations of the arenas that truncated at step `t` (their episode
+    /// goes on past the time limit, so its target bootstraps from them): one forward pass over
+    /// just those arenas' rows, maxima into `final_q`.
+    fn score_final_observations(&mut self, t: usize, nets: &[u32]) -> Result<(), TrainError> {
+        let (n, d) = (self.learners, self.obs_len);
+        let per = self.cfg.arenas * n;
+        let rows = self.replicas * per;
+        let o = self.batches[0].layout().obs_len;
+        self.final_input.clear();
+        self.final_nets.clear();
+        for (r, batch) in self.batches.iter().enumerate() {
+            let b = batch.buffers();
+            for arena in (0..self.cfg.arenas).filter(|&k| b.truncated[k] != 0) {
+                let at = self.final_input.len();
+                self.final_input.resize(at + n * d, 0);
+                let src = &b.final_obs[arena * n * o..(arena + 1) * n * o];
+                write_input(src, n, o, d, &mut self.final_input[at..]);
+                let first = r * per + arena * n;
+                self.final_nets.extend_from_slice(&nets[first..first + n]);
+            }
+        }
+        if self.final_nets.is_empty() {
+            return Ok(());
+        }
+        let q = self
+            .critic
+            .forward(Input::U8(&self.final_input), &self.final_nets)?;
+        let mut values = q.chunks_exact(self.actions).map(max_value);
+        for (r, batch) in self.batches.iter().enumerate() {
+            let b = batch.buffers();
+            for arena in (0..self.cfg.arenas).filter(|&k| b.truncated[k] != 0) {
+                let first = t * rows + r * per + arena * n;
+                for slot in &mut self.final_q[first..first + n] {
+                    *slot = values.next().unwrap_or(0.0);
+                }
+            }
+        }
+        Ok(())
+    }
+
     // --------------------------------------------------------------------------------------
     // Targets
     // --------------------------------------------------------------------------------------
 
-    /// Lambda-returns backwards from the stored maxima:
-    /// `G_t = r_t + gamma (1 - d_t) [(1 - lambda) max Q(s_{t+1}) + lambda G_{t+1}]`, G_T = max Q(s_T).
+    /// This rollout's lambda-returns (see [`lambda_returns`]).
     fn lambda_returns(&mut self) {
-        let rows = self.replicas * self.cfg.arenas * self.learners;
-        let (gamma, lambda) = (self.cfg.gamma, self.cfg.lambda);
-        let t_len = self.cfg.rollout;
-        for r in 0..rows {
-            let mut next = self.q_max[t_len * rows + r];
-            for t in (0..t_len).rev() {
-                let i = t * rows + r;
-                let boot = (1.0 - lambda) * self.q_max[i + rows] + lambda * next;
-                next = self.rewards[i] + gamma * (1.0 - self.dones[i]) * boot;
-                self.returns[i] = next;
-            }
-        }
+        let steps = RolloutSteps {
+            rows: self.replicas * self.cfg.arenas * self.learners,
+            rewards: &self.rewards,
+            terminated: &self.terminated,
+            truncated: &self.truncated,
+            q_max: &self.q_max,
+            final_q: &self.final_q,
+        };
+        lambda_returns(&steps, self.cfg.gamma, self.cfg.lambda, &mut self.returns);
     }
 
     // --------------------------------------------------------------------------------------
@@ -478,6 +528,50 @@ impl Pqn {
 }
 
 // ------------------------------------------------------------------------------------------
+// Lambda-returns with time limits
+// ------------------------------------------------------------------------------------------
+
+/// A rollout's columns as the returns read them, `[T, rows]` each (`q_max` `[T + 1, rows]`).
+pub struct RolloutSteps<'a> {
+    /// Rows per step (replicas x arenas x learners).
+    pub rows: usize,
+    /// Rewards `r_t`.
+    pub rewards: &'a [f32],
+    /// 1 where the rules ended the episode at step t (the return stops there).
+    pub terminated: &'a [f32],
+    /// 1 where the time limit ended the episode at step t (it would have gone on).
+    pub truncated: &'a [f32],
+    /// `max_a Q(s_t, a)` of the observation acted on at step t; row T is the observation after
+    /// the rollout.
+    pub q_max: &'a [f32],
+    /// `max_a Q` of the final observation where the step truncated (read only there).
+    pub final_q: &'a [f32],
+}
+
+/// Lambda-returns backwards over a rollout (Pardo et al., 2018, "Time Limits in Reinforcement
+/// Learning": a time limit is not a terminal state). With `B_t` what step t bootstraps from,
+///
+/// `G_t = r_t + gamma (1 - terminated_t) B_t`,
+/// `B_t = final_q_t` where step t truncated (the observation after it is the reset's, from
+/// another episode), else `(1 - lambda) q_max_{t+1} + lambda G_{t+1}`; `G_T = q_max_T`.
+pub fn lambda_returns(s: &RolloutSteps, gamma: f32, lambda: f32, returns: &mut [f32]) {
+    let (rows, t_len) = (s.rows, s.rewards.len() / s.rows.max(1));
+    for r in 0..rows {
+        let mut next = s.q_max[t_len * rows + r];
+        for t in (0..t_len).rev() {
+            let i = t * rows + r;
+            let boot = if s.truncated[i] != 0.0 {
+                s.final_q[i]
+            } else {
+                (1.0 - lambda) * s.q_max[i + rows] + lambda * next
+            };
+            next = s.rewards[i] + gamma * (1.0 - s.terminated[i]) * boot;
+            returns[i] = next;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 // Acting, predictions and checkpoints (the Learner seam)
 // ------------------------------------------------------------------------------------------
 
@@ -590,10 +684,10 @@ pub(crate) fn plan(
     tensors.push(PlanTensor {
         name: "rollout storage".into(),
         shape: format!(
-            "{t} steps x {} rows x ({d} B obs + 24 B)",
+            "{t} steps x {} rows x ({d} B obs + 32 B)",
             fmt(rows_per_step)
         ),
-        bytes: t * rows_per_step * (d + 24) + rows_per_step * 4,
+        bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
         knobs: "lower rollout, arenas or seeds",
     });
     if cfg.opponent_models {

@@ -127,6 +127,29 @@ fn load_replay<R: ReplayColumns>(
 }
 
 // ------------------------------------------------------------------------------------------
+// Successor observations
+// ------------------------------------------------------------------------------------------
+
+/// Writes the network input rows of every learner's successor observation after a step into
+/// `out` (`[B x N, input]`): the arena's `obs`, or its `final_obs` where the episode ended (the
+/// observation after an auto-reset starts another episode and is no successor; a truncated
+/// transition bootstraps from the final one, a terminated one does not bootstrap at all).
+pub fn successor_input(
+    b: &crate::components::StepBuffers,
+    (learners, obs_len, input): (usize, usize, usize),
+    out: &mut Vec<u8>,
+) {
+    let (per_obs, per_in) = (learners * obs_len, learners * input);
+    out.resize(b.terminated.len() * per_in, 0);
+    for (k, chunk) in out.chunks_exact_mut(per_in).enumerate() {
+        let ended = b.terminated[k] != 0 || b.truncated[k] != 0;
+        let src = if ended { &b.final_obs } else { &b.obs };
+        let src = &src[k * per_obs..(k + 1) * per_obs];
+        super::qnet::write_input(src, learners, obs_len, input, chunk);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 // Rate limiter
 // ------------------------------------------------------------------------------------------
 
@@ -322,6 +345,25 @@ fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three arenas of one learner: the first terminated, the second truncated, the third goes
+    /// on. The first two take their successor from `final_obs` (not the reset's `obs`), the
+    /// third from `obs`; with a shared network each row gets its one-hot slot after it.
+    #[test]
+    fn successors_are_final_observations_where_episodes_ended() {
+        let b = crate::components::StepBuffers {
+            obs: vec![10, 11, 20, 21, 30, 31],
+            final_obs: vec![1, 2, 3, 4, 5, 6],
+            terminated: vec![1, 0, 0],
+            truncated: vec![0, 1, 0],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        successor_input(&b, (1, 2, 2), &mut out);
+        assert_eq!(out, [1, 2, 3, 4, 30, 31]);
+        successor_input(&b, (1, 2, 3), &mut out);
+        assert_eq!(out, [1, 2, 1, 3, 4, 1, 30, 31, 1]);
+    }
 
     /// The reported deadlock's settings (SPI 128, batch 256, error buffer 0.1, min_replay
     /// 2,000, 2,048 rows per insert) are refused with an error buffer the run then accepts.

@@ -121,6 +121,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         eps_fraction,
         max_grad_norm,
         radam,
+        desync_episodes,
         hidden,
         layers,
         shared,

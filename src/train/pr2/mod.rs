@@ -8,13 +8,17 @@
 //! `E_rho[Q_i(s, a_i, .)]`, store each arena's rollout as one sequence, insert into the rate
 //! limiter (counted in arena-steps), then run exactly the learner steps it allows. A learner
 //! step samples `buffer_batch_size` sequences (the newest always among them when `cer > 0`),
-//! computes targets `r + gamma (1 - d) max_{a_i} E_rho[Q_target(s', a_i, .)]` once, and takes
-//! `epochs` Huber steps on all `rollout x sequences x learners` rows, then a Polyak update.
+//! computes targets `r + gamma (1 - terminated) max_{a_i} E_rho[Q_target(s', a_i, .)]` once
+//! (s' the final observation where the step truncated), and takes `epochs` Huber steps on all
+//! `rollout x sequences x learners` rows, then a Polyak update.
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
 
+mod sequences;
 mod sizing;
+
+use sequences::{Rollout, SequenceReplay};
 
 pub use sizing::{batch_rows, head, pass_rows, replay_sequences, stack_spec};
 pub(crate) use sizing::{gpu as gpu_sizing, plan};
@@ -33,101 +37,9 @@ use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{
     ConditionalModels, OpponentNetworks, OpponentScores, ScoreMean, set_models_params,
 };
-use crate::train::replay::{ReplayColumns, ReplayCore, Ring};
+use crate::train::replay::ReplayCore;
 use crate::train::schedule::{epsilon_by_steps, optimiser};
 use crate::train::stats::UpdateStats;
-use crate::train::tensors::Column;
-
-// ------------------------------------------------------------------------------------------
-// Replay
-// ------------------------------------------------------------------------------------------
-
-/// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`
-/// `[C, T, N]` actions, `rewards` `[C, T, N]`, `dones` `[C, T]`.
-struct SequenceReplay {
-    ring: Ring,
-    steps: usize,
-    learners: usize,
-    width: usize,
-    obs: Vec<u8>,
-    actions: Vec<u32>,
-    rewards: Vec<f32>,
-    dones: Vec<f32>,
-    /// Actions per learner (the bound of `actions`, checked on restore).
-    action_count: u32,
-}
-
-impl ReplayColumns for SequenceReplay {
-    fn ring(&mut self) -> &mut Ring {
-        &mut self.ring
-    }
-
-    fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        vec![
-            ("obs", Column::U8(&mut self.obs)),
-            ("actions", Column::U32(&mut self.actions, self.action_count)),
-            ("rewards", Column::F32(&mut self.rewards)),
-            ("dones", Column::F32(&mut self.dones)),
-        ]
-    }
-
-    fn items_per_entry(&self) -> u64 {
-        self.steps as u64
-    }
-}
-
-impl SequenceReplay {
-    /// An empty replay of `capacity` sequences of `steps` steps of `learners` rows of `width`
-    /// bytes, actions below `actions`.
-    fn new(
-        capacity: usize,
-        (steps, learners): (usize, usize),
-        width: usize,
-        actions: usize,
-    ) -> SequenceReplay {
-        SequenceReplay {
-            ring: Ring::new(capacity),
-            steps,
-            learners,
-            width,
-            action_count: actions as u32,
-            obs: vec![0; capacity * (steps + 1) * learners * width],
-            actions: vec![0; capacity * steps * learners],
-            rewards: vec![0.0; capacity * steps * learners],
-            dones: vec![0.0; capacity * steps],
-        }
-    }
-
-    /// Copies arena `b`'s sequence out of a rollout laid out `[T(+1), B, N, ...]`; returns
-    /// whether the oldest sequence was evicted.
-    fn push(&mut self, roll: &Rollout, b: usize) -> bool {
-        let (t_max, n, d, arenas) = (self.steps, self.learners, self.width, roll.arenas);
-        let c = self.ring.head();
-        for t in 0..=t_max {
-            let src = ((t * arenas + b) * n) * d;
-            let dst = ((c * (t_max + 1) + t) * n) * d;
-            self.obs[dst..dst + n * d].copy_from_slice(&roll.obs[src..src + n * d]);
-        }
-        for t in 0..t_max {
-            let src = (t * arenas + b) * n;
-            let dst = (c * t_max + t) * n;
-            self.actions[dst..dst + n].copy_from_slice(&roll.actions[src..src + n]);
-            self.rewards[dst..dst + n].copy_from_slice(&roll.rewards[src..src + n]);
-            self.dones[c * t_max + t] = roll.dones[t * arenas + b];
-        }
-        self.ring.advance()
-    }
-}
-
-/// One rollout of every arena: `obs` `[T+1, B, N, D]`, `actions`/`rewards` `[T, B, N]`,
-/// `dones` `[T, B]`.
-struct Rollout {
-    arenas: usize,
-    obs: Vec<u8>,
-    actions: Vec<u32>,
-    rewards: Vec<f32>,
-    dones: Vec<f32>,
-}
 
 /// The row buffers of one learner step, reused.
 #[derive(Default)]
@@ -137,7 +49,9 @@ struct StepBuffers {
     own: Vec<u32>,
     others: Vec<u32>,
     rewards: Vec<f32>,
-    dones: Vec<f32>,
+    terminated: Vec<f32>,
+    /// The row each row's target bootstraps from: the next step's, or a final observation's.
+    boot: Vec<usize>,
     train: Vec<bool>,
     targets: Vec<f32>,
     d_out: Vec<f32>,
@@ -231,7 +145,7 @@ impl Pr2Iql {
             (cfg.buffer_batch_size * cfg.rollout) as u64,
         );
         let core = ReplayCore::new(cfg, insert, sample)?;
-        let batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+        let batch = cfg.training_batch(loaded, cfg.seed)?;
         let critic = Critic::new(spec, cfg.seed, device)?;
         let models = if cfg.opponent_models {
             Some(ConditionalModels::new(
@@ -241,6 +155,7 @@ impl Pr2Iql {
             None
         };
         let (t, b, d) = (cfg.rollout, cfg.arenas, spec.input);
+        let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
         let mut pr2 = Pr2Iql {
             batch,
             critic,
@@ -250,13 +165,21 @@ impl Pr2Iql {
             learners,
             actions,
             core,
-            replay: SequenceReplay::new(replay_sequences(cfg), (t, learners), d, actions),
+            replay: SequenceReplay::new(
+                replay_sequences(cfg),
+                (t, learners, finals_per),
+                d,
+                actions,
+            ),
             rollout: Rollout {
                 arenas: b,
                 obs: vec![0; (t + 1) * b * learners * d],
                 actions: vec![0; t * b * learners],
                 rewards: vec![0.0; t * b * learners],
-                dones: vec![0.0; t * b],
+                terminated: vec![0.0; t * b],
+                truncated: vec![0.0; t * b],
+                finals: vec![0; b * finals_per * learners * d],
+                kept: vec![0; b],
             },
             step: StepBuffers::default(),
             scratch: Scratch::default(),
@@ -366,7 +289,8 @@ impl Pr2Iql {
     // Targets and update (one learner step)
     // --------------------------------------------------------------------------------------
 
-    /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1, N]`.
+    /// Fills the step buffers from `sequences` of the replay: rows `[S, T+1+K, N]` (the K
+    /// final observations after each sequence's steps, scored but not trained on).
     fn gather(&mut self, sequences: &[usize]) {
         let (t_max, n, d, o) = (
             self.cfg.rollout,
@@ -381,13 +305,18 @@ impl Pr2Iql {
         s.own.clear();
         s.others.clear();
         s.rewards.clear();
-        s.dones.clear();
+        s.terminated.clear();
+        s.boot.clear();
         s.train.clear();
+        let k_max = rp.finals_per;
         for &c in sequences {
+            let base = s.nets.len();
             let seq_obs = (c * (t_max + 1) * n) * d..((c + 1) * (t_max + 1) * n) * d;
             s.input.extend_from_slice(&rp.obs[seq_obs]);
+            let mut finals_seen = 0;
             for t in 0..=t_max {
                 let last = t == t_max;
+                let truncated = !last && rp.truncated[c * t_max + t] != 0.0;
                 for i in 0..n {
                     s.nets.push(i as u32);
                     s.train.push(!last);
@@ -395,7 +324,8 @@ impl Pr2Iql {
                         s.own.push(0);
                         s.others.extend(std::iter::repeat_n(0, o));
                         s.rewards.push(0.0);
-                        s.dones.push(1.0);
+                        s.terminated.push(1.0);
+                        s.boot.push(0);
                         continue;
                     }
                     let at = (c * t_max + t) * n;
@@ -403,7 +333,28 @@ impl Pr2Iql {
                     s.others
                         .extend((0..n).filter(|&j| j != i).map(|j| rp.actions[at + j]));
                     s.rewards.push(rp.rewards[at + i]);
-                    s.dones.push(rp.dones[c * t_max + t]);
+                    s.terminated.push(rp.terminated[c * t_max + t]);
+                    let next_step = if truncated {
+                        t_max + 1 + finals_seen.min(k_max.saturating_sub(1))
+                    } else {
+                        t + 1
+                    };
+                    s.boot.push(base + next_step * n + i);
+                }
+                finals_seen += usize::from(truncated);
+            }
+            let per = k_max * n * d;
+            s.input
+                .extend_from_slice(&rp.finals[c * per..(c + 1) * per]);
+            for _ in 0..k_max {
+                for i in 0..n {
+                    s.nets.push(i as u32);
+                    s.train.push(false);
+                    s.own.push(0);
+                    s.others.extend(std::iter::repeat_n(0, o));
+                    s.rewards.push(0.0);
+                    s.terminated.push(1.0);
+                    s.boot.push(0);
                 }
             }
         }
@@ -434,7 +385,8 @@ impl Pr2Iql {
         let rows = self.step.nets.len();
         let pass = pass_rows(&self.cfg, n);
 
-        // Targets: V(s_{t+1}) = max_a E_rho[Q_target(s_{t+1}, a, .)] of row r + N.
+        // Targets: V(s') = max_a E_rho[Q_target(s', a, .)] of row `boot[r]`: s_{t+1}, or the
+        // final observation where step t truncated; a termination does not bootstrap.
         let input = std::mem::take(&mut self.step.input);
         let nets = std::mem::take(&mut self.step.nets);
         let mut values = std::mem::take(&mut self.step.values);
@@ -456,9 +408,9 @@ impl Pr2Iql {
             if !s.train[r] {
                 return 0.0;
             }
-            let next = &values[(r + n) * a..(r + n + 1) * a];
+            let next = &values[s.boot[r] * a..(s.boot[r] + 1) * a];
             let best = max_value(next);
-            s.rewards[r] + gamma * (1.0 - s.dones[r]) * best
+            s.rewards[r] + gamma * (1.0 - s.terminated[r]) * best
         }));
         self.step.values = values;
 
@@ -552,6 +504,7 @@ impl Pr2Iql {
         let threshold = crate::rng::threshold(epsilon as f64);
         let (n, a, b) = (self.learners, self.actions, self.cfg.arenas);
         let per_step = b * n * self.spec.input;
+        self.rollout.kept.fill(0);
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
             let values = self.acting_values()?;
@@ -571,10 +524,7 @@ impl Pr2Iql {
             self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
             let buf = self.batch.buffers();
             self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
-            for arena in 0..b {
-                self.rollout.dones[t * b + arena] =
-                    f32::from(buf.terminated[arena] != 0 || buf.truncated[arena] != 0);
-            }
+            self.rollout.record_ends(t, buf, n * self.spec.input);
         }
         let t_learn = std::time::Instant::now();
         let last = self.cfg.rollout * per_step;
