@@ -223,6 +223,21 @@ fn a_run_survives_being_killed_at_any_moment() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        if round == 0 {
+            // On a loaded machine the first kill could come before any checkpoint, and every
+            // resume would then be refused for want of one: let the first checkpoint appear.
+            let start = std::time::Instant::now();
+            while gridarena::train::run_dir::RunDir::open(&run)
+                .and_then(|d| d.load_latest())
+                .is_err()
+            {
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("the first trainer exited with {status} before its first checkpoint");
+                }
+                assert!(start.elapsed().as_secs() < 120, "no checkpoint within 120 s");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
         rng = rng
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
