@@ -234,7 +234,10 @@ fn a_run_survives_being_killed_at_any_moment() {
                 if let Some(status) = child.try_wait().unwrap() {
                     panic!("the first trainer exited with {status} before its first checkpoint");
                 }
-                assert!(start.elapsed().as_secs() < 120, "no checkpoint within 120 s");
+                assert!(
+                    start.elapsed().as_secs() < 120,
+                    "no checkpoint within 120 s"
+                );
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }

@@ -107,7 +107,12 @@ fn truncation_steps(desync: bool, m: u32, steps: u32) -> (Vec<u32>, usize) {
     let (mut at, mut count) = (Vec::new(), 0);
     for step in 1..=steps {
         batch.step().unwrap();
-        let ends = batch.buffers().truncated.iter().filter(|&&t| t != 0).count();
+        let ends = batch
+            .buffers()
+            .truncated
+            .iter()
+            .filter(|&&t| t != 0)
+            .count();
         if ends > 0 {
             at.push(step);
             count += ends;
@@ -160,5 +165,8 @@ fn pqn_loss_has_no_spikes_at_episode_ends() {
     later.sort_by(f32::total_cmp);
     let (median, max) = (later[later.len() / 2], later[later.len() - 1]);
     eprintln!("max {max} median {median} ratio {}", max / median);
-    assert!(max <= 5.0 * median, "max {max} vs median {median}: {losses:?}");
+    assert!(
+        max <= 5.0 * median,
+        "max {max} vs median {median}: {losses:?}"
+    );
 }

@@ -214,7 +214,12 @@ impl Minibatch {
         let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
-            let target = td_target(self.rewards[k], self.terminated[k], max_value(row), cfg.gamma);
+            let target = td_target(
+                self.rewards[k],
+                self.terminated[k],
+                max_value(row),
+                cfg.gamma,
+            );
             self.targets.push(target);
         }
         critic.forward(Input::U8(&self.obs), &self.nets)?;
