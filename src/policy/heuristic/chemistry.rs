@@ -12,8 +12,9 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use crate::policy::{Policy, PolicyError};
-use crate::rng::{Purpose, below, stream};
+use super::{Decide, PerLearner};
+use crate::policy::Policy;
+use crate::rng::below;
 use crate::scenario::observation::Window;
 use crate::scenario::{LoadedScenario, Substrate};
 use crate::substrate::avatars::AVATAR_CELL_BYTES;
@@ -33,7 +34,6 @@ const TURN_CHANCE: u32 = 20;
 
 /// The heuristic food-fetching policy for chemistry scenarios.
 pub(crate) struct ChemistryHeuristic {
-    rngs: Vec<ChaCha8Rng>,
     window: Window,
     /// Compound item bytes (index + 1) that are food.
     food: [bool; 256],
@@ -45,17 +45,16 @@ pub(crate) const NAME: &str = "fetch food";
 /// The chemistry heuristic for `arenas` arenas of `loaded`, its ties and turns drawn from one
 /// stream per arena keyed by (seed, arena, Policy).
 pub(crate) fn policy(loaded: &LoadedScenario, seed: u64, arenas: usize) -> Box<dyn Policy> {
-    Box::new(ChemistryHeuristic {
-        rngs: (0..arenas.max(1))
-            .map(|a| stream(seed, a as u64, Purpose::Policy))
-            .collect(),
+    let heuristic = ChemistryHeuristic {
         window: loaded
             .scenario
             .observation
             .window
             .unwrap_or(Window::MELTING_POT),
         food: food_of(loaded),
-    })
+    };
+    let obs_len = loaded.scenario.observation_len();
+    Box::new(PerLearner::new(Box::new(heuristic), seed, arenas, obs_len))
 }
 
 /// Which item bytes are food: the sole reactant of a rewarded reaction (none outside chemistry).
@@ -216,31 +215,17 @@ impl ChemistryHeuristic {
     }
 }
 
-impl Policy for ChemistryHeuristic {
+impl Decide for ChemistryHeuristic {
     /// One action per learner from its own window and vesicle.
-    fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
-        let arenas = self.rngs.len();
-        let learners = out.len() / arenas;
-        if learners == 0 || out.len() != arenas * learners || obs.len() % out.len() != 0 {
-            return Err(PolicyError::Shape {
-                what: "chemistry heuristic observations",
-                expected: out.len(),
-                got: obs.len(),
-            });
-        }
-        let obs_len = obs.len() / out.len();
-        let mut rngs = std::mem::take(&mut self.rngs);
-        for (k, (o, a)) in obs.chunks_exact(obs_len).zip(out.iter_mut()).enumerate() {
-            *a = self.act(o, &mut rngs[k / learners]);
-        }
-        self.rngs = rngs;
-        Ok(())
+    fn decide(&self, obs: &[u8], rng: &mut ChaCha8Rng) -> u8 {
+        self.act(obs, rng)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::{Purpose, stream};
 
     fn loaded() -> LoadedScenario {
         crate::scenario::Scenario::load("assets/scenarios/chemistry_two_cycles.ron".as_ref())
@@ -270,7 +255,6 @@ mod tests {
         };
         let id = |n: &str| p.compounds.iter().position(|c| c.name == n).unwrap() as u8 + 1;
         let h = ChemistryHeuristic {
-            rngs: vec![stream(7, 0, Purpose::Policy)],
             window: loaded.scenario.observation.window.unwrap(),
             food: food_of(&loaded),
         };
@@ -287,7 +271,7 @@ mod tests {
 
     #[test]
     fn it_walks_to_visible_food_picks_it_up_and_keeps_it() {
-        let (mut h, food1, ax) = heuristic();
+        let (h, food1, ax) = heuristic();
         let mut rng = stream(1, 0, Purpose::Policy);
         // Food two cells ahead and three to the right: along the longer axis first.
         let mut obs = empty_obs(&h, 0);
@@ -319,9 +303,11 @@ mod tests {
         set_item(&h, &mut both, rel(0, 0), food1);
         both.extend(empty_obs(&h, ax));
         let mut out = [9u8; 2];
-        h.actions(&both, &mut out).unwrap();
+        let obs_len = both.len() / 2;
+        let mut policy = PerLearner::new(Box::new(h), 7, 1, obs_len);
+        policy.actions(&both, &mut out).unwrap();
         assert_eq!(out, [IO, IO]);
-        assert!(h.actions(&both[1..], &mut out).is_err());
+        assert!(policy.actions(&both[1..], &mut out).is_err());
     }
 
     #[test]
