@@ -60,6 +60,7 @@ def main():
     parser.add_argument("--updates", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (waits for the device)")
     parser.add_argument("--json", action="store_true", help="also print a JSON line")
     args = parser.parse_args()
     if args.rows % args.nets:
@@ -68,12 +69,14 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     per_net = args.rows // args.nets
-    net = StackedMlp(args.nets, args.input, args.hidden, args.layers, args.head)
+    dev = torch.device(args.device)
+    net = StackedMlp(args.nets, args.input, args.hidden, args.layers, args.head).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     # Row r on network r mod K: grouped by network, that is [K, rows / K, ...].
-    obs = torch.randint(0, 3, (args.nets, per_net, args.input), dtype=torch.uint8)
-    actions = torch.randint(0, args.head, (args.nets, per_net, 1))
-    targets = torch.rand(args.nets, per_net)
+    obs = torch.randint(0, 3, (args.nets, per_net, args.input), dtype=torch.uint8, device=dev)
+    actions = torch.randint(0, args.head, (args.nets, per_net, 1), device=dev)
+    targets = torch.rand(args.nets, per_net, device=dev)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def update():
         q = net(obs.float())
@@ -85,17 +88,21 @@ def main():
 
     for _ in range(3):
         update()
+    sync()
     rates = []
     for _ in range(max(args.repeat, 1)):
         start = time.perf_counter()
         for _ in range(args.updates):
             update()
+        sync()
         rates.append(args.rows * args.updates / (time.perf_counter() - start))
     median = statistics.median(rates)
     print(
-        f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads: K={args.nets} nets, "
+        f"PyTorch {torch.__version__} on {dev.type}, {torch.get_num_threads()} threads: "
+        f"K={args.nets} nets, "
         f"input {args.input} (u8), {args.layers}x{args.hidden} LayerNorm MLP, head {args.head}, "
-        f"{args.rows} rows per update (bmm forward, MSE, backward, Adam)"
+        f"{sum(p.numel() for p in net.parameters())} parameters; {args.rows} rows per update "
+        "(bmm forward, MSE, backward, Adam)"
     )
     print("rows/s per repeat: [" + ", ".join(f"{r:.0f}" for r in rates) + "]")
     print(f"rows/s (median): {median:.0f}")
