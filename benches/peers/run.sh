@@ -61,6 +61,7 @@ ga_critic() { figure 'rows\/s (median):' "$gridarena" bench critic --device cpu;
 torch_critic() { figure 'rows\/s (median):' "$py" "$here/critic_torch.py" --threads 2; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+load_start="$(cut -d' ' -f1 /proc/loadavg)"
 echo "== load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== gridarena: $gridarena; $runs runs, $updates timed PQN updates per run"
 declare -a ga_p jx_p ga_c pt_c
@@ -78,11 +79,12 @@ for ((i = 1; i <= runs; i++)); do
 done
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-"$py" - "${ga_p[*]}" "${jx_p[*]}" "${ga_c[*]}" "${pt_c[*]}" <<'EOF'
+"$py" - "${ga_p[*]}" "${jx_p[*]}" "${ga_c[*]}" "${pt_c[*]}" "$load_start" "$(nproc)" <<'EOF'
 import statistics
 import sys
 
 ga_p, jx_p, ga_c, pt_c = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
+load, cores = float(sys.argv[5]), int(sys.argv[6])
 rows = [
     ("PQN coin game, env steps/s", "gridarena", ga_p, "JAX + JaxMARL", jx_p),
     ("critic update, rows/s", "gridarena", ga_c, "PyTorch bmm", pt_c),
@@ -93,4 +95,7 @@ for what, a, xs, b, ys in rows:
     runs = lambda v: " / ".join(f"{x:,.0f}" for x in v)
     print(f"{what}: {a} {runs(xs)} (median {mx:,.0f}); {b} {runs(ys)} (median {my:,.0f}); "
           f"ratio {a}/{b} {mx / my:.2f}x")
+if load > cores / 2:
+    print(f"NOTE: the machine was busy (load average {load} at the start): PyTorch's spinning "
+          "OpenMP threads suffer most from that; do not quote these ratios (README.md)")
 EOF
