@@ -93,8 +93,9 @@ print("== results (medians of %d runs)" % len(ga_p))
 for what, a, xs, b, ys in rows:
     mx, my = statistics.median(xs), statistics.median(ys)
     runs = lambda v: " / ".join(f"{x:,.0f}" for x in v)
+    paired = statistics.median(x / y for x, y in zip(xs, ys))
     print(f"{what}: {a} {runs(xs)} (median {mx:,.0f}); {b} {runs(ys)} (median {my:,.0f}); "
-          f"ratio {a}/{b} {mx / my:.2f}x")
+          f"ratio {a}/{b} {mx / my:.2f}x (median of the runs' own ratios {paired:.2f}x)")
 if load > cores / 2:
     print(f"NOTE: the machine was busy (load average {load} at the start): PyTorch's spinning "
           "OpenMP threads suffer most from that; do not quote these ratios (README.md)")
