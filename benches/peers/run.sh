@@ -11,7 +11,7 @@
 #   RUNS              default 3
 # Environment: UPDATES (timed PQN updates per run, both sides; default 40), PEERS_VENV (the
 # virtualenv; default benches/peers/.venv, created and filled on first use from
-# requirements.txt pinned by requirements.lock).
+# requirements.txt pinned by requirements.lock, with PYTHON, default python3: 3.11, as the lock).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,8 +35,8 @@ fi
 stamp="$venv/.peers-requirements"
 wanted="$(cat "$here/requirements.txt" "$here/requirements.lock" | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing the peers into $venv (once; torch's CUDA libraries make it ~5 GB)"
-    python3 -m venv "$venv"
+    echo "== installing the peers into $venv (once; torch's CUDA libraries make it ~6 GB)"
+    "${PYTHON:-python3}" -m venv "$venv"
     "$venv/bin/pip" install --quiet -r "$here/requirements.txt" -c "$here/requirements.lock"
     echo "$wanted" >"$stamp"
 fi
