@@ -1,0 +1,134 @@
+//! The sparse first layer: u8 observations are small counts and mostly zero, so the first
+//! layer's forward adds up the weight rows of the non-zero inputs (from a transposed
+//! `[fan_in, fan_out]` copy of the weights) and its weight gradient scatter-adds
+//! `dW[:, i] += x_i * dz` for each non-zero `x_i`, instead of two dense GEMMs over mostly zeros.
+//! [`super::CpuCritic`] takes this path for batches whose density is at most its threshold.
+
+use crate::critic::LayerOffsets;
+
+/// Default density (fraction of non-zero u8 inputs) at or below which a batch takes the sparse
+/// first layer. Measured with `gridarena bench critic --density D` against `--dense` on the
+/// Pursuit and coin-game shapes (docs/perf.md).
+pub const SPARSE_DENSITY: f32 = 0.3;
+
+/// Non-zero entries of u8 rows (compressed sparse rows), in network order.
+#[derive(Default)]
+pub(super) struct SparseRows {
+    /// `[R + 1]` start of each row's entries.
+    ptr: Vec<u32>,
+    /// Input index of each entry.
+    idx: Vec<u32>,
+    /// Value of each entry.
+    val: Vec<f32>,
+}
+
+/// A block of rows of a [`SparseRows`].
+#[derive(Clone, Copy)]
+pub(super) struct SparseView<'a> {
+    /// `[n + 1]` entry offsets (absolute into `idx` and `val`).
+    ptr: &'a [u32],
+    idx: &'a [u32],
+    val: &'a [f32],
+}
+
+impl SparseRows {
+    /// Empties the rows, keeping room for `nonzero` entries.
+    pub(super) fn clear(&mut self, nonzero: usize) {
+        self.ptr.clear();
+        self.ptr.push(0);
+        self.idx.clear();
+        self.val.clear();
+        self.idx.reserve(nonzero);
+        self.val.reserve(nonzero);
+    }
+
+    /// Appends one row.
+    pub(super) fn push_row(&mut self, row: &[u8]) {
+        for (i, &v) in row.iter().enumerate() {
+            if v != 0 {
+                self.idx.push(i as u32);
+                self.val.push(v as f32);
+            }
+        }
+        self.ptr.push(self.idx.len() as u32);
+    }
+
+    /// Rows `start..end`.
+    pub(super) fn view(&self, start: usize, end: usize) -> SparseView<'_> {
+        SparseView {
+            ptr: &self.ptr[start..=end],
+            idx: &self.idx,
+            val: &self.val,
+        }
+    }
+}
+
+impl SparseView<'_> {
+    /// The (index, value) entries of row `r` of the block.
+    fn row(&self, r: usize) -> impl Iterator<Item = (usize, f32)> + '_ {
+        let (s, e) = (self.ptr[r] as usize, self.ptr[r + 1] as usize);
+        self.idx[s..e]
+            .iter()
+            .zip(&self.val[s..e])
+            .map(|(&i, &v)| (i as usize, v))
+    }
+}
+
+/// `y += a * x`.
+#[inline]
+fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    for (yo, &xi) in y.iter_mut().zip(x) {
+        *yo += a * xi;
+    }
+}
+
+/// `dst[c, r] = src[r, c]` for a `[rows, cols]` source.
+pub(super) fn transpose(rows: usize, cols: usize, src: &[f32], dst: &mut [f32]) {
+    for (r, row) in src[..rows * cols].chunks_exact(cols).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            dst[c * rows + r] = v;
+        }
+    }
+}
+
+/// Linear `y = x W^T + b` for `n` sparse rows, from `wt`, the `[fan_in, fan_out]` transpose of W.
+pub(super) fn linear_sparse(
+    n: usize,
+    o: &LayerOffsets,
+    net: &[f32],
+    wt: &[f32],
+    x: SparseView,
+    y: &mut [f32],
+) {
+    let (fo, bias) = (o.fan_out, &net[o.bias..o.bias + o.fan_out]);
+    for (r, yr) in y[..n * fo].chunks_exact_mut(fo).enumerate() {
+        yr.copy_from_slice(bias);
+        for (i, v) in x.row(r) {
+            axpy(v, &wt[i * fo..(i + 1) * fo], yr);
+        }
+    }
+}
+
+/// Weight and bias gradients of a linear layer over `n` sparse rows: `dW^T[i] += x_i dy` into
+/// `scratch` (`[fan_in, fan_out]`), transposed into place; `db = sum_rows dy`.
+pub(super) fn linear_grads_sparse(
+    n: usize,
+    o: &LayerOffsets,
+    dy: &[f32],
+    x: SparseView,
+    grad: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    let (fi, fo) = (o.fan_in, o.fan_out);
+    scratch.clear();
+    scratch.resize(fi * fo, 0.0);
+    let db = &mut grad[o.bias..o.bias + fo];
+    db.fill(0.0);
+    for (r, dyr) in dy[..n * fo].chunks_exact(fo).enumerate() {
+        for (i, v) in x.row(r) {
+            axpy(v, dyr, &mut scratch[i * fo..(i + 1) * fo]);
+        }
+        db.iter_mut().zip(dyr).for_each(|(b, d)| *b += d);
+    }
+    transpose(fi, fo, scratch, &mut grad[o.weight..o.weight + fi * fo]);
+}
