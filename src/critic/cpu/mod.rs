@@ -266,17 +266,13 @@ impl CpuCritic {
                 let nonzero = x.iter().filter(|&&v| v != 0).count();
                 let sparse = nonzero as f64 <= self.sparse_threshold as f64 * x.len() as f64;
                 profile::count_input(nonzero, x.len(), sparse);
-                sparse.then_some((x, nonzero))
+                sparse.then_some(x)
             }
             _ => None,
         };
         a.sparse = sparse.is_some();
-        if let Some((x, nonzero)) = sparse {
-            a.csr.clear(nonzero);
-            for &row in &a.plan.order {
-                let row = row as usize;
-                a.csr.push_row(&x[row * d..(row + 1) * d]);
-            }
+        if let Some(x) = sparse {
+            a.csr.fill(x, &a.plan.order, d);
         } else {
             a.x0.resize(rows * d, 0.0);
         }

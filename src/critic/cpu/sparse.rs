@@ -32,25 +32,27 @@ pub(super) struct SparseView<'a> {
 }
 
 impl SparseRows {
-    /// Empties the rows, keeping room for `nonzero` entries.
-    pub(super) fn clear(&mut self, nonzero: usize) {
+    /// Fills the rows from `[R, d]` bytes `x`, taking rows in `order`. Branch-free: every byte
+    /// is written at the next free slot, which advances only past non-zero ones (the buffers
+    /// grow to the largest batch seen).
+    pub(super) fn fill(&mut self, x: &[u8], order: &[u32], d: usize) {
+        let cap = order.len() * d;
+        if self.idx.len() < cap {
+            self.idx.resize(cap, 0);
+            self.val.resize(cap, 0.0);
+        }
         self.ptr.clear();
         self.ptr.push(0);
-        self.idx.clear();
-        self.val.clear();
-        self.idx.reserve(nonzero);
-        self.val.reserve(nonzero);
-    }
-
-    /// Appends one row.
-    pub(super) fn push_row(&mut self, row: &[u8]) {
-        for (i, &v) in row.iter().enumerate() {
-            if v != 0 {
-                self.idx.push(i as u32);
-                self.val.push(v as f32);
+        let mut k = 0;
+        for &row in order {
+            let row = row as usize;
+            for (i, &v) in x[row * d..(row + 1) * d].iter().enumerate() {
+                self.idx[k] = i as u32;
+                self.val[k] = v as f32;
+                k += (v != 0) as usize;
             }
+            self.ptr.push(k as u32);
         }
-        self.ptr.push(self.idx.len() as u32);
     }
 
     /// Rows `start..end`.
@@ -91,7 +93,11 @@ pub(super) fn transpose(rows: usize, cols: usize, src: &[f32], dst: &mut [f32]) 
     }
 }
 
+/// Output features summed at once in registers by [`linear_sparse`].
+const BLOCK: usize = 32;
+
 /// Linear `y = x W^T + b` for `n` sparse rows, from `wt`, the `[fan_in, fan_out]` transpose of W.
+/// Each row's outputs are summed `BLOCK` at a time in a register-held accumulator.
 pub(super) fn linear_sparse(
     n: usize,
     o: &LayerOffsets,
@@ -101,10 +107,25 @@ pub(super) fn linear_sparse(
     y: &mut [f32],
 ) {
     let (fo, bias) = (o.fan_out, &net[o.bias..o.bias + o.fan_out]);
+    let blocked = fo - fo % BLOCK;
     for (r, yr) in y[..n * fo].chunks_exact_mut(fo).enumerate() {
-        yr.copy_from_slice(bias);
-        for (i, v) in x.row(r) {
-            axpy(v, &wt[i * fo..(i + 1) * fo], yr);
+        for c in (0..blocked).step_by(BLOCK) {
+            let mut acc = [0.0f32; BLOCK];
+            acc.copy_from_slice(&bias[c..c + BLOCK]);
+            for (i, v) in x.row(r) {
+                let w = &wt[i * fo + c..][..BLOCK];
+                for (aj, &wj) in acc.iter_mut().zip(w) {
+                    *aj += v * wj;
+                }
+            }
+            yr[c..c + BLOCK].copy_from_slice(&acc);
+        }
+        if blocked < fo {
+            let tail = &mut yr[blocked..];
+            tail.copy_from_slice(&bias[blocked..]);
+            for (i, v) in x.row(r) {
+                axpy(v, &wt[i * fo + blocked..(i + 1) * fo], tail);
+            }
         }
     }
 }
