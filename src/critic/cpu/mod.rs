@@ -263,7 +263,10 @@ impl CpuCritic {
         // The sparse first layer for u8 batches at most `sparse_threshold` dense.
         let sparse = match input {
             Input::U8(x) if !x.is_empty() => {
-                let nonzero = x.iter().filter(|&&v| v != 0).count();
+                let nonzero: usize = x
+                    .par_chunks(1 << 14)
+                    .map(|c| c.iter().filter(|&&v| v != 0).count())
+                    .sum();
                 let sparse = nonzero as f64 <= self.sparse_threshold as f64 * x.len() as f64;
                 profile::count_input(nonzero, x.len(), sparse);
                 sparse.then_some(x)
@@ -287,18 +290,23 @@ impl CpuCritic {
         a.out_sorted.resize(rows * head, 0.0);
         a.out.resize(rows * head, 0.0);
 
-        // Gather each network's rows, converting u8 channels to f32 on the way.
-        for (pos, &row) in a.plan.order.iter().enumerate().filter(|_| !a.sparse) {
-            let dst = &mut a.x0[pos * d..(pos + 1) * d];
-            let row = row as usize;
-            match input {
-                Input::U8(x) => {
-                    for (o, &v) in dst.iter_mut().zip(&x[row * d..(row + 1) * d]) {
-                        *o = v as f32;
+        // Dense: gather each network's rows, converting u8 channels to f32 on the way.
+        if !a.sparse {
+            a.x0[..rows * d]
+                .par_chunks_mut(d)
+                .zip(a.plan.order.par_iter())
+                .with_min_len(64)
+                .for_each(|(dst, &row)| {
+                    let row = row as usize;
+                    match input {
+                        Input::U8(x) => {
+                            for (o, &v) in dst.iter_mut().zip(&x[row * d..(row + 1) * d]) {
+                                *o = v as f32;
+                            }
+                        }
+                        Input::F32(x) => dst.copy_from_slice(&x[row * d..(row + 1) * d]),
                     }
-                }
-                Input::F32(x) => dst.copy_from_slice(&x[row * d..(row + 1) * d]),
-            }
+                });
         }
 
         drop(gather);

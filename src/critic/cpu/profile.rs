@@ -6,8 +6,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-/// What a span of time was spent on. Work phases are summed over threads (thread time); the
-/// `Wall*` phases are the caller's wall time of each public operation.
+/// What a span of time was spent on. The per-block phases (linear, LayerNorm/ReLU, their
+/// gradients) are thread time summed over the blocks run in parallel; `Gather`, `SumUnits`,
+/// `Transpose`, `Loss` and `Adam` are the calling thread's wall time around their (parallel)
+/// loops; the `Wall*` phases are the wall time of each public operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Rows gathered into network order, u8 converted (and the sparse index built).
@@ -140,7 +142,7 @@ impl fmt::Display for Profile {
         let wall: u64 = self.nanos[Phase::WallForward as usize..].iter().sum();
         writeln!(
             f,
-            "CPU critic profile, ms per update (work phases: thread time summed over threads)"
+            "CPU critic profile, ms per update (per-block phases: thread time summed over blocks)"
         )?;
         for (p, &n) in PHASES.iter().zip(&self.nanos) {
             let share = if (*p as usize) < Phase::WallForward as usize {

@@ -4,6 +4,8 @@
 //! `dW[:, i] += x_i * dz` for each non-zero `x_i`, instead of two dense GEMMs over mostly zeros.
 //! [`super::CpuCritic`] takes this path for batches whose density is at most its threshold.
 
+use rayon::prelude::*;
+
 use crate::critic::LayerOffsets;
 
 /// Default density (fraction of non-zero u8 inputs) at or below which a batch takes the sparse
@@ -11,56 +13,67 @@ use crate::critic::LayerOffsets;
 /// Pursuit and coin-game shapes (docs/perf.md).
 pub const SPARSE_DENSITY: f32 = 0.3;
 
-/// Non-zero entries of u8 rows (compressed sparse rows), in network order.
+/// Non-zero entries of u8 rows, in network order. Row `r`'s entries sit at the start of its own
+/// `width` slots, so rows are filled in parallel without a prefix sum.
 #[derive(Default)]
 pub(super) struct SparseRows {
-    /// `[R + 1]` start of each row's entries.
-    ptr: Vec<u32>,
-    /// Input index of each entry.
+    /// Slots per row (the input width).
+    width: usize,
+    /// `[R]` entries of each row.
+    len: Vec<u32>,
+    /// `[R, width]` input index of each entry.
     idx: Vec<u32>,
-    /// Value of each entry.
+    /// `[R, width]` value of each entry.
     val: Vec<f32>,
 }
 
 /// A block of rows of a [`SparseRows`].
 #[derive(Clone, Copy)]
 pub(super) struct SparseView<'a> {
-    /// `[n + 1]` entry offsets (absolute into `idx` and `val`).
-    ptr: &'a [u32],
+    width: usize,
+    len: &'a [u32],
     idx: &'a [u32],
     val: &'a [f32],
 }
 
 impl SparseRows {
-    /// Fills the rows from `[R, d]` bytes `x`, taking rows in `order`. Branch-free: every byte
-    /// is written at the next free slot, which advances only past non-zero ones (the buffers
-    /// grow to the largest batch seen).
+    /// Fills the rows from `[R, d]` bytes `x`, taking rows in `order`, in parallel. Branch-free:
+    /// every byte is written at the row's next free slot, which advances only past non-zero
+    /// ones (the buffers grow to the largest batch seen).
     pub(super) fn fill(&mut self, x: &[u8], order: &[u32], d: usize) {
-        let cap = order.len() * d;
+        let (rows, cap) = (order.len(), order.len() * d);
+        self.width = d;
         if self.idx.len() < cap {
             self.idx.resize(cap, 0);
             self.val.resize(cap, 0.0);
         }
-        self.ptr.clear();
-        self.ptr.push(0);
-        let mut k = 0;
-        for &row in order {
-            let row = row as usize;
-            for (i, &v) in x[row * d..(row + 1) * d].iter().enumerate() {
-                self.idx[k] = i as u32;
-                self.val[k] = v as f32;
-                k += (v != 0) as usize;
-            }
-            self.ptr.push(k as u32);
-        }
+        self.len.resize(rows, 0);
+        self.len
+            .par_iter_mut()
+            .zip(self.idx[..cap].par_chunks_mut(d))
+            .zip(self.val[..cap].par_chunks_mut(d))
+            .zip(order.par_iter())
+            .with_min_len(64)
+            .for_each(|(((len, idx), val), &row)| {
+                let row = row as usize;
+                let mut k = 0;
+                for (i, &v) in x[row * d..(row + 1) * d].iter().enumerate() {
+                    idx[k] = i as u32;
+                    val[k] = v as f32;
+                    k += (v != 0) as usize;
+                }
+                *len = k as u32;
+            });
     }
 
     /// Rows `start..end`.
     pub(super) fn view(&self, start: usize, end: usize) -> SparseView<'_> {
+        let w = self.width;
         SparseView {
-            ptr: &self.ptr[start..=end],
-            idx: &self.idx,
-            val: &self.val,
+            width: w,
+            len: &self.len[start..end],
+            idx: &self.idx[start * w..end * w],
+            val: &self.val[start * w..end * w],
         }
     }
 }
@@ -68,7 +81,7 @@ impl SparseRows {
 impl SparseView<'_> {
     /// The (index, value) entries of row `r` of the block.
     fn row(&self, r: usize) -> impl Iterator<Item = (usize, f32)> + '_ {
-        let (s, e) = (self.ptr[r] as usize, self.ptr[r + 1] as usize);
+        let (s, e) = (r * self.width, r * self.width + self.len[r] as usize);
         self.idx[s..e]
             .iter()
             .zip(&self.val[s..e])
