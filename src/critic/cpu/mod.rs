@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use self::net::{FirstInput, NetBackward, NetForward};
 use self::profile::{Phase, span};
-use self::sparse::{SparseRows, transpose};
+use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 pub use self::sparse::SPARSE_DENSITY;
 use super::loss::{Loss, loss_and_grad};
 use super::{
@@ -262,7 +262,7 @@ impl CpuCritic {
         let gather = span(Phase::Gather);
         // The sparse first layer for u8 batches at most `sparse_threshold` dense.
         let sparse = match input {
-            Input::U8(x) if !x.is_empty() => {
+            Input::U8(x) if !x.is_empty() && d <= MAX_SPARSE_INPUT => {
                 let nonzero: usize = x
                     .par_chunks(1 << 14)
                     .map(|c| c.iter().filter(|&&v| v != 0).count())

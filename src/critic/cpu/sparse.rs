@@ -11,7 +11,10 @@ use crate::critic::LayerOffsets;
 /// Default density (fraction of non-zero u8 inputs) at or below which a batch takes the sparse
 /// first layer. Measured with `gridarena bench critic --density D` against `--dense` on the
 /// Pursuit and coin-game shapes (docs/perf.md).
-pub const SPARSE_DENSITY: f32 = 0.3;
+pub const SPARSE_DENSITY: f32 = 0.12;
+
+/// Widest input the sparse path indexes (entries hold 16-bit input indices).
+pub(super) const MAX_SPARSE_INPUT: usize = u16::MAX as usize + 1;
 
 /// Non-zero entries of u8 rows, in network order. Row `r`'s entries sit at the start of its own
 /// `width` slots, so rows are filled in parallel without a prefix sum.
@@ -22,9 +25,9 @@ pub(super) struct SparseRows {
     /// `[R]` entries of each row.
     len: Vec<u32>,
     /// `[R, width]` input index of each entry.
-    idx: Vec<u32>,
+    idx: Vec<u16>,
     /// `[R, width]` value of each entry.
-    val: Vec<f32>,
+    val: Vec<u8>,
 }
 
 /// A block of rows of a [`SparseRows`].
@@ -32,8 +35,8 @@ pub(super) struct SparseRows {
 pub(super) struct SparseView<'a> {
     width: usize,
     len: &'a [u32],
-    idx: &'a [u32],
-    val: &'a [f32],
+    idx: &'a [u16],
+    val: &'a [u8],
 }
 
 impl SparseRows {
@@ -45,7 +48,7 @@ impl SparseRows {
         self.width = d;
         if self.idx.len() < cap {
             self.idx.resize(cap, 0);
-            self.val.resize(cap, 0.0);
+            self.val.resize(cap, 0);
         }
         self.len.resize(rows, 0);
         self.len
@@ -58,8 +61,8 @@ impl SparseRows {
                 let row = row as usize;
                 let mut k = 0;
                 for (i, &v) in x[row * d..(row + 1) * d].iter().enumerate() {
-                    idx[k] = i as u32;
-                    val[k] = v as f32;
+                    idx[k] = i as u16;
+                    val[k] = v;
                     k += (v != 0) as usize;
                 }
                 *len = k as u32;
@@ -85,7 +88,7 @@ impl SparseView<'_> {
         self.idx[s..e]
             .iter()
             .zip(&self.val[s..e])
-            .map(|(&i, &v)| (i as usize, v))
+            .map(|(&i, &v)| (i as usize, v as f32))
     }
 }
 
