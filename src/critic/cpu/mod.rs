@@ -103,7 +103,7 @@ fn work_units(starts: &[u32], threads: usize) -> (Vec<u32>, Vec<usize>) {
 
 /// Rows per work unit of backward, whatever the thread count, so that the order in which a
 /// shared network's weight gradients are summed (and so the result) does not depend on it.
-const GRAD_UNIT_ROWS: usize = 512;
+const GRAD_UNIT_ROWS: usize = 1024;
 
 /// Backward's work units: each network cut into `ceil(rows / GRAD_UNIT_ROWS)` even parts.
 fn grad_units(starts: &[u32]) -> (Vec<u32>, Vec<usize>) {
