@@ -10,7 +10,7 @@ mod sparse;
 
 use rayon::prelude::*;
 
-use self::net::{FirstInput, NetBackward, NetForward};
+use self::net::{FirstSource, NetBackward, NetForward};
 use self::profile::{Phase, span};
 use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 pub use self::sparse::SPARSE_DENSITY;
@@ -320,15 +320,12 @@ impl CpuCritic {
         let starts = a.unit_bounds.clone();
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
-        let first_block = self.offsets[0].fan_in * self.offsets[0].fan_out;
-        let first_input = |u: usize, k: usize| {
-            let (s, e) = (starts[u] as usize, starts[u + 1] as usize);
-            if a.sparse {
-                let wt = &self.w1t[k * first_block..(k + 1) * first_block];
-                FirstInput::Sparse(a.csr.view(s, e), wt)
-            } else {
-                FirstInput::Dense(&a.x0[s * d..e * d])
-            }
+        let first = FirstSource {
+            dense: &a.x0,
+            sparse: a.sparse.then_some(&a.csr),
+            w1t: &self.w1t,
+            d,
+            block: self.offsets[0].fan_in * self.offsets[0].fan_out,
         };
         let mut xhat: Vec<Vec<&mut [f32]>> =
             a.xhat.iter_mut().map(|b| segments(b, &starts, h)).collect();
@@ -345,7 +342,7 @@ impl CpuCritic {
             tasks.push(NetForward {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
-                x0: first_input(u, k),
+                x0: first.rows(starts[u] as usize, starts[u + 1] as usize, k),
                 xhat: xhat.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
                 rstd: rstd.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
                 act: act.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
@@ -417,15 +414,12 @@ impl CpuCritic {
         let direct = units == spec.nets;
         self.unit_grads
             .resize(if direct { 0 } else { units * per_net }, 0.0);
-        let first_block = self.offsets[0].fan_in * self.offsets[0].fan_out;
-        let first_input = |u: usize, k: usize| {
-            let (s, e) = (starts[u] as usize, starts[u + 1] as usize);
-            if a.sparse {
-                let wt = &self.w1t[k * first_block..(k + 1) * first_block];
-                FirstInput::Sparse(a.csr.view(s, e), wt)
-            } else {
-                FirstInput::Dense(&a.x0[s * d..e * d])
-            }
+        let first = FirstSource {
+            dense: &a.x0,
+            sparse: a.sparse.then_some(&a.csr),
+            w1t: &self.w1t,
+            d,
+            block: self.offsets[0].fan_in * self.offsets[0].fan_out,
         };
         let xhat: Vec<Vec<&[f32]>> = a.xhat.iter().map(|b| segments_ref(b, &starts, h)).collect();
         let rstd: Vec<Vec<&[f32]>> = a.rstd.iter().map(|b| segments_ref(b, &starts, 1)).collect();
@@ -451,7 +445,7 @@ impl CpuCritic {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
                 grad: std::mem::take(&mut grads[u]),
-                x0: first_input(u, k),
+                x0: first.rows(starts[u] as usize, starts[u + 1] as usize, k),
                 xhat: xhat.iter().map(|v| v[u]).collect(),
                 rstd: rstd.iter().map(|v| v[u]).collect(),
                 act: act.iter().map(|v| v[u]).collect(),

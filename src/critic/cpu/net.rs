@@ -6,7 +6,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::profile::{Phase, span};
-use super::sparse::{SparseView, linear_grads_sparse, linear_sparse};
+use super::sparse::{SparseRows, SparseView, linear_grads_sparse, linear_sparse};
 use crate::critic::{LN_EPS, LayerOffsets, StackSpec};
 
 /// The first layer's input of a block: dense f32 rows, or the non-zero entries of u8 rows with
@@ -15,6 +15,31 @@ use crate::critic::{LN_EPS, LayerOffsets, StackSpec};
 pub(super) enum FirstInput<'a> {
     Dense(&'a [f32]),
     Sparse(SparseView<'a>, &'a [f32]),
+}
+
+/// Where a block's [`FirstInput`] comes from: the whole batch's dense rows, or its sparse rows
+/// (`Some`) and every network's transposed first-layer weights.
+pub(super) struct FirstSource<'a> {
+    pub(super) dense: &'a [f32],
+    pub(super) sparse: Option<&'a SparseRows>,
+    pub(super) w1t: &'a [f32],
+    /// Input width.
+    pub(super) d: usize,
+    /// Floats of one network's first-layer weights.
+    pub(super) block: usize,
+}
+
+impl<'a> FirstSource<'a> {
+    /// Rows `s..e` of network `k`.
+    pub(super) fn rows(&self, s: usize, e: usize, k: usize) -> FirstInput<'a> {
+        match self.sparse {
+            Some(csr) => FirstInput::Sparse(
+                csr.view(s, e),
+                &self.w1t[k * self.block..(k + 1) * self.block],
+            ),
+            None => FirstInput::Dense(&self.dense[s * self.d..e * self.d]),
+        }
+    }
 }
 
 impl FirstInput<'_> {
