@@ -45,8 +45,11 @@ pub(crate) struct BenchCriticArgs {
     #[arg(long)]
     density: Option<f32>,
     /// CPU: always the dense first layer (GEMM), never the sparse one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sparse")]
     dense: bool,
+    /// CPU: always the sparse first layer, whatever the density.
+    #[arg(long)]
+    sparse: bool,
     /// CPU: print where an update's time goes (thread time per phase).
     #[arg(long)]
     profile: bool,
@@ -72,7 +75,11 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
         updates: args.updates,
         repeat: args.repeat.max(1),
         density: args.density,
-        sparse_threshold: args.dense.then_some(-1.0),
+        sparse_threshold: match (args.dense, args.sparse) {
+            (true, _) => Some(-1.0),
+            (_, true) => Some(1.0),
+            _ => None,
+        },
         profile: args.profile,
     };
     let chosen = choose_device(args.device)?;
