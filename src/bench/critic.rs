@@ -7,7 +7,7 @@ use rand_core::Rng;
 use rayon::prelude::*;
 
 use super::median;
-use crate::critic::cpu::CpuCritic;
+use crate::critic::cpu::{CpuCritic, profile, profile::Profile};
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, CriticError, Input, StackSpec};
 use crate::rng::{Purpose, below, stream};
@@ -23,6 +23,12 @@ pub struct CriticBenchConfig {
     pub updates: usize,
     /// Repeats; the median is reported.
     pub repeat: usize,
+    /// Fraction of non-zero observation bytes (values 1..=3); `None`: uniform in 0..=2 (2/3).
+    pub density: Option<f32>,
+    /// The CPU backend's sparse-first-layer threshold; `None`: its default.
+    pub sparse_threshold: Option<f32>,
+    /// Collect the CPU backend's time breakdown ([`crate::critic::cpu::profile`]).
+    pub profile: bool,
 }
 
 /// Rows per second of each repeat of full updates (forward, loss, backward, optimiser step).
@@ -32,6 +38,8 @@ pub struct CriticBenchResult {
     pub rows_per_s: Vec<f64>,
     /// Floating-point operations per row of one update.
     pub flops_per_row: usize,
+    /// The CPU time breakdown over the warm-up and timed updates, when asked.
+    pub profile: Option<Profile>,
 }
 
 impl CriticBenchResult {
@@ -60,12 +68,23 @@ pub struct CriticBatch {
 }
 
 impl CriticBatch {
-    /// A deterministic batch for `spec` with `rows` rows.
+    /// A deterministic batch for `spec` with `rows` rows (bytes uniform in 0..=2).
     pub fn new(spec: &StackSpec, rows: usize) -> CriticBatch {
+        CriticBatch::with_density(spec, rows, None)
+    }
+
+    /// A deterministic batch whose bytes are non-zero (1..=3) with probability `density`, or
+    /// uniform in 0..=2 when `None`.
+    pub fn with_density(spec: &StackSpec, rows: usize, density: Option<f32>) -> CriticBatch {
         let mut rng = stream(0, 0, Purpose::Policy);
+        let byte = |r: u32| match density {
+            None => below(r, 3) as u8,
+            Some(p) if ((r >> 8) as f32) < p * (1 << 24) as f32 => 1 + below(r, 3) as u8,
+            Some(_) => 0,
+        };
         CriticBatch {
             obs: (0..rows * spec.input)
-                .map(|_| below(rng.next_u32(), 3) as u8)
+                .map(|_| byte(rng.next_u32()))
                 .collect(),
             nets: (0..rows).map(|r| (r % spec.nets) as u32).collect(),
             actions: (0..rows)
@@ -112,13 +131,17 @@ fn time_updates<C>(
     Ok(CriticBenchResult {
         rows_per_s,
         flops_per_row: cfg.spec.update_flops_per_row(),
+        profile: None,
     })
 }
 
 /// Times full updates on the CPU backend (in the current rayon pool).
 pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, CriticError> {
     let mut critic = CpuCritic::new(cfg.spec, 0)?;
-    let batch = CriticBatch::new(&cfg.spec, cfg.rows);
+    if let Some(t) = cfg.sparse_threshold {
+        critic.set_sparse_threshold(t);
+    }
+    let batch = CriticBatch::with_density(&cfg.spec, cfg.rows, cfg.density);
     let (adam, loss) = (AdamConfig::default(), batch.loss());
     let update = |critic: &mut CpuCritic| -> Result<(), CriticError> {
         critic.forward(Input::U8(&batch.obs), &batch.nets)?;
@@ -126,7 +149,21 @@ pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, Cr
         critic.step(&adam);
         Ok(())
     };
-    time_updates(cfg, &mut critic, update, |_| Ok(()))
+    if cfg.profile {
+        profile::take();
+        profile::enable(true);
+    }
+    let result = time_updates(cfg, &mut critic, update, |_| Ok(()));
+    let breakdown = cfg.profile.then(|| {
+        profile::enable(false);
+        let mut p = profile::take();
+        p.updates = (3 + cfg.repeat.max(1) * cfg.updates) as u64;
+        p
+    });
+    Ok(CriticBenchResult {
+        profile: breakdown,
+        ..result?
+    })
 }
 
 /// Times full updates on the GPU backend (waiting for the device at the end of each repeat).
@@ -134,7 +171,7 @@ pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, Cr
 pub fn bench_critic_gpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, CriticError> {
     use crate::critic::gpu::GpuCritic;
     let mut critic = GpuCritic::new(cfg.spec, 0)?;
-    let batch = CriticBatch::new(&cfg.spec, cfg.rows);
+    let batch = CriticBatch::with_density(&cfg.spec, cfg.rows, cfg.density);
     let (adam, loss) = (AdamConfig::default(), batch.loss());
     let update = |c: &mut GpuCritic| -> Result<(), CriticError> {
         c.forward(Input::U8(&batch.obs), &batch.nets)?;

@@ -224,13 +224,16 @@ impl StackSpec {
                     target: p,
                     // x0; per layer x-hat, 1/std, activation; sorted and caller-order outputs,
                     // d_out, input gradient; forward's linear-output scratch; backward's sorted
-                    // d_out, two gradient scratch blocks and the sorted input gradient.
+                    // d_out, two gradient scratch blocks and the sorted input gradient. Then the
+                    // sparse first layer's slots (16-bit index and u8 value per input, a length
+                    // per row) and the transposed first-layer weights of every network.
                     activations: if input_grad {
                         r * 4 * (d + l * (2 * h + 1) + 3 * a + d + h + a + 2 * w + d)
                     } else {
                         let w = if l == 0 { w } else { h };
                         r * 4 * (d + l * (2 * h + 1) + 3 * a + h + a + 2 * w)
-                    },
+                    } + r * (3 * d + 4)
+                        + self.nets as u64 * d * (if l == 0 { a } else { h }) * 4,
                     // Row order and 2 x (K + 1) boundaries.
                     indices: r * 4 + (self.nets as u64 + 1) * 8,
                 }

@@ -41,6 +41,18 @@ pub(crate) struct BenchCriticArgs {
     /// Worker threads for the CPU backend (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Fraction of non-zero observation bytes (default: bytes uniform in 0..=2, 2/3 non-zero).
+    #[arg(long)]
+    density: Option<f32>,
+    /// CPU: always the dense first layer (GEMM), never the sparse one.
+    #[arg(long, conflicts_with = "sparse")]
+    dense: bool,
+    /// CPU: always the sparse first layer, whatever the density.
+    #[arg(long)]
+    sparse: bool,
+    /// CPU: print where an update's time goes (thread time per phase).
+    #[arg(long)]
+    profile: bool,
 }
 
 /// Times the stack's updates and prints rows/s and GFLOP/s (and the CPU's GEMM peak).
@@ -62,6 +74,13 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
         rows: args.rows,
         updates: args.updates,
         repeat: args.repeat.max(1),
+        density: args.density,
+        sparse_threshold: match (args.dense, args.sparse) {
+            (true, _) => Some(-1.0),
+            (_, true) => Some(1.0),
+            _ => None,
+        },
+        profile: args.profile,
     };
     let chosen = choose_device(args.device)?;
     println!("device: {chosen}");
@@ -95,6 +114,9 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
         result.gflops(),
         result.flops_per_row
     );
+    if let Some(p) = &result.profile {
+        println!("{p}");
+    }
     if matches!(chosen, Chosen::Cpu { .. }) {
         let peak = with_pool(args.threads, || gemm_peak_gflops(512, 9))?;
         println!(

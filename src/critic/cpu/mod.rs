@@ -1,13 +1,19 @@
 //! The CPU backend, and the reference the GPU is tested against: rows grouped by network, every
 //! network's block processed in parallel with rayon, matrix products through ndarray's GEMM
-//! (matrixmultiply). Activations are kept in network order between forward and backward;
-//! buffers grow to the largest batch seen and are reused.
+//! (matrixmultiply), or for sparse u8 batches a sparse first layer ([`sparse`]). Activations
+//! are kept in network order between forward and backward; buffers grow to the largest batch
+//! seen and are reused. [`profile`] times the passes on request.
 
 mod net;
+pub mod profile;
+mod sparse;
 
 use rayon::prelude::*;
 
-use self::net::{NetBackward, NetForward};
+use self::net::{FirstSource, NetBackward, NetForward};
+use self::profile::{Phase, span};
+use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
+pub use self::sparse::SPARSE_DENSITY;
 use super::loss::{Loss, loss_and_grad};
 use super::{
     AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,
@@ -31,6 +37,14 @@ pub struct CpuCritic {
     last_loss: f32,
     /// What the last [`CpuCritic::step`] saw.
     last_step: StepStats,
+    /// Density at or below which u8 batches take the sparse first layer.
+    sparse_threshold: f32,
+    /// Per network, the `[fan_in, fan_out]` transpose of the first layer's online weights
+    /// (valid when `w1t_fresh`), and of the target weights.
+    w1t: Vec<f32>,
+    w1t_target: Vec<f32>,
+    w1t_fresh: bool,
+    w1t_target_fresh: bool,
 }
 
 /// What forward keeps for backward, in network (sorted) row order.
@@ -42,8 +56,12 @@ struct Activations {
     unit_bounds: Vec<u32>,
     /// Network of each work unit.
     unit_net: Vec<usize>,
-    /// `[R, D]` input converted to f32.
+    /// `[R, D]` input converted to f32 (dense batches).
     x0: Vec<f32>,
+    /// Whether the last forward took the sparse first layer (its input is then `csr`).
+    sparse: bool,
+    /// The non-zero u8 inputs (sparse batches).
+    csr: SparseRows,
     /// Per hidden layer: `[R, H]` linear output normalised (x-hat).
     xhat: Vec<Vec<f32>>,
     /// Per hidden layer: `[R]` reciprocal standard deviation.
@@ -83,6 +101,35 @@ fn work_units(starts: &[u32], threads: usize) -> (Vec<u32>, Vec<usize>) {
     (bounds, owner)
 }
 
+/// Rows per work unit of backward, whatever the thread count, so that the order in which a
+/// shared network's weight gradients are summed (and so the result) does not depend on it.
+const GRAD_UNIT_ROWS: usize = 1024;
+
+/// Backward's work units: each network cut into `ceil(rows / GRAD_UNIT_ROWS)` even parts.
+fn grad_units(starts: &[u32]) -> (Vec<u32>, Vec<usize>) {
+    let mut bounds = vec![0u32];
+    let mut owner = Vec::new();
+    for k in 0..starts.len() - 1 {
+        let (s, e) = (starts[k], starts[k + 1]);
+        let chunks = ((e - s) as usize).div_ceil(GRAD_UNIT_ROWS).max(1) as u32;
+        for c in 1..=chunks {
+            bounds.push(s + (e - s) * c / chunks);
+            owner.push(k);
+        }
+    }
+    (bounds, owner)
+}
+
+/// Refreshes `w1t`, every network's transposed first-layer weights.
+fn refresh_transpose(spec: &StackSpec, first: &LayerOffsets, params: &[f32], w1t: &mut Vec<f32>) {
+    let _t = span(Phase::Transpose);
+    let (fi, fo, per_net) = (first.fan_in, first.fan_out, spec.params_per_net());
+    w1t.resize(spec.nets * fi * fo, 0.0);
+    w1t.par_chunks_mut(fi * fo)
+        .zip(params.par_chunks(per_net))
+        .for_each(|(t, net)| transpose(fo, fi, &net[first.weight..], t));
+}
+
 /// Cuts `buf` into one `[n_k * width]` slice per network segment.
 fn segments<'a, T>(mut buf: &'a mut [T], starts: &[u32], width: usize) -> Vec<&'a mut [T]> {
     let mut out = Vec::with_capacity(starts.len() - 1);
@@ -105,6 +152,9 @@ impl CpuCritic {
     /// A stack with PyTorch-style initial parameters from `seed`.
     pub fn new(spec: StackSpec, seed: u64) -> Result<CpuCritic, CriticError> {
         spec.validate().map_err(CriticError::Spec)?;
+        if profile::from_env() {
+            profile::enable(true);
+        }
         let params = init_params(&spec, seed);
         let n = params.len();
         Ok(CpuCritic {
@@ -122,7 +172,24 @@ impl CpuCritic {
             last_step: StepStats {
                 grad_norms: Vec::new(),
             },
+            sparse_threshold: SPARSE_DENSITY,
+            w1t: Vec::new(),
+            w1t_target: Vec::new(),
+            w1t_fresh: false,
+            w1t_target_fresh: false,
         })
+    }
+
+    /// Sets the density (fraction of non-zero u8 inputs in a batch) at or below which forward
+    /// and backward use the sparse first layer; 0 keeps every batch with a non-zero byte dense,
+    /// a negative value every batch. Both paths give the same results up to float rounding.
+    pub fn set_sparse_threshold(&mut self, density: f32) {
+        self.sparse_threshold = density;
+    }
+
+    /// The density threshold of the sparse first layer (see [`CpuCritic::set_sparse_threshold`]).
+    pub fn sparse_threshold(&self) -> f32 {
+        self.sparse_threshold
     }
 
     /// The shape.
@@ -139,6 +206,7 @@ impl CpuCritic {
     pub fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
         check_len("parameters", self.params.len(), params.len())?;
         self.params.copy_from_slice(params);
+        self.w1t_fresh = false;
         Ok(())
     }
 
@@ -183,6 +251,7 @@ impl CpuCritic {
     /// Forward pass with the online parameters; keeps activations for [`CpuCritic::backward`].
     /// Returns `[R, head]` in the caller's row order.
     pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<&[f32], CriticError> {
+        let _wall = span(Phase::WallForward);
         check_len("input", nets.len() * self.spec.input, input.len())?;
         let plan = RowPlan::new(nets, self.spec.nets)?;
         let (rows, spec) = (nets.len(), self.spec);
@@ -190,7 +259,26 @@ impl CpuCritic {
         a.rows = rows;
         a.plan = plan;
         let (d, h, head) = (spec.input, spec.hidden, spec.head);
-        a.x0.resize(rows * d, 0.0);
+        let gather = span(Phase::Gather);
+        // The sparse first layer for u8 batches at most `sparse_threshold` dense.
+        let sparse = match input {
+            Input::U8(x) if !x.is_empty() && d <= MAX_SPARSE_INPUT => {
+                let nonzero: usize = x
+                    .par_chunks(1 << 14)
+                    .map(|c| c.iter().filter(|&&v| v != 0).count())
+                    .sum();
+                let sparse = nonzero as f64 <= self.sparse_threshold as f64 * x.len() as f64;
+                profile::count_input(nonzero, x.len(), sparse);
+                sparse.then_some(x)
+            }
+            _ => None,
+        };
+        a.sparse = sparse.is_some();
+        if let Some(x) = sparse {
+            a.csr.fill(x, &a.plan.order, d);
+        } else {
+            a.x0.resize(rows * d, 0.0);
+        }
         a.xhat.resize_with(spec.layers, Vec::new);
         a.rstd.resize_with(spec.layers, Vec::new);
         a.act.resize_with(spec.layers, Vec::new);
@@ -202,34 +290,51 @@ impl CpuCritic {
         a.out_sorted.resize(rows * head, 0.0);
         a.out.resize(rows * head, 0.0);
 
-        // Gather each network's rows, converting u8 channels to f32 on the way.
-        for (pos, &row) in a.plan.order.iter().enumerate() {
-            let dst = &mut a.x0[pos * d..(pos + 1) * d];
-            let row = row as usize;
-            match input {
-                Input::U8(x) => {
-                    for (o, &v) in dst.iter_mut().zip(&x[row * d..(row + 1) * d]) {
-                        *o = v as f32;
+        // Dense: gather each network's rows, converting u8 channels to f32 on the way.
+        if !a.sparse {
+            a.x0[..rows * d]
+                .par_chunks_mut(d)
+                .zip(a.plan.order.par_iter())
+                .with_min_len(64)
+                .for_each(|(dst, &row)| {
+                    let row = row as usize;
+                    match input {
+                        Input::U8(x) => {
+                            for (o, &v) in dst.iter_mut().zip(&x[row * d..(row + 1) * d]) {
+                                *o = v as f32;
+                            }
+                        }
+                        Input::F32(x) => dst.copy_from_slice(&x[row * d..(row + 1) * d]),
                     }
-                }
-                Input::F32(x) => dst.copy_from_slice(&x[row * d..(row + 1) * d]),
-            }
+                });
         }
 
+        drop(gather);
+        if a.sparse && !self.w1t_fresh {
+            refresh_transpose(&spec, &self.offsets[0], &self.params, &mut self.w1t);
+            self.w1t_fresh = true;
+        }
         let (bounds, owner) = work_units(&a.plan.starts, rayon::current_num_threads());
         a.unit_bounds = bounds;
         a.unit_net = owner;
         let starts = a.unit_bounds.clone();
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
-        let x0 = segments_ref(&a.x0, &starts, d);
+        let first = FirstSource {
+            dense: &a.x0,
+            sparse: a.sparse.then_some(&a.csr),
+            w1t: &self.w1t,
+            d,
+            block: self.offsets[0].fan_in * self.offsets[0].fan_out,
+        };
         let mut xhat: Vec<Vec<&mut [f32]>> =
             a.xhat.iter_mut().map(|b| segments(b, &starts, h)).collect();
         let mut rstd: Vec<Vec<&mut [f32]>> =
             a.rstd.iter_mut().map(|b| segments(b, &starts, 1)).collect();
         let mut act: Vec<Vec<&mut [f32]>> =
             a.act.iter_mut().map(|b| segments(b, &starts, h)).collect();
-        let outs = segments(&mut a.out_sorted, &starts, head);
+        let mut out_sorted = std::mem::take(&mut a.out_sorted);
+        let outs = segments(&mut out_sorted, &starts, head);
         // Per network: transpose the per-layer lists so each task owns its slices.
         let mut tasks: Vec<NetForward> = Vec::with_capacity(outs.len());
         for (u, out) in outs.into_iter().enumerate() {
@@ -237,7 +342,7 @@ impl CpuCritic {
             tasks.push(NetForward {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
-                x0: x0[u],
+                x0: first.rows(starts[u] as usize, starts[u + 1] as usize, k),
                 xhat: xhat.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
                 rstd: rstd.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
                 act: act.iter_mut().map(|v| std::mem::take(&mut v[u])).collect(),
@@ -245,6 +350,7 @@ impl CpuCritic {
             });
         }
         tasks.into_par_iter().for_each(|t| t.run(offsets, spec));
+        a.out_sorted = out_sorted;
 
         a.plan.scatter(&a.out_sorted, head, &mut a.out);
         Ok(&a.out)
@@ -252,17 +358,25 @@ impl CpuCritic {
 
     /// Forward with the target parameters (keeps nothing; the online activations survive).
     pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
-        std::mem::swap(&mut self.params, &mut self.target);
+        self.swap_target();
         let saved = std::mem::take(&mut self.acts);
         let result = self.forward(input, nets).map(|o| o.to_vec());
         self.acts = saved;
-        std::mem::swap(&mut self.params, &mut self.target);
+        self.swap_target();
         result
+    }
+
+    /// Swaps the online and target parameters (with their transposed first layers).
+    fn swap_target(&mut self) {
+        std::mem::swap(&mut self.params, &mut self.target);
+        std::mem::swap(&mut self.w1t, &mut self.w1t_target);
+        std::mem::swap(&mut self.w1t_fresh, &mut self.w1t_target_fresh);
     }
 
     /// Backward from dL/d output (`[R, head]`, caller order) of the last forward; gradients are
     /// overwritten. With `input_grad`, also computes dL/d input (see [`CpuCritic::input_grad`]).
     pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
+        let _wall = span(Phase::WallBackward);
         let (spec, a) = (self.spec, &mut self.acts);
         let (rows, d, h, head) = (a.rows, spec.input, spec.hidden, spec.head);
         if a.unit_bounds.is_empty() {
@@ -291,8 +405,8 @@ impl CpuCritic {
             Vec::new()
         };
 
-        let starts = a.unit_bounds.clone();
-        let units = a.unit_net.len();
+        let (starts, unit_net) = grad_units(&a.plan.starts);
+        let units = unit_net.len();
         let per_net = spec.params_per_net();
         let offsets = &self.offsets;
         // One unit per network: gradients go straight to their place; otherwise per unit, then
@@ -300,7 +414,13 @@ impl CpuCritic {
         let direct = units == spec.nets;
         self.unit_grads
             .resize(if direct { 0 } else { units * per_net }, 0.0);
-        let x0 = segments_ref(&a.x0, &starts, d);
+        let first = FirstSource {
+            dense: &a.x0,
+            sparse: a.sparse.then_some(&a.csr),
+            w1t: &self.w1t,
+            d,
+            block: self.offsets[0].fan_in * self.offsets[0].fan_out,
+        };
         let xhat: Vec<Vec<&[f32]>> = a.xhat.iter().map(|b| segments_ref(b, &starts, h)).collect();
         let rstd: Vec<Vec<&[f32]>> = a.rstd.iter().map(|b| segments_ref(b, &starts, 1)).collect();
         let act: Vec<Vec<&[f32]>> = a.act.iter().map(|b| segments_ref(b, &starts, h)).collect();
@@ -320,12 +440,12 @@ impl CpuCritic {
         let mut grads: Vec<&mut [f32]> = grad_buf.chunks_exact_mut(per_net).collect();
         let mut tasks = Vec::with_capacity(units);
         for u in 0..units {
-            let k = a.unit_net[u];
+            let k = unit_net[u];
             tasks.push(NetBackward {
                 n: (starts[u + 1] - starts[u]) as usize,
                 net: &self.params[k * per_net..(k + 1) * per_net],
                 grad: std::mem::take(&mut grads[u]),
-                x0: x0[u],
+                x0: first.rows(starts[u] as usize, starts[u + 1] as usize, k),
                 xhat: xhat.iter().map(|v| v[u]).collect(),
                 rstd: rstd.iter().map(|v| v[u]).collect(),
                 act: act.iter().map(|v| v[u]).collect(),
@@ -337,7 +457,8 @@ impl CpuCritic {
         }
         tasks.into_par_iter().for_each(|t| t.run(offsets, spec));
         // Each network's gradient is the sum over its units.
-        let (unit_grads, unit_net) = (&self.unit_grads, &a.unit_net);
+        let _sum = span(Phase::SumUnits);
+        let (unit_grads, unit_net) = (&self.unit_grads, &unit_net);
         let sum_units = |(k, grad): (usize, &mut [f32])| {
             let mut first = true;
             for (u, _) in unit_net.iter().enumerate().filter(|(_, net)| **net == k) {
@@ -378,7 +499,10 @@ impl CpuCritic {
         loss.check(rows, head)?;
         let mut d_out = std::mem::take(&mut self.acts.d_out);
         d_out.resize(rows * head, 0.0);
-        let value = loss_and_grad(loss, &self.acts.out, head, &mut d_out);
+        let value = {
+            let _t = span(Phase::Loss);
+            loss_and_grad(loss, &self.acts.out, head, &mut d_out)
+        };
         let result = self.backward(&d_out, false);
         self.acts.d_out = d_out;
         result?;
@@ -390,7 +514,9 @@ impl CpuCritic {
     /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction. Returns
     /// what it saw (kept until the next step).
     pub fn step(&mut self, cfg: &AdamConfig) -> &StepStats {
+        let (_wall, _t) = (span(Phase::WallStep), span(Phase::Adam));
         self.steps += 1;
+        self.w1t_fresh = false;
         let (step_size, bc2, adaptive) = cfg.schedule(self.steps);
         let per_net = self.spec.params_per_net();
         let grad_norms: Vec<f32> = (
@@ -430,14 +556,27 @@ impl CpuCritic {
     /// Copies the online parameters into the target copy.
     pub fn copy_to_target(&mut self) {
         self.target.copy_from_slice(&self.params);
+        self.w1t_target_fresh = false;
     }
 
     /// Polyak averaging: `target = tau * online + (1 - tau) * target`.
     pub fn polyak(&mut self, tau: f32) {
+        self.w1t_target_fresh = false;
         self.target
             .par_iter_mut()
             .zip(self.params.par_iter())
             .for_each(|(t, p)| *t = tau * p + (1.0 - tau) * *t);
+    }
+}
+
+/// With `GRIDARENA_CPU_PROFILE` set, a critic prints the time breakdown so far when dropped.
+impl Drop for CpuCritic {
+    fn drop(&mut self) {
+        if profile::enabled() && profile::from_env() {
+            let mut p = profile::take();
+            p.updates = self.steps.max(1);
+            eprintln!("{p}");
+        }
     }
 }
 

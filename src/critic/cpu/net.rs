@@ -5,7 +5,62 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2};
 
+use super::profile::{Phase, span};
+use super::sparse::{SparseRows, SparseView, linear_grads_sparse, linear_sparse};
 use crate::critic::{LN_EPS, LayerOffsets, StackSpec};
+
+/// The first layer's input of a block: dense f32 rows, or the non-zero entries of u8 rows with
+/// the `[fan_in, fan_out]` transpose of the block's first-layer weights.
+#[derive(Clone, Copy)]
+pub(super) enum FirstInput<'a> {
+    Dense(&'a [f32]),
+    Sparse(SparseView<'a>, &'a [f32]),
+}
+
+/// Where a block's [`FirstInput`] comes from: the whole batch's dense rows, or its sparse rows
+/// (`Some`) and every network's transposed first-layer weights.
+pub(super) struct FirstSource<'a> {
+    pub(super) dense: &'a [f32],
+    pub(super) sparse: Option<&'a SparseRows>,
+    pub(super) w1t: &'a [f32],
+    /// Input width.
+    pub(super) d: usize,
+    /// Floats of one network's first-layer weights.
+    pub(super) block: usize,
+}
+
+impl<'a> FirstSource<'a> {
+    /// Rows `s..e` of network `k`.
+    pub(super) fn rows(&self, s: usize, e: usize, k: usize) -> FirstInput<'a> {
+        match self.sparse {
+            Some(csr) => FirstInput::Sparse(
+                csr.view(s, e),
+                &self.w1t[k * self.block..(k + 1) * self.block],
+            ),
+            None => FirstInput::Dense(&self.dense[s * self.d..e * self.d]),
+        }
+    }
+}
+
+impl FirstInput<'_> {
+    /// The first layer's linear forward.
+    fn linear(&self, n: usize, o: &LayerOffsets, net: &[f32], y: &mut [f32]) {
+        let _t = span(Phase::FirstLinear);
+        match *self {
+            FirstInput::Dense(x) => linear(n, o, net, x, y),
+            FirstInput::Sparse(x, wt) => linear_sparse(n, o, net, wt, x, y),
+        }
+    }
+
+    /// The first layer's weight and bias gradients.
+    fn grads(&self, n: usize, o: &LayerOffsets, dy: &[f32], grad: &mut [f32]) {
+        let _t = span(Phase::FirstGrad);
+        match *self {
+            FirstInput::Dense(x) => linear_grads(n, o, dy, x, grad),
+            FirstInput::Sparse(x, _) => linear_grads_sparse(n, o, dy, x, grad, &mut Vec::new()),
+        }
+    }
+}
 
 fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
     ArrayView2::from_shape((rows, cols), &data[..rows * cols]).expect("slice holds rows x cols")
@@ -105,7 +160,7 @@ fn layernorm_relu(
 pub(super) struct NetForward<'a> {
     pub(super) n: usize,
     pub(super) net: &'a [f32],
-    pub(super) x0: &'a [f32],
+    pub(super) x0: FirstInput<'a>,
     pub(super) xhat: Vec<&'a mut [f32]>,
     pub(super) rstd: Vec<&'a mut [f32]>,
     pub(super) act: Vec<&'a mut [f32]>,
@@ -121,8 +176,13 @@ impl NetForward<'_> {
         for l in 0..spec.layers {
             let o = &offsets[l];
             let (before, after) = self.act.split_at_mut(l);
-            let x: &[f32] = if l == 0 { self.x0 } else { &*before[l - 1] };
-            linear(self.n, o, self.net, x, &mut z);
+            if l == 0 {
+                self.x0.linear(self.n, o, self.net, &mut z);
+            } else {
+                let _t = span(Phase::Linear);
+                linear(self.n, o, self.net, &before[l - 1], &mut z);
+            }
+            let _t = span(Phase::NormRelu);
             layernorm_relu(
                 self.n,
                 o,
@@ -133,12 +193,13 @@ impl NetForward<'_> {
                 &mut *after[0],
             );
         }
-        let x: &[f32] = if spec.layers == 0 {
-            self.x0
+        if spec.layers == 0 {
+            self.x0.linear(self.n, &offsets[0], self.net, self.out);
         } else {
-            &*self.act[spec.layers - 1]
-        };
-        linear(self.n, &offsets[spec.layers], self.net, x, self.out);
+            let _t = span(Phase::Linear);
+            let x = &*self.act[spec.layers - 1];
+            linear(self.n, &offsets[spec.layers], self.net, x, self.out);
+        }
     }
 }
 
@@ -147,7 +208,7 @@ pub(super) struct NetBackward<'a> {
     pub(super) n: usize,
     pub(super) net: &'a [f32],
     pub(super) grad: &'a mut [f32],
-    pub(super) x0: &'a [f32],
+    pub(super) x0: FirstInput<'a>,
     pub(super) xhat: Vec<&'a [f32]>,
     pub(super) rstd: Vec<&'a [f32]>,
     pub(super) act: Vec<&'a [f32]>,
@@ -208,16 +269,23 @@ impl NetBackward<'_> {
         }
         let h = spec.hidden;
         let head = &offsets[spec.layers];
-        let last_x: &[f32] = if spec.layers == 0 {
-            x0
-        } else {
-            act[spec.layers - 1]
-        };
-        linear_grads(n, head, g_out, last_x, grad);
         // g: gradient w.r.t. the current layer's output activation.
         let (g, dz) = (scratch_a, scratch_b);
-        linear_input_grad(n, head, net, g_out, g);
+        if spec.layers == 0 {
+            x0.grads(n, head, g_out, grad);
+            if let Some(dx) = d_x0 {
+                let _t = span(Phase::LinearGrad);
+                linear_input_grad(n, head, net, g_out, dx);
+            }
+            return;
+        }
+        {
+            let _t = span(Phase::LinearGrad);
+            linear_grads(n, head, g_out, act[spec.layers - 1], grad);
+            linear_input_grad(n, head, net, g_out, g);
+        }
         for l in (0..spec.layers).rev() {
+            let t_norm = span(Phase::NormReluGrad);
             let o = &offsets[l];
             let gamma = &net[o.gamma..o.gamma + h];
             // Through ReLU and LayerNorm's affine part, then LayerNorm's normalisation.
@@ -248,8 +316,14 @@ impl NetBackward<'_> {
                     *dzj = inv * (*dzj - mean - xj * mean_x);
                 }
             }
-            let x: &[f32] = if l == 0 { x0 } else { act[l - 1] };
-            linear_grads(n, o, dz, x, grad);
+            drop(t_norm);
+            if l == 0 {
+                x0.grads(n, o, dz, grad);
+            } else {
+                let _t = span(Phase::LinearGrad);
+                linear_grads(n, o, dz, act[l - 1], grad);
+            }
+            let _t = span(Phase::LinearGrad);
             if l > 0 {
                 linear_input_grad(n, o, net, dz, g);
             } else if let Some(dx) = d_x0 {
