@@ -61,8 +61,19 @@ ga_critic() { figure 'rows\/s (median):' "$gridarena" bench critic --device cpu;
 torch_critic() { figure 'rows\/s (median):' "$py" "$here/critic_torch.py" --threads 2; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-load_start="$(cut -d' ' -f1 /proc/loadavg)"
-echo "== load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# How many cores other processes keep busy right now, sampled over 2 s from /proc/stat (the
+# load average would still count a job that finished a minute ago).
+busy_cores() {
+    local a b
+    a=($(head -1 /proc/stat)); sleep 2; b=($(head -1 /proc/stat))
+    awk -v n="$(nproc)" 'BEGIN {
+        split(ARGV[1], a, " "); split(ARGV[2], b, " "); tot = 0; idle = 0
+        for (i = 2; i <= 9; i++) tot += b[i] - a[i]
+        idle = (b[5] - a[5]) + (b[6] - a[6])
+        printf "%.2f", (tot > 0 ? n * (1 - idle / tot) : 0); exit }' "${a[*]}" "${b[*]}"
+}
+busy_start="$(busy_cores)"
+echo "== cores busy at the start: $busy_start of $(nproc) (over 2 s); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== gridarena: $gridarena; $runs runs, $updates timed PQN updates per run"
 declare -a ga_p jx_p ga_c pt_c
 for ((i = 1; i <= runs; i++)); do
@@ -79,12 +90,12 @@ for ((i = 1; i <= runs; i++)); do
 done
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-"$py" - "${ga_p[*]}" "${jx_p[*]}" "${ga_c[*]}" "${pt_c[*]}" "$load_start" "$(nproc)" <<'EOF'
+"$py" - "${ga_p[*]}" "${jx_p[*]}" "${ga_c[*]}" "${pt_c[*]}" "$busy_start" "$(nproc)" <<'EOF'
 import statistics
 import sys
 
 ga_p, jx_p, ga_c, pt_c = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
-load, cores = float(sys.argv[5]), int(sys.argv[6])
+busy, cores = float(sys.argv[5]), int(sys.argv[6])
 rows = [
     ("PQN coin game, env steps/s", "gridarena", ga_p, "JAX + JaxMARL", jx_p),
     ("critic update, rows/s", "gridarena", ga_c, "PyTorch bmm", pt_c),
@@ -96,7 +107,7 @@ for what, a, xs, b, ys in rows:
     paired = statistics.median(x / y for x, y in zip(xs, ys))
     print(f"{what}: {a} {runs(xs)} (median {mx:,.0f}); {b} {runs(ys)} (median {my:,.0f}); "
           f"ratio {a}/{b} {mx / my:.2f}x (median of the runs' own ratios {paired:.2f}x)")
-if load > cores / 2:
-    print(f"NOTE: the machine was busy (load average {load} at the start): PyTorch's spinning "
+if busy > 0.5:
+    print(f"NOTE: the machine was busy ({busy} of {cores} cores in use at the start): PyTorch's spinning "
           "OpenMP threads suffer most from that; do not quote these ratios (README.md)")
 EOF
