@@ -54,7 +54,9 @@ struct Batch {
 fn batch(rows: usize, density: f32, seed: u64, spec: &StackSpec) -> Batch {
     Batch {
         x: sparse_bytes(rows, spec.input, density, seed),
-        nets: (0..rows).map(|r| ((r * 7 + 3) % spec.nets) as u32).collect(),
+        nets: (0..rows)
+            .map(|r| ((r * 7 + 3) % spec.nets) as u32)
+            .collect(),
         actions: (0..rows).map(|r| (r % spec.head) as u32).collect(),
         targets: random(rows, seed + 2, 2.0),
     }
@@ -139,10 +141,7 @@ fn each_batch_takes_the_path_its_density_calls_for() {
 fn results_do_not_depend_on_the_thread_count() {
     // One shared network over 2500 rows: backward splits it into several work units whose
     // gradients are summed in an order that must not depend on the pool.
-    let spec = StackSpec {
-        nets: 1,
-        ..SPEC
-    };
+    let spec = StackSpec { nets: 1, ..SPEC };
     for (density, threshold) in [(0.1, 1.0), (0.1, -1.0), (0.7, -1.0)] {
         let b = batch(2500, density, 42, &spec);
         let loss = Loss::Mse {

@@ -12,8 +12,8 @@ use rayon::prelude::*;
 
 use self::net::{FirstSource, NetBackward, NetForward};
 use self::profile::{Phase, span};
-use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 pub use self::sparse::SPARSE_DENSITY;
+use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 use super::loss::{Loss, loss_and_grad};
 use super::{
     AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,

@@ -150,7 +150,12 @@ impl fmt::Display for Profile {
             } else {
                 format!("{:5.1}% of wall", 100.0 * n as f64 / wall.max(1) as f64)
             };
-            writeln!(f, "  {:<14} {:9.3}  {share}", format!("{p:?}"), n as f64 / per)?;
+            writeln!(
+                f,
+                "  {:<14} {:9.3}  {share}",
+                format!("{p:?}"),
+                n as f64 / per
+            )?;
         }
         writeln!(
             f,
