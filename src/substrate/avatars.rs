@@ -91,6 +91,25 @@ pub fn mark_avatars(layout: &LayoutCore, a: &mut ArenaMut) {
     }
 }
 
+/// The movement actions every avatar substrate shares (its action set's first seven entries);
+/// substrate-specific actions (io, consume, gifts) follow them.
+pub(crate) mod moves {
+    /// Do nothing.
+    pub(crate) const NOOP: u8 = 0;
+    /// One cell ahead.
+    pub(crate) const FORWARD: u8 = 1;
+    /// One cell behind.
+    pub(crate) const BACKWARD: u8 = 2;
+    /// One cell to the left.
+    pub(crate) const STEP_LEFT: u8 = 3;
+    /// One cell to the right.
+    pub(crate) const STEP_RIGHT: u8 = 4;
+    /// Turn a quarter to the left.
+    pub(crate) const TURN_LEFT: u8 = 5;
+    /// Turn a quarter to the right.
+    pub(crate) const TURN_RIGHT: u8 = 6;
+}
+
 /// Moves and turns. Actions 1-4 step forward, backward, left, right relative to the facing,
 /// 5-6 turn left, right. Avatars act in a random priority order; a step succeeds when the
 /// target cell is open and holds no avatar at that moment (so two avatars never share a cell and
@@ -106,10 +125,10 @@ pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option
         }
         let f = a.facing[s].0 as usize;
         let dir = match a.applied[s].0 {
-            1 => Some(f),
-            2 => Some((f + 2) % 4),
-            3 => Some((f + 3) % 4),
-            4 => Some((f + 1) % 4),
+            moves::FORWARD => Some(f),
+            moves::BACKWARD => Some((f + 2) % 4),
+            moves::STEP_LEFT => Some((f + 3) % 4),
+            moves::STEP_RIGHT => Some((f + 1) % 4),
             _ => None,
         };
         if let Some(d) = dir {
@@ -137,8 +156,8 @@ pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option
             }
         }
         match a.applied[s].0 {
-            5 => a.facing[s].0 = ((f + 3) % 4) as u8,
-            6 => a.facing[s].0 = ((f + 1) % 4) as u8,
+            moves::TURN_LEFT => a.facing[s].0 = ((f + 3) % 4) as u8,
+            moves::TURN_RIGHT => a.facing[s].0 = ((f + 1) % 4) as u8,
             _ => {}
         }
     }

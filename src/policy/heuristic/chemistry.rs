@@ -20,14 +20,9 @@ use crate::scenario::{LoadedScenario, Substrate};
 use crate::substrate::avatars::AVATAR_CELL_BYTES;
 use crate::substrate::chemistry::IO;
 
-/// Chemistry8 actions the heuristic takes (see [`crate::scenario::actions::ActionSet`]).
-const NOOP: u8 = 0;
-const FORWARD: u8 = 1;
-const BACKWARD: u8 = 2;
-const STEP_LEFT: u8 = 3;
-const STEP_RIGHT: u8 = 4;
-const TURN_LEFT: u8 = 5;
-const TURN_RIGHT: u8 = 6;
+use crate::substrate::avatars::moves::{
+    BACKWARD, FORWARD, NOOP, STEP_LEFT, STEP_RIGHT, TURN_LEFT, TURN_RIGHT,
+};
 
 /// Chance per roaming step of turning although the way ahead is free (out of 256).
 const TURN_CHANCE: u32 = 20;

@@ -14,11 +14,7 @@ use crate::substrate::gift::CONSUME;
 /// The display name.
 pub(super) const NAME: &str = "consume, else nearest token";
 
-/// Relative moves of `gift9`.
-const FORWARD: u8 = 1;
-const BACKWARD: u8 = 2;
-const STEP_LEFT: u8 = 3;
-const STEP_RIGHT: u8 = 4;
+use crate::substrate::avatars::moves::{BACKWARD, FORWARD, STEP_LEFT, STEP_RIGHT};
 
 /// gift_refinements' heuristic for a scenario's window.
 pub(super) struct ConsumeOrCollect {
