@@ -198,6 +198,14 @@ fn beats_random(name: &str, r: &EvalReport) {
     );
 }
 
+/// `trained` exceeds `factor` times random's figure of the counter `what`.
+fn more_than(what: &str, trained: f64, factor: f64, random: f64) {
+    assert!(
+        trained > factor * random,
+        "{what} {trained} vs random {random}"
+    );
+}
+
 #[test]
 fn a_short_pqn_run_beats_random_on_pursuit() {
     // The default scenario (8 pursuers, 30 evaders): 205k steps, about 50 s in the test
@@ -212,12 +220,7 @@ fn a_short_pqn_run_beats_random_on_the_coin_game() {
     let coins = |r: &PolicyResult| r.counters["coins_own"] + r.counters["coins_other"];
     // Independent learners pick up coins of both colours, so the return need not rise: the
     // pickups do.
-    assert!(
-        coins(&r.policy) > 2.0 * coins(&r.random),
-        "coins {} vs random {}",
-        coins(&r.policy),
-        coins(&r.random)
-    );
+    more_than("coins", coins(&r.policy), 2.0, coins(&r.random));
 }
 
 #[test]
@@ -294,11 +297,11 @@ fn a_short_pqn_run_beats_random_on_gift_refinements() {
     let r = pqn("gift_refinements", 300_000, 64, 64, 16);
     beats_random("gift_refinements", &r);
     let consumed = |r: &PolicyResult| r.counters["tokens_consumed"];
-    assert!(
-        consumed(&r.policy) > 1.4 * consumed(&r.random),
-        "tokens consumed {} vs random {}",
+    more_than(
+        "tokens consumed",
         consumed(&r.policy),
-        consumed(&r.random)
+        1.4,
+        consumed(&r.random),
     );
 }
 
