@@ -60,6 +60,7 @@ pub fn run_config(run: &Path) -> Result<RunConfig, AnalysisError> {
     let mut cfg = RunConfig::load(&run.join("config.ron")).map_err(RunError::from)?;
     cfg.arenas = 1;
     cfg.seeds = 1;
+    cfg.sweep.clear();
     Ok(cfg)
 }
 

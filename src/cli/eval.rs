@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use gridarena::train::eval::{EvalReport, evaluate};
+use gridarena::train::eval::{EvalReport, evaluate_replica};
 
 use super::common::with_pool;
 use super::nashconv::{self, NashConvArgs};
@@ -26,6 +26,13 @@ pub(crate) struct EvalArgs {
     /// Critic device.
     #[arg(long, value_enum, default_value = "auto")]
     device: gridarena::critic::Device,
+    /// Evaluate replica K of a multi-seed or sweep run (default 0; `gridarena train` prints
+    /// the grid, `sweep.csv` lists each point's replicas).
+    #[arg(long, value_name = "K", conflicts_with = "best")]
+    replica: Option<usize>,
+    /// Evaluate the sweep's best replica (the best grid point's best seed by final return).
+    #[arg(long)]
+    best: bool,
     // The `--nashconv` flags: measure exploitability instead.
     #[command(flatten)]
     nashconv: NashConvArgs,
@@ -46,8 +53,30 @@ pub(crate) fn run(args: EvalArgs) -> Result<()> {
         })?;
     }
     let device = gridarena::critic::choose_device(args.device)?;
+    let replica = if args.best {
+        let table = gridarena::train::sweep_report::rank_run(&args.run)
+            .map_err(|e| anyhow::anyhow!("--best: {e}"))?;
+        let k = table.best_replica().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--best: no replica of {} finished an episode in the last updates",
+                args.run.display()
+            )
+        })?;
+        println!(
+            "best replica: {k} ({})",
+            table.points[0]
+                .values
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        k
+    } else {
+        args.replica.unwrap_or(0)
+    };
     let report = with_pool(None, || {
-        evaluate(&args.run, args.episodes, &device).map_err(anyhow::Error::from)
+        evaluate_replica(&args.run, args.episodes, &device, replica).map_err(anyhow::Error::from)
     })??;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

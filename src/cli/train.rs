@@ -46,6 +46,10 @@ pub(crate) struct TrainArgs {
     /// Set any config field: key=value (RON value), repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Sweep a per-network scalar over values, e.g. `--sweep lr=[1e-3,5e-4]` (repeatable: the
+    /// grid is the cartesian product; every grid point x seed is a replica in one stack).
+    #[arg(long = "sweep", value_name = "KEY=[V1,V2,...]")]
+    sweep: Vec<String>,
     /// Memory budget for the preflight, e.g. 2GiB (default: 3/4 of the available memory).
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     memory_budget: Option<u64>,
@@ -92,6 +96,24 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         cfg.rollout,
         if resume { ", resuming" } else { "" }
     );
+    if cfg.lr_scale != gridarena::train::config::LrScale::None {
+        println!(
+            "learning rate {} scaled {:?} with the effective batch {} against {}: {}",
+            cfg.lr,
+            cfg.lr_scale,
+            gridarena::train::schedule::effective_batch(&cfg),
+            cfg.reference_batch,
+            gridarena::train::schedule::resolved_lr(&cfg)
+        );
+    }
+    let replicas = cfg.replica_count();
+    if replicas > 1 {
+        println!(
+            "{replicas} replicas in one stack ({} grid points x {} seeds); env steps below are per replica",
+            replicas / cfg.seeds.max(1),
+            cfg.seeds.max(1)
+        );
+    }
     let opts = TrainOptions {
         resume,
         progress: true,
@@ -104,6 +126,13 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)
     })??;
     print_summary(&summary);
+    if let Some(table) = &summary.sweep {
+        println!(
+            "\nsweep: grid points by final return ({}; sweep.csv, sweep.png):\n{}",
+            summary.run.display(),
+            table.render()
+        );
+    }
     Ok(())
 }
 
@@ -127,7 +156,12 @@ fn apply_overrides(cfg: &mut RunConfig, args: &TrainArgs) -> Result<()> {
     if let Some(d) = args.device {
         cfg.device = d;
     }
-    apply_sets(cfg, &args.set)
+    apply_sets(cfg, &args.set)?;
+    for axis in &args.sweep {
+        let (key, values) = gridarena::train::sweep::parse_axis(axis)?;
+        cfg.sweep.insert(key, values);
+    }
+    Ok(())
 }
 
 /// The first Ctrl-C asks training to checkpoint and stop after the current update; a second one

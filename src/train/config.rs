@@ -44,6 +44,18 @@ pub enum RhoForm {
     Model,
 }
 
+/// How the learning rate follows the effective batch (`lr_scale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LrScale {
+    /// `lr` as given.
+    None,
+    /// `lr x batch / reference_batch`.
+    Linear,
+    /// `lr x sqrt(batch / reference_batch)`.
+    Sqrt,
+}
+
 /// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
 /// machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,8 +69,13 @@ pub struct RunConfig {
     pub algo: Algo,
     /// Run seed (replica r of a multi-seed run uses seed + r).
     pub seed: u64,
-    /// Independent replicas trained together (PQN), seeds seed..seed + seeds.
+    /// Independent replicas trained together (PQN), seeds seed..seed + seeds (with a sweep:
+    /// every grid point runs each seed).
     pub seeds: usize,
+    /// Hyperparameter sweep: per-network scalars and the values each takes, e.g.
+    /// `sweep: {"lr": [1e-3, 5e-4], "gamma": [0.99, 0.95]}`; every combination x `seeds` is a
+    /// replica of one network stack (see `train::sweep`). Empty: no sweep.
+    pub sweep: super::sweep::Sweep,
     /// Compute device for the critic.
     pub device: Device,
     /// Environment steps to train for (arena-steps: arenas x steps per rollout x updates).
@@ -78,6 +95,12 @@ pub struct RunConfig {
     pub lr: f32,
     /// Decay the learning rate linearly to 0 over the run.
     pub lr_decay: bool,
+    /// Scale `lr` with the effective batch against `reference_batch` (`none`, `linear`,
+    /// `sqrt`); the batch is PQN's rows per network per minibatch (`arenas x rollout /
+    /// minibatches`), IQL's `batch_size`, PR2-IQL's `buffer_batch_size x rollout`.
+    pub lr_scale: LrScale,
+    /// The effective batch `lr` was tuned at (needed when `lr_scale` is not `none`).
+    pub reference_batch: usize,
     /// Discount.
     pub gamma: f32,
     /// Lambda of the lambda-returns.
@@ -159,6 +182,7 @@ impl Default for RunConfig {
             algo: Algo::Pqn,
             seed: 0,
             seeds: 1,
+            sweep: super::sweep::Sweep::new(),
             device: Device::Auto,
             total_steps: 4_000_000,
             arenas: 256,
@@ -167,6 +191,8 @@ impl Default for RunConfig {
             minibatches: 8,
             lr: 5e-4,
             lr_decay: true,
+            lr_scale: LrScale::None,
+            reference_batch: 0,
             gamma: 0.99,
             lambda: 0.65,
             eps_start: 1.0,
@@ -461,10 +487,10 @@ impl RunConfig {
                 ),
             );
         }
-        if self.opponent_models && (self.seeds > 1 || self.threaded) {
+        if self.opponent_models && (self.seeds > 1 || self.threaded || !self.sweep.is_empty()) {
             return bad(
                 "opponent_models",
-                "true needs seeds 1 and threaded false (for now)".into(),
+                "true needs seeds 1, no sweep and threaded false (for now)".into(),
             );
         }
         if self.algo == Algo::Pr2Iql {
@@ -534,11 +560,24 @@ impl RunConfig {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return bad("lr", format!("{}; a positive number", self.lr));
         }
+        if self.lr_scale != LrScale::None && self.reference_batch == 0 {
+            return bad(
+                "reference_batch",
+                format!(
+                    "0 with lr_scale {:?}; set the effective batch lr was tuned at (this run's is {})",
+                    self.lr_scale,
+                    super::schedule::effective_batch(self)
+                ),
+            );
+        }
         if self.max_grad_norm.is_nan() || self.max_grad_norm <= 0.0 {
             return bad(
                 "max_grad_norm",
                 format!("{}; a positive number", self.max_grad_norm),
             );
+        }
+        if !self.sweep.is_empty() {
+            super::sweep::replicas(self)?;
         }
         if self.total_steps < (self.arenas * self.rollout) as u64 {
             return bad(
@@ -555,6 +594,16 @@ impl RunConfig {
     /// Derived: environment steps per update.
     pub fn steps_per_update(&self) -> u64 {
         (self.arenas * self.rollout) as u64
+    }
+
+    /// Derived: replicas trained together (sweep grid points x seeds).
+    pub fn replica_count(&self) -> usize {
+        super::sweep::replica_count(self)
+    }
+
+    /// Derived: every replica with its single-run configuration (see `train::sweep`).
+    pub fn replicas(&self) -> Result<Vec<super::sweep::Replica>, ConfigError> {
+        super::sweep::replicas(self)
     }
 
     /// Derived: updates in the run.

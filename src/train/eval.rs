@@ -138,20 +138,43 @@ fn first_episodes(
     Ok(first.into_iter().flatten().collect())
 }
 
-/// Evaluates the newest checkpoint of `run` over `episodes` episodes per policy.
+/// Evaluates the newest checkpoint of `run` over `episodes` episodes per policy (replica 0 of
+/// a multi-seed or sweep run).
 pub fn evaluate(
     run: &std::path::Path,
     episodes: usize,
     device: &Chosen,
 ) -> Result<EvalReport, RunError> {
+    evaluate_replica(run, episodes, device, 0)
+}
+
+/// [`evaluate`] for replica `replica` of a multi-seed or sweep run (its networks are the
+/// replica-th block of the stack).
+pub fn evaluate_replica(
+    run: &std::path::Path,
+    episodes: usize,
+    device: &Chosen,
+    replica: usize,
+) -> Result<EvalReport, RunError> {
     let dir = RunDir::open(run)?;
-    let mut cfg = RunConfig::load(&run.join("config.ron"))?;
+    let saved = RunConfig::load(&run.join("config.ron"))?;
+    let replicas = saved.replicas()?;
+    let Some(chosen) = replicas.get(replica) else {
+        return Err(RunError::Checkpoint {
+            path: run.to_path_buf(),
+            reason: format!(
+                "replica {replica} asked; the run has {} (0..{})",
+                replicas.len(),
+                replicas.len()
+            ),
+        });
+    };
+    let mut cfg = chosen.cfg.clone();
     cfg.arenas = episodes.max(1);
-    // A multi-seed run is evaluated on replica 0 (its networks come first in the stack).
-    cfg.seeds = 1;
-    cfg.seed = cfg.seed.wrapping_add(1_000_003);
+    cfg.seed = chosen.cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
-    let mut greedy = GreedyPolicy::restore(new_learner(&cfg, &loaded, device)?, &dir)?;
+    let learner = new_learner(&cfg, &loaded, device)?;
+    let mut greedy = GreedyPolicy::restore_replica(learner, &dir, replica)?;
     let policy = evaluate_policy(&loaded, cfg.arenas, cfg.seed, &mut greedy)?;
     let actions = loaded.scenario.action_set().len();
     let mut random = RandomPolicy::new(cfg.seed, cfg.arenas, actions);

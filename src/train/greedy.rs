@@ -27,8 +27,19 @@ impl GreedyPolicy {
     }
 
     /// `learner` with the parameters (and opponent models) of `dir`'s newest checkpoint.
-    /// A multi-seed run stores every replica's networks, replica 0's first: those are taken.
-    pub fn restore(mut learner: BoxedLearner, dir: &RunDir) -> Result<GreedyPolicy, RunError> {
+    /// A multi-seed or sweep run stores every replica's networks, replica 0's first: those are
+    /// taken.
+    pub fn restore(learner: BoxedLearner, dir: &RunDir) -> Result<GreedyPolicy, RunError> {
+        GreedyPolicy::restore_replica(learner, dir, 0)
+    }
+
+    /// [`GreedyPolicy::restore`] with replica `replica`'s networks (the replica-th block of
+    /// the checkpoint's parameters).
+    pub fn restore_replica(
+        mut learner: BoxedLearner,
+        dir: &RunDir,
+        replica: usize,
+    ) -> Result<GreedyPolicy, RunError> {
         let c = dir.load_latest()?;
         let bad = |reason: String| RunError::Checkpoint {
             path: dir.path.clone(),
@@ -41,7 +52,14 @@ impl GreedyPolicy {
                 c.params.len()
             )));
         }
-        learner.critic().set_params(&c.params[..n]).map_err(|e| {
+        let held = c.params.len() / n.max(1);
+        if replica >= held {
+            return Err(bad(format!(
+                "replica {replica} asked; the checkpoint holds {held} replicas' networks"
+            )));
+        }
+        let block = &c.params[replica * n..(replica + 1) * n];
+        learner.critic().set_params(block).map_err(|e| {
             bad(format!(
                 "parameters do not fit this scenario's networks: {e}"
             ))
@@ -116,6 +134,7 @@ pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
     let mut cfg = RunConfig::load(&run.join("config.ron"))?;
     cfg.arenas = 1;
     cfg.seeds = 1;
+    cfg.sweep.clear();
     cfg.device = Device::Cpu;
     let own = run.join("scenario.ron");
     let loaded = if own.is_file() {

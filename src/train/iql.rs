@@ -678,7 +678,7 @@ pub(crate) fn plan(
     }
     let params = (spec.params() as u64, true);
     let arenas = (
-        cfg.seeds.max(1) as u64 * cfg.arenas as u64,
+        cfg.replica_count() as u64 * cfg.arenas as u64,
         layout.bytes_per_arena() as u64,
     );
     tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));

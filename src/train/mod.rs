@@ -28,9 +28,11 @@ pub mod rate_limiter;
 pub(crate) mod replay;
 mod resume_check;
 pub mod run_dir;
-pub(crate) mod schedule;
+pub mod schedule;
 pub(crate) mod sizing;
 pub(crate) mod stats;
+pub mod sweep;
+pub mod sweep_report;
 pub mod tensors;
 
 pub use algorithms::new_learner;
@@ -120,6 +122,9 @@ pub struct TrainSummary {
     /// Why a resumed run does not continue bit for bit (also printed as a warning when it
     /// resumed); `None` for an exact resume or a fresh run.
     pub resume_note: Option<String>,
+    /// A sweep's grid points ranked by final return (also in `sweep.csv`); `None` without a
+    /// sweep.
+    pub sweep: Option<sweep_report::SweepTable>,
 }
 
 /// Loads the scenario a configuration names (the embedded default when none).
@@ -318,6 +323,19 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     if let Err(e) = plot::plot_run(&dir.path) {
         eprintln!("warning: no learning-curve plot: {e}");
     }
+    let sweep = if cfg.sweep.is_empty() {
+        None
+    } else {
+        let table = sweep_report::rank_run(&dir.path).map_err(|reason| RunError::Checkpoint {
+            path: dir.path.clone(),
+            reason: format!("sweep ranking: {reason}"),
+        })?;
+        dir.write("sweep.csv", table.to_csv().as_bytes())?;
+        if let Err(e) = plot::plot_sweep(&dir.path) {
+            eprintln!("warning: no sweep plot: {e}");
+        }
+        Some(table)
+    };
     Ok(TrainSummary {
         run: dir.path.clone(),
         updates: learner.updates_done(),
@@ -328,6 +346,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         sim_seconds: sim,
         learn_seconds: learn,
         resume_note,
+        sweep,
     })
 }
 

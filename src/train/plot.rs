@@ -1,7 +1,8 @@
 //! Learning-curve PNG of a run: the mean episode return and the substrate's main counter
 //! (catches, coins, gifts, metabolised molecules) side by side, the loss below, against
 //! environment steps labelled in k / M. With several seeds the return and the counter are the
-//! across-seed mean with a shaded 95% band.
+//! across-seed mean with a shaded 95% band. A sweep also gets `sweep.png`: one return curve per
+//! grid point with its seeds' band.
 
 use std::path::Path;
 
@@ -363,6 +364,154 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
             draw_panel(area, &title, curve, smooth, color, (x_max, text_ok))?;
         }
         root.present().map_err(|e| e.to_string())?;
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Colours of a sweep plot's grid points (cycled).
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Each grid point's curve of `metrics.jsonl` text: per update, the mean return over the point's
+/// seeds that finished episodes, with the 95% band when two or more did.
+fn sweep_curves(text: &str, points: &[Vec<usize>]) -> Result<Vec<Curve>, String> {
+    let mut curves: Vec<Curve> = points.iter().map(|_| Curve::default()).collect();
+    for (n, line) in text.lines().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let steps = v["env_steps"].as_f64().unwrap_or(0.0);
+        let Some(per) = v["seeds_return_per_seed"].as_array() else {
+            continue;
+        };
+        for (curve, members) in curves.iter_mut().zip(points) {
+            let values: Vec<f64> = members
+                .iter()
+                .filter_map(|&k| per.get(k).and_then(|x| x.as_f64()))
+                .collect();
+            if !values.is_empty() {
+                let (mean, ci) = mean_ci(&values);
+                curve.push(steps, mean, (values.len() > 1).then_some(ci));
+            }
+        }
+    }
+    Ok(curves)
+}
+
+/// Writes `sweep.png` beside a sweep run's `metrics.jsonl` (atomically): one smoothed return
+/// curve per grid point with its seeds' 95% band, labelled with the point's values. Returns the
+/// PNG's path.
+pub fn plot_sweep(run: &Path) -> Result<std::path::PathBuf, String> {
+    let cfg = super::config::RunConfig::load(&run.join("config.ron")).map_err(|e| e.to_string())?;
+    let replicas = cfg.replicas().map_err(|e| e.to_string())?;
+    let count = replicas.iter().map(|r| r.point).max().map_or(0, |p| p + 1);
+    let mut points = vec![Vec::new(); count];
+    let mut labels = vec![String::new(); count];
+    for r in &replicas {
+        points[r.point].push(r.index);
+        labels[r.point] = r.point_label();
+    }
+    let text = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
+    let curves: Vec<Curve> = sweep_curves(&text, &points)?
+        .iter()
+        .map(Curve::smoothed)
+        .collect();
+    if curves.iter().all(|c| c.points.is_empty()) {
+        return Err("no finished episodes to plot yet".into());
+    }
+    let x_max = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let (lo, hi) = curves
+        .iter()
+        .filter(|c| !c.points.is_empty())
+        .map(Curve::range)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (c, d)| {
+            (a.min(c), b.max(d))
+        });
+    let text_ok = register_font();
+    let out = run.join("sweep.png");
+    let tmp = run.join(".sweep.tmp.png");
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    {
+        let root = BitMapBackend::new(&tmp, PLOT_SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let seeds = cfg.seeds.max(1);
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .margin(20)
+            .x_label_area_size(45)
+            .y_label_area_size(65);
+        if text_ok {
+            builder.caption(
+                format!("mean episode return per grid point ({seeds} seeds each, 95% band)"),
+                ("sans-serif", 22),
+            );
+        }
+        let mut chart = builder
+            .build_cartesian_2d(0.0..x_max, lo..hi)
+            .map_err(|e| err(&e))?;
+        let mut mesh = chart.configure_mesh();
+        mesh.light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08));
+        let x_format = |x: &f64| format_steps(*x);
+        if text_ok {
+            mesh.x_desc("environment steps (per replica)")
+                .x_label_formatter(&x_format)
+                .label_style(("sans-serif", 15));
+        } else {
+            mesh.x_labels(0).y_labels(0);
+        }
+        mesh.draw().map_err(|e| err(&e))?;
+        for (i, curve) in curves.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            if curve.band.len() > 1 {
+                let outline: Vec<(f64, f64)> = curve
+                    .band
+                    .iter()
+                    .map(|b| (b.0, b.2))
+                    .chain(curve.band.iter().rev().map(|b| (b.0, b.1)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        outline,
+                        color.mix(0.12).filled(),
+                    )))
+                    .map_err(|e| err(&e))?;
+            }
+            let series = chart
+                .draw_series(LineSeries::new(
+                    curve.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            if text_ok {
+                series.label(labels[i].clone()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            }
+        }
+        if text_ok {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .position(SeriesLabelPosition::LowerRight)
+                .label_font(("sans-serif", 14))
+                .draw()
+                .map_err(|e| err(&e))?;
+        }
+        root.present().map_err(|e| err(&e))?;
     }
     std::fs::rename(&tmp, &out).map_err(|e| e.to_string())?;
     Ok(out)

@@ -2,17 +2,40 @@
 //! exploration rate (linear decay over updates for PQN, over environment steps for the replay
 //! learners).
 
-use super::config::RunConfig;
+use super::config::{Algo, LrScale, RunConfig};
 use crate::critic::AdamConfig;
+
+/// The batch `lr_scale` scales with: the rows one network's gradient averages over per
+/// optimiser step (PQN: `arenas x rollout / minibatches`; IQL: `batch_size`; PR2-IQL:
+/// `buffer_batch_size x rollout`).
+pub fn effective_batch(cfg: &RunConfig) -> usize {
+    match cfg.algo {
+        Algo::Pqn => cfg.arenas * cfg.rollout / cfg.minibatches.max(1),
+        Algo::Iql => cfg.batch_size,
+        Algo::Pr2Iql => cfg.buffer_batch_size * cfg.rollout,
+    }
+}
+
+/// The learning rate before any decay: `lr`, scaled by `lr_scale` with the effective batch
+/// against `reference_batch`.
+pub fn resolved_lr(cfg: &RunConfig) -> f32 {
+    let ratio = effective_batch(cfg) as f64 / cfg.reference_batch.max(1) as f64;
+    match cfg.lr_scale {
+        LrScale::None => cfg.lr,
+        LrScale::Linear => (cfg.lr as f64 * ratio) as f32,
+        LrScale::Sqrt => (cfg.lr as f64 * ratio.sqrt()) as f32,
+    }
+}
 
 /// The learning rate at `update` (linear decay to 0 over the run when `lr_decay`) and the
 /// optimiser settings every learner uses.
 pub fn optimiser(cfg: &RunConfig, update: u64) -> (f32, AdamConfig) {
     let progress = update as f32 / cfg.updates().max(1) as f32;
+    let base = resolved_lr(cfg);
     let lr = if cfg.lr_decay {
-        cfg.lr * (1.0 - progress).max(0.0)
+        base * (1.0 - progress).max(0.0)
     } else {
-        cfg.lr
+        base
     };
     let adam = AdamConfig {
         lr: lr.max(1e-12),
@@ -40,4 +63,38 @@ pub fn epsilon_by_steps(cfg: &RunConfig, env_steps: u64) -> f32 {
 /// run's updates (PQN's schedule).
 pub fn epsilon_by_updates(cfg: &RunConfig, update: u64) -> f32 {
     linear_epsilon(cfg, update, cfg.updates())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_learning_rate_scales_with_the_effective_batch() {
+        let mut cfg = RunConfig {
+            lr: 1e-3,
+            lr_decay: false,
+            arenas: 1024,
+            rollout: 32,
+            minibatches: 8,
+            reference_batch: 1024,
+            ..RunConfig::default()
+        };
+        assert_eq!(effective_batch(&cfg), 4096);
+        assert_eq!(optimiser(&cfg, 0).0, 1e-3);
+        cfg.lr_scale = LrScale::Linear;
+        assert!((optimiser(&cfg, 0).0 - 4e-3).abs() < 1e-9);
+        cfg.lr_scale = LrScale::Sqrt;
+        assert!((optimiser(&cfg, 0).0 - 2e-3).abs() < 1e-9);
+        cfg.algo = Algo::Iql;
+        cfg.batch_size = 256;
+        assert!((optimiser(&cfg, 0).0 - 5e-4).abs() < 1e-9);
+        cfg.reference_batch = 0;
+        assert!(
+            cfg.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("reference_batch")
+        );
+    }
 }

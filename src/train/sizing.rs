@@ -81,7 +81,7 @@ pub(crate) fn qnet_tensors(
     pass_rows: u64,
     pass: &str,
 ) -> (Vec<PlanTensor>, StackSpec) {
-    let replicas = cfg.seeds.max(1) as u64;
+    let replicas = cfg.replica_count() as u64;
     let spec = replicated_stack(cfg, loaded);
     let b = cfg.arenas as u64;
     let s = spec.sizing_for(pass_rows as usize, backend, false);
@@ -203,7 +203,7 @@ pub(crate) fn opponent_tensor(
 fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let single = stack_spec(cfg, loaded);
     StackSpec {
-        nets: single.nets * cfg.seeds.max(1),
+        nets: single.nets * cfg.replica_count(),
         ..single
     }
 }
@@ -211,14 +211,14 @@ fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
 /// Rows of PQN's largest critic pass: `replicas x rollout x arenas x learners / minibatches`,
 /// at least one step's rows (acting).
 pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
-    let rows_per_step = cfg.seeds.max(1) as u64 * cfg.arenas as u64 * layout.learners as u64;
+    let rows_per_step = cfg.replica_count() as u64 * cfg.arenas as u64 * layout.learners as u64;
     (rows_per_step * cfg.rollout as u64 / cfg.minibatches as u64).max(rows_per_step)
 }
 
 /// Rows of IQL's largest critic pass: `batch_size`, or `replicas x arenas x learners` when
 /// acting.
 pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
-    let rows_per_step = cfg.seeds.max(1) as u64 * cfg.arenas as u64 * layout.learners as u64;
+    let rows_per_step = cfg.replica_count() as u64 * cfg.arenas as u64 * layout.learners as u64;
     (cfg.batch_size as u64).max(rows_per_step)
 }
 

@@ -13,8 +13,11 @@ pub struct UpdateStats {
     pub loss: f32,
     /// Exploration rate used while acting.
     pub epsilon: f32,
-    /// Learning rate used.
+    /// Learning rate used (replica 0's).
     pub lr: f32,
+    /// With several replicas: each replica's (epsilon, learning rate) (empty with one).
+    #[serde(default)]
+    pub replica_scalars: Vec<(f32, f32)>,
     /// Episodes that finished during the rollout (replica 0's, or every replica's with
     /// `per_replica`).
     pub episodes: Vec<EpisodeSummary>,
@@ -41,6 +44,7 @@ impl UpdateStats {
             },
             epsilon,
             lr,
+            replica_scalars: Vec::new(),
             episodes,
             per_replica: Vec::new(),
             opponents,

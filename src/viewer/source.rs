@@ -181,9 +181,10 @@ impl Live {
             )));
         }
         let mut cfg = RunConfig::load(&config).map_err(|e| ViewError::Run(e.to_string()))?;
-        let run_seeds = cfg.seeds.max(1);
+        let run_seeds = cfg.replica_count();
         cfg.arenas = 1;
         cfg.seeds = 1;
+        cfg.sweep.clear();
         cfg.seed = seed;
         // The run's own scenario, as it trained on it (scenario.ron), else as configured.
         let own = if run.join("scenario.ron").is_file() {

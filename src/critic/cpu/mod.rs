@@ -58,8 +58,11 @@ struct Activations {
     unit_net: Vec<usize>,
     /// `[R, D]` input converted to f32 (dense batches).
     x0: Vec<f32>,
-    /// Whether the last forward took the sparse first layer (its input is then `csr`).
-    sparse: bool,
+    /// Per network: whether the last forward took the sparse first layer for its rows (their
+    /// input is then `csr`). Decided from each network's own rows, so a network's result does
+    /// not depend on the other networks' rows in the batch (a replica stacked with others
+    /// computes what it computes alone).
+    sparse_nets: Vec<bool>,
     /// The non-zero u8 inputs (sparse batches).
     csr: SparseRows,
     /// Per hidden layer: `[R, H]` linear output normalised (x-hat).
@@ -260,23 +263,36 @@ impl CpuCritic {
         a.plan = plan;
         let (d, h, head) = (spec.input, spec.hidden, spec.head);
         let gather = span(Phase::Gather);
-        // The sparse first layer for u8 batches at most `sparse_threshold` dense.
-        let sparse = match input {
+        // The sparse first layer for each network whose u8 rows are at most
+        // `sparse_threshold` dense.
+        a.sparse_nets.clear();
+        a.sparse_nets.resize(spec.nets, false);
+        let sparse_input = match input {
             Input::U8(x) if !x.is_empty() && d <= MAX_SPARSE_INPUT => {
-                let nonzero: usize = x
-                    .par_chunks(1 << 14)
-                    .map(|c| c.iter().filter(|&&v| v != 0).count())
-                    .sum();
-                let sparse = nonzero as f64 <= self.sparse_threshold as f64 * x.len() as f64;
-                profile::count_input(nonzero, x.len(), sparse);
-                sparse.then_some(x)
+                let per_row: Vec<u32> = x
+                    .par_chunks(d)
+                    .with_min_len(256)
+                    .map(|r| r.iter().filter(|&&v| v != 0).count() as u32)
+                    .collect();
+                let mut nonzero = 0usize;
+                for (k, w) in a.plan.starts.windows(2).enumerate() {
+                    let seg = &a.plan.order[w[0] as usize..w[1] as usize];
+                    let nz: usize = seg.iter().map(|&r| per_row[r as usize] as usize).sum();
+                    nonzero += nz;
+                    a.sparse_nets[k] = !seg.is_empty()
+                        && nz as f64 <= self.sparse_threshold as f64 * (seg.len() * d) as f64;
+                }
+                let any = a.sparse_nets.iter().any(|&s| s);
+                profile::count_input(nonzero, x.len(), any);
+                any.then_some(x)
             }
             _ => None,
         };
-        a.sparse = sparse.is_some();
-        if let Some(x) = sparse {
+        let all_sparse = sparse_input.is_some() && a.sparse_nets.iter().all(|&s| s);
+        if let Some(x) = sparse_input {
             a.csr.fill(x, &a.plan.order, d);
-        } else {
+        }
+        if !all_sparse {
             a.x0.resize(rows * d, 0.0);
         }
         a.xhat.resize_with(spec.layers, Vec::new);
@@ -291,7 +307,7 @@ impl CpuCritic {
         a.out.resize(rows * head, 0.0);
 
         // Dense: gather each network's rows, converting u8 channels to f32 on the way.
-        if !a.sparse {
+        if !all_sparse {
             a.x0[..rows * d]
                 .par_chunks_mut(d)
                 .zip(a.plan.order.par_iter())
@@ -310,7 +326,7 @@ impl CpuCritic {
         }
 
         drop(gather);
-        if a.sparse && !self.w1t_fresh {
+        if sparse_input.is_some() && !self.w1t_fresh {
             refresh_transpose(&spec, &self.offsets[0], &self.params, &mut self.w1t);
             self.w1t_fresh = true;
         }
@@ -322,7 +338,7 @@ impl CpuCritic {
         let offsets = &self.offsets;
         let first = FirstSource {
             dense: &a.x0,
-            sparse: a.sparse.then_some(&a.csr),
+            sparse: (&a.csr, &a.sparse_nets),
             w1t: &self.w1t,
             d,
             block: self.offsets[0].fan_in * self.offsets[0].fan_out,
@@ -416,7 +432,7 @@ impl CpuCritic {
             .resize(if direct { 0 } else { units * per_net }, 0.0);
         let first = FirstSource {
             dense: &a.x0,
-            sparse: a.sparse.then_some(&a.csr),
+            sparse: (&a.csr, &a.sparse_nets),
             w1t: &self.w1t,
             d,
             block: self.offsets[0].fan_in * self.offsets[0].fan_out,

@@ -17,11 +17,12 @@ pub(super) enum FirstInput<'a> {
     Sparse(SparseView<'a>, &'a [f32]),
 }
 
-/// Where a block's [`FirstInput`] comes from: the whole batch's dense rows, or its sparse rows
-/// (`Some`) and every network's transposed first-layer weights.
+/// Where a block's [`FirstInput`] comes from: the whole batch's dense rows, or, for the
+/// networks flagged sparse, its sparse rows and the network's transposed first-layer weights.
 pub(super) struct FirstSource<'a> {
     pub(super) dense: &'a [f32],
-    pub(super) sparse: Option<&'a SparseRows>,
+    /// The sparse rows and, per network, whether its rows take them.
+    pub(super) sparse: (&'a SparseRows, &'a [bool]),
     pub(super) w1t: &'a [f32],
     /// Input width.
     pub(super) d: usize,
@@ -32,12 +33,14 @@ pub(super) struct FirstSource<'a> {
 impl<'a> FirstSource<'a> {
     /// Rows `s..e` of network `k`.
     pub(super) fn rows(&self, s: usize, e: usize, k: usize) -> FirstInput<'a> {
-        match self.sparse {
-            Some(csr) => FirstInput::Sparse(
+        let (csr, nets) = self.sparse;
+        if nets.get(k).copied().unwrap_or(false) {
+            FirstInput::Sparse(
                 csr.view(s, e),
                 &self.w1t[k * self.block..(k + 1) * self.block],
-            ),
-            None => FirstInput::Dense(&self.dense[s * self.d..e * self.d]),
+            )
+        } else {
+            FirstInput::Dense(&self.dense[s * self.d..e * self.d])
         }
     }
 }

@@ -2,14 +2,15 @@
 //! layer's forward adds up the weight rows of the non-zero inputs (from a transposed
 //! `[fan_in, fan_out]` copy of the weights) and its weight gradient scatter-adds
 //! `dW[:, i] += x_i * dz` for each non-zero `x_i`, instead of two dense GEMMs over mostly zeros.
-//! [`super::CpuCritic`] takes this path for batches whose density is at most its threshold.
+//! [`super::CpuCritic`] takes this path for each network whose rows in the batch are at most
+//! its threshold dense (decided per network, so stacking replicas changes no network's path).
 
 use rayon::prelude::*;
 
 use crate::critic::LayerOffsets;
 
-/// Default density (fraction of non-zero u8 inputs) at or below which a batch takes the sparse
-/// first layer. Measured with `gridarena bench critic --density D` against `--dense` on the
+/// Default density (fraction of non-zero u8 inputs) at or below which a network's rows take
+/// the sparse first layer. Measured with `gridarena bench critic --density D` against `--dense` on the
 /// Pursuit and coin-game shapes (docs/perf.md).
 pub const SPARSE_DENSITY: f32 = 0.12;
 

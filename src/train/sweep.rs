@@ -1,0 +1,280 @@
+//! Hyperparameter sweeps in one process: a run's `sweep` (from the config's `sweep:` block and
+//! `--sweep key=[v1, v2, ...]`) is a grid of values for per-network scalars; every grid point x
+//! every seed is one **replica**. All replicas' networks sit in one stack (replica k owns a
+//! contiguous block of networks), one forward/backward pass serves them all, and each replica
+//! reads its own values of the swept keys, so replica k computes exactly what a single run with
+//! that grid point's values and seed `seed + s` computes.
+//!
+//! Order: grid points in the cartesian product of the keys in name order (the first key varies
+//! slowest), seeds fastest within a point: replica `k = point x seeds + s`.
+//!
+//! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
+//! refused with their name: they cannot share one stack.
+
+use std::collections::BTreeMap;
+
+use super::config::{Algo, ConfigError, RunConfig};
+
+/// The keys a PQN sweep may vary, with what each is per replica.
+pub const SWEEPABLE: [(&str, &str); 8] = [
+    ("lr", "learning rate (network-wise Adam step)"),
+    ("lr_decay", "linear decay of the learning rate"),
+    ("gamma", "discount of the replica's lambda-returns"),
+    ("lambda", "lambda of the replica's lambda-returns"),
+    ("eps_start", "exploration at the start"),
+    ("eps_finish", "exploration after the decay"),
+    (
+        "eps_fraction",
+        "fraction of the run the exploration decays over",
+    ),
+    ("max_grad_norm", "per-network gradient clip"),
+];
+
+/// Largest number of replicas (grid points x seeds) in one run.
+pub const MAX_REPLICAS: usize = 1024;
+
+/// The grid: each swept key with its values (RON values, as a `--set` would read them).
+pub type Sweep = BTreeMap<String, Vec<ron::Value>>;
+
+/// One replica of a run: a grid point and a seed, with the configuration it trains with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replica {
+    /// Position in the stack (its networks are the k-th block).
+    pub index: usize,
+    /// Grid point (0 without a sweep).
+    pub point: usize,
+    /// Seed index within the point (its seed is `seed + s`).
+    pub seed_index: usize,
+    /// The grid point's values, key to RON text, in key order.
+    pub values: Vec<(String, String)>,
+    /// The single-run configuration this replica equals (`seeds: 1`, no sweep).
+    pub cfg: RunConfig,
+}
+
+impl Replica {
+    /// The grid point as `key=value` pairs (`"lr=0.001 gamma=0.99"`), or `"-"` without a sweep.
+    pub fn point_label(&self) -> String {
+        point_label(&self.values)
+    }
+}
+
+/// `key=value` pairs joined by spaces, `"-"` for none.
+pub fn point_label(values: &[(String, String)]) -> String {
+    if values.is_empty() {
+        return "-".into();
+    }
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Parses `--sweep key=[v1, v2, ...]` (RON values; the brackets may be left out:
+/// `key=v1,v2`).
+pub fn parse_axis(arg: &str) -> Result<(String, Vec<ron::Value>), ConfigError> {
+    let bad = |message: String| ConfigError::Override {
+        assignment: format!("--sweep {arg}"),
+        message,
+    };
+    let (key, values) = arg
+        .split_once('=')
+        .ok_or_else(|| bad("expected key=[v1, v2, ...]".into()))?;
+    let values = values.trim();
+    let list = if values.starts_with('[') {
+        values.to_string()
+    } else {
+        format!("[{values}]")
+    };
+    let parsed: Vec<ron::Value> = crate::scenario::ron_options()
+        .from_str(&list)
+        .map_err(|e| bad(format!("values are not a RON list: {e}")))?;
+    if parsed.is_empty() {
+        return Err(bad("no values".into()));
+    }
+    Ok((key.trim().to_string(), parsed))
+}
+
+/// Why `key` cannot be swept, or `None` when it can.
+fn refusal(key: &str) -> Option<String> {
+    if SWEEPABLE.iter().any(|(k, _)| *k == key) {
+        return None;
+    }
+    let why = match key {
+        "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
+        | "rho" | "scenario" => "changes the networks' shapes",
+        "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
+        | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
+            "changes the arenas or the shape of the data every replica shares"
+        }
+        "seed" | "seeds" => "is the seed axis: use `seeds` (every grid point runs each seed)",
+        "radam" => "is one optimiser for the whole stack",
+        "sweep" => "cannot sweep itself",
+        _ => "is not a per-network scalar",
+    };
+    let keys: Vec<&str> = SWEEPABLE.iter().map(|(k, _)| *k).collect();
+    Some(format!(
+        "key `{key}` {why}; a sweep varies per-network scalars only: {} (or run separate sweeps)",
+        keys.join(", ")
+    ))
+}
+
+/// The grid points of `sweep`: each a list of (key, value) in key order.
+pub fn points(sweep: &Sweep) -> Vec<Vec<(String, ron::Value)>> {
+    let mut points: Vec<Vec<(String, ron::Value)>> = vec![Vec::new()];
+    for (key, values) in sweep {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((key.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// Grid points x seeds, without building them (saturating).
+pub fn replica_count(cfg: &RunConfig) -> usize {
+    cfg.sweep
+        .values()
+        .fold(cfg.seeds.max(1), |n, v| n.saturating_mul(v.len()))
+}
+
+/// Every replica of `cfg`, each with its single-run configuration; refuses a key that cannot be
+/// swept, an empty value list, and a value its field refuses (naming the key).
+pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
+    let bad = |message: String| ConfigError::Invalid {
+        field: "sweep",
+        message,
+    };
+    if !cfg.sweep.is_empty() && cfg.algo != Algo::Pqn {
+        return Err(bad(format!(
+            "a sweep with algo {:?} is not available yet (algo pqn only); run one configuration per process",
+            cfg.algo
+        )));
+    }
+    for (key, values) in &cfg.sweep {
+        if let Some(why) = refusal(key) {
+            return Err(bad(why));
+        }
+        if values.is_empty() {
+            return Err(bad(format!("key `{key}` has no values")));
+        }
+    }
+    let count = replica_count(cfg);
+    if count > MAX_REPLICAS {
+        return Err(bad(format!(
+            "{count} replicas (grid points x seeds); at most {MAX_REPLICAS}"
+        )));
+    }
+    let seeds = cfg.seeds.max(1);
+    let mut out = Vec::with_capacity(count);
+    for (p, point) in points(&cfg.sweep).into_iter().enumerate() {
+        let mut base = RunConfig {
+            seeds: 1,
+            sweep: Sweep::new(),
+            ..cfg.clone()
+        };
+        let mut values = Vec::new();
+        for (key, value) in &point {
+            let text = ron::to_string(value).map_err(|e| bad(format!("key `{key}`: {e}")))?;
+            base.set(&format!("{key}={text}"))
+                .map_err(|e| bad(format!("key `{key}` value {text}: {e}")))?;
+            values.push((key.clone(), text));
+        }
+        base.validate().map_err(|e| match e {
+            ConfigError::Invalid { field, message } => bad(format!(
+                "grid point {}: field `{field}`: {message}",
+                point_label(&values)
+            )),
+            e => e,
+        })?;
+        for s in 0..seeds {
+            out.push(Replica {
+                index: out.len(),
+                point: p,
+                seed_index: s,
+                values: values.clone(),
+                cfg: RunConfig {
+                    seed: cfg.seed.wrapping_add(s as u64),
+                    ..base.clone()
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_sweep(axes: &[&str]) -> RunConfig {
+        let mut cfg = RunConfig::default();
+        for a in axes {
+            let (k, v) = parse_axis(a).unwrap();
+            cfg.sweep.insert(k, v);
+        }
+        cfg
+    }
+
+    #[test]
+    fn grid_is_the_cartesian_product_in_key_order_with_seeds_fastest() {
+        let mut cfg = with_sweep(&["lr=[1e-3, 5e-4]", "gamma=0.9,0.99,0.999"]);
+        cfg.seeds = 2;
+        cfg.seed = 7;
+        let reps = replicas(&cfg).unwrap();
+        assert_eq!(reps.len(), 12);
+        assert_eq!(replica_count(&cfg), 12);
+        // gamma (first key by name) varies slowest, then lr, then the seed.
+        let r = &reps[3];
+        assert_eq!((r.point, r.seed_index, r.cfg.seed), (1, 1, 8));
+        assert_eq!((r.cfg.gamma, r.cfg.lr), (0.9, 5e-4));
+        assert_eq!(r.point_label(), "gamma=0.9 lr=0.0005");
+        assert_eq!((reps[11].cfg.gamma, reps[11].cfg.lr), (0.999, 5e-4));
+        assert!(
+            reps.iter()
+                .all(|r| r.cfg.seeds == 1 && r.cfg.sweep.is_empty())
+        );
+        // The same values a `--set` gives, bit for bit.
+        let mut single = RunConfig::default();
+        single.set("lr=5e-4").unwrap();
+        assert_eq!(r.cfg.lr.to_bits(), single.lr.to_bits());
+    }
+
+    #[test]
+    fn shape_keys_and_bad_values_are_refused_by_name() {
+        for key in ["hidden", "arenas", "seeds", "radam", "scenario"] {
+            let err = replicas(&with_sweep(&[&format!("{key}=[1, 2]")]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
+        let err = replicas(&with_sweep(&["gamma=[0.9, 1.5]"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gamma=1.5") && err.contains("[0, 1]"), "{err}");
+        assert!(parse_axis("lr").is_err());
+        assert!(parse_axis("lr=[]").is_err());
+        assert!(parse_axis("lr=[1e-3,").is_err());
+        let mut iql = with_sweep(&["lr=[1e-3, 5e-4]"]);
+        iql.algo = Algo::Iql;
+        assert!(replicas(&iql).unwrap_err().to_string().contains("pqn"));
+    }
+
+    #[test]
+    fn no_sweep_gives_one_replica_per_seed() {
+        let cfg = RunConfig {
+            seeds: 3,
+            ..RunConfig::default()
+        };
+        let reps = replicas(&cfg).unwrap();
+        assert_eq!(reps.len(), 3);
+        assert_eq!(reps[2].cfg.seed, 2);
+        assert_eq!(reps[2].point_label(), "-");
+    }
+}
