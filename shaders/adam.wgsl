@@ -1,6 +1,7 @@
 // adam: one Adam / RAdam step for every parameter, after clipping each network's gradient to
-// `max_norm` (0 disables clipping). `step_size` and `bc2` come from AdamConfig::schedule on the
-// host; `adaptive` 0 is RAdam's momentum-only warm-up.
+// its own `max_norm` (when its `clip` is 1). Each network's `step_size` comes from
+// AdamConfig::schedule of its own learning rate on the host, `bc2` from the same schedule;
+// `adaptive` 0 is RAdam's momentum-only warm-up.
 //
 // Bindings (group 0):
 //   0 uniform  AdamParams
@@ -9,6 +10,7 @@
 //   3 storage  params: array<f32> read_write
 //   4 storage  m: array<f32> read_write
 //   5 storage  v: array<f32> read_write
+//   6 storage  nets: array<NetScalars> [K] per-network step size and clip
 // Workgroup 256 threads, one parameter each. Dispatch: ceil(P / 256) folded into (x, y).
 
 struct AdamParams {
@@ -16,14 +18,17 @@ struct AdamParams {
     per_net: u32,
     adaptive: u32,
     _pad0: u32,
-    step_size: f32,
     bc2: f32,
     beta1: f32,
     beta2: f32,
     eps: f32,
+}
+
+struct NetScalars {
+    step_size: f32,
     max_norm: f32,
-    _pad1: u32,
-    _pad2: u32,
+    clip: u32,
+    tau: f32,
 }
 
 @group(0) @binding(0) var<uniform> P: AdamParams;
@@ -32,6 +37,7 @@ struct AdamParams {
 @group(0) @binding(3) var<storage, read_write> params: array<f32>;
 @group(0) @binding(4) var<storage, read_write> m: array<f32>;
 @group(0) @binding(5) var<storage, read_write> v: array<f32>;
+@group(0) @binding(6) var<storage, read> nets: array<NetScalars>;
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -39,10 +45,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (i >= P.count) {
         return;
     }
+    let k = i / P.per_net;
+    let net = nets[k];
     var scale = 1.0;
-    let norm = sqrt(norms[i / P.per_net]);
-    if (P.max_norm > 0.0 && norm > P.max_norm) {
-        scale = P.max_norm / (norm + 1e-6);
+    let norm = sqrt(norms[k]);
+    if (net.clip == 1u && norm > net.max_norm) {
+        scale = net.max_norm / (norm + 1e-6);
     }
     let g = grads[i] * scale;
     let mi = P.beta1 * m[i] + (1.0 - P.beta1) * g;
@@ -50,8 +58,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     m[i] = mi;
     v[i] = vi;
     if (P.adaptive == 1u) {
-        params[i] -= P.step_size * mi / (sqrt(vi / P.bc2) + P.eps);
+        params[i] -= net.step_size * mi / (sqrt(vi / P.bc2) + P.eps);
     } else {
-        params[i] -= P.step_size * mi;
+        params[i] -= net.step_size * mi;
     }
 }

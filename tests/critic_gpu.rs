@@ -6,7 +6,7 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::{classification_labels, random};
+use common::{assert_close, classification_labels, random};
 
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::gpu::{GpuCritic, SHADERS};
@@ -23,19 +23,6 @@ fn gpu(spec: StackSpec, seed: u64) -> Option<GpuCritic> {
             None
         }
         Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
-    }
-}
-
-/// Max relative difference, with an absolute floor for values near zero.
-fn assert_close(what: &str, gpu: &[f32], cpu: &[f32], tol: f32) {
-    assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
-    let scale = cpu.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
-    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
-        let err = (g - c).abs() / c.abs().max(scale * 1e-2);
-        assert!(
-            err < tol,
-            "{what}[{i}]: gpu {g} vs cpu {c} (relative {err})"
-        );
     }
 }
 

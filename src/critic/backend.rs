@@ -6,7 +6,7 @@
 //! Adding a backend = one implementation of the trait and one arm in [`super::Critic::new`].
 
 use super::loss::Loss;
-use super::{AdamConfig, CriticError, Input, StackSpec, StepStats};
+use super::{AdamConfig, CriticError, Input, NetOptim, StackSpec, StepStats};
 
 /// A stack of MLPs that learners train: forward passes with online or target parameters,
 /// backward, the optimiser step, and the state a checkpoint holds. CPU and GPU give the same
@@ -25,6 +25,10 @@ pub trait CriticBackend: Send {
 
     /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).
     fn polyak(&mut self, tau: f32);
+
+    /// [`CriticBackend::polyak`] with network k's own factor `taus[k]`; a
+    /// [`CriticError::Shape`] unless there is one per network (nothing changes then).
+    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError>;
 
     /// The target parameters, network-major.
     fn target_params(&mut self) -> Result<Vec<f32>, CriticError>;
@@ -45,7 +49,14 @@ pub trait CriticBackend: Send {
     /// [`CriticBackend::step_stats`], so a device is not made to wait after every step.
     fn step(&mut self, cfg: &AdamConfig);
 
-    /// What the last [`CriticBackend::step`] saw (empty norms before any step on the CPU).
+    /// [`CriticBackend::step`] with network k's own learning rate and clip, `nets[k]` (betas,
+    /// eps and RAdam from `cfg`, whose `lr` and `max_grad_norm` are ignored): on the CPU, bit
+    /// for bit what that network alone gets from `step(&cfg.for_net(&nets[k]))`. A
+    /// [`CriticError::Shape`] unless there is one entry per network (nothing changes then,
+    /// not even the step count).
+    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError>;
+
+    /// What the last [`CriticBackend::step`] or [`CriticBackend::step_nets`] saw (empty norms before any step on the CPU).
     fn step_stats(&mut self) -> Result<StepStats, CriticError>;
 
     /// All parameters, network-major.

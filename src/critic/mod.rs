@@ -254,11 +254,13 @@ impl StackSpec {
                         + 2 * c * 4 * (l * (3 * h + 1) + a)
                         + c * 4 * (a + w + h + d)
                         + c * 4 * (3 + a),
-                    // order, row network, tiles, starts, gradient norms.
+                    // order, row network, tiles, starts, gradient norms, per-network
+                    // optimiser scalars (step size, clip, Polyak factor).
                     indices: c * 8
                         + tiles
                         + (self.nets as u64 + 1) * 4
-                        + (self.nets as u64 * 4).max(16),
+                        + (self.nets as u64 * 4).max(16)
+                        + self.nets as u64 * 16,
                 }
             }
         }
@@ -373,6 +375,38 @@ impl AdamConfig {
             ((self.lr as f64 * r / bc1) as f32, bc2 as f32, true)
         } else {
             ((self.lr as f64 / bc1) as f32, bc2 as f32, false)
+        }
+    }
+}
+
+/// One network's optimiser scalars, for stacks whose networks belong to different replicas
+/// ([`CriticBackend::step_nets`]); the rest of the optimiser comes from the [`AdamConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NetOptim {
+    /// This network's learning rate (in place of [`AdamConfig::lr`]).
+    pub lr: f32,
+    /// Clip this network's gradient to this global norm first (none: no clipping), in place of
+    /// [`AdamConfig::max_grad_norm`].
+    pub max_grad_norm: Option<f32>,
+}
+
+impl From<&AdamConfig> for NetOptim {
+    fn from(cfg: &AdamConfig) -> NetOptim {
+        NetOptim {
+            lr: cfg.lr,
+            max_grad_norm: cfg.max_grad_norm,
+        }
+    }
+}
+
+impl AdamConfig {
+    /// This configuration with one network's learning rate and clip: stepping a network with
+    /// [`CriticBackend::step_nets`] is stepping it alone with `cfg.for_net(net)`.
+    pub fn for_net(&self, net: &NetOptim) -> AdamConfig {
+        AdamConfig {
+            lr: net.lr,
+            max_grad_norm: net.max_grad_norm,
+            ..*self
         }
     }
 }

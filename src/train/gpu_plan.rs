@@ -290,9 +290,10 @@ fn group(stack: &GpuStack, what: &str, buffers: Vec<Buffer>, storage: bool) -> G
 }
 
 /// The buffers `GpuCritic` creates for `stack` (`mod.rs`: parameters, gradients, Adam, target,
-/// gradient norms; `buffers.rs`: row buffers for a capacity of the rows rounded up to a power
-/// of two, at least 64; `readback.rs`: the staging buffer, grown to the largest read rounded up
-/// to a power of two; `kernels.rs`: the uniform arena), in five lines.
+/// gradient norms, per-network optimiser scalars; `buffers.rs`: row buffers for a capacity of
+/// the rows rounded up to a power of two, at least 64; `readback.rs`: the staging buffer, grown
+/// to the largest read rounded up to a power of two; `kernels.rs`: the uniform arena), in five
+/// lines.
 fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
     let s = &stack.spec;
     let (k, d, h, l, a) = (
@@ -364,6 +365,7 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
         ("row tiles", format!("({fc} / 16 + {k} + 1) x 16 B"), tiles),
         ("net starts", format!("({k} + 1) x 4 B"), (k + 1) * 4),
         ("grad norms", format!("{k} x 4 B"), (k * 4).max(16)),
+        ("net scalars", format!("{k} x 16 B"), k * 16),
     ];
     let read = p.max(stack.rows.saturating_mul(a).saturating_mul(4));
     let staging = vec![

@@ -93,3 +93,17 @@ pub fn gpu_or_skip() -> Option<gridarena::critic::Chosen> {
         Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
     }
 }
+
+/// Asserts every GPU value is within `tol` of the CPU's, relative, with an absolute floor for
+/// values near zero (the CPU/GPU parity tests' comparison).
+pub fn assert_close(what: &str, gpu: &[f32], cpu: &[f32], tol: f32) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
+    let scale = cpu.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        let err = (g - c).abs() / c.abs().max(scale * 1e-2);
+        assert!(
+            err < tol,
+            "{what}[{i}]: gpu {g} vs cpu {c} (relative {err})"
+        );
+    }
+}

@@ -5,6 +5,7 @@
 //! seen and are reused. [`profile`] times the passes on request.
 
 mod net;
+mod optim;
 pub mod profile;
 mod sparse;
 
@@ -16,8 +17,8 @@ pub use self::sparse::SPARSE_DENSITY;
 use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 use super::loss::{Loss, loss_and_grad};
 use super::{
-    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,
-    check_len, init_params,
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, StackSpec,
+    StepStats, check_len, init_params,
 };
 
 /// A stack of MLPs on the CPU.
@@ -525,64 +526,6 @@ impl CpuCritic {
         self.last_loss = value;
         Ok(value)
     }
-
-    /// One optimiser step on the current gradients: each network's gradient is clipped to
-    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction. Returns
-    /// what it saw (kept until the next step).
-    pub fn step(&mut self, cfg: &AdamConfig) -> &StepStats {
-        let (_wall, _t) = (span(Phase::WallStep), span(Phase::Adam));
-        self.steps += 1;
-        self.w1t_fresh = false;
-        let (step_size, bc2, adaptive) = cfg.schedule(self.steps);
-        let per_net = self.spec.params_per_net();
-        let grad_norms: Vec<f32> = (
-            self.params.par_chunks_mut(per_net),
-            self.grads.par_chunks(per_net),
-            self.adam_m.par_chunks_mut(per_net),
-            self.adam_v.par_chunks_mut(per_net),
-        )
-            .into_par_iter()
-            .map(|(p, g, m, v)| {
-                let norm = g
-                    .iter()
-                    .map(|x| (*x as f64) * (*x as f64))
-                    .sum::<f64>()
-                    .sqrt() as f32;
-                let scale = match cfg.max_grad_norm {
-                    Some(max) if norm > max => max / (norm + 1e-6),
-                    _ => 1.0,
-                };
-                for i in 0..p.len() {
-                    let gi = g[i] * scale;
-                    m[i] = cfg.beta1 * m[i] + (1.0 - cfg.beta1) * gi;
-                    v[i] = cfg.beta2 * v[i] + (1.0 - cfg.beta2) * gi * gi;
-                    p[i] -= if adaptive {
-                        step_size * m[i] / ((v[i] / bc2).sqrt() + cfg.eps)
-                    } else {
-                        step_size * m[i]
-                    };
-                }
-                norm
-            })
-            .collect();
-        self.last_step = StepStats { grad_norms };
-        &self.last_step
-    }
-
-    /// Copies the online parameters into the target copy.
-    pub fn copy_to_target(&mut self) {
-        self.target.copy_from_slice(&self.params);
-        self.w1t_target_fresh = false;
-    }
-
-    /// Polyak averaging: `target = tau * online + (1 - tau) * target`.
-    pub fn polyak(&mut self, tau: f32) {
-        self.w1t_target_fresh = false;
-        self.target
-            .par_iter_mut()
-            .zip(self.params.par_iter())
-            .for_each(|(t, p)| *t = tau * p + (1.0 - tau) * *t);
-    }
 }
 
 /// With `GRIDARENA_CPU_PROFILE` set, a critic prints the time breakdown so far when dropped.
@@ -615,6 +558,10 @@ impl CriticBackend for CpuCritic {
         CpuCritic::polyak(self, tau);
     }
 
+    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
+        CpuCritic::polyak_nets(self, taus)
+    }
+
     fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
         Ok(self.target.clone())
     }
@@ -633,6 +580,10 @@ impl CriticBackend for CpuCritic {
 
     fn step(&mut self, cfg: &AdamConfig) {
         CpuCritic::step(self, cfg);
+    }
+
+    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
+        CpuCritic::step_nets(self, cfg, nets).map(|_| ())
     }
 
     fn step_stats(&mut self) -> Result<StepStats, CriticError> {

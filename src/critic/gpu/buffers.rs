@@ -172,6 +172,12 @@ impl GpuCritic {
         Ok(())
     }
 
+    /// Uploads the per-network optimiser scalars (`net_host`) ahead of the next submission.
+    pub(super) fn write_net_scalars(&self) {
+        self.queue
+            .write_buffer(&self.net_scalars, 0, bytemuck::cast_slice(&self.net_host));
+    }
+
     /// Replaces the gradients (external accumulation, and tests that feed both backends the
     /// same gradients).
     pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {

@@ -88,7 +88,7 @@ pub(super) struct LossParams {
 }
 const _: () = assert!(size_of::<LossParams>() == 32);
 
-/// Mirrors `AdamParams` of adam.wgsl.
+/// Mirrors `AdamParams` of adam.wgsl (the step size and clip are per network: [`NetScalars`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
 pub(super) struct AdamParams {
@@ -96,27 +96,39 @@ pub(super) struct AdamParams {
     pub(super) per_net: u32,
     pub(super) adaptive: u32,
     pub(super) _pad0: u32,
-    pub(super) step_size: f32,
     pub(super) bc2: f32,
     pub(super) beta1: f32,
     pub(super) beta2: f32,
     pub(super) eps: f32,
-    pub(super) max_norm: f32,
-    pub(super) _pad1: u32,
-    pub(super) _pad2: u32,
 }
-const _: () = assert!(size_of::<AdamParams>() == 48);
+const _: () = assert!(size_of::<AdamParams>() == 32);
 
-/// Mirrors `PolyakParams` of polyak.wgsl.
+/// Mirrors `PolyakParams` of polyak.wgsl (the factor is per network: [`NetScalars`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
 pub(super) struct PolyakParams {
     pub(super) count: u32,
-    pub(super) tau: f32,
+    pub(super) per_net: u32,
     pub(super) _pad0: u32,
     pub(super) _pad1: u32,
 }
 const _: () = assert!(size_of::<PolyakParams>() == 16);
+
+/// Mirrors `NetScalars` of adam.wgsl and polyak.wgsl: one network's optimiser scalars, an
+/// element of the `[K]` storage buffer both kernels read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Pod, Zeroable)]
+pub(super) struct NetScalars {
+    /// Adam's step size (`AdamConfig::schedule` of the network's learning rate).
+    pub(super) step_size: f32,
+    /// The gradient norm to clip to, when `clip` is 1.
+    pub(super) max_norm: f32,
+    /// 1: clip the gradient to `max_norm`; 0: no clipping.
+    pub(super) clip: u32,
+    /// The Polyak factor.
+    pub(super) tau: f32,
+}
+const _: () = assert!(size_of::<NetScalars>() == 16);
 
 /// The compute pipelines, created once per device.
 pub(super) struct Kernels {

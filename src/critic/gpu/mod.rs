@@ -24,11 +24,11 @@ pub use self::device::{GpuInfo, probe};
 pub use self::kernels::SHADERS;
 
 use self::buffers::{RowBuffers, storage};
-use self::kernels::{Kernels, UniformArena};
+use self::kernels::{Kernels, NetScalars, UniformArena};
 use super::loss::Loss;
 use super::{
-    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, RowPlan, StackSpec, StepStats,
-    init_params,
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, StackSpec,
+    StepStats, init_params,
 };
 
 /// A stack of MLPs on a GPU.
@@ -45,6 +45,10 @@ pub struct GpuCritic {
     adam_v: wgpu::Buffer,
     target: wgpu::Buffer,
     norms: wgpu::Buffer,
+    /// `[K]` per-network step size, clip and Polyak factor, written before each step and
+    /// Polyak update from `net_host`.
+    net_scalars: wgpu::Buffer,
+    net_host: Vec<NetScalars>,
     uniforms: UniformArena,
     rows_buf: Option<RowBuffers>,
     rows: usize,
@@ -104,6 +108,7 @@ impl GpuCritic {
         };
         let (grads, adam_m, adam_v) = (make("grads"), make("adam m"), make("adam v"));
         let norms = storage(&device, "grad norms", spec.nets * 4);
+        let net_scalars = storage(&device, "net scalars", spec.nets * 16);
         let uniforms = UniformArena::new(&device);
         Ok(GpuCritic {
             device,
@@ -118,6 +123,8 @@ impl GpuCritic {
             adam_v,
             target,
             norms,
+            net_scalars,
+            net_host: vec![NetScalars::default(); spec.nets],
             uniforms,
             rows_buf: None,
             rows: 0,
@@ -150,6 +157,7 @@ impl GpuCritic {
             &self.adam_v,
             &self.target,
             &self.norms,
+            &self.net_scalars,
             &self.uniforms.buffer,
         ];
         buffers.extend(&self.staging);
@@ -199,6 +207,10 @@ impl CriticBackend for GpuCritic {
         GpuCritic::polyak(self, tau);
     }
 
+    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
+        GpuCritic::polyak_nets(self, taus)
+    }
+
     fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
         self.target()
     }
@@ -217,6 +229,10 @@ impl CriticBackend for GpuCritic {
 
     fn step(&mut self, cfg: &AdamConfig) {
         GpuCritic::step(self, cfg);
+    }
+
+    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
+        GpuCritic::step_nets(self, cfg, nets)
     }
 
     fn step_stats(&mut self) -> Result<StepStats, CriticError> {

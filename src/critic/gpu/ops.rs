@@ -10,7 +10,7 @@ use super::kernels::{
     TILE, UniformArena, bind, fold, run,
 };
 use crate::critic::loss::Loss;
-use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, check_len};
+use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, NetOptim, check_len};
 
 /// Dispatch building and the operations.
 impl GpuCritic {
@@ -349,8 +349,31 @@ impl GpuCritic {
 
     /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam.
     pub fn step(&mut self, cfg: &AdamConfig) {
+        let net = NetOptim::from(cfg);
+        self.step_with(cfg, |_| net);
+    }
+
+    /// [`GpuCritic::step`] with network k's learning rate and clip from `nets[k]` (the rest from
+    /// `cfg`), in the same two dispatches; refused, changing nothing, unless there is one entry
+    /// per network.
+    pub fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
+        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
+        self.step_with(cfg, |k| nets[k]);
+        Ok(())
+    }
+
+    /// The step with network k's scalars from `net(k)`: its step size is
+    /// [`AdamConfig::schedule`] of `cfg.for_net(net(k))`, as on the CPU.
+    fn step_with(&mut self, cfg: &AdamConfig, net: impl Fn(usize) -> NetOptim) {
         self.steps += 1;
-        let (step_size, bc2, adaptive) = cfg.schedule(self.steps);
+        let (_, bc2, adaptive) = cfg.schedule(self.steps);
+        for (k, s) in self.net_host.iter_mut().enumerate() {
+            let n = net(k);
+            s.step_size = cfg.for_net(&n).schedule(self.steps).0;
+            s.max_norm = n.max_grad_norm.unwrap_or(0.0);
+            s.clip = u32::from(n.max_grad_norm.is_some());
+        }
+        self.write_net_scalars();
         let count = self.spec.params() as u32;
         let per_net = self.spec.params_per_net() as u32;
         let norm = NormParams {
@@ -368,14 +391,10 @@ impl GpuCritic {
             per_net,
             adaptive: u32::from(adaptive),
             _pad0: 0,
-            step_size,
             bc2,
             beta1: cfg.beta1,
             beta2: cfg.beta2,
             eps: cfg.eps,
-            max_norm: cfg.max_grad_norm.unwrap_or(0.0),
-            _pad1: 0,
-            _pad2: 0,
         };
         let Ok(()) = self.submit::<Infallible>("optimiser step", |c, arena| {
             let k = &c.kernels;
@@ -394,8 +413,15 @@ impl GpuCritic {
                 &arena.buffer,
                 &k.adam,
                 "adam",
-                (u, 48),
-                &[&c.norms, &c.grads, &c.params, &c.adam_m, &c.adam_v],
+                (u, 32),
+                &[
+                    &c.norms,
+                    &c.grads,
+                    &c.params,
+                    &c.adam_m,
+                    &c.adam_v,
+                    &c.net_scalars,
+                ],
             );
             let (x, y) = fold(count.div_ceil(256));
             Ok(vec![
@@ -407,10 +433,27 @@ impl GpuCritic {
 
     /// `target = tau * online + (1 - tau) * target`; `tau = 1` copies.
     pub fn polyak(&mut self, tau: f32) {
+        self.polyak_with(|_| tau);
+    }
+
+    /// [`GpuCritic::polyak`] with network k's own factor `taus[k]`, in one dispatch; refused,
+    /// changing nothing, unless there is one per network.
+    pub fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
+        check_len("per-network Polyak factors", self.spec.nets, taus.len())?;
+        self.polyak_with(|k| taus[k]);
+        Ok(())
+    }
+
+    /// The Polyak update with network k's factor `tau(k)`.
+    fn polyak_with(&mut self, tau: impl Fn(usize) -> f32) {
+        for (k, s) in self.net_host.iter_mut().enumerate() {
+            s.tau = tau(k);
+        }
+        self.write_net_scalars();
         let count = self.spec.params() as u32;
         let params = PolyakParams {
             count,
-            tau,
+            per_net: self.spec.params_per_net() as u32,
             _pad0: 0,
             _pad1: 0,
         };
@@ -423,7 +466,7 @@ impl GpuCritic {
                 &k.polyak,
                 "polyak",
                 (u, 16),
-                &[&c.params, &c.target],
+                &[&c.params, &c.target, &c.net_scalars],
             );
             let (x, y) = fold(count.div_ceil(256));
             Ok(vec![(&k.polyak, group, (x, y, 1))])

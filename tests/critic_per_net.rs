@@ -1,0 +1,251 @@
+//! Per-network optimiser scalars and Polyak factors (the replicas of a sweep share one stack):
+//! on the CPU, network k of a stack stepped with `step_nets` / averaged with `polyak_nets` is bit
+//! for bit that network alone stepped with `step` / averaged with `polyak` under its own values;
+//! the GPU matches the CPU within the parity tests' tolerance; wrong lengths are refused and
+//! change nothing.
+
+mod common;
+use common::random;
+
+use gridarena::critic::cpu::CpuCritic;
+use gridarena::critic::loss::Loss;
+use gridarena::critic::{AdamConfig, CriticBackend, CriticError, Input, NetOptim, StackSpec};
+
+const SPEC: StackSpec = StackSpec {
+    nets: 3,
+    input: 11,
+    hidden: 16,
+    layers: 2,
+    head: 4,
+};
+
+/// Learning rates [1e-3, 3e-4, 0] and clips [none, 0.05 (active), 10].
+fn nets() -> [NetOptim; 3] {
+    [
+        NetOptim {
+            lr: 1e-3,
+            max_grad_norm: None,
+        },
+        NetOptim {
+            lr: 3e-4,
+            max_grad_norm: Some(0.05),
+        },
+        NetOptim {
+            lr: 0.0,
+            max_grad_norm: Some(10.0),
+        },
+    ]
+}
+
+/// Betas, eps and RAdam differ from the per-network values' defaults, which must not leak in.
+fn configs() -> [AdamConfig; 2] {
+    let base = AdamConfig {
+        lr: 0.5,
+        max_grad_norm: Some(1e-9),
+        beta1: 0.8,
+        beta2: 0.99,
+        ..AdamConfig::default()
+    };
+    [
+        base,
+        AdamConfig {
+            radam: true,
+            ..base
+        },
+    ]
+}
+
+/// Forward and a Huber loss's backward over rows of every network (batch `step` differs per
+/// step), leaving the stack's gradients set.
+fn real_gradients(c: &mut CpuCritic, step: u64) {
+    let rows = 30;
+    let nets_of: Vec<u32> = (0..rows).map(|r| (r * 5 % 3) as u32).collect();
+    let x = random(rows * SPEC.input, 100 + step, 2.0);
+    c.forward(Input::F32(&x), &nets_of).unwrap();
+    let actions: Vec<u32> = (0..rows as u32).map(|r| r % 4).collect();
+    let targets = random(rows, 200 + step, 3.0);
+    c.loss_backward(&Loss::Huber {
+        delta: 1.0,
+        actions: &actions,
+        targets: &targets,
+        mask: None,
+    })
+    .unwrap();
+}
+
+fn bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Network k's slice of a network-major buffer.
+fn net(x: &[f32], k: usize) -> &[f32] {
+    let per = SPEC.params_per_net();
+    &x[k * per..(k + 1) * per]
+}
+
+/// A 1-network stack holding network k of `stack` (parameters and target).
+fn alone(stack: &CpuCritic, k: usize) -> CpuCritic {
+    let mut one = CpuCritic::new(StackSpec { nets: 1, ..SPEC }, 9).unwrap();
+    one.set_params(net(stack.target(), k)).unwrap();
+    one.copy_to_target();
+    one.set_params(net(stack.params(), k)).unwrap();
+    one
+}
+
+#[test]
+fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
+    for cfg in configs() {
+        let mut stack = CpuCritic::new(SPEC, 3).unwrap();
+        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
+        let nets = nets();
+        let initial = stack.params().to_vec();
+        // Six steps: RAdam's momentum-only warm-up, then its adaptive steps.
+        for t in 0..6 {
+            real_gradients(&mut stack, t);
+            let norms = stack.step_nets(&cfg, &nets).unwrap().grad_norms.clone();
+            assert!(
+                norms[1] > 0.05,
+                "the clip of network 1 is active: {norms:?}"
+            );
+            for (k, one) in singles.iter_mut().enumerate() {
+                one.set_grads(net(stack.grads(), k)).unwrap();
+                let seen = CpuCritic::step(one, &cfg.for_net(&nets[k])).grad_norms[0];
+                // The inherent accessors (a `&mut` receiver would pick the trait's).
+                let one: &CpuCritic = one;
+                assert_eq!(seen.to_bits(), norms[k].to_bits(), "norm of net {k}");
+                let (m, v, steps) = stack.adam_state();
+                let (m1, v1, steps1) = one.adam_state();
+                let what = format!("{cfg:?}, step {t}, net {k}");
+                assert_eq!(
+                    bits(net(stack.params(), k)),
+                    bits(one.params()),
+                    "params: {what}"
+                );
+                assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
+                assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
+                assert_eq!(steps, steps1);
+            }
+        }
+        // Learning rate 0 leaves network 2 where it was; the others moved.
+        assert_eq!(bits(net(stack.params(), 2)), bits(net(&initial, 2)));
+        assert_ne!(bits(net(stack.params(), 0)), bits(net(&initial, 0)));
+        assert_ne!(bits(net(stack.params(), 1)), bits(net(&initial, 1)));
+    }
+}
+
+#[test]
+fn step_with_one_value_for_every_network_is_step_nets_with_it() {
+    let cfg = configs()[0];
+    let mut a = CpuCritic::new(SPEC, 4).unwrap();
+    let mut b = CpuCritic::new(SPEC, 4).unwrap();
+    for t in 0..2 {
+        real_gradients(&mut a, t);
+        b.set_grads(a.grads()).unwrap();
+        a.step(&cfg);
+        b.step_nets(&cfg, &[NetOptim::from(&cfg); 3]).unwrap();
+        assert_eq!(bits(a.params()), bits(b.params()));
+    }
+}
+
+#[test]
+fn polyak_nets_is_each_network_averaged_alone_bit_for_bit() {
+    let mut stack = CpuCritic::new(SPEC, 5).unwrap();
+    // Online and target apart.
+    real_gradients(&mut stack, 0);
+    stack.step(&AdamConfig::default());
+    let taus = [0.0, 0.5, 1.0];
+    let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
+    let before = stack.target().to_vec();
+    stack.polyak_nets(&taus).unwrap();
+    for (k, one) in singles.iter_mut().enumerate() {
+        CpuCritic::polyak(one, taus[k]);
+        let one: &CpuCritic = one;
+        assert_eq!(bits(net(stack.target(), k)), bits(one.target()), "net {k}");
+    }
+    assert_eq!(bits(net(stack.target(), 0)), bits(net(&before, 0)));
+    assert_eq!(bits(net(stack.target(), 2)), bits(net(stack.params(), 2)));
+    assert_ne!(bits(net(stack.target(), 1)), bits(net(&before, 1)));
+}
+
+/// Everything a refused call must leave alone.
+fn state(c: &mut dyn CriticBackend) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, u64) {
+    let (m, v, steps) = c.adam_state().unwrap();
+    let (p, t) = (c.params().unwrap(), c.target_params().unwrap());
+    (bits(&p), bits(&t), bits(&m), bits(&v), steps)
+}
+
+/// Wrong lengths through the trait: a shape error each, and nothing changed.
+fn refuses_wrong_lengths(c: &mut dyn CriticBackend) {
+    let cfg = AdamConfig::default();
+    let before = state(c);
+    for nets in [&nets()[..2], &[nets()[0]; 4][..], &nets()[..0]] {
+        let err = c.step_nets(&cfg, nets).unwrap_err();
+        assert!(
+            matches!(err, CriticError::Shape { expected: 3, .. }),
+            "{err}"
+        );
+    }
+    for taus in [&[0.5f32; 2][..], &[0.5; 4][..]] {
+        let err = c.polyak_nets(taus).unwrap_err();
+        assert!(
+            matches!(err, CriticError::Shape { expected: 3, .. }),
+            "{err}"
+        );
+    }
+    assert_eq!(state(c), before);
+}
+
+#[test]
+fn wrong_lengths_are_refused_and_change_nothing() {
+    let mut c = CpuCritic::new(SPEC, 6).unwrap();
+    real_gradients(&mut c, 0);
+    c.step(&AdamConfig::default());
+    real_gradients(&mut c, 1);
+    let stats = c.step_stats().unwrap();
+    refuses_wrong_lengths(&mut c);
+    assert_eq!(c.step_stats().unwrap(), stats);
+    // The gradients were still there to step with.
+    c.step_nets(&AdamConfig::default(), &nets()).unwrap();
+    assert_eq!(c.adam_state().2, 2);
+}
+
+#[cfg(feature = "gpu")]
+mod gpu {
+    use super::*;
+    use crate::common::{assert_close, gpu_or_skip};
+    use gridarena::critic::gpu::GpuCritic;
+
+    #[test]
+    fn the_gpu_steps_and_averages_per_network_like_the_cpu() {
+        let Some(_) = gpu_or_skip() else { return };
+        for cfg in configs() {
+            let mut c = CpuCritic::new(SPEC, 7).unwrap();
+            let mut g = GpuCritic::new(SPEC, 7).unwrap();
+            for t in 0..6 {
+                real_gradients(&mut c, t);
+                g.set_grads(c.grads()).unwrap();
+                let cpu_norms = c.step_nets(&cfg, &nets()).unwrap().grad_norms.clone();
+                CriticBackend::step_nets(&mut g, &cfg, &nets()).unwrap();
+                let what = format!("{cfg:?}, step {t}");
+                let gpu_norms = g.grad_norms().unwrap().grad_norms;
+                assert_close(&format!("norms {what}"), &gpu_norms, &cpu_norms, 1e-4);
+                assert_close(&what, &g.params().unwrap(), c.params(), 1e-4);
+                // Both step on from the same parameters (see tests/critic_gpu.rs).
+                g.set_params(c.params()).unwrap();
+            }
+            let taus = [0.0, 0.5, 1.0];
+            c.polyak_nets(&taus).unwrap();
+            CriticBackend::polyak_nets(&mut g, &taus).unwrap();
+            assert_close("polyak_nets", &g.target().unwrap(), c.target(), 1e-4);
+        }
+    }
+
+    #[test]
+    fn the_gpu_refuses_wrong_lengths_and_changes_nothing() {
+        let Some(_) = gpu_or_skip() else { return };
+        let mut g = GpuCritic::new(SPEC, 8).unwrap();
+        g.set_grads(&random(SPEC.params(), 1, 1.0)).unwrap();
+        g.step(&AdamConfig::default());
+        refuses_wrong_lengths(&mut g);
+    }
+}
