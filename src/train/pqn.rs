@@ -40,7 +40,7 @@ use super::sizing::{
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::loss::{Loss, loss_and_grad};
-use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, StackSpec};
+use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, NetOptim, StackSpec};
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
 use crate::layout::Layout;
@@ -507,12 +507,15 @@ impl Pqn {
             self.reps.iter().map(|r| optimiser(r, update)).collect();
         let (lr, adam) = per_replica_opt[0];
         // One optimiser setting for the whole stack unless the replicas' differ.
-        let per_net: Option<Vec<(f32, Option<f32>)>> =
+        let per_net: Option<Vec<NetOptim>> =
             per_replica_opt.iter().any(|(_, a)| *a != adam).then(|| {
                 per_replica_opt
                     .iter()
                     .flat_map(|(_, a)| {
-                        let net = (a.lr, a.max_grad_norm); // TEMP NetOptim
+                        let net = NetOptim {
+                            lr: a.lr,
+                            max_grad_norm: a.max_grad_norm,
+                        };
                         std::iter::repeat_n(net, self.nets_per_replica)
                     })
                     .collect()
@@ -548,7 +551,7 @@ impl Pqn {
                 losses += value as f64;
                 count += 1;
                 match &per_net {
-                    Some(_nets) => self.critic.step(&adam), // TEMP until step_nets lands
+                    Some(nets) => self.critic.step_nets(&adam, nets)?,
                     None => self.critic.step(&adam),
                 }
             }
