@@ -56,7 +56,8 @@ pub trait CriticBackend: Send {
     /// not even the step count).
     fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError>;
 
-    /// What the last [`CriticBackend::step`] or [`CriticBackend::step_nets`] saw (empty norms before any step on the CPU).
+    /// What the last [`CriticBackend::step`] or [`CriticBackend::step_nets`] saw (empty norms
+    /// before any step on the CPU).
     fn step_stats(&mut self) -> Result<StepStats, CriticError>;
 
     /// All parameters, network-major.
