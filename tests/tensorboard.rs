@@ -45,9 +45,17 @@ fn records(bytes: &[u8]) -> Vec<&[u8]> {
         assert!(at + 12 <= bytes.len(), "partial record header at byte {at}");
         let len_bytes = &bytes[at..at + 8];
         let len = u64::from_le_bytes(len_bytes.try_into().unwrap()) as usize;
-        assert_eq!(u32_at(bytes, at + 8), masked(len_bytes), "length CRC at {at}");
+        assert_eq!(
+            u32_at(bytes, at + 8),
+            masked(len_bytes),
+            "length CRC at {at}"
+        );
         let data = &bytes[at + 12..at + 12 + len];
-        assert_eq!(u32_at(bytes, at + 12 + len), masked(data), "data CRC at {at}");
+        assert_eq!(
+            u32_at(bytes, at + 12 + len),
+            masked(data),
+            "data CRC at {at}"
+        );
         out.push(data);
         at += 12 + len + 4;
     }
@@ -130,7 +138,9 @@ fn event(data: &[u8]) -> Event {
                     let (mut tag, mut x) = (None, None);
                     for (f, v) in fields(value) {
                         match (f, v) {
-                            (1, Value::Bytes(t)) => tag = Some(String::from_utf8(t.to_vec()).unwrap()),
+                            (1, Value::Bytes(t)) => {
+                                tag = Some(String::from_utf8(t.to_vec()).unwrap())
+                            }
                             (2, Value::Fixed32(b)) => x = Some(f32::from_le_bytes(b)),
                             (f, _) => panic!("Value field {f}"),
                         }
@@ -230,7 +240,11 @@ fn written_scalars_read_back_with_their_tags_steps_and_values_after_every_flush(
         assert_eq!(got.len(), k + 2, "the file version and {} updates", k + 1);
         let e = got.last().unwrap();
         assert_eq!(e.step, *step);
-        let back: Vec<(&str, u32)> = e.scalars.iter().map(|(t, v)| (t.as_str(), v.to_bits())).collect();
+        let back: Vec<(&str, u32)> = e
+            .scalars
+            .iter()
+            .map(|(t, v)| (t.as_str(), v.to_bits()))
+            .collect();
         let sent: Vec<(&str, u32)> = scalars.iter().map(|(t, v)| (*t, v.to_bits())).collect();
         assert_eq!(back, sent, "step {step}");
     }
@@ -334,9 +348,19 @@ fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
             })
             .collect();
         assert_eq!(series(&ev, "return/mean"), returns, "replica {r}");
-        for tag in ["epsilon", "lr", "env_steps_per_s", "counters/coins_own", "counters/coins_other"] {
+        for tag in [
+            "epsilon",
+            "lr",
+            "env_steps_per_s",
+            "counters/coins_own",
+            "counters/coins_other",
+        ] {
             let s = series(&ev, tag);
-            assert_eq!(s.iter().map(|(t, _)| *t).collect::<Vec<_>>(), steps, "{tag}");
+            assert_eq!(
+                s.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+                steps,
+                "{tag}"
+            );
         }
     }
     let (a, b) = (
@@ -350,7 +374,10 @@ fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
     );
 
     // Resuming adds a file per replica that starts a session after the checkpoint's steps.
-    gridarena(&["train", "--device", "cpu", "--steps", "192", "--resume"], &run);
+    gridarena(
+        &["train", "--device", "cpu", "--steps", "192", "--resume"],
+        &run,
+    );
     for r in 0..2 {
         let files = event_files(&board.join(format!("replica_{r}")));
         assert_eq!(files.len(), 2, "replica {r}");

@@ -293,7 +293,10 @@ impl RunBoard {
         }
         let opponents = stats.opponents.as_ref().map(|o| {
             let mean = |m: &[Vec<f64>]| {
-                let (sum, n) = m.iter().flatten().fold((0.0, 0), |(s, n), x| (s + x, n + 1));
+                let (sum, n) = m
+                    .iter()
+                    .flatten()
+                    .fold((0.0, 0), |(s, n), x| (s + x, n + 1));
                 (n > 0).then(|| sum / n as f64)
             };
             (mean(&o.accuracy), mean(&o.log_loss))
