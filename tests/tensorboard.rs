@@ -3,9 +3,13 @@
 //! writer's own code.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use gridarena::train::tensorboard::{EventWriter, FILE_VERSION};
+
+#[path = "common/runs.rs"]
+mod runs;
+use runs::deterministic_metrics;
 
 // ------------------------------------------------------------------------------------------
 // The decoder
@@ -273,18 +277,16 @@ fn written_scalars_read_back_with_their_tags_steps_and_values_after_every_flush(
 // A training run
 // ------------------------------------------------------------------------------------------
 
+/// Runs `gridarena ARGS RUN` (its errors go to the test's output) and expects success.
 fn gridarena(args: &[&str], run: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+    let status = Command::new(env!("CARGO_BIN_EXE_gridarena"))
         .args(args)
         .arg(run)
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .output()
+        .stdout(Stdio::null())
+        .status()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(status.success(), "gridarena {args:?} {}", run.display());
 }
 
 #[test]
@@ -320,11 +322,7 @@ fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
         .collect();
     dirs.sort();
     assert_eq!(dirs, ["replica_0", "replica_1"]);
-    let metrics: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let metrics = deterministic_metrics(&run);
     let steps: Vec<i64> = metrics
         .iter()
         .map(|m| m["env_steps"].as_i64().unwrap())
