@@ -40,8 +40,9 @@ const FILE_VERSION_FIELD: u32 = 3;
 const SUMMARY: u32 = 5;
 const SESSION_LOG: u32 = 7;
 
-/// `SessionLog.status` START: TensorBoard drops what earlier events logged at this step or later.
-const SESSION_START: u64 = 1;
+/// `SessionLog { status: START }` (field 1, varint 1): TensorBoard drops what earlier events
+/// logged at this step or later.
+const SESSION_START: [u8; 2] = [1 << 3 | VARINT as u8, 1];
 
 /// Problems writing event files.
 #[derive(Debug, thiserror::Error)]
@@ -163,7 +164,7 @@ impl EventWriter {
             event: Vec::new(),
             value: Vec::new(),
         };
-        w.write_event(0, FILE_VERSION_FIELD, Body::FileVersion)?;
+        w.write_event(0, Body::FileVersion)?;
         Ok(w)
     }
 
@@ -187,7 +188,7 @@ impl EventWriter {
         if self.summary.is_empty() {
             return Ok(());
         }
-        let written = self.write_event(step, SUMMARY, Body::Summary);
+        let written = self.write_event(step, Body::Summary);
         self.summary.clear();
         written
     }
@@ -195,28 +196,23 @@ impl EventWriter {
     /// Writes a session start at `step`: TensorBoard drops the events earlier files logged at
     /// `step` or later (those a resumed run does again).
     pub fn session_start(&mut self, step: i64) -> Result<(), TensorBoardError> {
-        self.write_event(step, SESSION_LOG, Body::SessionStart)
+        self.write_event(step, Body::SessionStart)
     }
 
-    fn write_event(&mut self, step: i64, what: u32, body: Body) -> Result<(), TensorBoardError> {
-        let mut start = Vec::new();
-        let body: &[u8] = match body {
-            Body::FileVersion => FILE_VERSION.as_bytes(),
-            Body::Summary => &self.summary,
-            Body::SessionStart => {
-                key(&mut start, 1, VARINT);
-                varint(&mut start, SESSION_START);
-                &start
-            }
+    fn write_event(&mut self, step: i64, body: Body) -> Result<(), TensorBoardError> {
+        let (what, bytes): (u32, &[u8]) = match body {
+            Body::FileVersion => (FILE_VERSION_FIELD, FILE_VERSION.as_bytes()),
+            Body::Summary => (SUMMARY, &self.summary),
+            Body::SessionStart => (SESSION_LOG, &SESSION_START),
         };
-        encode_event(&mut self.event, step, what, body);
+        encode_event(&mut self.event, step, what, bytes);
         write_record(&mut self.file, &self.event)
             .and_then(|()| self.file.flush())
             .map_err(io(&self.path))
     }
 }
 
-/// What an event carries.
+/// What an event carries: the file version, the pending scalars or a session start.
 enum Body {
     FileVersion,
     Summary,
