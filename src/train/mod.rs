@@ -5,7 +5,8 @@
 //! algorithm (`pqn`, `iql`, `pr2`) with what they share in `error`, `schedule` (learning and
 //! exploration rates), `explore` (acting on values), `qnet` (the PQN/IQL network stack),
 //! `replay` (ring, rate limiter, replay learners' state), `opponent` (opponent models) and
-//! `stats` (update statistics, confidence intervals); the memory preflight in `plan`; what a
+//! `stats` (update statistics, confidence intervals); TensorBoard event files per replica in
+//! `tensorboard`; the memory preflight in `plan`; what a
 //! resume may change in `resume_check`; a
 //! trained run's greedy [`Policy`](crate::policy::Policy) in `greedy`.
 
@@ -33,6 +34,7 @@ pub(crate) mod sizing;
 pub(crate) mod stats;
 pub mod sweep;
 pub mod sweep_report;
+pub mod tensorboard;
 pub mod tensors;
 
 pub use algorithms::new_learner;
@@ -75,6 +77,9 @@ pub enum RunError {
     /// The device.
     #[error(transparent)]
     Critic(#[from] CriticError),
+    /// The TensorBoard event files.
+    #[error(transparent)]
+    TensorBoard(#[from] tensorboard::TensorBoardError),
     /// The preflight refused the run.
     #[error("memory preflight: {0} (see `gridarena plan`)")]
     Memory(String),
@@ -192,7 +197,8 @@ pub struct TrainOptions {
 }
 
 /// Trains (or resumes) the run in `out`: the memory preflight, the run directory (`config.ron`,
-/// `scenario.ron`, `metrics.jsonl`, checkpoints, the learning curve), then updates until the
+/// `scenario.ron`, `metrics.jsonl`, `tensorboard/replica_<r>/`, checkpoints, the learning
+/// curve), then updates until the
 /// configured steps are done (or `opts` stops it), checkpointing as configured.
 ///
 /// ```
@@ -266,6 +272,9 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
     if let Some((update, _)) = restored {
         dir.truncate_metrics(update)?;
     }
+    let resumed_at = restored.as_ref().map(|_| learner.env_steps());
+    let counters = &learner.batch().layout().counter_names;
+    let mut board = tensorboard::RunBoard::new(&dir.path, &cfg.replicas()?, counters, resumed_at);
     let updates = cfg.updates();
     let bar = progress_bar(progress, cfg.total_steps);
     bar.set_position(learner.env_steps());
@@ -304,6 +313,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             }
         }
         dir.append_metrics(&line.to_string())?;
+        board.log(&stats, layout.learners, done.1, sps)?;
         let recent_mean = if recent.is_empty() {
             f64::NAN
         } else {

@@ -1,8 +1,10 @@
 //! The run directory a researcher trusts: `config.ron` and `scenario.ron` (resolved),
-//! `metrics.jsonl` (one JSON object per update), `checkpoints/update_NNNNNNNN/` (parameters,
-//! Adam state and the extra tensors such as the replay as safetensors, the learner's and
-//! arenas' state as JSON), `learning_curve.png`.
-//! Every file is published atomically; a checkpoint directory appears whole or not at all.
+//! `metrics.jsonl` (one JSON object per update), `tensorboard/replica_<r>/` (event files,
+//! written by `train::tensorboard`), `checkpoints/update_NNNNNNNN/` (parameters, Adam state and
+//! the extra tensors such as the replay as safetensors, the learner's and arenas' state as
+//! JSON), `learning_curve.png`.
+//! The logs are appended and flushed per update; every other file is published atomically; a
+//! checkpoint directory appears whole or not at all.
 
 use std::fs;
 use std::io::Write;
