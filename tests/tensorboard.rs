@@ -289,20 +289,16 @@ fn gridarena(args: &[&str], run: &Path) {
     assert!(status.success(), "gridarena {args:?} {}", run.display());
 }
 
-#[test]
-fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
-    let run = temp("train");
-    // Coin game episodes last 16 steps: every update of 16 steps per arena finishes some.
+/// `gridarena train` on the coin game with a small network on the CPU, then `extra`, then
+/// `--out` (the run directory follows). Coin game episodes last 16 steps: every update of 16
+/// steps per arena finishes some.
+fn small_coin_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "train",
         "--scenario",
         "assets/scenarios/coin_game.ron",
         "--device",
         "cpu",
-        "--seeds",
-        "2",
-        "--steps",
-        "128",
     ];
     for s in [
         "arenas=4",
@@ -313,8 +309,15 @@ fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
     ] {
         args.extend(["--set", s]);
     }
+    args.extend_from_slice(extra);
     args.push("--out");
-    gridarena(&args, &run);
+    args
+}
+
+#[test]
+fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
+    let run = temp("train");
+    gridarena(&small_coin_run(&["--seeds", "2", "--steps", "128"]), &run);
     let board = run.join("tensorboard");
     let mut dirs: Vec<_> = std::fs::read_dir(&board)
         .unwrap()
@@ -390,12 +393,7 @@ fn a_two_seed_run_writes_each_replicas_scalars_and_a_resume_adds_a_file() {
 #[test]
 fn a_sweep_names_each_replica_by_its_values_and_logs_its_own_learning_rate() {
     let run = temp("sweep");
-    let mut args = vec![
-        "train",
-        "--scenario",
-        "assets/scenarios/coin_game.ron",
-        "--device",
-        "cpu",
+    let sweep = [
         "--steps",
         "128",
         "--sweep",
@@ -403,17 +401,7 @@ fn a_sweep_names_each_replica_by_its_values_and_logs_its_own_learning_rate() {
         "--sweep",
         "eps_start=[1.0,0.5]",
     ];
-    for s in [
-        "arenas=4",
-        "rollout=16",
-        "minibatches=2",
-        "hidden=16",
-        "layers=1",
-    ] {
-        args.extend(["--set", s]);
-    }
-    args.push("--out");
-    gridarena(&args, &run);
+    gridarena(&small_coin_run(&sweep), &run);
     let board = run.join("tensorboard");
     let mut dirs: Vec<_> = std::fs::read_dir(&board)
         .unwrap()
