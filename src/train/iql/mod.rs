@@ -511,3 +511,45 @@ pub(crate) fn plan(
     tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
     tensors
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::critic::{Device, choose_device};
+
+    /// Replicas whose rate limiters disagree on the learner steps (here: replica 1 counted one
+    /// batch more than replica 0) stop the run with a report instead of stepping apart.
+    #[test]
+    fn replicas_whose_limiters_disagree_stop_the_run() {
+        let cfg = RunConfig {
+            algo: super::super::config::Algo::Iql,
+            scenario: Some("tests/data/chase.ron".into()),
+            device: Device::Cpu,
+            arenas: 2,
+            rollout: 8,
+            batch_size: 4,
+            cer: 1,
+            replay_capacity: 64,
+            min_replay: 8,
+            hidden: 8,
+            layers: 1,
+            seeds: 2,
+            total_steps: 2 * 8 * 4,
+            ..RunConfig::default()
+        };
+        cfg.validate().unwrap();
+        let loaded = super::super::load_scenario(&cfg).unwrap();
+        let device = choose_device(Device::Cpu).unwrap();
+        let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
+        iql.update().unwrap();
+        iql.lanes[1].core.limiter.sample(4);
+        let err = (0..3)
+            .find_map(|_| iql.update().err())
+            .expect("the replicas kept learning apart")
+            .to_string();
+        assert!(
+            err.contains("lockstep") && err.contains("replica 1"),
+            "{err}"
+        );
+    }
+}
