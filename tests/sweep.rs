@@ -13,7 +13,7 @@ use gridarena::train::eval::{evaluate, evaluate_replica};
 use gridarena::train::plan::{self, PlanDevice};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::tensors::Tensor;
-use gridarena::train::sweep::parse_axis;
+use gridarena::train::sweep::{Replica, parse_axis};
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 #[path = "common/runs.rs"]
@@ -52,6 +52,18 @@ fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
     cfg
 }
 
+/// Replica `r`'s single run as a user would ask for it: `--seed` and one `--set` per key.
+fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
+    let mut cfg = RunConfig {
+        seed: base.seed + r.seed_index as u64,
+        ..base.clone()
+    };
+    for (key, value) in &r.values {
+        cfg.set(&format!("{key}={value}")).unwrap();
+    }
+    cfg
+}
+
 fn cpu() -> Chosen {
     choose_device(Device::Cpu).unwrap()
 }
@@ -83,14 +95,7 @@ fn replica_k_of_a_sweep_equals_the_single_run_with_its_values_bit_for_bit() {
     // A spread of replicas: first, last, and ones differing in each key and in the seed.
     for k in [0usize, 1, 6, 13, 18, 31] {
         let r = &replicas[k];
-        // The single run as a user would ask for it: `--seed` and one `--set` per key.
-        let mut single_cfg = RunConfig {
-            seed: base.seed + r.seed_index as u64,
-            ..base.clone()
-        };
-        for (key, value) in &r.values {
-            single_cfg.set(&format!("{key}={value}")).unwrap();
-        }
+        let single_cfg = single_run_of(&base, r);
         let single = temp(&format!("single-{k}"));
         train(&single_cfg, &single, &TrainOptions::default()).unwrap();
         let got = &multi_params[k * per_replica..(k + 1) * per_replica];
@@ -235,7 +240,7 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
     let o = gridarena(&[
         "train",
         "--algo",
-        "pr2_iql",
+        "pr2-iql",
         "--device",
         "cpu",
         "--sweep",
@@ -301,12 +306,13 @@ fn target_params(run: &Path) -> Vec<f32> {
 /// Every value an IQL replica reads per network or per replica differs between some replicas:
 /// the learning rate (per-network Adam step), the Polyak factor (per-network target update),
 /// gamma (the replica's TD targets), the newest rows in a minibatch (its own replay), the
-/// exploration schedule (its own streams).
-const IQL_AXES: [&str; 4] = [
+/// exploration schedule (its own threshold on its own streams).
+const IQL_AXES: [&str; 5] = [
     "lr=[3e-3, 1e-3]",
     "target_tau=[0.05, 0.5]",
     "gamma=[0.9, 0.99]",
     "cer=[2, 0]",
+    "eps_fraction=[0.5, 0.1]",
 ];
 
 #[test]
@@ -317,23 +323,18 @@ fn iql_replica_k_of_a_sweep_equals_the_single_iql_run_bit_for_bit() {
         ..with_sweep(base.clone(), &IQL_AXES)
     };
     let replicas = sweep.replicas().unwrap();
-    assert_eq!(replicas.len(), 32);
+    assert_eq!(replicas.len(), 64);
     let multi = temp("iql-multi");
     train(&sweep, &multi, &TrainOptions::default()).unwrap();
     let (multi_params, multi_target) = (params(&multi), target_params(&multi));
     let multi_metrics = deterministic_metrics(&multi);
     assert_eq!(multi_params.len(), multi_target.len());
     let per_replica = multi_params.len() / replicas.len();
-    // First, last, and replicas differing from another in each key and in the seed.
-    for k in [0usize, 1, 2, 4, 8, 16, 31] {
+    // First, last, and replicas differing from replica 0 in one thing each: the seed, then
+    // target_tau, lr, gamma, eps_fraction, cer (keys in name order, the last varies fastest).
+    for k in [0usize, 1, 2, 4, 8, 16, 32, 63] {
         let r = &replicas[k];
-        let mut single_cfg = RunConfig {
-            seed: base.seed + r.seed_index as u64,
-            ..base.clone()
-        };
-        for (key, value) in &r.values {
-            single_cfg.set(&format!("{key}={value}")).unwrap();
-        }
+        let single_cfg = single_run_of(&base, r);
         let single = temp(&format!("iql-single-{k}"));
         train(&single_cfg, &single, &TrainOptions::default()).unwrap();
         let block = k * per_replica..(k + 1) * per_replica;
