@@ -12,8 +12,8 @@ use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::{evaluate, evaluate_replica};
 use gridarena::train::plan::{self, PlanDevice};
 use gridarena::train::run_dir::RunDir;
-use gridarena::train::tensors::Tensor;
 use gridarena::train::sweep::{Replica, parse_axis};
+use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 #[path = "common/runs.rs"]
@@ -368,7 +368,10 @@ fn iql_replica_k_of_a_sweep_equals_the_single_iql_run_bit_for_bit() {
     // replicas differ.
     let last = multi_metrics.last().unwrap();
     assert!(last["loss"].as_f64().unwrap() > 0.0, "{last}");
-    assert_ne!(multi_params[..per_replica], multi_params[per_replica..2 * per_replica]);
+    assert_ne!(
+        multi_params[..per_replica],
+        multi_params[per_replica..2 * per_replica]
+    );
     let _ = std::fs::remove_dir_all(multi);
 }
 
@@ -417,7 +420,10 @@ fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
         ..small_iql()
     };
     let err = threaded.validate().unwrap_err().to_string();
-    assert!(err.contains("threaded") && err.contains("2 replicas"), "{err}");
+    assert!(
+        err.contains("threaded") && err.contains("2 replicas"),
+        "{err}"
+    );
     let pr2 = RunConfig {
         algo: Algo::Pr2Iql,
         seeds: 2,

@@ -104,7 +104,10 @@ fn save_replay<R: ReplayColumns>(replay: &mut R, extra: &mut NamedTensors, prefi
     let ring = *replay.ring();
     for (name, column) in replay.columns() {
         let width = column.len() / ring.capacity.max(1);
-        extra.push((format!("{prefix}replay.{name}"), column.prefix(ring.len * width)));
+        extra.push((
+            format!("{prefix}replay.{name}"),
+            column.prefix(ring.len * width),
+        ));
     }
     ring
 }

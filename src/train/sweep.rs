@@ -9,7 +9,10 @@
 //! slowest), seeds fastest within a point: replica `k = point x seeds + s`.
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
-//! refused with their name: they cannot share one stack.
+//! refused with their name: they cannot share one stack. PQN and IQL sweep (each its own keys,
+//! [`sweepable`]); IQL's replicas share one optimiser step count, so the rate limiter's keys
+//! (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are refused too. PR2-IQL does not
+//! sweep yet.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +45,14 @@ pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
         "fraction of the run's steps the exploration decays over",
     ),
     ("max_grad_norm", "per-network gradient clip"),
-    ("target_tau", "Polyak factor of the replica's target networks"),
-    ("cer", "newest rows in every minibatch of the replica's replay"),
+    (
+        "target_tau",
+        "Polyak factor of the replica's target networks",
+    ),
+    (
+        "cer",
+        "newest rows in every minibatch of the replica's replay",
+    ),
 ];
 
 /// The keys a sweep of `algo` may vary (none for an algorithm without sweeps).
@@ -295,7 +304,12 @@ mod tests {
         assert!(parse_axis("lr=[1e-3,").is_err());
         let mut pr2 = with_sweep(&["lr=[1e-3, 5e-4]"]);
         pr2.algo = Algo::Pr2Iql;
-        assert!(replicas(&pr2).unwrap_err().to_string().contains("pqn or iql"));
+        assert!(
+            replicas(&pr2)
+                .unwrap_err()
+                .to_string()
+                .contains("pqn or iql")
+        );
     }
 
     #[test]

@@ -251,12 +251,7 @@ impl Minibatch {
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
             let gamma = values[k / rows.max(1)].gamma;
-            let target = td_target(
-                self.rewards[k],
-                self.terminated[k],
-                max_value(row),
-                gamma,
-            );
+            let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
             self.targets.push(target);
         }
         let huber = |actions, targets| Loss::Huber {
@@ -274,7 +269,10 @@ impl Minibatch {
             self.d_out.resize(out.len(), 0.0);
             let mut sum = 0.0;
             for r in 0..replicas {
-                let (own, vals) = (r * rows..(r + 1) * rows, r * rows * actions..(r + 1) * rows * actions);
+                let (own, vals) = (
+                    r * rows..(r + 1) * rows,
+                    r * rows * actions..(r + 1) * rows * actions,
+                );
                 let loss = huber(&self.actions[own.clone()], &self.targets[own]);
                 sum += loss_and_grad(&loss, &out[vals.clone()], actions, &mut self.d_out[vals]);
             }

@@ -49,8 +49,8 @@ use crate::error::BadField;
 use crate::layout::Layout;
 use crate::metrics::EpisodeSummary;
 use crate::scenario::LoadedScenario;
-use buffer::{Minibatch, Replay, StepValues};
 pub use buffer::td_target;
+use buffer::{Minibatch, Replay, StepValues};
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -221,7 +221,8 @@ impl Iql {
         let q = self.critic.forward(Input::U8(&obs), nets)?;
         let a = self.actions;
         let mut taken = Vec::with_capacity(thresholds.len());
-        for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds) {
+        for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
+        {
             let chosen = lane.batch.actions_mut();
             act_epsilon_greedy(&mut lane.core.explore, q, a, threshold, chosen);
             taken.push(chosen.iter().map(|&x| x as u32).collect());
@@ -255,7 +256,8 @@ impl Iql {
     fn learn(&mut self, values: &[StepValues]) -> Result<f32, TrainError> {
         let update = self.progress.update;
         for lane in &mut self.lanes {
-            lane.mb.fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
+            lane.mb
+                .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
         }
         let mb = if self.lanes.len() == 1 {
             &mut self.lanes[0].mb
@@ -267,7 +269,8 @@ impl Iql {
         let sizes = (self.actions, self.nets_per_replica);
         let value = mb.train(&mut self.critic, values, sizes, update)?;
         if let Some(m) = &mut self.models {
-            let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, values[0].adam.lr)?;
+            let scores =
+                m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, values[0].adam.lr)?;
             self.scores.add(scores, mb.slots.len() as f64);
         }
         for lane in &mut self.lanes {
@@ -286,7 +289,11 @@ impl Iql {
             .iter()
             .map(|l| epsilon_by_steps(&l.cfg, env_steps))
             .collect();
-        let optimisers: Vec<_> = self.lanes.iter().map(|l| optimiser(&l.cfg, update)).collect();
+        let optimisers: Vec<_> = self
+            .lanes
+            .iter()
+            .map(|l| optimiser(&l.cfg, update))
+            .collect();
         let values: Vec<StepValues> = self
             .lanes
             .iter()
