@@ -1,5 +1,6 @@
 //! Hyperparameter sweeps in one run: replica k of a sweep is the single run with its grid
-//! point's values and seed, bit for bit (parameters, returns, greedy evaluation); shape-changing
+//! point's values and seed, bit for bit (parameters, returns, greedy evaluation), for PQN and
+//! IQL (whose target networks, replays and rate limiters are per replica too); shape-changing
 //! keys are refused by name; the ranking, `sweep.csv` and `sweep.png` are written; the memory
 //! preflight counts every replica; a sweep resumes exactly.
 
@@ -7,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gridarena::critic::{Chosen, Device, choose_device};
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::{evaluate, evaluate_replica};
 use gridarena::train::plan::{self, PlanDevice};
-use gridarena::train::sweep::parse_axis;
+use gridarena::train::run_dir::RunDir;
+use gridarena::train::sweep::{Replica, parse_axis};
+use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 #[path = "common/runs.rs"]
@@ -49,6 +52,18 @@ fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
     cfg
 }
 
+/// Replica `r`'s single run as a user would ask for it: `--seed` and one `--set` per key.
+fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
+    let mut cfg = RunConfig {
+        seed: base.seed + r.seed_index as u64,
+        ..base.clone()
+    };
+    for (key, value) in &r.values {
+        cfg.set(&format!("{key}={value}")).unwrap();
+    }
+    cfg
+}
+
 fn cpu() -> Chosen {
     choose_device(Device::Cpu).unwrap()
 }
@@ -80,14 +95,7 @@ fn replica_k_of_a_sweep_equals_the_single_run_with_its_values_bit_for_bit() {
     // A spread of replicas: first, last, and ones differing in each key and in the seed.
     for k in [0usize, 1, 6, 13, 18, 31] {
         let r = &replicas[k];
-        // The single run as a user would ask for it: `--seed` and one `--set` per key.
-        let mut single_cfg = RunConfig {
-            seed: base.seed + r.seed_index as u64,
-            ..base.clone()
-        };
-        for (key, value) in &r.values {
-            single_cfg.set(&format!("{key}={value}")).unwrap();
-        }
+        let single_cfg = single_run_of(&base, r);
         let single = temp(&format!("single-{k}"));
         train(&single_cfg, &single, &TrainOptions::default()).unwrap();
         let got = &multi_params[k * per_replica..(k + 1) * per_replica];
@@ -228,11 +236,11 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
             "{axis}: a refused run wrote {out_s}"
         );
     }
-    // IQL sweeps are not available yet: refused clearly, not run as something else.
+    // PR2-IQL sweeps are not available yet: refused clearly, not run as something else.
     let o = gridarena(&[
         "train",
         "--algo",
-        "iql",
+        "pr2-iql",
         "--device",
         "cpu",
         "--sweep",
@@ -241,7 +249,217 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
         out_s,
     ]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("algo pqn only"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("algo pqn or iql only"));
+    // An IQL sweep of a rate-limiter key is refused with its name and why.
+    let o = gridarena(&[
+        "train",
+        "--algo",
+        "iql",
+        "--device",
+        "cpu",
+        "--sweep",
+        "samples_per_insert=[1.0,2.0]",
+        "--out",
+        out_s,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("`samples_per_insert`") && err.contains("at the same moments"),
+        "{err}"
+    );
+    assert!(!Path::new(&out).exists());
+}
+
+// ------------------------------------------------------------------------------------------
+// IQL
+// ------------------------------------------------------------------------------------------
+
+/// IQL on the chase task, small enough that learner steps start in the first update: the
+/// replay passes `min_replay` after a few environment steps.
+fn small_iql() -> RunConfig {
+    RunConfig {
+        algo: Algo::Iql,
+        arenas: 4,
+        rollout: 8,
+        batch_size: 16,
+        cer: 2,
+        replay_capacity: 200,
+        min_replay: 32,
+        lr_decay: false,
+        total_steps: 4 * 8 * 5,
+        checkpoint_every: 1,
+        ..small()
+    }
+}
+
+/// The newest checkpoint's target parameters.
+fn target_params(run: &Path) -> Vec<f32> {
+    let c = RunDir::open(run).unwrap().load_latest().unwrap();
+    let found = c.extra.iter().find(|(name, _)| name == "target");
+    match found {
+        Some((_, Tensor::F32(t))) => t.clone(),
+        _ => panic!("{}: no target tensor", run.display()),
+    }
+}
+
+/// Every value an IQL replica reads per network or per replica differs between some replicas:
+/// the learning rate (per-network Adam step), the Polyak factor (per-network target update),
+/// gamma (the replica's TD targets), the newest rows in a minibatch (its own replay), the
+/// exploration schedule (its own threshold on its own streams).
+const IQL_AXES: [&str; 5] = [
+    "lr=[3e-3, 1e-3]",
+    "target_tau=[0.05, 0.5]",
+    "gamma=[0.9, 0.99]",
+    "cer=[2, 0]",
+    "eps_fraction=[0.5, 0.1]",
+];
+
+#[test]
+fn iql_replica_k_of_a_sweep_equals_the_single_iql_run_bit_for_bit() {
+    let base = small_iql();
+    let sweep = RunConfig {
+        seeds: 2,
+        ..with_sweep(base.clone(), &IQL_AXES)
+    };
+    let replicas = sweep.replicas().unwrap();
+    assert_eq!(replicas.len(), 64);
+    let multi = temp("iql-multi");
+    train(&sweep, &multi, &TrainOptions::default()).unwrap();
+    let (multi_params, multi_target) = (params(&multi), target_params(&multi));
+    let multi_metrics = deterministic_metrics(&multi);
+    assert_eq!(multi_params.len(), multi_target.len());
+    let per_replica = multi_params.len() / replicas.len();
+    // First, last, and replicas differing from replica 0 in one thing each: the seed, then
+    // target_tau, lr, gamma, eps_fraction, cer (keys in name order, the last varies fastest).
+    for k in [0usize, 1, 2, 4, 8, 16, 32, 63] {
+        let r = &replicas[k];
+        let single_cfg = single_run_of(&base, r);
+        let single = temp(&format!("iql-single-{k}"));
+        train(&single_cfg, &single, &TrainOptions::default()).unwrap();
+        let block = k * per_replica..(k + 1) * per_replica;
+        let same = |a: &[f32], b: &[f32]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+        };
+        let label = r.point_label();
+        assert!(
+            same(&multi_params[block.clone()], &params(&single)),
+            "replica {k} ({label}): parameters differ from the single run"
+        );
+        assert!(
+            same(&multi_target[block], &target_params(&single)),
+            "replica {k} ({label}): target parameters differ from the single run"
+        );
+        let single_metrics = deterministic_metrics(&single);
+        assert_eq!(multi_metrics.len(), single_metrics.len());
+        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
+            assert_eq!(
+                m["seeds_return_per_seed"][k], s["return_mean"],
+                "replica {k} ({label}), update {}",
+                m["update"]
+            );
+        }
+        let a = evaluate_replica(&multi, 10, &cpu(), k).unwrap();
+        let b = evaluate(&single, 10, &cpu()).unwrap();
+        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
+        let _ = std::fs::remove_dir_all(single);
+    }
+    // The learners learned (the comparison is not of untouched initial networks), and the
+    // replicas differ.
+    let last = multi_metrics.last().unwrap();
+    assert!(last["loss"].as_f64().unwrap() > 0.0, "{last}");
+    assert_ne!(
+        multi_params[..per_replica],
+        multi_params[per_replica..2 * per_replica]
+    );
+    let _ = std::fs::remove_dir_all(multi);
+}
+
+#[test]
+fn an_iql_sweep_resumes_exactly() {
+    let cfg = RunConfig {
+        seeds: 2,
+        ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
+    };
+    let straight = temp("iql-resume-straight");
+    train(&cfg, &straight, &TrainOptions::default()).unwrap();
+    let split = temp("iql-resume-split");
+    let first = TrainOptions {
+        until_update: Some(3),
+        ..TrainOptions::default()
+    };
+    train(&cfg, &split, &first).unwrap();
+    let resume = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    train(&cfg, &split, &resume).unwrap();
+    assert_eq!(params(&split), params(&straight));
+    assert_eq!(target_params(&split), target_params(&straight));
+    assert_eq!(
+        deterministic_metrics(&split),
+        deterministic_metrics(&straight)
+    );
+    let _ = std::fs::remove_dir_all(straight);
+    let _ = std::fs::remove_dir_all(split);
+}
+
+#[test]
+fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
+    for key in ["samples_per_insert", "min_replay", "rate_error_buffer"] {
+        let cfg = with_sweep(small_iql(), &[&format!("{key}=[1.0, 2.0]")]);
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("`{key}`")) && err.contains("one optimiser step count"),
+            "{key}: {err}"
+        );
+    }
+    let threaded = RunConfig {
+        threaded: true,
+        seeds: 2,
+        ..small_iql()
+    };
+    let err = threaded.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("threaded") && err.contains("2 replicas"),
+        "{err}"
+    );
+    let pr2 = RunConfig {
+        algo: Algo::Pr2Iql,
+        seeds: 2,
+        ..small_iql()
+    };
+    let err = pr2.validate().unwrap_err().to_string();
+    assert!(err.contains("seeds") && err.contains("pqn or iql"), "{err}");
+    // IQL with seeds alone is accepted now.
+    let seeds = RunConfig {
+        seeds: 3,
+        ..small_iql()
+    };
+    assert!(seeds.validate().is_ok());
+}
+
+#[test]
+fn the_iql_memory_preflight_counts_every_replica_replay() {
+    let total = |cfg: &RunConfig| {
+        let loaded = load_scenario(cfg).unwrap();
+        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
+    };
+    let small_replay = small_iql();
+    let big_replay = RunConfig {
+        replay_capacity: 100_000,
+        ..small_iql()
+    };
+    let one = total(&big_replay) - total(&small_replay);
+    let four = total(&RunConfig {
+        seeds: 4,
+        ..big_replay
+    }) - total(&RunConfig {
+        seeds: 4,
+        ..small_replay
+    });
+    // The replay's bytes (in memory and in checkpoints) scale with the replicas.
+    assert_eq!(four, 4 * one, "4 replicas' replays {four} vs one {one}");
 }
 
 #[test]
@@ -286,4 +504,45 @@ fn the_cli_prints_the_ranked_grid() {
     );
     assert!(text.contains("final return"), "{text}");
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// The GPU backend runs an IQL sweep's per-replica pieces (host loss per replica, backward from
+/// it, per-network steps and Polyak factors) as the CPU does, within float rounding.
+#[test]
+fn an_iql_sweep_on_the_gpu_matches_the_cpu() {
+    if let Err(e) = choose_device(Device::Gpu) {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but no GPU adapter is usable: {e}");
+        }
+        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+        return;
+    }
+    let cfg = RunConfig {
+        seeds: 2,
+        ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
+    };
+    let mut runs = Vec::new();
+    for device in [Device::Cpu, Device::Gpu] {
+        let run = temp(&format!("iql-{device:?}"));
+        let summary = train(
+            &RunConfig {
+                device,
+                ..cfg.clone()
+            },
+            &run,
+            &TrainOptions::default(),
+        );
+        assert!(summary.is_ok(), "{device:?}: {:?}", summary.err());
+        runs.push((params(&run), target_params(&run)));
+        let _ = std::fs::remove_dir_all(run);
+    }
+    let close = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
+    };
+    assert!(close(&runs[0].0, &runs[1].0), "parameters differ");
+    assert!(close(&runs[0].1, &runs[1].1), "target parameters differ");
+    assert_ne!(
+        runs[0].0, runs[0].1,
+        "the targets trail the online networks"
+    );
 }

@@ -69,7 +69,7 @@ pub struct RunConfig {
     pub algo: Algo,
     /// Run seed (replica r of a multi-seed run uses seed + r).
     pub seed: u64,
-    /// Independent replicas trained together (PQN), seeds seed..seed + seeds (with a sweep:
+    /// Independent replicas trained together (PQN, IQL), seeds seed..seed + seeds (with a sweep:
     /// every grid point runs each seed).
     pub seeds: usize,
     /// Hyperparameter sweep: per-network scalars and the values each takes, e.g.
@@ -478,12 +478,22 @@ impl RunConfig {
                 return bad(field, format!("{v}; a number in [0, 1]"));
             }
         }
-        if self.seeds == 0 || (self.seeds > 1 && self.algo != Algo::Pqn) {
+        if self.seeds == 0 || (self.seeds > 1 && self.algo == Algo::Pr2Iql) {
             return bad(
                 "seeds",
                 format!(
-                    "{}; at least 1 (more than 1 with algo pqn only, for now)",
+                    "{}; at least 1 (more than 1 with algo pqn or iql only, for now)",
                     self.seeds
+                ),
+            );
+        }
+        if self.threaded && self.replica_count() > 1 {
+            return bad(
+                "threaded",
+                format!(
+                    "true with {} replicas (seeds x sweep grid points): the replicas learn in \
+                     lockstep on one thread; use threaded: false",
+                    self.replica_count()
                 ),
             );
         }

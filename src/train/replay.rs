@@ -98,13 +98,16 @@ pub(crate) trait ReplayColumns {
     fn items_per_entry(&self) -> u64;
 }
 
-/// Saves the filled prefix of every column of `replay` into `extra` (`replay.<column>`);
-/// returns the ring.
-fn save_replay<R: ReplayColumns>(replay: &mut R, extra: &mut NamedTensors) -> Ring {
+/// Saves the filled prefix of every column of `replay` into `extra`
+/// (`<prefix>replay.<column>`); returns the ring.
+fn save_replay<R: ReplayColumns>(replay: &mut R, extra: &mut NamedTensors, prefix: &str) -> Ring {
     let ring = *replay.ring();
     for (name, column) in replay.columns() {
         let width = column.len() / ring.capacity.max(1);
-        extra.push((format!("replay.{name}"), column.prefix(ring.len * width)));
+        extra.push((
+            format!("{prefix}replay.{name}"),
+            column.prefix(ring.len * width),
+        ));
     }
     ring
 }
@@ -114,10 +117,11 @@ fn load_replay<R: ReplayColumns>(
     replay: &mut R,
     saved: &Ring,
     extra: &[(String, Tensor)],
+    prefix: &str,
 ) -> Result<(), BadField> {
     replay.ring().check(saved)?;
     for (name, mut column) in replay.columns() {
-        let field = format!("replay.{name}");
+        let field = format!("{prefix}replay.{name}");
         let width = column.len() / saved.capacity.max(1);
         let t = find(extra, &field).ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
         column.restore(t, saved.len * width, &field)?;
@@ -256,12 +260,28 @@ impl ReplayCore {
         progress: &Progress,
         critic: &mut Critic,
         models: &mut Option<M>,
-        (batch, replay): (&mut EnvBatch, &mut R),
+        arenas: (&mut EnvBatch, &mut R),
         extra: &mut NamedTensors,
     ) -> Result<String, TrainError> {
-        let replay = self.checkpoint_replay.then(|| save_replay(replay, extra));
+        let mut state = self.save_replica(progress, arenas, extra, "");
         extra.push(("target".into(), Tensor::F32(critic.target_params()?)));
-        let state = ReplayState {
+        state.models_state = save_models(models, extra)?;
+        Ok(serde_json::to_string(&state)?)
+    }
+
+    /// One replica's part of a checkpoint: its streams, limiter and arenas, and its replay
+    /// (when `checkpoint_replay`) as tensors named `<prefix>replay.<column>` in `extra`.
+    pub fn save_replica<R: ReplayColumns>(
+        &self,
+        progress: &Progress,
+        (batch, replay): (&mut EnvBatch, &mut R),
+        extra: &mut NamedTensors,
+        prefix: &str,
+    ) -> ReplayState {
+        let replay = self
+            .checkpoint_replay
+            .then(|| save_replay(replay, extra, prefix));
+        ReplayState {
             update: progress.update,
             env_steps: progress.env_steps,
             learner_steps: self.learner_steps,
@@ -269,12 +289,11 @@ impl ReplayCore {
             sampler: self.sampler.clone(),
             target: Vec::new(),
             models: None,
-            models_state: save_models(models, extra)?,
+            models_state: None,
             batch: batch.save_state(),
             limiter: replay.map(|_| self.limiter.clone()),
             replay,
-        };
-        Ok(serde_json::to_string(&state)?)
+        }
     }
 
     /// Restores what [`ReplayCore::save_json`] saved, every length and range checked first;
@@ -285,11 +304,10 @@ impl ReplayCore {
         progress: &mut Progress,
         critic: &mut Critic,
         models: &mut Option<M>,
-        (batch, replay): (&mut EnvBatch, &mut R),
+        arenas: (&mut EnvBatch, &mut R),
         extra: &[(String, Tensor)],
     ) -> Result<Resume, TrainError> {
         let s: ReplayState = serde_json::from_str(json)?;
-        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
         let n = critic.params()?.len();
         let target = match find(extra, "target") {
             Some(_) => f32s(extra, "target", n)?,
@@ -297,11 +315,29 @@ impl ReplayCore {
                 BadField::check_len("target", n, s.target.len()).map(|()| s.target.as_slice())?
             }
         };
+        let models = load_models(models, s.models_state.as_ref(), s.models.as_deref(), extra)?;
+        let resume = self.load_replica(&s, arenas, extra, "")?.and(models);
+        restore_target(critic, target)?;
+        progress.update = s.update;
+        progress.env_steps = s.env_steps;
+        Ok(resume)
+    }
+
+    /// Restores one replica's part saved by [`ReplayCore::save_replica`] under `prefix`:
+    /// its arenas, replay and limiter (approximate without a saved replay), streams and
+    /// learner steps, every length and range checked first.
+    pub fn load_replica<R: ReplayColumns>(
+        &mut self,
+        s: &ReplayState,
+        (batch, replay): (&mut EnvBatch, &mut R),
+        extra: &[(String, Tensor)],
+        prefix: &str,
+    ) -> Result<Resume, TrainError> {
+        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
         batch.load_state(&s.batch)?;
-        let mut resume = load_models(models, s.models_state.as_ref(), s.models.as_deref(), extra)?;
-        match (&s.replay, &s.limiter) {
+        let resume = match (&s.replay, &s.limiter) {
             (Some(ring), Some(limiter)) => {
-                load_replay(replay, ring, extra)?;
+                load_replay(replay, ring, extra, prefix)?;
                 let items = ring.len as u64 * replay.items_per_entry();
                 let size = limiter.inserts.checked_sub(limiter.deletes);
                 if size != Some(items) {
@@ -312,29 +348,24 @@ impl ReplayCore {
                 self.limiter.inserts = limiter.inserts;
                 self.limiter.samples = limiter.samples;
                 self.limiter.deletes = limiter.deletes;
+                Resume::Exact
             }
-            _ => {
-                resume = Resume::Approximate(
-                    "the checkpoint holds no replay (checkpoint_replay: false, or an older \
-                     checkpoint), so the resumed run refills it and does not continue bit for bit"
-                        .into(),
-                )
-                .and(resume);
-            }
-        }
-        restore_target(critic, target)?;
-        progress.update = s.update;
-        progress.env_steps = s.env_steps;
+            _ => Resume::Approximate(
+                "the checkpoint holds no replay (checkpoint_replay: false, or an older \
+                 checkpoint), so the resumed run refills it and does not continue bit for bit"
+                    .into(),
+            ),
+        };
         self.learner_steps = s.learner_steps;
-        self.explore = s.explore;
-        self.sampler = s.sampler;
+        self.explore = s.explore.clone();
+        self.sampler = s.sampler.clone();
         Ok(resume)
     }
 }
 
 /// Sets the target parameters: copies them into the online slot, averages them fully into
 /// the target, then puts the online parameters back.
-fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError> {
+pub(crate) fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError> {
     let online = critic.params()?;
     critic.set_params(target)?;
     critic.polyak(1.0);

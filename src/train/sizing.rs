@@ -215,11 +215,12 @@ pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     (rows_per_step * cfg.rollout as u64 / cfg.minibatches as u64).max(rows_per_step)
 }
 
-/// Rows of IQL's largest critic pass: `batch_size`, or `replicas x arenas x learners` when
-/// acting.
+/// Rows of IQL's largest critic pass: `replicas x batch_size` (every replica's minibatch
+/// stacked), or `replicas x arenas x learners` when acting.
 pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
-    let rows_per_step = cfg.replica_count() as u64 * cfg.arenas as u64 * layout.learners as u64;
-    (cfg.batch_size as u64).max(rows_per_step)
+    let replicas = cfg.replica_count() as u64;
+    let rows_per_step = replicas * cfg.arenas as u64 * layout.learners as u64;
+    (replicas * cfg.batch_size as u64).max(rows_per_step)
 }
 
 /// The stacks PQN or IQL keeps on the device: the Q-networks over `pass_rows`, and the opponent

@@ -9,7 +9,10 @@
 //! slowest), seeds fastest within a point: replica `k = point x seeds + s`.
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
-//! refused with their name: they cannot share one stack.
+//! refused with their name: they cannot share one stack. PQN and IQL sweep (each its own keys,
+//! [`sweepable`]); IQL's replicas share one optimiser step count, so the rate limiter's keys
+//! (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are refused too. PR2-IQL does not
+//! sweep yet.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +32,37 @@ pub const SWEEPABLE: [(&str, &str); 8] = [
     ),
     ("max_grad_norm", "per-network gradient clip"),
 ];
+
+/// The keys an IQL sweep may vary, with what each is per replica.
+pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
+    ("lr", "learning rate (network-wise Adam step)"),
+    ("lr_decay", "linear decay of the learning rate"),
+    ("gamma", "discount of the replica's TD targets"),
+    ("eps_start", "exploration at the start"),
+    ("eps_finish", "exploration after the decay"),
+    (
+        "eps_fraction",
+        "fraction of the run's steps the exploration decays over",
+    ),
+    ("max_grad_norm", "per-network gradient clip"),
+    (
+        "target_tau",
+        "Polyak factor of the replica's target networks",
+    ),
+    (
+        "cer",
+        "newest rows in every minibatch of the replica's replay",
+    ),
+];
+
+/// The keys a sweep of `algo` may vary (none for an algorithm without sweeps).
+pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
+    match algo {
+        Algo::Pqn => &SWEEPABLE,
+        Algo::Iql => &IQL_SWEEPABLE,
+        Algo::Pr2Iql => &[],
+    }
+}
 
 /// Largest number of replicas (grid points x seeds) in one run.
 pub const MAX_REPLICAS: usize = 1024;
@@ -95,9 +129,10 @@ pub fn parse_axis(arg: &str) -> Result<(String, Vec<ron::Value>), ConfigError> {
     Ok((key.trim().to_string(), parsed))
 }
 
-/// Why `key` cannot be swept, or `None` when it can.
-fn refusal(key: &str) -> Option<String> {
-    if SWEEPABLE.iter().any(|(k, _)| *k == key) {
+/// Why `key` cannot be swept with `algo`, or `None` when it can.
+fn refusal(algo: Algo, key: &str) -> Option<String> {
+    let allowed = sweepable(algo);
+    if allowed.iter().any(|(k, _)| *k == key) {
         return None;
     }
     let why = match key {
@@ -107,14 +142,20 @@ fn refusal(key: &str) -> Option<String> {
         | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
             "changes the arenas or the shape of the data every replica shares"
         }
+        "samples_per_insert" | "min_replay" | "rate_error_buffer" => {
+            "changes when the rate limiter lets a replica learn, and the replicas of one stack \
+             share one optimiser step count, so they must learn at the same moments (a \
+             per-network step count is future work)"
+        }
         "seed" | "seeds" => "is the seed axis: use `seeds` (every grid point runs each seed)",
         "radam" => "is one optimiser for the whole stack",
         "sweep" => "cannot sweep itself",
+        "lambda" | "target_tau" | "cer" => "is not read by this algorithm",
         _ => "is not a per-network scalar",
     };
-    let keys: Vec<&str> = SWEEPABLE.iter().map(|(k, _)| *k).collect();
+    let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();
     Some(format!(
-        "key `{key}` {why}; a sweep varies per-network scalars only: {} (or run separate sweeps)",
+        "key `{key}` {why}; a sweep with algo {algo:?} varies per-network scalars only: {} (or run separate sweeps)",
         keys.join(", ")
     ))
 }
@@ -151,14 +192,14 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         field: "sweep",
         message,
     };
-    if !cfg.sweep.is_empty() && cfg.algo != Algo::Pqn {
+    if !cfg.sweep.is_empty() && sweepable(cfg.algo).is_empty() {
         return Err(bad(format!(
-            "a sweep with algo {:?} is not available yet (algo pqn only); run one configuration per process",
+            "a sweep with algo {:?} is not available yet (algo pqn or iql only); run one configuration per process",
             cfg.algo
         )));
     }
     for (key, values) in &cfg.sweep {
-        if let Some(why) = refusal(key) {
+        if let Some(why) = refusal(cfg.algo, key) {
             return Err(bad(why));
         }
         if values.is_empty() {
@@ -261,9 +302,14 @@ mod tests {
         assert!(parse_axis("lr").is_err());
         assert!(parse_axis("lr=[]").is_err());
         assert!(parse_axis("lr=[1e-3,").is_err());
-        let mut iql = with_sweep(&["lr=[1e-3, 5e-4]"]);
-        iql.algo = Algo::Iql;
-        assert!(replicas(&iql).unwrap_err().to_string().contains("pqn"));
+        let mut pr2 = with_sweep(&["lr=[1e-3, 5e-4]"]);
+        pr2.algo = Algo::Pr2Iql;
+        assert!(
+            replicas(&pr2)
+                .unwrap_err()
+                .to_string()
+                .contains("pqn or iql")
+        );
     }
 
     #[test]

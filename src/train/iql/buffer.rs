@@ -1,0 +1,328 @@
+//! IQL's transitions: the struct-of-arrays replay ring of one replica, the minibatches drawn
+//! from it (the newest `cer` rows plus uniform samples), and the learner step on a minibatch
+//! of every replica stacked: targets from the target networks, a Huber step on the online
+//! networks (each replica's loss averaged over its own rows), a Polyak update.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+
+use super::super::config::RunConfig;
+use super::super::error::TrainError;
+use super::super::explore::max_value;
+use super::super::replay::{ReplayColumns, Ring};
+use super::super::tensors::Column;
+use crate::components::StepBuffers;
+use crate::critic::loss::{Loss, loss_and_grad};
+use crate::critic::{AdamConfig, Critic, Input, NetOptim};
+use crate::rng::below;
+
+// ------------------------------------------------------------------------------------------
+// Replay
+// ------------------------------------------------------------------------------------------
+
+/// A ring buffer of transitions, one column per field.
+pub(super) struct Replay {
+    pub(super) ring: Ring,
+    width: usize,
+    obs: Vec<u8>,
+    next: Vec<u8>,
+    action: Vec<u32>,
+    reward: Vec<f32>,
+    /// 1 where the rules ended the episode (no bootstrap); a truncation keeps 0 and its `next`
+    /// is the episode's final observation.
+    terminated: Vec<f32>,
+    /// The row's network within its replica (0 with `shared`, else the learner's slot).
+    net: Vec<u32>,
+    /// With opponent models: the learner's slot and the others' actions `[C, N-1]`.
+    slot: Vec<u32>,
+    others: Vec<u32>,
+    groups: usize,
+    /// Bounds of the integer columns (checked on restore): actions, networks.
+    actions: u32,
+    nets: u32,
+}
+
+impl ReplayColumns for Replay {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
+        let learners = self.groups as u32 + 1;
+        vec![
+            ("obs", Column::U8(&mut self.obs)),
+            ("next", Column::U8(&mut self.next)),
+            ("action", Column::U32(&mut self.action, self.actions)),
+            ("reward", Column::F32(&mut self.reward)),
+            ("terminated", Column::F32(&mut self.terminated)),
+            ("net", Column::U32(&mut self.net, self.nets)),
+            ("slot", Column::U32(&mut self.slot, learners)),
+            ("others", Column::U32(&mut self.others, self.actions)),
+        ]
+    }
+
+    fn items_per_entry(&self) -> u64 {
+        1
+    }
+}
+
+impl Replay {
+    /// An empty replay of `capacity` rows of `width` input bytes; with `groups` other
+    /// learners' actions per row; actions below `actions`, networks below `nets`.
+    pub(super) fn new(
+        capacity: usize,
+        width: usize,
+        groups: usize,
+        (actions, nets): (usize, usize),
+    ) -> Replay {
+        Replay {
+            ring: Ring::new(capacity),
+            width,
+            obs: vec![0; capacity * width],
+            next: vec![0; capacity * width],
+            action: vec![0; capacity],
+            reward: vec![0.0; capacity],
+            terminated: vec![0.0; capacity],
+            net: vec![0; capacity],
+            slot: vec![0; if groups > 0 { capacity } else { 0 }],
+            others: vec![0; capacity * groups],
+            groups,
+            actions: actions as u32,
+            nets: nets as u32,
+        }
+    }
+
+    /// Adds one environment step of every learner of every arena: input rows `obs` before and
+    /// `next` after (the successor rows of [`successor_input`](super::super::replay::successor_input)),
+    /// the actions `taken`, rewards and terminations from `b`, each row's network; with
+    /// `opponents`, each row's slot and the others' actions too. Returns the rows evicted.
+    pub(super) fn insert_step(
+        &mut self,
+        (obs, next): (&[u8], &[u8]),
+        taken: &[u32],
+        b: &StepBuffers,
+        nets: &[u32],
+        n: usize,
+        opponents: bool,
+    ) -> u64 {
+        let (w, mut evicted) = (self.width, 0);
+        for r in 0..taken.len() {
+            let i = self.ring.head();
+            if opponents {
+                let (base, slot) = (r - r % n, r % n);
+                self.slot[i] = slot as u32;
+                let others = (0..n).filter(|&j| j != slot).map(|j| taken[base + j]);
+                for (o, v) in self.others[i * self.groups..(i + 1) * self.groups]
+                    .iter_mut()
+                    .zip(others)
+                {
+                    *o = v;
+                }
+            }
+            self.obs[i * w..(i + 1) * w].copy_from_slice(&obs[r * w..(r + 1) * w]);
+            self.next[i * w..(i + 1) * w].copy_from_slice(&next[r * w..(r + 1) * w]);
+            self.action[i] = taken[r];
+            self.reward[i] = b.rewards[r];
+            self.terminated[i] = f32::from(b.terminated[r / n] != 0);
+            self.net[i] = nets[r];
+            evicted += u64::from(self.ring.advance());
+        }
+        evicted
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Minibatches
+// ------------------------------------------------------------------------------------------
+
+/// A minibatch's rows copied out of the replay (so a shared replay is locked only while
+/// copying); with several replicas, every replica's rows one after another.
+#[derive(Default)]
+pub(super) struct Minibatch {
+    pub(super) obs: Vec<u8>,
+    next: Vec<u8>,
+    nets: Vec<u32>,
+    actions: Vec<u32>,
+    rewards: Vec<f32>,
+    terminated: Vec<f32>,
+    targets: Vec<f32>,
+    pub(super) slots: Vec<u32>,
+    pub(super) others: Vec<u32>,
+    d_out: Vec<f32>,
+}
+
+/// One replica's values a learner step reads: its discount, Polyak factor and optimiser.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct StepValues {
+    /// Discount of the TD targets.
+    pub gamma: f32,
+    /// Polyak factor of the target networks.
+    pub tau: f32,
+    /// Learning rate and gradient clip (the rest is shared by the stack).
+    pub adam: AdamConfig,
+}
+
+impl StepValues {
+    /// A replica's values at an update whose optimiser is `adam`.
+    pub(super) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
+        StepValues {
+            gamma: cfg.gamma,
+            tau: cfg.target_tau,
+            adam,
+        }
+    }
+}
+
+impl Minibatch {
+    /// Empties every column.
+    fn clear(&mut self) {
+        self.obs.clear();
+        self.next.clear();
+        self.nets.clear();
+        self.actions.clear();
+        self.rewards.clear();
+        self.terminated.clear();
+        self.slots.clear();
+        self.others.clear();
+    }
+
+    /// The newest `cer` rows plus uniform samples, `batch_size` in all.
+    pub(super) fn fill(&mut self, replay: &Replay, sampler: &mut ChaCha8Rng, cfg: &RunConfig) {
+        let (d, g, len) = (replay.width, replay.groups, replay.ring.len);
+        self.clear();
+        for k in 0..cfg.batch_size {
+            let i = if k < cfg.cer.min(len) {
+                replay.ring.newest(k)
+            } else {
+                below(sampler.next_u32(), len as u32) as usize
+            };
+            self.obs.extend_from_slice(&replay.obs[i * d..(i + 1) * d]);
+            self.next
+                .extend_from_slice(&replay.next[i * d..(i + 1) * d]);
+            self.nets.push(replay.net[i]);
+            self.actions.push(replay.action[i]);
+            self.rewards.push(replay.reward[i]);
+            self.terminated.push(replay.terminated[i]);
+            if g > 0 {
+                self.slots.push(replay.slot[i]);
+                self.others
+                    .extend_from_slice(&replay.others[i * g..(i + 1) * g]);
+            }
+        }
+    }
+
+    /// Every replica's minibatch one after another, replica r's networks shifted to its block
+    /// (`r x nets_per_replica` onwards). Opponent columns are not stacked (one replica only).
+    pub(super) fn stack<'a>(
+        &mut self,
+        parts: impl Iterator<Item = &'a Minibatch>,
+        nets_per_replica: usize,
+    ) {
+        self.clear();
+        for (r, p) in parts.enumerate() {
+            let offset = (r * nets_per_replica) as u32;
+            self.obs.extend_from_slice(&p.obs);
+            self.next.extend_from_slice(&p.next);
+            self.nets.extend(p.nets.iter().map(|n| n + offset));
+            self.actions.extend_from_slice(&p.actions);
+            self.rewards.extend_from_slice(&p.rewards);
+            self.terminated.extend_from_slice(&p.terminated);
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Targets and update
+    // --------------------------------------------------------------------------------------
+
+    /// Targets from the target networks, a Huber step on the online networks, a Polyak update.
+    /// The rows are `values.len()` equal blocks, block r replica r's (its networks the r-th
+    /// block of `nets_per_replica`), read with its own gamma, loss normalisation, learning
+    /// rate, clip and Polyak factor. Returns the mean of the replicas' losses.
+    pub(super) fn train(
+        &mut self,
+        critic: &mut Critic,
+        values: &[StepValues],
+        (actions, nets_per_replica): (usize, usize),
+        update: u64,
+    ) -> Result<f32, TrainError> {
+        let replicas = values.len().max(1);
+        let rows = self.actions.len() / replicas;
+        let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        self.targets.clear();
+        for (k, row) in q_next.chunks_exact(actions).enumerate() {
+            let gamma = values[k / rows.max(1)].gamma;
+            let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
+            self.targets.push(target);
+        }
+        let huber = |actions, targets| Loss::Huber {
+            delta: 1.0,
+            actions,
+            targets,
+            mask: None,
+        };
+        let value = if replicas == 1 {
+            critic.forward(Input::U8(&self.obs), &self.nets)?;
+            critic.loss_backward(&huber(&self.actions, &self.targets))?;
+            critic.last_loss()?
+        } else {
+            let out = critic.forward(Input::U8(&self.obs), &self.nets)?;
+            self.d_out.resize(out.len(), 0.0);
+            let mut sum = 0.0;
+            for r in 0..replicas {
+                let (own, vals) = (
+                    r * rows..(r + 1) * rows,
+                    r * rows * actions..(r + 1) * rows * actions,
+                );
+                let loss = huber(&self.actions[own.clone()], &self.targets[own]);
+                sum += loss_and_grad(&loss, &out[vals.clone()], actions, &mut self.d_out[vals]);
+            }
+            critic.backward(&self.d_out)?;
+            sum / replicas as f32
+        };
+        if !value.is_finite() {
+            return Err(TrainError::NonFinite {
+                update: update + 1,
+                tensor: "loss".into(),
+                value,
+            });
+        }
+        step_and_average(critic, values, nets_per_replica)?;
+        Ok(value)
+    }
+}
+
+/// The optimiser step and the Polyak update: one setting for the whole stack unless the
+/// replicas' differ, then each network with its replica's.
+fn step_and_average(
+    critic: &mut Critic,
+    values: &[StepValues],
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
+    let first = values[0];
+    if values.iter().all(|v| v.adam == first.adam) {
+        critic.step(&first.adam);
+    } else {
+        let nets: Vec<NetOptim> = values
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
+            .collect();
+        critic.step_nets(&first.adam, &nets)?;
+    }
+    if values.iter().all(|v| v.tau == first.tau) {
+        critic.polyak(first.tau);
+    } else {
+        let taus: Vec<f32> = values
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(v.tau, nets_per_replica))
+            .collect();
+        critic.polyak_nets(&taus)?;
+    }
+    Ok(())
+}
+
+/// IQL's one-step target `r + gamma (1 - terminated) max_a Q_target(next, a)`: a truncated
+/// transition keeps `terminated` 0 and its `next` is the final observation (Pardo et al., 2018),
+/// so the time limit bootstraps instead of cutting.
+pub fn td_target(reward: f32, terminated: f32, next_best: f32, gamma: f32) -> f32 {
+    reward + gamma * (1.0 - terminated) * next_best
+}

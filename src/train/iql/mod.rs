@@ -1,0 +1,562 @@
+//! IQL: an independent DQN per learner (networks stacked, one dispatch for all) with a
+//! struct-of-arrays replay ring buffer, combined experience replay (the newest rows are in every
+//! minibatch), Polyak-averaged target networks, Huber loss on
+//! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
+//! every environment step the rows are inserted (never blocking) and exactly the learner steps
+//! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
+//! a learner thread run side by side instead; thread timing then decides which rows each
+//! minibatch sees, so threaded runs (and their resumes) are not bit-for-bit reproducible.
+//!
+//! Seeds and sweeps in one run (see `train::sweep`): every grid point x seed is a replica with
+//! its own arenas, replay, rate limiter, exploration and sampling streams (seeded from its own
+//! seed as a single run seeds them), and its own networks, the r-th block of one stack. One
+//! forward acts for every replica; a learner step stacks every replica's minibatch into one
+//! forward/backward, each replica's loss averaged over its own rows, each network stepped with
+//! its replica's learning rate and clip and averaged into its target with its replica's
+//! `target_tau`. The replicas share one optimiser step count, so they must learn at the same
+//! moments: their limiters see the same counts by construction (the keys that would change
+//! that are not sweepable), and a disagreement stops the run. So replica k computes exactly
+//! what a single run with its configuration computes.
+//!
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
+//! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
+//! `rate_error_buffer`, `target_tau`, `gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`,
+//! `eps_*`, `shared`, `hidden`, `layers`, `seeds`, `sweep`, `opponent_models`, `threaded`,
+//! `wait_seconds`.
+
+mod buffer;
+mod threaded;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+use super::error::TrainError;
+use super::explore::act_epsilon_greedy;
+use super::learner::{BoxedLearner, Learner, Progress};
+use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use super::qnet::{q_rows, row_nets, stack_spec, write_input};
+use super::replay::{ReplayCore, ReplayState, restore_target, successor_input};
+use super::run_dir::Resume;
+use super::schedule::{epsilon_by_steps, optimiser};
+use super::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+};
+use super::stats::UpdateStats;
+use super::tensors::{NamedTensors, Tensor, f32s};
+use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
+use crate::engine::EnvBatch;
+use crate::error::BadField;
+use crate::layout::Layout;
+use crate::metrics::EpisodeSummary;
+use crate::scenario::LoadedScenario;
+pub use buffer::td_target;
+use buffer::{Minibatch, Replay, StepValues};
+
+// ------------------------------------------------------------------------------------------
+// Learner
+// ------------------------------------------------------------------------------------------
+
+/// An IQL learner with its arenas.
+pub struct Iql {
+    cfg: RunConfig,
+    /// Every replica's own arenas, replay and schedule (one without seeds or a sweep).
+    lanes: Vec<Lane>,
+    /// The online networks of every replica (targets live beside them in the critic).
+    pub critic: Critic,
+    /// The whole stack (every replica's networks).
+    spec: StackSpec,
+    nets_per_replica: usize,
+    learners: usize,
+    actions: usize,
+    progress: Progress,
+    /// Each row's network within its replica, `[B x N]` (what the replay stores).
+    local_nets: Vec<u32>,
+    /// Each row's network in the stack, `[R x B x N]` (acting).
+    nets: Vec<u32>,
+    /// Every replica's minibatch stacked (several replicas).
+    stacked: Minibatch,
+    /// Opponent models (`opponent_models: true`, one replica), trained on every sampled
+    /// minibatch.
+    pub models: Option<OpponentModels>,
+    scores: ScoreMean,
+}
+
+/// One replica of an IQL run: its single-run configuration, arenas, replay, streams, limiter
+/// and minibatch.
+struct Lane {
+    cfg: RunConfig,
+    batch: EnvBatch,
+    core: ReplayCore,
+    replay: Replay,
+    mb: Minibatch,
+}
+
+/// The checkpointed state of a run of several replicas: each replica's part (its replay
+/// columns are the tensors `replica.<r>.replay.<column>`; the targets of the whole stack are
+/// the `target` tensor).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicasState {
+    /// Each replica's streams, limiter, arenas and ring.
+    pub replicas: Vec<ReplayState>,
+}
+
+impl Iql {
+    /// A fresh learner: replica r's arenas, streams and networks seeded with its own seed
+    /// (`cfg.seed + s` for seed index s).
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<Iql, TrainError> {
+        let reps = cfg
+            .replicas()
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+        let single = stack_spec(cfg, loaded);
+        let spec = StackSpec {
+            nets: single.nets * reps.len(),
+            ..single
+        };
+        let mut critic = Critic::new(spec, cfg.seed, device)?;
+        if reps.len() > 1 {
+            let params: Vec<f32> = reps
+                .iter()
+                .flat_map(|r| crate::critic::init_params(&single, r.cfg.seed))
+                .collect();
+            critic.set_params(&params)?;
+            // The targets start as copies of the online networks, as a single run's do.
+            critic.polyak(1.0);
+        }
+        let learners = loaded.scenario.learners_per_arena();
+        let rows_per_step = cfg.arenas * learners;
+        let models = if cfg.opponent_models {
+            Some(OpponentModels::new(
+                cfg,
+                learners,
+                spec.head,
+                spec.input,
+                cfg.batch_size,
+                device,
+            )?)
+        } else {
+            None
+        };
+        let groups = if cfg.opponent_models { learners - 1 } else { 0 };
+        let mut lanes = Vec::with_capacity(reps.len());
+        for r in reps {
+            let mut batch = cfg.training_batch(loaded, r.cfg.seed)?;
+            batch.start_episode_log(1 << 16);
+            let sizes = (spec.head, single.nets);
+            lanes.push(Lane {
+                core: ReplayCore::new(&r.cfg, rows_per_step as u64, cfg.batch_size as u64)?,
+                replay: Replay::new(cfg.replay_capacity, spec.input, groups, sizes),
+                mb: Minibatch::default(),
+                batch,
+                cfg: r.cfg,
+            });
+        }
+        let local_nets = row_nets(rows_per_step, learners, cfg.shared);
+        let nets = (0..lanes.len())
+            .flat_map(|r| local_nets.iter().map(move |n| n + (r * single.nets) as u32))
+            .collect();
+        Ok(Iql {
+            lanes,
+            critic,
+            spec,
+            nets_per_replica: single.nets,
+            learners,
+            actions: spec.head,
+            progress: Progress::default(),
+            local_nets,
+            nets,
+            stacked: Minibatch::default(),
+            models,
+            scores: Default::default(),
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// [`Iql::new`] behind the [`Learner`] seam (the registry's constructor).
+    pub(crate) fn boxed(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+    ) -> Result<BoxedLearner, TrainError> {
+        Ok(Box::new(Iql::new(cfg, loaded, device)?))
+    }
+
+    /// The network stack's shape (every replica's networks).
+    pub fn spec(&self) -> StackSpec {
+        self.spec
+    }
+
+    /// The observation rows of the first `replicas` replicas as network input, replica after
+    /// replica (with the learner's one-hot index when shared).
+    fn input(&self, replicas: usize) -> Vec<u8> {
+        let (n, d) = (self.learners, self.spec.input);
+        let o = self.lanes[0].batch.layout().obs_len;
+        let per = self.cfg.arenas * n * d;
+        let mut out = vec![0u8; replicas * per];
+        for (lane, rows) in self.lanes.iter().zip(out.chunks_exact_mut(per.max(1))) {
+            write_input(&lane.batch.buffers().obs, n, o, d, rows);
+        }
+        out
+    }
+
+    /// The exploration rate now (replica 0's; linear over `eps_fraction` of the run's steps).
+    pub fn epsilon(&self) -> f32 {
+        epsilon_by_steps(&self.lanes[0].cfg, self.progress.env_steps)
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Rollout
+    // --------------------------------------------------------------------------------------
+
+    /// Epsilon-greedy actions of the first `thresholds.len()` replicas (one forward for all),
+    /// each with its own streams and exploration threshold, into their arenas; returns the
+    /// input rows acted on and each replica's actions.
+    fn act(&mut self, thresholds: &[u64]) -> Result<(Vec<u8>, Vec<Vec<u32>>), TrainError> {
+        let obs = self.input(thresholds.len());
+        let per = self.local_nets.len();
+        let nets = &self.nets[..thresholds.len() * per];
+        let q = self.critic.forward(Input::U8(&obs), nets)?;
+        let a = self.actions;
+        let mut taken = Vec::with_capacity(thresholds.len());
+        for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
+        {
+            let chosen = lane.batch.actions_mut();
+            act_epsilon_greedy(&mut lane.core.explore, q, a, threshold, chosen);
+            taken.push(chosen.iter().map(|&x| x as u32).collect());
+        }
+        Ok((obs, taken))
+    }
+
+    /// The learner steps every replica's rate limiter allows now: the same number for all
+    /// (they share one optimiser step count), else the run stops.
+    fn allowed_steps(&self) -> Result<u64, TrainError> {
+        let batch = self.cfg.batch_size as u64;
+        let first = self.lanes[0].core.limiter.allowed_batches(batch);
+        let other = self.lanes.iter().enumerate().skip(1).find_map(|(r, lane)| {
+            let allowed = lane.core.limiter.allowed_batches(batch);
+            (allowed != first).then_some((r, allowed))
+        });
+        match other {
+            None => Ok(first),
+            Some((r, allowed)) => Err(TrainError::Config(format!(
+                "replicas out of lockstep at update {}: replica 0's rate limiter allows {first} \
+                 learner steps, replica {r}'s {allowed}; the replicas share one optimiser step \
+                 count, so they need equal samples_per_insert, min_replay, rate_error_buffer and \
+                 batch_size",
+                self.progress.update + 1
+            ))),
+        }
+    }
+
+    /// One learner step for every replica: each fills its minibatch (the newest rows and
+    /// uniform samples of its own replay, with its own stream), all stacked into one pass.
+    fn learn(&mut self, values: &[StepValues]) -> Result<f32, TrainError> {
+        let update = self.progress.update;
+        for lane in &mut self.lanes {
+            lane.mb
+                .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
+        }
+        let mb = if self.lanes.len() == 1 {
+            &mut self.lanes[0].mb
+        } else {
+            let parts = self.lanes.iter().map(|l| &l.mb);
+            self.stacked.stack(parts, self.nets_per_replica);
+            &mut self.stacked
+        };
+        let sizes = (self.actions, self.nets_per_replica);
+        let value = mb.train(&mut self.critic, values, sizes, update)?;
+        if let Some(m) = &mut self.models {
+            let scores =
+                m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, values[0].adam.lr)?;
+            self.scores.add(scores, mb.slots.len() as f64);
+        }
+        for lane in &mut self.lanes {
+            lane.core.limiter.sample(self.cfg.batch_size as u64);
+            lane.core.learner_steps += 1;
+        }
+        Ok(value)
+    }
+
+    /// One update: `rollout` environment steps, each followed by the learner steps the rate
+    /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
+    pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        let (update, env_steps) = (self.progress.update, self.progress.env_steps);
+        let epsilons: Vec<f32> = self
+            .lanes
+            .iter()
+            .map(|l| epsilon_by_steps(&l.cfg, env_steps))
+            .collect();
+        let optimisers: Vec<_> = self
+            .lanes
+            .iter()
+            .map(|l| optimiser(&l.cfg, update))
+            .collect();
+        let values: Vec<StepValues> = self
+            .lanes
+            .iter()
+            .zip(&optimisers)
+            .map(|(l, (_, adam))| StepValues::of(&l.cfg, *adam))
+            .collect();
+        let thresholds: Vec<u64> = epsilons
+            .iter()
+            .map(|e| crate::rng::threshold(*e as f64))
+            .collect();
+        let (mut losses, mut steps) = (0.0f64, 0u64);
+        let rollout = if self.cfg.threaded {
+            let t0 = std::time::Instant::now();
+            let sim_before = self.progress.sim_seconds;
+            (losses, steps) = self.update_threaded(&values[0].adam, thresholds[0])?;
+            self.progress.learn_seconds +=
+                t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
+            0
+        } else {
+            self.cfg.rollout
+        };
+        let (n, d) = (self.learners, self.spec.input);
+        let per_input = self.local_nets.len() * d;
+        let mut next = Vec::new();
+        for _ in 0..rollout {
+            let t_learn = std::time::Instant::now();
+            let (obs, taken) = self.act(&thresholds)?;
+            let acting = t_learn.elapsed().as_secs_f64();
+            let t_sim = std::time::Instant::now();
+            for lane in &mut self.lanes {
+                lane.batch.step()?;
+            }
+            self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
+            let t_learn = std::time::Instant::now();
+            let opponents = self.models.is_some();
+            for (r, (lane, taken)) in self.lanes.iter_mut().zip(&taken).enumerate() {
+                let (b, o) = (lane.batch.buffers(), lane.batch.layout().obs_len);
+                successor_input(b, (n, o, d), &mut next);
+                let obs = &obs[r * per_input..(r + 1) * per_input];
+                let evicted =
+                    lane.replay
+                        .insert_step((obs, &next), taken, b, &self.local_nets, n, opponents);
+                lane.core.limiter.insert(taken.len() as u64);
+                lane.core.limiter.delete(evicted);
+            }
+            for _ in 0..self.allowed_steps()? {
+                losses += self.learn(&values)? as f64;
+                steps += 1;
+            }
+            self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
+        }
+
+        // --------------------------------------------------------------------------------------
+        // Logging
+        // --------------------------------------------------------------------------------------
+        self.progress.env_steps += self.cfg.steps_per_update();
+        self.progress.update += 1;
+        let opponents = std::mem::take(&mut self.scores).mean();
+        let mut per_replica: Vec<Vec<EpisodeSummary>> = self
+            .lanes
+            .iter_mut()
+            .map(|l| l.batch.take_episodes())
+            .collect();
+        let episodes = per_replica[0].clone();
+        let mut stats = UpdateStats::replay(
+            (losses, steps),
+            (epsilons[0], optimisers[0].0),
+            episodes,
+            opponents,
+        );
+        if per_replica.len() > 1 {
+            stats.replica_scalars = epsilons
+                .iter()
+                .zip(&optimisers)
+                .map(|(e, (lr, _))| (*e, *lr))
+                .collect();
+            stats.per_replica = std::mem::take(&mut per_replica);
+        }
+        Ok(stats)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Acting, predictions and checkpoints (the Learner seam)
+// ------------------------------------------------------------------------------------------
+
+impl Learner for Iql {
+    fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        Iql::update(self)
+    }
+
+    /// Replica 0's epsilon-greedy actions (its exploration streams).
+    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
+        let threshold = crate::rng::threshold(self.epsilon() as f64);
+        let (_, taken) = self.act(&[threshold])?;
+        Ok(taken[0].iter().map(|&a| a as u8).collect())
+    }
+
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
+        let o = self.lanes[0].batch.layout().obs_len;
+        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+    }
+
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        let input = self.input(1);
+        let n = self.learners as u32;
+        let nets: Vec<u32> = (0..self.local_nets.len() as u32).map(|r| r % n).collect();
+        match &mut self.models {
+            Some(m) => Ok(Some(m.probs(&input, &nets)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        set_models_params(&mut self.models, p)
+    }
+
+    /// One replica: the replay learners' state ([`ReplayState`]); several: a
+    /// [`ReplicasState`], each replica's replay under `replica.<r>.`.
+    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
+        let progress = &self.progress;
+        if let [lane] = self.lanes.as_mut_slice() {
+            let arenas = (&mut lane.batch, &mut lane.replay);
+            let models = &mut self.models;
+            return lane
+                .core
+                .save_json(progress, &mut self.critic, models, arenas, extra);
+        }
+        let mut replicas = Vec::with_capacity(self.lanes.len());
+        for (r, lane) in self.lanes.iter_mut().enumerate() {
+            let arenas = (&mut lane.batch, &mut lane.replay);
+            let prefix = format!("replica.{r}.");
+            replicas.push(lane.core.save_replica(progress, arenas, extra, &prefix));
+        }
+        extra.push(("target".into(), Tensor::F32(self.critic.target_params()?)));
+        Ok(serde_json::to_string(&ReplicasState { replicas })?)
+    }
+
+    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
+        if let [lane] = self.lanes.as_mut_slice() {
+            let (progress, models) = (&mut self.progress, &mut self.models);
+            let arenas = (&mut lane.batch, &mut lane.replay);
+            return lane
+                .core
+                .load_json(json, progress, &mut self.critic, models, arenas, extra);
+        }
+        let s: ReplicasState = serde_json::from_str(json)?;
+        BadField::check_len("replicas", self.lanes.len(), s.replicas.len())?;
+        let target = f32s(extra, "target", self.critic.params()?.len())?;
+        let mut resume = Resume::Exact;
+        for (r, (lane, state)) in self.lanes.iter_mut().zip(&s.replicas).enumerate() {
+            let arenas = (&mut lane.batch, &mut lane.replay);
+            let prefix = format!("replica.{r}.");
+            resume = resume.and(lane.core.load_replica(state, arenas, extra, &prefix)?);
+        }
+        restore_target(&mut self.critic, target)?;
+        self.progress.update = s.replicas[0].update;
+        self.progress.env_steps = s.replicas[0].env_steps;
+        Ok(resume)
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    fn progress_mut(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.lanes[0].batch
+    }
+
+    fn critic(&mut self) -> &mut Critic {
+        &mut self.critic
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Memory plan
+// ------------------------------------------------------------------------------------------
+
+/// IQL's tensors for the memory preflight: the Q-network stack of every replica with a pass of
+/// every replica's minibatch (or of acting on every learner), every replica's replay buffer,
+/// and the opponent models, which score one minibatch per pass and store the others' actions
+/// with every replayed row.
+pub(crate) fn plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
+    let pass_rows = super::sizing::iql_pass_rows(cfg, layout);
+    let pass = "replicas x batch_size, or replicas x arenas x learners when acting";
+    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
+    let d = spec.input as u64;
+    let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
+    tensors.push(PlanTensor {
+        name: "replay buffer".into(),
+        shape: format!(
+            "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
+            fmt(cfg.replay_capacity as u64)
+        ),
+        bytes: replay,
+        knobs: "lower replay_capacity or seeds",
+    });
+    let mut models = 0;
+    if cfg.opponent_models {
+        let (rows, extra) = (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n);
+        tensors.push(opponent_tensor(
+            cfg, layout, spec.input, backend, rows, extra,
+        ));
+        replay += extra;
+        models = opponent_spec(cfg, layout, spec.input).params() as u64;
+    }
+    let params = (spec.params() as u64, true);
+    let arenas = (
+        replicas * cfg.arenas as u64,
+        layout.bytes_per_arena() as u64,
+    );
+    tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
+    tensors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::critic::{Device, choose_device};
+
+    /// Replicas whose rate limiters disagree on the learner steps (here: replica 1 counted one
+    /// batch more than replica 0) stop the run with a report instead of stepping apart.
+    #[test]
+    fn replicas_whose_limiters_disagree_stop_the_run() {
+        let cfg = RunConfig {
+            algo: super::super::config::Algo::Iql,
+            scenario: Some("tests/data/chase.ron".into()),
+            device: Device::Cpu,
+            arenas: 2,
+            rollout: 8,
+            batch_size: 4,
+            cer: 1,
+            replay_capacity: 64,
+            min_replay: 8,
+            hidden: 8,
+            layers: 1,
+            seeds: 2,
+            total_steps: 2 * 8 * 4,
+            ..RunConfig::default()
+        };
+        cfg.validate().unwrap();
+        let loaded = super::super::load_scenario(&cfg).unwrap();
+        let device = choose_device(Device::Cpu).unwrap();
+        let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
+        iql.update().unwrap();
+        iql.lanes[1].core.limiter.sample(4);
+        let err = (0..3)
+            .find_map(|_| iql.update().err())
+            .expect("the replicas kept learning apart")
+            .to_string();
+        assert!(
+            err.contains("lockstep") && err.contains("replica 1"),
+            "{err}"
+        );
+    }
+}
