@@ -408,7 +408,7 @@ fn an_iql_sweep_resumes_exactly() {
 fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
     for key in ["samples_per_insert", "min_replay", "rate_error_buffer"] {
         let cfg = with_sweep(small_iql(), &[&format!("{key}=[1.0, 2.0]")]);
-        let err = cfg.validate().unwrap_err().to_string();
+        let err = cfg.replicas().unwrap_err().to_string();
         assert!(
             err.contains(&format!("`{key}`")) && err.contains("one optimiser step count"),
             "{key}: {err}"

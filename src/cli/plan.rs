@@ -47,6 +47,7 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
         cfg.device = d;
     }
     cfg.validate()?;
+    cfg.replicas()?;
     let loaded = load_scenario(&cfg)?;
     let budget = args.memory_budget.unwrap_or_else(plan::default_budget);
     if let Some(method) = args.nashconv {

@@ -73,6 +73,7 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
     };
     apply_overrides(&mut cfg, &args)?;
     cfg.validate()?;
+    cfg.replicas()?;
     let out = match &args.resume {
         Some(run) => run.clone(),
         None => args
@@ -101,7 +102,7 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
             "learning rate {} scaled {:?} with the effective batch {} against {}: {}",
             cfg.lr,
             cfg.lr_scale,
-            gridarena::train::schedule::effective_batch(&cfg),
+            cfg.effective_batch(),
             cfg.reference_batch,
             gridarena::train::schedule::resolved_lr(&cfg)
         );

@@ -56,6 +56,10 @@ pub enum LrScale {
     Sqrt,
 }
 
+/// A hyperparameter sweep's grid: each swept key with its values (RON values, as a `--set`
+/// would read them); expanded into replicas by `train::sweep`.
+pub type Sweep = std::collections::BTreeMap<String, Vec<ron::Value>>;
+
 /// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
 /// machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,7 +79,7 @@ pub struct RunConfig {
     /// Hyperparameter sweep: per-network scalars and the values each takes, e.g.
     /// `sweep: {"lr": [1e-3, 5e-4], "gamma": [0.99, 0.95]}`; every combination x `seeds` is a
     /// replica of one network stack (see `train::sweep`). Empty: no sweep.
-    pub sweep: super::sweep::Sweep,
+    pub sweep: Sweep,
     /// Compute device for the critic.
     pub device: Device,
     /// Environment steps to train for (arena-steps: arenas x steps per rollout x updates).
@@ -182,7 +186,7 @@ impl Default for RunConfig {
             algo: Algo::Pqn,
             seed: 0,
             seeds: 1,
-            sweep: super::sweep::Sweep::new(),
+            sweep: Sweep::new(),
             device: Device::Auto,
             total_steps: 4_000_000,
             arenas: 256,
@@ -576,7 +580,7 @@ impl RunConfig {
                 format!(
                     "0 with lr_scale {:?}; set the effective batch lr was tuned at (this run's is {})",
                     self.lr_scale,
-                    super::schedule::effective_batch(self)
+                    self.effective_batch()
                 ),
             );
         }
@@ -585,9 +589,6 @@ impl RunConfig {
                 "max_grad_norm",
                 format!("{}; a positive number", self.max_grad_norm),
             );
-        }
-        if !self.sweep.is_empty() {
-            super::sweep::replicas(self)?;
         }
         if self.total_steps < (self.arenas * self.rollout) as u64 {
             return bad(
@@ -606,14 +607,23 @@ impl RunConfig {
         (self.arenas * self.rollout) as u64
     }
 
-    /// Derived: replicas trained together (sweep grid points x seeds).
+    /// Derived: replicas trained together (sweep grid points x seeds, saturating; see
+    /// `train::sweep`).
     pub fn replica_count(&self) -> usize {
-        super::sweep::replica_count(self)
+        self.sweep
+            .values()
+            .fold(self.seeds.max(1), |n, v| n.saturating_mul(v.len()))
     }
 
-    /// Derived: every replica with its single-run configuration (see `train::sweep`).
-    pub fn replicas(&self) -> Result<Vec<super::sweep::Replica>, ConfigError> {
-        super::sweep::replicas(self)
+    /// Derived: the batch `lr_scale` scales with: the rows one network's gradient averages over
+    /// per optimiser step (PQN: `arenas x rollout / minibatches`; IQL: `batch_size`; PR2-IQL:
+    /// `buffer_batch_size x rollout`).
+    pub fn effective_batch(&self) -> usize {
+        match self.algo {
+            Algo::Pqn => self.arenas * self.rollout / self.minibatches.max(1),
+            Algo::Iql => self.batch_size,
+            Algo::Pr2Iql => self.buffer_batch_size * self.rollout,
+        }
     }
 
     /// Derived: updates in the run.

@@ -234,6 +234,8 @@ pub struct TrainOptions {
 pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, RunError> {
     let (resume, progress, stop) = (opts.resume, opts.progress, opts.stop.clone());
     cfg.validate()?;
+    // Every grid point of a sweep is a configuration of its own: checked before anything runs.
+    cfg.replicas()?;
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
     let budget = opts.memory_budget.unwrap_or_else(plan::default_budget);

@@ -2,24 +2,13 @@
 //! exploration rate (linear decay over updates for PQN, over environment steps for the replay
 //! learners).
 
-use super::config::{Algo, LrScale, RunConfig};
+use super::config::{LrScale, RunConfig};
 use crate::critic::AdamConfig;
-
-/// The batch `lr_scale` scales with: the rows one network's gradient averages over per
-/// optimiser step (PQN: `arenas x rollout / minibatches`; IQL: `batch_size`; PR2-IQL:
-/// `buffer_batch_size x rollout`).
-pub fn effective_batch(cfg: &RunConfig) -> usize {
-    match cfg.algo {
-        Algo::Pqn => cfg.arenas * cfg.rollout / cfg.minibatches.max(1),
-        Algo::Iql => cfg.batch_size,
-        Algo::Pr2Iql => cfg.buffer_batch_size * cfg.rollout,
-    }
-}
 
 /// The learning rate before any decay: `lr`, scaled by `lr_scale` with the effective batch
 /// against `reference_batch`.
 pub fn resolved_lr(cfg: &RunConfig) -> f32 {
-    let ratio = effective_batch(cfg) as f64 / cfg.reference_batch.max(1) as f64;
+    let ratio = cfg.effective_batch() as f64 / cfg.reference_batch.max(1) as f64;
     match cfg.lr_scale {
         LrScale::None => cfg.lr,
         LrScale::Linear => (cfg.lr as f64 * ratio) as f32,
@@ -80,13 +69,13 @@ mod tests {
             reference_batch: 1024,
             ..RunConfig::default()
         };
-        assert_eq!(effective_batch(&cfg), 4096);
+        assert_eq!(cfg.effective_batch(), 4096);
         assert_eq!(optimiser(&cfg, 0).0, 1e-3);
         cfg.lr_scale = LrScale::Linear;
         assert!((optimiser(&cfg, 0).0 - 4e-3).abs() < 1e-9);
         cfg.lr_scale = LrScale::Sqrt;
         assert!((optimiser(&cfg, 0).0 - 2e-3).abs() < 1e-9);
-        cfg.algo = Algo::Iql;
+        cfg.algo = super::super::config::Algo::Iql;
         cfg.batch_size = 256;
         assert!((optimiser(&cfg, 0).0 - 5e-4).abs() < 1e-9);
         cfg.reference_batch = 0;

@@ -14,8 +14,6 @@
 //! (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are refused too. PR2-IQL does not
 //! sweep yet.
 
-use std::collections::BTreeMap;
-
 use super::config::{Algo, ConfigError, RunConfig};
 
 /// The keys a PQN sweep may vary, with what each is per replica.
@@ -67,8 +65,15 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
 /// Largest number of replicas (grid points x seeds) in one run.
 pub const MAX_REPLICAS: usize = 1024;
 
-/// The grid: each swept key with its values (RON values, as a `--set` would read them).
-pub type Sweep = BTreeMap<String, Vec<ron::Value>>;
+pub use super::config::Sweep;
+
+impl RunConfig {
+    /// Derived: every replica with its single-run configuration; refuses a key that cannot be
+    /// swept and a grid point whose values its fields refuse (see [`replicas`]).
+    pub fn replicas(&self) -> Result<Vec<Replica>, ConfigError> {
+        replicas(self)
+    }
+}
 
 /// One replica of a run: a grid point and a seed, with the configuration it trains with.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,9 +185,7 @@ pub fn points(sweep: &Sweep) -> Vec<Vec<(String, ron::Value)>> {
 
 /// Grid points x seeds, without building them (saturating).
 pub fn replica_count(cfg: &RunConfig) -> usize {
-    cfg.sweep
-        .values()
-        .fold(cfg.seeds.max(1), |n, v| n.saturating_mul(v.len()))
+    cfg.replica_count()
 }
 
 /// Every replica of `cfg`, each with its single-run configuration; refuses a key that cannot be
