@@ -20,6 +20,7 @@ use super::error::TrainError;
 use super::explore::{act_epsilon_greedy, max_value};
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayColumns, ReplayCore, Ring, successor_input};
 use super::schedule::{epsilon_by_steps, optimiser};
@@ -29,7 +30,6 @@ use super::sizing::{
 use super::stats::UpdateStats;
 use super::tensors::Column;
 use crate::components::StepBuffers;
-use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
@@ -202,16 +202,17 @@ impl Minibatch {
     // Targets and update
     // --------------------------------------------------------------------------------------
 
-    /// Targets from the target networks, a Huber step on the online networks, a Polyak update.
+    /// Targets from the target networks, a step of the value loss (Huber by default) on the
+    /// online networks, a Polyak update.
     fn train(
         &mut self,
         critic: &mut Critic,
         cfg: &RunConfig,
-        actions: usize,
+        (actions, head): (usize, &QHead),
         adam: &AdamConfig,
         update: u64,
     ) -> Result<f32, TrainError> {
-        let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        let q_next = head.q_values(critic.forward_target(Input::U8(&self.next), &self.nets)?);
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
             let target = td_target(
@@ -223,13 +224,7 @@ impl Minibatch {
             self.targets.push(target);
         }
         critic.forward(Input::U8(&self.obs), &self.nets)?;
-        let loss = Loss::Huber {
-            delta: 1.0,
-            actions: &self.actions,
-            targets: &self.targets,
-            mask: None,
-        };
-        critic.loss_backward(&loss)?;
+        critic.loss_backward(&head.loss(&self.actions, &self.targets))?;
         let value = critic.last_loss()?;
         if !value.is_finite() {
             return Err(TrainError::NonFinite {
@@ -263,6 +258,8 @@ pub struct Iql {
     /// The online networks (targets live beside them in the critic).
     pub critic: Critic,
     spec: StackSpec,
+    /// How outputs become Q-values, and the loss.
+    head: QHead,
     learners: usize,
     actions: usize,
     core: ReplayCore,
@@ -284,6 +281,8 @@ impl Iql {
     ) -> Result<Iql, TrainError> {
         let batch = cfg.training_batch(loaded, cfg.seed)?;
         let spec = stack_spec(cfg, loaded);
+        let head = QHead::of(cfg);
+        let actions = spec.head / head.outputs_per_action();
         let critic = Critic::new(spec, cfg.seed, device)?;
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
@@ -292,7 +291,7 @@ impl Iql {
             Some(OpponentModels::new(
                 cfg,
                 learners,
-                spec.head,
+                actions,
                 spec.input,
                 cfg.batch_size,
                 device,
@@ -305,14 +304,15 @@ impl Iql {
             batch,
             critic,
             spec,
+            head,
             learners,
-            actions: spec.head,
+            actions,
             core,
             replay: Replay::new(
                 cfg.replay_capacity,
                 spec.input,
                 groups,
-                (spec.head, spec.nets),
+                (actions, spec.nets),
             ),
             progress: Progress::default(),
             nets: row_nets(rows_per_step, learners, cfg.shared),
@@ -361,7 +361,7 @@ impl Iql {
     /// rows acted on and the actions taken.
     fn act(&mut self, threshold: u64) -> Result<(Vec<u8>, Vec<u32>), TrainError> {
         let obs = self.input();
-        let q = self.critic.forward(Input::U8(&obs), &self.nets)?;
+        let q = self.head.q_values(self.critic.forward(Input::U8(&obs), &self.nets)?);
         let chosen = self.batch.actions_mut();
         act_epsilon_greedy(&mut self.core.explore, &q, self.actions, threshold, chosen);
         let taken = chosen.iter().map(|&a| a as u32).collect();
@@ -375,7 +375,7 @@ impl Iql {
             .fill(&self.replay, &mut self.core.sampler, &self.cfg);
         let value = self
             .mb
-            .train(&mut self.critic, &self.cfg, self.actions, adam, update)?;
+            .train(&mut self.critic, &self.cfg, (self.actions, &self.head), adam, update)?;
         if let Some(m) = &mut self.models {
             let scores =
                 m.score_and_train_rows(&self.mb.obs, &self.mb.slots, &self.mb.others, adam.lr)?;
@@ -416,6 +416,7 @@ impl Iql {
             batch,
             critic,
             spec,
+            head,
             learners,
             actions,
             core,
@@ -424,7 +425,7 @@ impl Iql {
             progress,
             ..
         } = self;
-        let (cfg, spec, n, a) = (&*cfg, *spec, *learners, *actions);
+        let (cfg, spec, head, n, a) = (&*cfg, *spec, *head, *learners, *actions);
         let ReplayCore {
             explore,
             sampler,
@@ -458,7 +459,7 @@ impl Iql {
                     }
                     let obs = batch.buffers().obs.clone();
                     let q = match acting.forward(Input::U8(&obs), nets) {
-                        Ok(q) => q.to_vec(),
+                        Ok(q) => head.q_values(q.to_vec()),
                         Err(e) => return finish(Err(e.into())),
                     };
                     let chosen = batch.actions_mut();
@@ -493,7 +494,7 @@ impl Iql {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
-                            losses += mb.train(critic, cfg, a, adam, update)? as f64;
+                            losses += mb.train(critic, cfg, (a, &head), adam, update)? as f64;
                             steps += 1;
                             *learner_steps += 1;
                             if steps % 8 == 0 {
@@ -618,7 +619,8 @@ impl Learner for Iql {
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.batch.layout().obs_len;
-        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+        let shape = (self.learners, o, self.spec.input);
+        q_rows(&mut self.critic, &self.head, obs, shape)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
