@@ -261,3 +261,31 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
     let _ = std::fs::remove_dir_all(run);
 }
 
+
+#[test]
+fn iql_with_hl_gauss_trains_and_its_q_values_stay_on_the_support() {
+    let cfg = RunConfig {
+        algo: gridarena::train::config::Algo::Iql,
+        total_steps: 16 * 8 * 60,
+        lr: 1e-3,
+        batch_size: 64,
+        min_replay: 500,
+        samples_per_insert: 2.0,
+        ..chase_hl_gauss()
+    };
+    let run = temp("iql");
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let losses: Vec<f64> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"].as_f64().unwrap())
+        .collect();
+    // Learning starts after min_replay rows; from then on the cross-entropy is positive.
+    assert!(losses.iter().all(|l| l.is_finite()) && losses.iter().any(|l| *l > 0.0), "{losses:?}");
+    let mut policy = load_policy(&run).unwrap();
+    let obs = policy.learner().batch().buffers().obs.clone();
+    let q = policy.learner().q_values(&obs).unwrap();
+    assert_eq!(q.len(), policy.learner().batch().layout().actions);
+    assert!(q.iter().all(|v| (cfg.v_min..=cfg.v_max).contains(v)), "{q:?}");
+    let _ = std::fs::remove_dir_all(run);
+}
