@@ -196,7 +196,12 @@ fn the_hl_gauss_loss_and_gradients_match_the_cpu() {
     g.forward(Input::F32(&x), &nets_of).unwrap();
     let cpu_loss = c.loss_backward(&loss).unwrap();
     g.loss_backward(&loss).unwrap();
-    assert_close("hl-gauss loss", &[g.read_loss().unwrap()], &[cpu_loss], 1e-4);
+    assert_close(
+        "hl-gauss loss",
+        &[g.read_loss().unwrap()],
+        &[cpu_loss],
+        1e-4,
+    );
     assert_close("hl-gauss grads", &g.grads().unwrap(), c.grads(), 1e-4);
 }
 

@@ -97,7 +97,9 @@ fn the_loss_is_the_cross_entropy_of_the_chosen_action_and_only_its_logits_get_a_
     let (bins, actions_n) = (5usize, 3usize);
     let s = support(bins, -2.0, 3.0, 0.75);
     let head = bins * actions_n;
-    let out: Vec<f32> = (0..2 * head).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.3).collect();
+    let out: Vec<f32> = (0..2 * head)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.3)
+        .collect();
     let (actions, targets, mask) = ([2u32, 0], [1.3f32, -9.0], [1.0f32, 0.5]);
     let loss = Loss::HlGauss {
         bins,
@@ -119,7 +121,9 @@ fn the_loss_is_the_cross_entropy_of_the_chosen_action_and_only_its_logits_get_a_
         let base = r * head + actions[r] as usize * bins;
         let z = &out[base..base + bins];
         let lse = z.iter().map(|v| (*v as f64).exp()).sum::<f64>().ln();
-        let ce: f64 = (0..bins).map(|j| -(p[j] as f64) * (z[j] as f64 - lse)).sum();
+        let ce: f64 = (0..bins)
+            .map(|j| -(p[j] as f64) * (z[j] as f64 - lse))
+            .sum();
         want += mask[r] as f64 * ce;
         for j in 0..bins {
             let softmax = ((z[j] as f64) - lse).exp();
@@ -178,6 +182,19 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
+/// The loss of every update of the run in `run`.
+fn losses(run: &std::path::Path) -> Vec<f64> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// PQN on the chase task (tests/data/chase.ron: catch 1, step -0.05, 40 steps, so every
 /// discounted return lies in [-2, 1]) with an HL-Gauss head over [-3, 2]. Measured with these
 /// settings: 234 updates (MSE's test length, where MSE catches in every episode) leave the
@@ -211,12 +228,11 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
     train(&cfg, &run, &TrainOptions::default()).unwrap();
 
     // The loss is finite throughout and falls.
-    let losses: Vec<f64> = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"].as_f64().unwrap())
-        .collect();
-    assert!(losses.len() > 20 && losses.iter().all(|l| l.is_finite()), "{losses:?}");
+    let losses = losses(&run);
+    assert!(
+        losses.len() > 20 && losses.iter().all(|l| l.is_finite()),
+        "{losses:?}"
+    );
     let avg = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
     let (first, last) = (avg(&losses[..5]), avg(&losses[losses.len() - 5..]));
     assert!(last < 0.8 * first, "loss {first} -> {last}");
@@ -261,7 +277,6 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
     let _ = std::fs::remove_dir_all(run);
 }
 
-
 #[test]
 fn iql_with_hl_gauss_trains_and_its_q_values_stay_on_the_support() {
     let cfg = RunConfig {
@@ -275,17 +290,19 @@ fn iql_with_hl_gauss_trains_and_its_q_values_stay_on_the_support() {
     };
     let run = temp("iql");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
-    let losses: Vec<f64> = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"].as_f64().unwrap())
-        .collect();
+    let losses = losses(&run);
     // Learning starts after min_replay rows; from then on the cross-entropy is positive.
-    assert!(losses.iter().all(|l| l.is_finite()) && losses.iter().any(|l| *l > 0.0), "{losses:?}");
+    assert!(
+        losses.iter().all(|l| l.is_finite()) && losses.iter().any(|l| *l > 0.0),
+        "{losses:?}"
+    );
     let mut policy = load_policy(&run).unwrap();
     let obs = policy.learner().batch().buffers().obs.clone();
     let q = policy.learner().q_values(&obs).unwrap();
     assert_eq!(q.len(), policy.learner().batch().layout().actions);
-    assert!(q.iter().all(|v| (cfg.v_min..=cfg.v_max).contains(v)), "{q:?}");
+    assert!(
+        q.iter().all(|v| (cfg.v_min..=cfg.v_max).contains(v)),
+        "{q:?}"
+    );
     let _ = std::fs::remove_dir_all(run);
 }

@@ -119,7 +119,30 @@ impl Loss<'_> {
                 targets,
                 mask,
                 ..
+            }
+            | Loss::HlGauss {
+                actions,
+                targets,
+                mask,
+                ..
             } => {
+                // Outputs per action: 1, or HL-Gauss's bins.
+                let count = match self.kind() {
+                    LossKind::HlGauss(support) => {
+                        if let Some(problem) = support.problem() {
+                            return Err(super::CriticError::Loss(format!("HL-Gauss: {problem}")));
+                        }
+                        if !head.is_multiple_of(support.bins) {
+                            return Err(super::CriticError::Shape {
+                                what: "head width (actions x bins) divisible by bins",
+                                expected: support.bins,
+                                got: head,
+                            });
+                        }
+                        head / support.bins
+                    }
+                    _ => head,
+                };
                 shape("actions", rows, actions.len())?;
                 shape("targets", rows, targets.len())?;
                 if let Some(m) = mask {
@@ -128,7 +151,7 @@ impl Loss<'_> {
                 if let Some((row, &a)) = actions
                     .iter()
                     .enumerate()
-                    .find(|(_, a)| **a as usize >= head)
+                    .find(|(_, a)| **a as usize >= count)
                 {
                     return Err(super::CriticError::Shape {
                         what: "action index (row in `expected`)",
@@ -159,43 +182,6 @@ impl Loss<'_> {
                         what: "class label below",
                         expected: classes,
                         got: l as usize,
-                    });
-                }
-            }
-            Loss::HlGauss {
-                actions,
-                targets,
-                mask,
-                ..
-            } => {
-                let LossKind::HlGauss(support) = self.kind() else {
-                    return Ok(());
-                };
-                if let Some(problem) = support.problem() {
-                    return Err(super::CriticError::Loss(format!("HL-Gauss: {problem}")));
-                }
-                if !head.is_multiple_of(support.bins) {
-                    return Err(super::CriticError::Shape {
-                        what: "head width (actions x bins) divisible by bins",
-                        expected: support.bins,
-                        got: head,
-                    });
-                }
-                shape("actions", rows, actions.len())?;
-                shape("targets", rows, targets.len())?;
-                if let Some(m) = mask {
-                    shape("mask", rows, m.len())?;
-                }
-                let count = head / support.bins;
-                if let Some((row, &a)) = actions
-                    .iter()
-                    .enumerate()
-                    .find(|(_, a)| **a as usize >= count)
-                {
-                    return Err(super::CriticError::Shape {
-                        what: "action index (row in `expected`)",
-                        expected: row,
-                        got: a as usize,
                     });
                 }
             }

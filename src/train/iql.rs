@@ -361,7 +361,9 @@ impl Iql {
     /// rows acted on and the actions taken.
     fn act(&mut self, threshold: u64) -> Result<(Vec<u8>, Vec<u32>), TrainError> {
         let obs = self.input();
-        let q = self.head.q_values(self.critic.forward(Input::U8(&obs), &self.nets)?);
+        let q = self
+            .head
+            .forward(&mut self.critic, Input::U8(&obs), &self.nets)?;
         let chosen = self.batch.actions_mut();
         act_epsilon_greedy(&mut self.core.explore, &q, self.actions, threshold, chosen);
         let taken = chosen.iter().map(|&a| a as u32).collect();
@@ -373,9 +375,13 @@ impl Iql {
         let update = self.progress.update;
         self.mb
             .fill(&self.replay, &mut self.core.sampler, &self.cfg);
-        let value = self
-            .mb
-            .train(&mut self.critic, &self.cfg, (self.actions, &self.head), adam, update)?;
+        let value = self.mb.train(
+            &mut self.critic,
+            &self.cfg,
+            (self.actions, &self.head),
+            adam,
+            update,
+        )?;
         if let Some(m) = &mut self.models {
             let scores =
                 m.score_and_train_rows(&self.mb.obs, &self.mb.slots, &self.mb.others, adam.lr)?;

@@ -3,8 +3,7 @@
 //! Q-values stored while acting (a termination cuts the return; a truncation by the time limit
 //! bootstraps from the value of the episode's final observation, see [`lambda_returns`]), then
 //! E epochs of shuffled minibatches of `0.5 (Q(s,a) - G)^2` (or the `loss` asked for, see
-//! [`QHead`]) with RAdam, per-network gradient
-//! clipping and linear learning-rate decay.
+//! `q_head.rs`) with RAdam, per-network gradient clipping and linear learning-rate decay.
 //!
 //! Multi-agent: every learner of every arena is one row; with independent parameters each
 //! learner slot has its own network in the stack (one dispatch serves all), with `shared` one
@@ -171,11 +170,8 @@ impl Pqn {
             batches.push(b);
         }
         let head = QHead::of(cfg);
-        let (learners, actions, obs_len) = (
-            loaded.scenario.learners_per_arena(),
-            spec.head / head.outputs_per_action(),
-            spec.input,
-        );
+        let actions = spec.head / head.outputs_per_action();
+        let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let per = cfg.arenas * learners;
         let rows = replicas * per;
         let opponents = if cfg.opponent_models {
@@ -302,7 +298,9 @@ impl Pqn {
         let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
-            let q = self.head.q_values(self.critic.forward(Input::U8(&input), &nets)?);
+            let q = self
+                .head
+                .forward(&mut self.critic, Input::U8(&input), &nets)?;
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (r, batch) in self.batches.iter_mut().enumerate() {
                 let (at, q_r) = (t * rows + r * per, &q[r * per * a..(r + 1) * per * a]);
@@ -336,7 +334,9 @@ impl Pqn {
             self.score_final_observations(t, &nets)?;
         }
         let input = self.current_input().to_vec();
-        let q = self.head.q_values(self.critic.forward(Input::U8(&input), &nets)?);
+        let q = self
+            .head
+            .forward(&mut self.critic, Input::U8(&input), &nets)?;
         let last = self.cfg.rollout * rows;
         for (g, row) in q.chunks_exact(a).enumerate() {
             self.q_max[last + g] = max_value(row);
@@ -370,10 +370,10 @@ impl Pqn {
         if self.final_nets.is_empty() {
             return Ok(());
         }
-        let q = self.head.q_values(
-            self.critic
-                .forward(Input::U8(&self.final_input), &self.final_nets)?,
-        );
+        let input = Input::U8(&self.final_input);
+        let q = self
+            .head
+            .forward(&mut self.critic, input, &self.final_nets)?;
         let mut values = q.chunks_exact(self.actions).map(max_value);
         for (r, batch) in self.batches.iter().enumerate() {
             let b = batch.buffers();
@@ -445,8 +445,8 @@ impl Pqn {
         }
     }
 
-    /// Forward and backward of the gathered minibatch: the value loss to the returns; with several
-    /// replicas each replica's loss is averaged over its own rows. Returns the mean loss.
+    /// Forward and backward of the gathered minibatch: the value loss to the returns; with
+    /// several replicas each replica's loss is averaged over its own rows. Returns the mean loss.
     fn minibatch_loss(&mut self, size: usize) -> Result<f32, TrainError> {
         let m = &mut self.mb;
         if self.replicas == 1 {
@@ -587,7 +587,9 @@ impl Learner for Pqn {
     /// Replica 0's epsilon-greedy actions (its exploration streams).
     fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
         let (input, nets) = self.replica0_input();
-        let q = self.head.q_values(self.critic.forward(Input::U8(&input), &nets)?);
+        let q = self
+            .head
+            .forward(&mut self.critic, Input::U8(&input), &nets)?;
         let threshold = crate::rng::threshold(self.epsilon() as f64);
         let mut chosen = vec![0u8; nets.len()];
         let streams = &mut self.explore[..self.cfg.arenas];

@@ -64,9 +64,9 @@ pub(crate) fn q_rows(
     let shared = input > obs_len;
     let nets = row_nets(rows, learners, shared);
     if !shared {
-        return Ok(head.q_values(critic.forward(Input::U8(obs), &nets)?));
+        return head.forward(critic, Input::U8(obs), &nets);
     }
     let mut x = vec![0u8; rows * input];
     write_input(obs, learners, obs_len, input, &mut x);
-    Ok(head.q_values(critic.forward(Input::U8(&x), &nets)?))
+    head.forward(critic, Input::U8(&x), &nets)
 }
