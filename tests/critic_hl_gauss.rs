@@ -306,3 +306,46 @@ fn iql_with_hl_gauss_trains_and_its_q_values_stay_on_the_support() {
     );
     let _ = std::fs::remove_dir_all(run);
 }
+
+#[test]
+fn replica_1_of_a_two_seed_hl_gauss_run_matches_a_single_run_with_seed_plus_1() {
+    // Several replicas take the loss per replica on the host (`loss_and_grad` over each
+    // replica's block of the `A x bins`-wide output), one replica through `loss_backward`.
+    let base = RunConfig {
+        total_steps: 16 * 8 * 5,
+        seed: 40,
+        ..chase_hl_gauss()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let params = |cfg: &RunConfig, name: &str| {
+            let run = temp(name);
+            train(cfg, &run, &TrainOptions::default()).unwrap();
+            let p = gridarena::train::run_dir::RunDir::open(&run)
+                .unwrap()
+                .load_latest()
+                .unwrap()
+                .params;
+            let _ = std::fs::remove_dir_all(run);
+            p
+        };
+        let multi = params(
+            &RunConfig {
+                seeds: 2,
+                ..base.clone()
+            },
+            "seeds-2",
+        );
+        let single = params(
+            &RunConfig {
+                seed: base.seed + 1,
+                ..base.clone()
+            },
+            "seed-41",
+        );
+        assert_eq!(single, multi[multi.len() / 2..], "replica 1's parameters");
+    });
+}
