@@ -1,6 +1,6 @@
 //! IQL: an independent DQN per learner (networks stacked, one dispatch for all) with a
 //! struct-of-arrays replay ring buffer, combined experience replay (the newest rows are in every
-//! minibatch), Polyak-averaged target networks, Huber loss on
+//! minibatch), Polyak-averaged target networks, Huber loss (or the configured `loss`) on
 //! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
 //! every environment step the rows are inserted (never blocking) and exactly the learner steps
 //! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
@@ -10,7 +10,8 @@
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
 //! `rate_error_buffer`, `target_tau`, `gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`,
-//! `eps_*`, `shared`, `hidden`, `layers`, `opponent_models`, `threaded`, `wait_seconds`.
+//! `eps_*`, `shared`, `hidden`, `layers`, `opponent_models`, `threaded`, `wait_seconds`, and
+//! the value loss's `loss`, `huber_delta`, `bins`, `v_min`, `v_max`, `sigma` (`q_head.rs`).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;

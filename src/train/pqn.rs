@@ -17,7 +17,8 @@
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
 //! `minibatches`, `gamma`, `lambda`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
-//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`.
+//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`, and the value loss's `loss`,
+//! `huber_delta`, `bins`, `v_min`, `v_max`, `sigma` (`q_head.rs`).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
