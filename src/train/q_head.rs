@@ -4,7 +4,7 @@
 //! IQL read every network output through [`QHead::q_values`] (acting, greedy actions,
 //! bootstrapping, the `Learner` seam's Q-values), so both heads act and bootstrap alike.
 
-use super::config::{Algo, ConfigError, MAX_BINS, RunConfig, ValueLoss};
+use super::config::{Algo, RunConfig, ValueLoss};
 use super::error::TrainError;
 use crate::critic::hl_gauss::Support;
 use crate::critic::loss::Loss;
@@ -93,63 +93,6 @@ impl QHead {
             },
         }
     }
-}
-
-/// Checks the value-loss fields (part of [`RunConfig::validate`]): `huber_delta` positive; with `hl_gauss`, `bins` in
-/// `2..=MAX_BINS`, a finite support `v_min < v_max`, `sigma` 0 or positive; PR2-IQL keeps
-/// its own loss.
-pub(crate) fn validate(cfg: &RunConfig) -> Result<(), ConfigError> {
-    let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
-    if !(cfg.huber_delta > 0.0 && cfg.huber_delta.is_finite()) {
-        return bad(
-            "huber_delta",
-            format!("{}; a positive number", cfg.huber_delta),
-        );
-    }
-    if cfg.loss == ValueLoss::Default {
-        return Ok(());
-    }
-    if cfg.algo == Algo::Pr2Iql {
-        return bad(
-            "loss",
-            format!(
-                "{:?} is not available for PR2-IQL yet (its factorised critic trains with                      its own Huber loss): leave loss: default",
-                cfg.loss
-            ),
-        );
-    }
-    if cfg.loss != ValueLoss::HlGauss {
-        return Ok(());
-    }
-    if !(2..=MAX_BINS).contains(&cfg.bins) {
-        return bad("bins", format!("{}; between 2 and {MAX_BINS}", cfg.bins));
-    }
-    if !(cfg.v_min.is_finite() && cfg.v_max.is_finite()) {
-        return bad(
-            if cfg.v_min.is_finite() {
-                "v_max"
-            } else {
-                "v_min"
-            },
-            format!("[{}, {}]; finite numbers", cfg.v_min, cfg.v_max),
-        );
-    }
-    if cfg.v_min >= cfg.v_max {
-        return bad(
-            "v_max",
-            format!(
-                "{} is not above v_min {}; the support needs v_min < v_max",
-                cfg.v_max, cfg.v_min
-            ),
-        );
-    }
-    if !(cfg.sigma >= 0.0 && cfg.sigma.is_finite()) {
-        return bad(
-            "sigma",
-            format!("{}; a positive number, or 0 for 0.75 bin widths", cfg.sigma),
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]
