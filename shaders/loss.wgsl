@@ -1,13 +1,15 @@
 // loss: per sorted row, the loss contribution and dL/d output of the head.
 //   kind 0: masked MSE on the chosen action, 1: masked Huber (delta), 2: softmax cross-entropy
-//   over `groups` groups of head / groups logits. `scale` is 1 / (sum of mask) for 0 and 1,
-//   1 / (sum of mask * groups) for 2, computed on the host.
+//   over `groups` groups of head / groups logits, 3: HL-Gauss on the chosen action's `groups`
+//   (= bins) logits against the target's Gaussian histogram over [v_min, v_max] (see
+//   src/critic/hl_gauss.rs; `erf` below is written identically there). `scale` is
+//   1 / (sum of mask) for 0, 1 and 3, 1 / (sum of mask * groups) for 2, computed on the host.
 //
 // Bindings (group 0):
 //   0 uniform  LossParams
 //   1 storage  order: array<u32>       caller row per sorted row
 //   2 storage  out: array<f32>         [R, head] sorted
-//   3 storage  actions: array<u32>     [R] caller order (kinds 0, 1) or labels [R, groups] (2)
+//   3 storage  actions: array<u32>     [R] caller order (kinds 0, 1, 3) or labels [R, groups] (2)
 //   4 storage  targets: array<f32>     [R] caller order
 //   5 storage  mask: array<f32>        [R] caller order
 //   6 storage  d_out: array<f32> read_write [R, head] sorted
@@ -21,8 +23,12 @@ struct LossParams {
     groups: u32,
     delta: f32,
     scale: f32,
+    v_min: f32,
+    v_max: f32,
+    sigma: f32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: LossParams;
@@ -33,6 +39,18 @@ struct LossParams {
 @group(0) @binding(5) var<storage, read> mask: array<f32>;
 @group(0) @binding(6) var<storage, read_write> d_out: array<f32>;
 @group(0) @binding(7) var<storage, read_write> row_loss: array<f32>;
+
+// Abramowitz & Stegun 7.1.26, the same constants and operation order as `hl_gauss::erf`.
+fn erf(x: f32) -> f32 {
+    let s = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * s);
+    let poly = ((((1.0614054 * t + -1.453152) * t + 1.4214137) * t + -0.28449674) * t + 0.2548296) * t;
+    let y = 1.0 - poly * exp(-s * s);
+    if (x < 0.0) {
+        return -y;
+    }
+    return y;
+}
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -57,6 +75,37 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         d_out[i] = w * grad;
         row_loss[p] = w * value;
+        return;
+    }
+    if (P.kind == 3u) {
+        let bins = P.groups;
+        let gb = base + actions[r] * bins;
+        let y = clamp(targets[r], P.v_min, P.v_max);
+        let bw = (P.v_max - P.v_min) / f32(bins);
+        let k = 1.0 / (1.4142135 * P.sigma);
+        var m = out[gb];
+        for (var j = 1u; j < bins; j++) {
+            m = max(m, out[gb + j]);
+        }
+        var s = 0.0;
+        var z = 0.0;
+        var below = erf((P.v_min - y) * k);
+        for (var j = 0u; j < bins; j++) {
+            s += exp(out[gb + j] - m);
+            let above = erf((P.v_min + f32(j + 1u) * bw - y) * k);
+            z += above - below;
+            below = above;
+        }
+        var cross = 0.0;
+        below = erf((P.v_min - y) * k);
+        for (var j = 0u; j < bins; j++) {
+            let above = erf((P.v_min + f32(j + 1u) * bw - y) * k);
+            let pj = (above - below) / z;
+            below = above;
+            cross += pj * out[gb + j];
+            d_out[gb + j] = w * (exp(out[gb + j] - m) / s - pj);
+        }
+        row_loss[p] = w * (m + log(s) - cross);
         return;
     }
     let classes = P.head / P.groups;

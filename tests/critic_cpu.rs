@@ -5,6 +5,7 @@ mod common;
 use common::{classification_labels, random};
 
 use gridarena::critic::cpu::CpuCritic;
+use gridarena::critic::hl_gauss::Support;
 use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, Input, LN_EPS, RowPlan, StackSpec};
 
@@ -79,17 +80,53 @@ fn loss64(spec: &StackSpec, all: &[f64], x: &[f64], nets: &[u32], loss: &Loss) -
             }
             l / (rows * groups) as f64
         }
+        Loss::HlGauss {
+            bins,
+            v_min,
+            v_max,
+            sigma,
+            actions,
+            targets,
+            ..
+        } => {
+            // The target histogram does not depend on the parameters: the library's, in f64.
+            let support = Support {
+                bins: *bins,
+                v_min: *v_min,
+                v_max: *v_max,
+                sigma: *sigma,
+            };
+            let mut p = vec![0.0f32; *bins];
+            let mut l = 0.0;
+            for r in 0..rows {
+                support.histogram(targets[r], &mut p);
+                let a = actions[r] as usize * bins;
+                let z = &outs[r][a..a + bins];
+                let max = z.iter().cloned().fold(f64::MIN, f64::max);
+                let lse = max + z.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+                l -= (0..*bins).map(|j| p[j] as f64 * (z[j] - lse)).sum::<f64>();
+            }
+            l / rows as f64
+        }
     }
 }
 
-/// Backward's parameter and input gradients against central differences of the f64 reference.
+/// Backward's parameter gradients against central differences of the f64 reference.
 fn check_gradients(loss_of: impl Fn(usize) -> (Loss<'static>, &'static str)) {
+    check_gradients_with_head(4, loss_of);
+}
+
+/// [`check_gradients`] for a head of `head` outputs.
+fn check_gradients_with_head(
+    head: usize,
+    loss_of: impl Fn(usize) -> (Loss<'static>, &'static str),
+) {
     let spec = StackSpec {
         nets: 2,
         input: 6,
         hidden: 8,
         layers: 2,
-        head: 4,
+        head,
     };
     let rows = 10;
     let nets: Vec<u32> = (0..rows as u32).map(|r| (r * 7 + 1) % 2).collect();
@@ -193,6 +230,32 @@ fn backward_matches_finite_differences_for_cross_entropy() {
                 mask: None,
             },
             "cross-entropy",
+        )
+    });
+}
+
+#[test]
+fn backward_matches_finite_differences_for_hl_gauss() {
+    // 3 actions x 7 bins over [-2, 2]; targets inside and outside the support.
+    check_gradients_with_head(21, |rows| {
+        let actions: &'static [u32] = Box::leak(
+            (0..rows as u32)
+                .map(|r| (r * 2) % 3)
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        let targets: &'static [f32] = Box::leak(random(rows, 7, 3.0).into_boxed_slice());
+        (
+            Loss::HlGauss {
+                bins: 7,
+                v_min: -2.0,
+                v_max: 2.0,
+                sigma: 0.75 * 4.0 / 7.0,
+                actions,
+                targets,
+                mask: None,
+            },
+            "hl-gauss",
         )
     });
 }

@@ -152,6 +152,47 @@ fn parity(nets: usize, u8_input: bool, seed: u64) {
 }
 
 #[test]
+fn the_hl_gauss_loss_and_gradients_match_the_cpu() {
+    // 4 actions x 51 bins, targets inside and outside the support, a mask with zeros.
+    let (actions_n, bins) = (4usize, 51usize);
+    let spec = StackSpec {
+        nets: 3,
+        input: 21,
+        hidden: 32,
+        layers: 2,
+        head: actions_n * bins,
+    };
+    let Some(mut g) = gpu(spec, 5) else { return };
+    let mut c = CpuCritic::new(spec, 5).unwrap();
+    let rows = 130;
+    let nets_of: Vec<u32> = (0..rows).map(|r| ((r * 5 + r / 7) % 3) as u32).collect();
+    let x = random(rows * spec.input, 6, 1.0);
+    let actions: Vec<u32> = (0..rows as u32).map(|r| r * 3 % actions_n as u32).collect();
+    let targets = random(rows, 7, 14.0);
+    let mask: Vec<f32> = (0..rows).map(|r| f32::from(r % 6 != 0)).collect();
+    let loss = Loss::HlGauss {
+        bins,
+        v_min: -10.0,
+        v_max: 10.0,
+        sigma: 0.75 * 20.0 / bins as f32,
+        actions: &actions,
+        targets: &targets,
+        mask: Some(&mask),
+    };
+    c.forward(Input::F32(&x), &nets_of).unwrap();
+    g.forward(Input::F32(&x), &nets_of).unwrap();
+    let cpu_loss = c.loss_backward(&loss).unwrap();
+    g.loss_backward(&loss).unwrap();
+    assert_close(
+        "hl-gauss loss",
+        &[g.read_loss().unwrap()],
+        &[cpu_loss],
+        1e-4,
+    );
+    assert_close("hl-gauss grads", &g.grads().unwrap(), c.grads(), 1e-4);
+}
+
+#[test]
 fn gpu_matches_cpu_with_one_network() {
     parity(1, true, 1);
 }

@@ -91,9 +91,15 @@ fn the_preflight_estimate_matches_the_bytes_allocated_within_five_percent() {
         checkpoint_replay: false,
         ..RunConfig::default()
     };
+    // HL-Gauss widens the head to actions x bins outputs.
+    let pqn_hl_gauss = RunConfig {
+        loss: gridarena::train::config::ValueLoss::HlGauss,
+        ..pqn.clone()
+    };
     for (name, cfg, updates) in [
         ("gift_pr2", gift, 2),
         ("pqn_pursuit", pqn, 2),
+        ("pqn_hl_gauss", pqn_hl_gauss, 2),
         ("iql_opponents", iql, 2),
     ] {
         let [training, saving] = measured_vs_planned(&cfg, updates);

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::hl_gauss::Support;
+
 /// Which loss, with its per-row data (all in the caller's row order).
 #[derive(Debug, Clone, Copy)]
 pub enum Loss<'a> {
@@ -37,6 +39,25 @@ pub enum Loss<'a> {
         /// Weight per row (1 when absent).
         mask: Option<&'a [f32]>,
     },
+    /// HL-Gauss (see [`super::hl_gauss`]): the head holds `bins` logits per action; the chosen
+    /// action's logits `z` get `-sum_j p_j log softmax(z)_j` with `p` the target's histogram,
+    /// masked and averaged like `Mse`. The other actions' logits get no gradient.
+    HlGauss {
+        /// Logits per action.
+        bins: usize,
+        /// Lower end of the support.
+        v_min: f32,
+        /// Upper end of the support.
+        v_max: f32,
+        /// Standard deviation of the target's normal.
+        sigma: f32,
+        /// Chosen action per row.
+        actions: &'a [u32],
+        /// Target per row (clipped to the support).
+        targets: &'a [f32],
+        /// Weight per row (1 when absent).
+        mask: Option<&'a [f32]>,
+    },
 }
 
 /// The loss kinds, without data (for configs and GPU uniforms).
@@ -48,6 +69,8 @@ pub enum LossKind {
     Huber(f32),
     /// See [`Loss::CrossEntropy`].
     CrossEntropy(usize),
+    /// See [`Loss::HlGauss`].
+    HlGauss(Support),
 }
 
 impl Loss<'_> {
@@ -57,6 +80,18 @@ impl Loss<'_> {
             Loss::Mse { .. } => LossKind::Mse,
             Loss::Huber { delta, .. } => LossKind::Huber(*delta),
             Loss::CrossEntropy { groups, .. } => LossKind::CrossEntropy(*groups),
+            Loss::HlGauss {
+                bins,
+                v_min,
+                v_max,
+                sigma,
+                ..
+            } => LossKind::HlGauss(Support {
+                bins: *bins,
+                v_min: *v_min,
+                v_max: *v_max,
+                sigma: *sigma,
+            }),
         }
     }
 
@@ -84,7 +119,30 @@ impl Loss<'_> {
                 targets,
                 mask,
                 ..
+            }
+            | Loss::HlGauss {
+                actions,
+                targets,
+                mask,
+                ..
             } => {
+                // Outputs per action: 1, or HL-Gauss's bins.
+                let count = match self.kind() {
+                    LossKind::HlGauss(support) => {
+                        if let Some(problem) = support.problem() {
+                            return Err(super::CriticError::Loss(format!("HL-Gauss: {problem}")));
+                        }
+                        if !head.is_multiple_of(support.bins) {
+                            return Err(super::CriticError::Shape {
+                                what: "head width (actions x bins) divisible by bins",
+                                expected: support.bins,
+                                got: head,
+                            });
+                        }
+                        head / support.bins
+                    }
+                    _ => head,
+                };
                 shape("actions", rows, actions.len())?;
                 shape("targets", rows, targets.len())?;
                 if let Some(m) = mask {
@@ -93,7 +151,7 @@ impl Loss<'_> {
                 if let Some((row, &a)) = actions
                     .iter()
                     .enumerate()
-                    .find(|(_, a)| **a as usize >= head)
+                    .find(|(_, a)| **a as usize >= count)
                 {
                     return Err(super::CriticError::Shape {
                         what: "action index (row in `expected`)",
@@ -191,6 +249,37 @@ pub fn loss_and_grad(loss: &Loss, out: &[f32], head: usize, d_out: &mut [f32]) -
                         let p = (logits[c] - max).exp() / sum;
                         d_out[base + c] = w * (p - f32::from(c == label)) / total;
                     }
+                }
+            }
+            (l / total as f64) as f32
+        }
+        Loss::HlGauss {
+            actions,
+            targets,
+            mask,
+            ..
+        } => {
+            let LossKind::HlGauss(support) = loss.kind() else {
+                return 0.0;
+            };
+            let bins = support.bins;
+            let total: f32 = (0..rows).map(|r| weight(mask, r)).sum::<f32>().max(1.0);
+            let mut p = vec![0.0f32; bins];
+            let mut l = 0.0f64;
+            for r in 0..rows {
+                let w = weight(mask, r);
+                support.histogram(targets[r], &mut p);
+                let base = r * head + actions[r] as usize * bins;
+                let logits = &out[base..base + bins];
+                let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                let sum: f32 = logits.iter().map(|&z| (z - max).exp()).sum();
+                let lse = max + sum.ln();
+                // -sum_j p_j (z_j - lse) = lse - sum_j p_j z_j, as the p_j sum to 1.
+                let cross: f32 = p.iter().zip(logits).map(|(pj, z)| pj * z).sum();
+                l += (w * (lse - cross)) as f64;
+                for j in 0..bins {
+                    let q = (logits[j] - max).exp() / sum;
+                    d_out[base + j] = w * (q - p[j]) / total;
                 }
             }
             (l / total as f64) as f32

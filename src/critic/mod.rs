@@ -13,6 +13,7 @@ pub mod cpu;
 mod device;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod hl_gauss;
 pub mod loss;
 pub mod pr2;
 
@@ -519,6 +520,9 @@ pub enum CriticError {
     /// An invalid stack shape.
     #[error("invalid stack: {0}")]
     Spec(String),
+    /// A loss with unusable parameters.
+    #[error("invalid loss: {0}")]
+    Loss(String),
     /// An operation needs more GPU dispatches than its uniform buffer holds.
     #[error("one GPU operation needs {dispatches} dispatches, at most {max} fit: lower `layers`")]
     TooManyDispatches {

@@ -60,6 +60,21 @@ pub enum LrScale {
 /// would read them); expanded into replicas by `train::sweep`.
 pub type Sweep = std::collections::BTreeMap<String, Vec<ron::Value>>;
 
+/// The value loss of PQN and IQL (see `docs/algorithms.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueLoss {
+    /// Each algorithm's own: MSE for PQN, Huber (`huber_delta`) for IQL and PR2-IQL.
+    Default,
+    /// `0.5 (Q(s, a) - y)^2`.
+    Mse,
+    /// Huber with threshold `huber_delta`.
+    Huber,
+    /// HL-Gauss cross-entropy ("Stop Regressing"): `bins` logits per action over
+    /// `[v_min, v_max]`, Q the histogram's expectation.
+    HlGauss,
+}
+
 /// Everything a training run needs. Defaults follow the PQN reference (MinAtar) scaled to this
 /// machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +132,18 @@ pub struct RunConfig {
     pub eps_fraction: f32,
     /// Global gradient norm per network.
     pub max_grad_norm: f32,
+    /// PQN and IQL: the value loss (`default`: MSE for PQN, Huber for IQL).
+    pub loss: ValueLoss,
+    /// Huber's threshold (`loss: huber`, and IQL's default loss).
+    pub huber_delta: f32,
+    /// `loss: hl_gauss`: logits per action (the support's bins).
+    pub bins: usize,
+    /// `loss: hl_gauss`: lower end of the value support (targets below are clipped).
+    pub v_min: f32,
+    /// `loss: hl_gauss`: upper end of the value support (targets above are clipped).
+    pub v_max: f32,
+    /// `loss: hl_gauss`: standard deviation of the target's normal; 0 picks 0.75 bin widths.
+    pub sigma: f32,
     /// RAdam instead of Adam.
     pub radam: bool,
     /// Start every arena's first episode at a random step count (uniform in `[0, max_steps)`,
@@ -203,6 +230,12 @@ impl Default for RunConfig {
             eps_finish: 0.05,
             eps_fraction: 0.1,
             max_grad_norm: 10.0,
+            loss: ValueLoss::Default,
+            huber_delta: 1.0,
+            bins: 51,
+            v_min: -10.0,
+            v_max: 10.0,
+            sigma: 0.0,
             radam: true,
             desync_episodes: true,
             hidden: 128,
@@ -243,6 +276,8 @@ pub const MAX_KEEP_CHECKPOINTS: usize = 10_000;
 pub const MAX_SEEDS: usize = 1024;
 /// Largest `batch_size`, `buffer_batch_size` and `cer`.
 pub const MAX_BATCH: usize = 1 << 20;
+/// Largest `bins` of an HL-Gauss head.
+pub const MAX_BINS: usize = 1024;
 /// Largest `replay_capacity` and `min_replay` (rows).
 pub const MAX_REPLAY: usize = 1 << 31;
 
@@ -590,12 +625,73 @@ impl RunConfig {
                 format!("{}; a positive number", self.max_grad_norm),
             );
         }
+        self.validate_loss()?;
         if self.total_steps < (self.arenas * self.rollout) as u64 {
             return bad(
                 "total_steps",
                 format!(
                     "{} is less than one rollout ({} arenas x {} steps)",
                     self.total_steps, self.arenas, self.rollout
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The value-loss fields: `huber_delta` positive; with `hl_gauss`, `bins` in
+    /// `2..=MAX_BINS`, a finite support `v_min < v_max`, `sigma` 0 or positive; PR2-IQL keeps
+    /// its own loss.
+    fn validate_loss(&self) -> Result<(), ConfigError> {
+        let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
+        if !(self.huber_delta > 0.0 && self.huber_delta.is_finite()) {
+            return bad(
+                "huber_delta",
+                format!("{}; a positive number", self.huber_delta),
+            );
+        }
+        if self.loss == ValueLoss::Default {
+            return Ok(());
+        }
+        if self.algo == Algo::Pr2Iql {
+            return bad(
+                "loss",
+                format!(
+                    "{:?} is not available for PR2-IQL yet (its factorised critic trains with                      its own Huber loss): leave loss: default",
+                    self.loss
+                ),
+            );
+        }
+        if self.loss != ValueLoss::HlGauss {
+            return Ok(());
+        }
+        if !(2..=MAX_BINS).contains(&self.bins) {
+            return bad("bins", format!("{}; between 2 and {MAX_BINS}", self.bins));
+        }
+        if !(self.v_min.is_finite() && self.v_max.is_finite()) {
+            return bad(
+                if self.v_min.is_finite() {
+                    "v_max"
+                } else {
+                    "v_min"
+                },
+                format!("[{}, {}]; finite numbers", self.v_min, self.v_max),
+            );
+        }
+        if self.v_min >= self.v_max {
+            return bad(
+                "v_max",
+                format!(
+                    "{} is not above v_min {}; the support needs v_min < v_max",
+                    self.v_max, self.v_min
+                ),
+            );
+        }
+        if !(self.sigma >= 0.0 && self.sigma.is_finite()) {
+            return bad(
+                "sigma",
+                format!(
+                    "{}; a positive number, or 0 for 0.75 bin widths",
+                    self.sigma
                 ),
             );
         }

@@ -24,6 +24,7 @@ pub mod plan;
 pub mod plot;
 pub mod pqn;
 pub mod pr2;
+mod q_head;
 mod qnet;
 pub mod rate_limiter;
 pub(crate) mod replay;

@@ -2,8 +2,8 @@
 //! steps with epsilon-greedy actions from the current network, compute lambda-returns from the
 //! Q-values stored while acting (a termination cuts the return; a truncation by the time limit
 //! bootstraps from the value of the episode's final observation, see [`lambda_returns`]), then
-//! E epochs of shuffled minibatches of `0.5 (Q(s,a) - G)^2` with RAdam, per-network gradient
-//! clipping and linear learning-rate decay.
+//! E epochs of shuffled minibatches of `0.5 (Q(s,a) - G)^2` (or the `loss` asked for, see
+//! `q_head.rs`) with RAdam, per-network gradient clipping and linear learning-rate decay.
 //!
 //! Multi-agent: every learner of every arena is one row; with independent parameters each
 //! learner slot has its own network in the stack (one dispatch serves all), with `shared` one
@@ -18,7 +18,8 @@
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
 //! `minibatches`, `gamma`, `lambda`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
-//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`.
+//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`, and the value loss's `loss`,
+//! `huber_delta`, `bins`, `v_min`, `v_max`, `sigma` (`q_head.rs`).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -31,6 +32,7 @@ use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{
     ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
 };
+use super::q_head::QHead;
 use super::qnet::{q_rows, stack_spec, write_input};
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
@@ -39,7 +41,7 @@ use super::sizing::{
 };
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
-use crate::critic::loss::{Loss, loss_and_grad};
+use crate::critic::loss::loss_and_grad;
 use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, NetOptim, StackSpec};
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
@@ -61,6 +63,8 @@ pub struct Pqn {
     /// The Q-networks of every replica.
     pub critic: Critic,
     spec: StackSpec,
+    /// How outputs become Q-values, and the loss.
+    head: QHead,
     /// Learners per arena.
     learners: usize,
     actions: usize,
@@ -179,8 +183,9 @@ impl Pqn {
             b.start_episode_log(1 << 16);
             batches.push(b);
         }
-        let (learners, actions, obs_len) =
-            (loaded.scenario.learners_per_arena(), spec.head, spec.input);
+        let head = QHead::of(cfg);
+        let actions = spec.head / head.outputs_per_action();
+        let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let per = cfg.arenas * learners;
         let rows = replicas * per;
         let opponents = if cfg.opponent_models {
@@ -201,6 +206,7 @@ impl Pqn {
             batches,
             critic,
             spec,
+            head,
             learners,
             actions,
             obs_len,
@@ -323,7 +329,9 @@ impl Pqn {
         let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
-            let q = self.critic.forward(Input::U8(&input), &nets)?;
+            let q = self
+                .head
+                .forward(&mut self.critic, Input::U8(&input), &nets)?;
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (r, batch) in self.batches.iter_mut().enumerate() {
                 let (at, q_r) = (t * rows + r * per, &q[r * per * a..(r + 1) * per * a]);
@@ -357,7 +365,9 @@ impl Pqn {
             self.score_final_observations(t, &nets)?;
         }
         let input = self.current_input().to_vec();
-        let q = self.critic.forward(Input::U8(&input), &nets)?;
+        let q = self
+            .head
+            .forward(&mut self.critic, Input::U8(&input), &nets)?;
         let last = self.cfg.rollout * rows;
         for (g, row) in q.chunks_exact(a).enumerate() {
             self.q_max[last + g] = max_value(row);
@@ -391,9 +401,10 @@ impl Pqn {
         if self.final_nets.is_empty() {
             return Ok(());
         }
+        let input = Input::U8(&self.final_input);
         let q = self
-            .critic
-            .forward(Input::U8(&self.final_input), &self.final_nets)?;
+            .head
+            .forward(&mut self.critic, input, &self.final_nets)?;
         let mut values = q.chunks_exact(self.actions).map(max_value);
         for (r, batch) in self.batches.iter().enumerate() {
             let b = batch.buffers();
@@ -467,31 +478,25 @@ impl Pqn {
         }
     }
 
-    /// Forward and backward of the gathered minibatch: MSE to the returns; with several
-    /// replicas each replica's loss is averaged over its own rows. Returns the mean loss.
+    /// Forward and backward of the gathered minibatch: the value loss to the returns; with
+    /// several replicas each replica's loss is averaged over its own rows. Returns the mean loss.
     fn minibatch_loss(&mut self, size: usize) -> Result<f32, TrainError> {
         let m = &mut self.mb;
         if self.replicas == 1 {
             self.critic.forward(Input::U8(&m.obs), &m.nets)?;
-            let loss = Loss::Mse {
-                actions: &m.actions,
-                targets: &m.targets,
-                mask: None,
-            };
+            let loss = self.head.loss(&m.actions, &m.targets);
             self.critic.loss_backward(&loss)?;
             return Ok(self.critic.last_loss()?);
         }
-        let a = self.actions;
+        let a = self.spec.head;
         let out = self.critic.forward(Input::U8(&m.obs), &m.nets)?;
         m.d_out.resize(out.len(), 0.0);
         let mut sum = 0.0;
         for r in 0..self.replicas {
             let (rows_r, vals) = (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
-            let loss = Loss::Mse {
-                actions: &m.actions[rows_r.clone()],
-                targets: &m.targets[rows_r],
-                mask: None,
-            };
+            let loss = self
+                .head
+                .loss(&m.actions[rows_r.clone()], &m.targets[rows_r]);
             sum += loss_and_grad(&loss, &out[vals.clone()], a, &mut m.d_out[vals]);
         }
         self.critic.backward(&m.d_out)?;
@@ -653,7 +658,9 @@ impl Learner for Pqn {
     /// Replica 0's epsilon-greedy actions (its exploration streams).
     fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
         let (input, nets) = self.replica0_input();
-        let q = self.critic.forward(Input::U8(&input), &nets)?;
+        let q = self
+            .head
+            .forward(&mut self.critic, Input::U8(&input), &nets)?;
         let threshold = crate::rng::threshold(self.epsilon() as f64);
         let mut chosen = vec![0u8; nets.len()];
         let streams = &mut self.explore[..self.cfg.arenas];
@@ -663,7 +670,8 @@ impl Learner for Pqn {
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.batches[0].layout().obs_len;
-        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+        let shape = (self.learners, o, self.spec.input);
+        q_rows(&mut self.critic, &self.head, obs, shape)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {

@@ -1,9 +1,12 @@
 //! The Q-network stack PQN and IQL share: one network per learner slot (independent), or one
 //! network for every learner with the learner's one-hot index appended to its observation
 //! (`shared`). Observation rows `[R, N, O]` become network input rows `[R x N, input]` here.
+//! The head has one output per action, or `bins` logits per action with HL-Gauss
+//! ([`QHead`] turns outputs into Q-values).
 
 use super::config::RunConfig;
 use super::error::TrainError;
+use super::q_head::QHead;
 use crate::critic::{Critic, Input, StackSpec};
 use crate::scenario::LoadedScenario;
 
@@ -16,7 +19,7 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
         input: obs + if cfg.shared { learners } else { 0 },
         hidden: cfg.hidden,
         layers: cfg.layers,
-        head: loaded.scenario.action_set().len(),
+        head: loaded.scenario.action_set().len() * QHead::of(cfg).outputs_per_action(),
     }
 }
 
@@ -49,22 +52,21 @@ pub(crate) fn row_nets(rows: usize, learners: usize, shared: bool) -> Vec<u32> {
         .collect()
 }
 
-/// Q-values `[R x N, A]` of independent or shared Q-networks for raw observation rows
-/// `[R, N, O]` (R arenas' learners in slot order).
+/// Q-values `[R x N, A]` of independent or shared Q-networks with head `head` for raw
+/// observation rows `[R, N, O]` (R arenas' learners in slot order).
 pub(crate) fn q_rows(
     critic: &mut Critic,
+    head: &QHead,
     obs: &[u8],
-    learners: usize,
-    obs_len: usize,
-    input: usize,
+    (learners, obs_len, input): (usize, usize, usize),
 ) -> Result<Vec<f32>, TrainError> {
     let rows = obs.len() / obs_len.max(1);
     let shared = input > obs_len;
     let nets = row_nets(rows, learners, shared);
     if !shared {
-        return Ok(critic.forward(Input::U8(obs), &nets)?);
+        return head.forward(critic, Input::U8(obs), &nets);
     }
     let mut x = vec![0u8; rows * input];
     write_input(obs, learners, obs_len, input, &mut x);
-    Ok(critic.forward(Input::U8(&x), &nets)?)
+    head.forward(critic, Input::U8(&x), &nets)
 }

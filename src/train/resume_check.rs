@@ -5,7 +5,7 @@
 //! Only run-control fields may differ: `name`, `device`, `total_steps`, `checkpoint_every`,
 //! `keep_checkpoints`, `wait_seconds` and `checkpoint_replay` (how long, where, how often and
 //! what is saved; never what is learned). Every other field decides a tensor's shape (`hidden`, `layers`, `arenas`,
-//! `seeds`, `algo`, `opponent_models`, ...), a random stream (`seed`, `rollout`, ...) or the
+//! `seeds`, `algo`, `opponent_models`, the value head's `loss` and `bins`, ...), a random stream (`seed`, `rollout`, ...) or the
 //! learning itself (`lr`, `gamma`, ...): a resume that changed one would continue neither the
 //! saved run nor the asked one, and would relabel the run's history. The scenario is compared
 //! by its resolved content, not its path: the same file moved is the same scenario, an edited
@@ -123,6 +123,12 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         eps_finish,
         eps_fraction,
         max_grad_norm,
+        loss,
+        huber_delta,
+        bins,
+        v_min,
+        v_max,
+        sigma,
         radam,
         desync_episodes,
         hidden,

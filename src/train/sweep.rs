@@ -142,7 +142,11 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
     }
     let why = match key {
         "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
-        | "rho" | "scenario" => "changes the networks' shapes",
+        | "rho" | "scenario" | "loss" | "bins" => "changes the networks' shapes",
+        "huber_delta" | "v_min" | "v_max" | "sigma" => {
+            "is a parameter of the one value loss the stack trains with (per-replica loss \
+             parameters are future work)"
+        }
         "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
         | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
             "changes the arenas or the shape of the data every replica shares"

@@ -83,10 +83,14 @@ pub(super) struct LossParams {
     pub(super) groups: u32,
     pub(super) delta: f32,
     pub(super) scale: f32,
+    pub(super) v_min: f32,
+    pub(super) v_max: f32,
+    pub(super) sigma: f32,
     pub(super) _pad0: u32,
     pub(super) _pad1: u32,
+    pub(super) _pad2: u32,
 }
-const _: () = assert!(size_of::<LossParams>() == 32);
+const _: () = assert!(size_of::<LossParams>() == 48);
 
 /// Mirrors `AdamParams` of adam.wgsl (the step size and clip are per network: [`NetScalars`]).
 #[repr(C)]

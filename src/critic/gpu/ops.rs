@@ -292,6 +292,22 @@ impl GpuCritic {
                 labels,
                 mask,
             } => (2, *groups, 0.0, *labels, None, *mask),
+            Loss::HlGauss {
+                bins,
+                actions,
+                targets,
+                mask,
+                ..
+            } => (3, *bins, 0.0, *actions, Some(*targets), *mask),
+        };
+        let (v_min, v_max, sigma) = match loss {
+            Loss::HlGauss {
+                v_min,
+                v_max,
+                sigma,
+                ..
+            } => (*v_min, *v_max, *sigma),
+            _ => (0.0, 0.0, 0.0),
         };
         let mask = match mask {
             Some(m) => m,
@@ -317,8 +333,12 @@ impl GpuCritic {
             groups: groups as u32,
             delta,
             scale: 1.0 / total,
+            v_min,
+            v_max,
+            sigma,
             _pad0: 0,
             _pad1: 0,
+            _pad2: 0,
         };
         self.submit("loss and backward", |c, arena| {
             let rb = row_buffers(&c.rows_buf)?;
@@ -329,7 +349,7 @@ impl GpuCritic {
                 &arena.buffer,
                 &k.loss,
                 "loss",
-                (u, 32),
+                (u, size_of::<LossParams>()),
                 &[
                     &rb.order,
                     &rb.online.out,

@@ -9,10 +9,11 @@ use rand_core::Rng;
 use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
+use super::super::q_head::QHead;
 use super::super::replay::{ReplayColumns, Ring};
 use super::super::tensors::Column;
 use crate::components::StepBuffers;
-use crate::critic::loss::{Loss, loss_and_grad};
+use crate::critic::loss::loss_and_grad;
 use crate::critic::{AdamConfig, Critic, Input, NetOptim};
 use crate::rng::below;
 
@@ -234,7 +235,8 @@ impl Minibatch {
     // Targets and update
     // --------------------------------------------------------------------------------------
 
-    /// Targets from the target networks, a Huber step on the online networks, a Polyak update.
+    /// Targets from the target networks, a step of the value loss (Huber by default) on the
+    /// online networks, a Polyak update.
     /// The rows are `values.len()` equal blocks, block r replica r's (its networks the r-th
     /// block of `nets_per_replica`), read with its own gamma, loss normalisation, learning
     /// rate, clip and Polyak factor. Returns the mean of the replicas' losses.
@@ -242,27 +244,22 @@ impl Minibatch {
         &mut self,
         critic: &mut Critic,
         values: &[StepValues],
-        (actions, nets_per_replica): (usize, usize),
+        (actions, nets_per_replica, head): (usize, usize, &QHead),
         update: u64,
     ) -> Result<f32, TrainError> {
         let replicas = values.len().max(1);
         let rows = self.actions.len() / replicas;
-        let q_next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        let q_next = head.q_values(critic.forward_target(Input::U8(&self.next), &self.nets)?);
+        let width = actions * head.outputs_per_action();
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
             let gamma = values[k / rows.max(1)].gamma;
             let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
             self.targets.push(target);
         }
-        let huber = |actions, targets| Loss::Huber {
-            delta: 1.0,
-            actions,
-            targets,
-            mask: None,
-        };
         let value = if replicas == 1 {
             critic.forward(Input::U8(&self.obs), &self.nets)?;
-            critic.loss_backward(&huber(&self.actions, &self.targets))?;
+            critic.loss_backward(&head.loss(&self.actions, &self.targets))?;
             critic.last_loss()?
         } else {
             let out = critic.forward(Input::U8(&self.obs), &self.nets)?;
@@ -271,10 +268,10 @@ impl Minibatch {
             for r in 0..replicas {
                 let (own, vals) = (
                     r * rows..(r + 1) * rows,
-                    r * rows * actions..(r + 1) * rows * actions,
+                    r * rows * width..(r + 1) * rows * width,
                 );
-                let loss = huber(&self.actions[own.clone()], &self.targets[own]);
-                sum += loss_and_grad(&loss, &out[vals.clone()], actions, &mut self.d_out[vals]);
+                let loss = head.loss(&self.actions[own.clone()], &self.targets[own]);
+                sum += loss_and_grad(&loss, &out[vals.clone()], width, &mut self.d_out[vals]);
             }
             critic.backward(&self.d_out)?;
             sum / replicas as f32

@@ -1,6 +1,6 @@
 //! IQL: an independent DQN per learner (networks stacked, one dispatch for all) with a
 //! struct-of-arrays replay ring buffer, combined experience replay (the newest rows are in every
-//! minibatch), Polyak-averaged target networks, Huber loss on
+//! minibatch), Polyak-averaged target networks, Huber loss (or the configured `loss`) on
 //! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
 //! every environment step the rows are inserted (never blocking) and exactly the learner steps
 //! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
@@ -34,6 +34,7 @@ use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, ReplayState, restore_target, successor_input};
 use super::run_dir::Resume;
@@ -66,6 +67,8 @@ pub struct Iql {
     /// The whole stack (every replica's networks).
     spec: StackSpec,
     nets_per_replica: usize,
+    /// How outputs become Q-values, and the loss.
+    head: QHead,
     learners: usize,
     actions: usize,
     progress: Progress,
@@ -126,13 +129,15 @@ impl Iql {
             // The targets start as copies of the online networks, as a single run's do.
             critic.polyak(1.0);
         }
+        let head = QHead::of(cfg);
+        let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
         let models = if cfg.opponent_models {
             Some(OpponentModels::new(
                 cfg,
                 learners,
-                spec.head,
+                actions,
                 spec.input,
                 cfg.batch_size,
                 device,
@@ -145,7 +150,7 @@ impl Iql {
         for r in reps {
             let mut batch = cfg.training_batch(loaded, r.cfg.seed)?;
             batch.start_episode_log(1 << 16);
-            let sizes = (spec.head, single.nets);
+            let sizes = (actions, single.nets);
             lanes.push(Lane {
                 core: ReplayCore::new(&r.cfg, rows_per_step as u64, cfg.batch_size as u64)?,
                 replay: Replay::new(cfg.replay_capacity, spec.input, groups, sizes),
@@ -163,8 +168,9 @@ impl Iql {
             critic,
             spec,
             nets_per_replica: single.nets,
+            head,
             learners,
-            actions: spec.head,
+            actions,
             progress: Progress::default(),
             local_nets,
             nets,
@@ -218,7 +224,7 @@ impl Iql {
         let obs = self.input(thresholds.len());
         let per = self.local_nets.len();
         let nets = &self.nets[..thresholds.len() * per];
-        let q = self.critic.forward(Input::U8(&obs), nets)?;
+        let q = self.head.forward(&mut self.critic, Input::U8(&obs), nets)?;
         let a = self.actions;
         let mut taken = Vec::with_capacity(thresholds.len());
         for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
@@ -266,7 +272,7 @@ impl Iql {
             self.stacked.stack(parts, self.nets_per_replica);
             &mut self.stacked
         };
-        let sizes = (self.actions, self.nets_per_replica);
+        let sizes = (self.actions, self.nets_per_replica, &self.head);
         let value = mb.train(&mut self.critic, values, sizes, update)?;
         if let Some(m) = &mut self.models {
             let scores =
@@ -394,7 +400,8 @@ impl Learner for Iql {
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.lanes[0].batch.layout().obs_len;
-        q_rows(&mut self.critic, obs, self.learners, o, self.spec.input)
+        let shape = (self.learners, o, self.spec.input);
+        q_rows(&mut self.critic, &self.head, obs, shape)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {

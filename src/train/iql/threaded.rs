@@ -40,6 +40,7 @@ impl Iql {
             lanes,
             critic,
             spec,
+            head,
             learners,
             actions,
             local_nets: nets,
@@ -53,7 +54,7 @@ impl Iql {
             mb,
             ..
         } = &mut lanes[0];
-        let (cfg, spec, n, a) = (&*cfg, *spec, *learners, *actions);
+        let (cfg, spec, head, n, a) = (&*cfg, *spec, *head, *learners, *actions);
         let values = [StepValues::of(cfg, *adam)];
         let ReplayCore {
             explore,
@@ -88,7 +89,7 @@ impl Iql {
                     }
                     let obs = batch.buffers().obs.clone();
                     let q = match acting.forward(Input::U8(&obs), nets) {
-                        Ok(q) => q.to_vec(),
+                        Ok(q) => head.q_values(q.to_vec()),
                         Err(e) => return finish(Err(e.into())),
                     };
                     let chosen = batch.actions_mut();
@@ -123,7 +124,8 @@ impl Iql {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
-                            losses += mb.train(critic, &values, (a, spec.nets), update)? as f64;
+                            losses +=
+                                mb.train(critic, &values, (a, spec.nets, &head), update)? as f64;
                             steps += 1;
                             *learner_steps += 1;
                             if steps % 8 == 0 {
