@@ -503,6 +503,11 @@ fn the_cli_prints_the_ranked_grid() {
         "{text}"
     );
     assert!(text.contains("final return"), "{text}");
+    assert!(
+        text.contains("env steps per replica")
+            && text.contains("4 replicas: 16384 env steps in all"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(out);
 }
 

@@ -186,7 +186,7 @@ fn install_stop_handler() -> Result<Arc<AtomicBool>> {
 fn print_summary(summary: &TrainSummary) {
     let total = (summary.sim_seconds + summary.learn_seconds).max(1e-9);
     println!(
-        "{} {}: {} updates, {} env steps in {:.1} s ({:.0} env steps/s; {:.0}% simulation, {:.0}% learning) on {}",
+        "{} {}: {} updates, {} env steps{} in {:.1} s ({:.0} env steps/s; {:.0}% simulation, {:.0}% learning) on {}",
         if summary.interrupted {
             "stopped"
         } else {
@@ -195,12 +195,25 @@ fn print_summary(summary: &TrainSummary) {
         summary.run.display(),
         summary.updates,
         summary.env_steps,
+        if summary.replicas > 1 {
+            " per replica"
+        } else {
+            ""
+        },
         summary.seconds,
         summary.env_steps as f64 / summary.seconds.max(1e-9),
         100.0 * summary.sim_seconds / total,
         100.0 * summary.learn_seconds / total,
         summary.device
     );
+    if summary.replicas > 1 {
+        println!(
+            "{} replicas: {} env steps in all, {:.0} env steps/s over all replicas",
+            summary.replicas,
+            summary.env_steps * summary.replicas as u64,
+            (summary.env_steps * summary.replicas as u64) as f64 / summary.seconds.max(1e-9)
+        );
+    }
     println!(
         "metrics: {}/metrics.jsonl, curve: {}/learning_curve.png",
         summary.run.display(),

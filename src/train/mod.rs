@@ -128,6 +128,8 @@ pub struct TrainSummary {
     /// Why a resumed run does not continue bit for bit (also printed as a warning when it
     /// resumed); `None` for an exact resume or a fresh run.
     pub resume_note: Option<String>,
+    /// Replicas trained together (grid points x seeds); `env_steps` counts one replica's.
+    pub replicas: usize,
     /// A sweep's grid points ranked by final return (also in `sweep.csv`); `None` without a
     /// sweep.
     pub sweep: Option<sweep_report::SweepTable>,
@@ -359,6 +361,7 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         sim_seconds: sim,
         learn_seconds: learn,
         resume_note,
+        replicas: cfg.replica_count(),
         sweep,
     })
 }
