@@ -508,6 +508,18 @@ fn the_cli_prints_the_ranked_grid() {
             && text.contains("4 replicas: 16384 env steps in all"),
         "{text}"
     );
+    // `gridarena plot` redraws the sweep's plot and prints the ranking again.
+    std::fs::remove_file(out.join("sweep.png")).unwrap();
+    let o = gridarena(&["plot", out.to_str().unwrap()]);
+    let plotted = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.join("sweep.png").is_file(),
+        "{plotted}"
+    );
+    assert!(
+        plotted.contains("lr=0.003") && plotted.contains("final return"),
+        "{plotted}"
+    );
     let _ = std::fs::remove_dir_all(out);
 }
 
