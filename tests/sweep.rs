@@ -64,6 +64,62 @@ fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
     cfg
 }
 
+/// Trains the single run each of `ks` stands for and checks replica k of the sweep run in
+/// `multi` equals it bit for bit: parameters (and, with `targets`, the target networks), every
+/// update's return, and the greedy evaluation of `eval --replica k`.
+fn check_replicas_equal_single_runs(
+    multi: &Path,
+    (base, replicas): (&RunConfig, &[Replica]),
+    ks: &[usize],
+    targets: bool,
+) {
+    let multi_params = params(multi);
+    let multi_target = if targets {
+        target_params(multi)
+    } else {
+        Vec::new()
+    };
+    let multi_metrics = deterministic_metrics(multi);
+    let per_replica = multi_params.len() / replicas.len();
+    let same = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    for &k in ks {
+        let r = &replicas[k];
+        let label = r.point_label();
+        let single = temp(&format!(
+            "single-{}-{k}",
+            multi.file_name().unwrap().to_string_lossy()
+        ));
+        train(&single_run_of(base, r), &single, &TrainOptions::default()).unwrap();
+        let block = k * per_replica..(k + 1) * per_replica;
+        assert!(
+            same(&multi_params[block.clone()], &params(&single)),
+            "replica {k} ({label}): parameters differ from the single run"
+        );
+        if targets {
+            assert!(
+                same(&multi_target[block], &target_params(&single)),
+                "replica {k} ({label}): target parameters differ from the single run"
+            );
+        }
+        let single_metrics = deterministic_metrics(&single);
+        assert_eq!(multi_metrics.len(), single_metrics.len());
+        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
+            assert_eq!(
+                m["seeds_return_per_seed"][k], s["return_mean"],
+                "replica {k} ({label}), update {}",
+                m["update"]
+            );
+        }
+        // `eval --replica k` evaluates exactly the single run's policy.
+        let a = evaluate_replica(multi, 20, &cpu(), k).unwrap();
+        let b = evaluate(&single, 20, &cpu()).unwrap();
+        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
+        let _ = std::fs::remove_dir_all(single);
+    }
+}
+
 fn cpu() -> Chosen {
     choose_device(Device::Cpu).unwrap()
 }
@@ -90,36 +146,10 @@ fn replica_k_of_a_sweep_equals_the_single_run_with_its_values_bit_for_bit() {
     let multi = temp("multi");
     let summary = train(&sweep, &multi, &TrainOptions::default()).unwrap();
     let multi_params = params(&multi);
-    let multi_metrics = deterministic_metrics(&multi);
     let per_replica = multi_params.len() / replicas.len();
     // A spread of replicas: first, last, and ones differing in each key and in the seed.
-    for k in [0usize, 1, 6, 13, 18, 31] {
-        let r = &replicas[k];
-        let single_cfg = single_run_of(&base, r);
-        let single = temp(&format!("single-{k}"));
-        train(&single_cfg, &single, &TrainOptions::default()).unwrap();
-        let got = &multi_params[k * per_replica..(k + 1) * per_replica];
-        let want = params(&single);
-        assert!(
-            got.iter()
-                .zip(&want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "replica {k} ({}): parameters differ from the single run",
-            r.point_label()
-        );
-        for (m, s) in multi_metrics.iter().zip(deterministic_metrics(&single)) {
-            assert_eq!(
-                m["seeds_return_per_seed"][k], s["return_mean"],
-                "replica {k}, update {}",
-                m["update"]
-            );
-        }
-        // `eval --replica k` evaluates exactly the single run's policy.
-        let a = evaluate_replica(&multi, 30, &cpu(), k).unwrap();
-        let b = evaluate(&single, 30, &cpu()).unwrap();
-        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
-        let _ = std::fs::remove_dir_all(single);
-    }
+    let ks = [0usize, 1, 6, 13, 18, 31];
+    check_replicas_equal_single_runs(&multi, (&base, &replicas), &ks, false);
     // Replicas really differ (the sweep is not one run copied).
     assert_ne!(
         multi_params[..per_replica],
@@ -332,38 +362,8 @@ fn iql_replica_k_of_a_sweep_equals_the_single_iql_run_bit_for_bit() {
     let per_replica = multi_params.len() / replicas.len();
     // First, last, and replicas differing from replica 0 in one thing each: the seed, then
     // target_tau, lr, gamma, eps_fraction, cer (keys in name order, the last varies fastest).
-    for k in [0usize, 1, 2, 4, 8, 16, 32, 63] {
-        let r = &replicas[k];
-        let single_cfg = single_run_of(&base, r);
-        let single = temp(&format!("iql-single-{k}"));
-        train(&single_cfg, &single, &TrainOptions::default()).unwrap();
-        let block = k * per_replica..(k + 1) * per_replica;
-        let same = |a: &[f32], b: &[f32]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-        };
-        let label = r.point_label();
-        assert!(
-            same(&multi_params[block.clone()], &params(&single)),
-            "replica {k} ({label}): parameters differ from the single run"
-        );
-        assert!(
-            same(&multi_target[block], &target_params(&single)),
-            "replica {k} ({label}): target parameters differ from the single run"
-        );
-        let single_metrics = deterministic_metrics(&single);
-        assert_eq!(multi_metrics.len(), single_metrics.len());
-        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
-            assert_eq!(
-                m["seeds_return_per_seed"][k], s["return_mean"],
-                "replica {k} ({label}), update {}",
-                m["update"]
-            );
-        }
-        let a = evaluate_replica(&multi, 10, &cpu(), k).unwrap();
-        let b = evaluate(&single, 10, &cpu()).unwrap();
-        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
-        let _ = std::fs::remove_dir_all(single);
-    }
+    let ks = [0usize, 1, 2, 4, 8, 16, 32, 63];
+    check_replicas_equal_single_runs(&multi, (&base, &replicas), &ks, true);
     // The learners learned (the comparison is not of untouched initial networks), and the
     // replicas differ.
     let last = multi_metrics.last().unwrap();
