@@ -29,6 +29,7 @@ mod qnet;
 pub mod rate_limiter;
 pub(crate) mod replay;
 mod resume_check;
+mod returns;
 pub mod run_dir;
 pub mod schedule;
 pub(crate) mod sizing;
