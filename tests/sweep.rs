@@ -563,3 +563,42 @@ fn an_iql_sweep_on_the_gpu_matches_the_cpu() {
         "the targets trail the online networks"
     );
 }
+
+#[test]
+fn pqn_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
+    // MSE and Huber with two thresholds (one output per action), then HL-Gauss with two
+    // supports and smoothings (11 logits per action): every replica equals its single run.
+    for (base, axes) in [
+        (small(), ["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"]),
+        (
+            RunConfig {
+                loss: gridarena::train::config::ValueLoss::HlGauss,
+                bins: 11,
+                ..small()
+            },
+            ["v_max=[10.0, 2.0]", "sigma=[0.0, 0.5]"],
+        ),
+    ] {
+        let sweep = with_sweep(base.clone(), &axes);
+        let replicas = sweep.replicas().unwrap();
+        assert_eq!(replicas.len(), 4);
+        let multi = temp(&format!("loss-{}", axes[0].split('=').next().unwrap()));
+        train(&sweep, &multi, &TrainOptions::default()).unwrap();
+        check_replicas_equal_single_runs(&multi, (&base, &replicas), &[0, 1, 2, 3], false);
+        let _ = std::fs::remove_dir_all(multi);
+    }
+    // HL-Gauss beside MSE would change the head: refused, naming the widths.
+    let mixed = with_sweep(small(), &["loss=[mse, hl_gauss]"]);
+    let err = mixed.replicas().unwrap_err().to_string();
+    assert!(
+        err.contains("outputs per action") && err.contains("loss=hl_gauss"),
+        "{err}"
+    );
+    // IQL keeps one value loss for the stack.
+    let iql = with_sweep(small_iql(), &["huber_delta=[1.0, 0.5]"]);
+    let err = iql.replicas().unwrap_err().to_string();
+    assert!(
+        err.contains("`huber_delta`") && err.contains("algo pqn only"),
+        "{err}"
+    );
+}

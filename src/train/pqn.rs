@@ -66,6 +66,8 @@ pub struct Pqn {
     spec: StackSpec,
     /// How outputs become Q-values, and the loss.
     head: QHead,
+    /// Each replica's head (the same width; a sweep may give them their own loss parameters).
+    heads: Vec<QHead>,
     /// Learners per arena.
     learners: usize,
     actions: usize,
@@ -184,7 +186,10 @@ impl Pqn {
             b.start_episode_log(1 << 16);
             batches.push(b);
         }
-        let head = QHead::of(cfg);
+        // Replica 0's head acts for the Learner seam; every replica's has the same width (the
+        // sweep checks it), its own loss parameters.
+        let heads: Vec<QHead> = reps.iter().map(QHead::of).collect();
+        let head = heads[0];
         let actions = spec.head / head.outputs_per_action();
         let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let per = cfg.arenas * learners;
@@ -208,6 +213,7 @@ impl Pqn {
             critic,
             spec,
             head,
+            heads,
             learners,
             actions,
             obs_len,
@@ -303,6 +309,21 @@ impl Pqn {
     // Rollout
     // --------------------------------------------------------------------------------------
 
+    /// Q-values `[R, A]` of network outputs `[R, head]` whose row r went through network
+    /// `nets[r]`: each row read by its replica's head.
+    fn q_of_rows(&self, out: Vec<f32>, nets: &[u32]) -> Vec<f32> {
+        if self.heads.iter().all(|h| *h == self.head) {
+            return self.head.q_values(out);
+        }
+        let width = self.spec.head;
+        let mut q = Vec::with_capacity(nets.len() * self.actions);
+        for (row, &net) in out.chunks_exact(width).zip(nets) {
+            let replica = net as usize / self.nets_per_replica.max(1);
+            q.extend(self.heads[replica].q_values(row.to_vec()));
+        }
+        q
+    }
+
     /// The exploration rate at the current update (replica 0's).
     pub fn epsilon(&self) -> f32 {
         epsilon_by_updates(&self.reps[0], self.progress.update)
@@ -330,9 +351,8 @@ impl Pqn {
         let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
-            let q = self
-                .head
-                .forward(&mut self.critic, Input::U8(&input), &nets)?;
+            let out = self.critic.forward(Input::U8(&input), &nets)?;
+            let q = self.q_of_rows(out, &nets);
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (r, batch) in self.batches.iter_mut().enumerate() {
                 let (at, q_r) = (t * rows + r * per, &q[r * per * a..(r + 1) * per * a]);
@@ -366,9 +386,8 @@ impl Pqn {
             self.score_final_observations(t, &nets)?;
         }
         let input = self.current_input().to_vec();
-        let q = self
-            .head
-            .forward(&mut self.critic, Input::U8(&input), &nets)?;
+        let out = self.critic.forward(Input::U8(&input), &nets)?;
+        let q = self.q_of_rows(out, &nets);
         let last = self.cfg.rollout * rows;
         for (g, row) in q.chunks_exact(a).enumerate() {
             self.q_max[last + g] = max_value(row);
@@ -403,9 +422,8 @@ impl Pqn {
             return Ok(());
         }
         let input = Input::U8(&self.final_input);
-        let q = self
-            .head
-            .forward(&mut self.critic, input, &self.final_nets)?;
+        let out = self.critic.forward(input, &self.final_nets)?;
+        let q = self.q_of_rows(out, &self.final_nets);
         let mut values = q.chunks_exact(self.actions).map(max_value);
         for (r, batch) in self.batches.iter().enumerate() {
             let b = batch.buffers();
@@ -495,9 +513,7 @@ impl Pqn {
         let mut sum = 0.0;
         for r in 0..self.replicas {
             let (rows_r, vals) = (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
-            let loss = self
-                .head
-                .loss(&m.actions[rows_r.clone()], &m.targets[rows_r]);
+            let loss = self.heads[r].loss(&m.actions[rows_r.clone()], &m.targets[rows_r]);
             sum += loss_and_grad(&loss, &out[vals.clone()], a, &mut m.d_out[vals]);
         }
         self.critic.backward(&m.d_out)?;

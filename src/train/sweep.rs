@@ -17,7 +17,7 @@
 use super::config::{Algo, ConfigError, RunConfig};
 
 /// The keys a PQN sweep may vary, with what each is per replica.
-pub const SWEEPABLE: [(&str, &str); 8] = [
+pub const SWEEPABLE: [(&str, &str); 13] = [
     ("lr", "learning rate (network-wise Adam step)"),
     ("lr_decay", "linear decay of the learning rate"),
     ("gamma", "discount of the replica's lambda-returns"),
@@ -29,6 +29,14 @@ pub const SWEEPABLE: [(&str, &str); 8] = [
         "fraction of the run the exploration decays over",
     ),
     ("max_grad_norm", "per-network gradient clip"),
+    (
+        "loss",
+        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
+    ),
+    ("huber_delta", "the replica's Huber threshold"),
+    ("v_min", "the replica's HL-Gauss support"),
+    ("v_max", "the replica's HL-Gauss support"),
+    ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
 /// The keys an IQL sweep may vary, with what each is per replica.
@@ -120,11 +128,29 @@ pub fn parse_axis(arg: &str) -> Result<(String, Vec<ron::Value>), ConfigError> {
         .split_once('=')
         .ok_or_else(|| bad("expected key=[v1, v2, ...]".into()))?;
     let values = values.trim();
-    let list = if values.starts_with('[') {
-        values.to_string()
-    } else {
-        format!("[{values}]")
-    };
+    let inner = values
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .unwrap_or(values);
+    // Enum values (`loss=[mse,huber]`) are bare identifiers, which a RON value cannot hold:
+    // they are kept as strings and set unquoted.
+    let quoted: Vec<String> = inner
+        .split(',')
+        .map(|t| {
+            let t = t.trim();
+            let ident = t
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if ident && t != "true" && t != "false" {
+                format!("\"{t}\"")
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
+    let list = format!("[{}]", quoted.join(","));
     let parsed: Vec<ron::Value> = crate::scenario::ron_options()
         .from_str(&list)
         .map_err(|e| bad(format!("values are not a RON list: {e}")))?;
@@ -132,6 +158,18 @@ pub fn parse_axis(arg: &str) -> Result<(String, Vec<ron::Value>), ConfigError> {
         return Err(bad("no values".into()));
     }
     Ok((key.trim().to_string(), parsed))
+}
+
+/// A grid value as `--set` text: numbers and bools in RON, strings unquoted (enum values such as
+/// `loss: "mse"` are written as strings in a config's `sweep:` block).
+fn value_text(value: &ron::Value) -> Result<String, String> {
+    match value {
+        ron::Value::String(s) => Ok(s.clone()),
+        ron::Value::Unit => {
+            Err("a unit value: write enum values as names (`mse`) or strings".into())
+        }
+        v => ron::to_string(v).map_err(|e| e.to_string()),
+    }
 }
 
 /// Why `key` cannot be swept with `algo`, or `None` when it can.
@@ -144,8 +182,8 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
         "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
         | "rho" | "scenario" | "loss" | "bins" => "changes the networks' shapes",
         "huber_delta" | "v_min" | "v_max" | "sigma" => {
-            "is a parameter of the one value loss the stack trains with (per-replica loss \
-             parameters are future work)"
+            "is a parameter of the one value loss the stack trains with (per replica with algo \
+             pqn only, for now)"
         }
         "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
         | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
@@ -229,7 +267,7 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         };
         let mut values = Vec::new();
         for (key, value) in &point {
-            let text = ron::to_string(value).map_err(|e| bad(format!("key `{key}`: {e}")))?;
+            let text = value_text(value).map_err(|e| bad(format!("key `{key}`: {e}")))?;
             base.set(&format!("{key}={text}"))
                 .map_err(|e| bad(format!("key `{key}` value {text}: {e}")))?;
             values.push((key.clone(), text));
@@ -253,6 +291,19 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
                 },
             });
         }
+    }
+    // One stack: every replica's head must be as wide (a swept `loss` may not mix hl_gauss
+    // with mse or huber).
+    let width = |c: &RunConfig| super::q_head::QHead::of(c).outputs_per_action();
+    if let Some(r) = out.iter().find(|r| width(&r.cfg) != width(cfg)) {
+        return Err(bad(format!(
+            "grid point {} gives the networks {} outputs per action where the configuration's \
+             `loss` gives {}: `loss` may sweep mse and huber, not hl_gauss beside them (it \
+             changes the head; set `loss` to one of the swept kinds)",
+            r.point_label(),
+            width(&r.cfg),
+            width(cfg)
+        )));
     }
     Ok(out)
 }
