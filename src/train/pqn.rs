@@ -315,11 +315,18 @@ impl Pqn {
         if self.heads.iter().all(|h| *h == self.head) {
             return self.head.q_values(out);
         }
-        let width = self.spec.head;
+        // Rows come in runs of one replica (replica-major): one conversion per run.
+        let (width, per) = (self.spec.head, self.nets_per_replica.max(1));
         let mut q = Vec::with_capacity(nets.len() * self.actions);
-        for (row, &net) in out.chunks_exact(width).zip(nets) {
-            let replica = net as usize / self.nets_per_replica.max(1);
-            q.extend(self.heads[replica].q_values(row.to_vec()));
+        let mut start = 0;
+        while start < nets.len() {
+            let replica = nets[start] as usize / per;
+            let end = (start..nets.len())
+                .find(|&r| nets[r] as usize / per != replica)
+                .unwrap_or(nets.len());
+            let rows = out[start * width..end * width].to_vec();
+            q.extend(self.heads[replica].q_values(rows));
+            start = end;
         }
         q
     }

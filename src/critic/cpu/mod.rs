@@ -64,6 +64,8 @@ struct Activations {
     /// not depend on the other networks' rows in the batch (a replica stacked with others
     /// computes what it computes alone).
     sparse_nets: Vec<bool>,
+    /// Non-zero bytes per input row of the last u8 forward (reused, not reallocated).
+    row_nonzero: Vec<u32>,
     /// The non-zero u8 inputs (sparse batches).
     csr: SparseRows,
     /// Per hidden layer: `[R, H]` linear output normalised (x-hat).
@@ -270,11 +272,13 @@ impl CpuCritic {
         a.sparse_nets.resize(spec.nets, false);
         let sparse_input = match input {
             Input::U8(x) if !x.is_empty() && d <= MAX_SPARSE_INPUT => {
-                let per_row: Vec<u32> = x
-                    .par_chunks(d)
+                a.row_nonzero.resize(rows, 0);
+                a.row_nonzero
+                    .par_iter_mut()
+                    .zip(x.par_chunks(d))
                     .with_min_len(256)
-                    .map(|r| r.iter().filter(|&&v| v != 0).count() as u32)
-                    .collect();
+                    .for_each(|(n, r)| *n = r.iter().filter(|&&v| v != 0).count() as u32);
+                let per_row = &a.row_nonzero;
                 let mut nonzero = 0usize;
                 for (k, w) in a.plan.starts.windows(2).enumerate() {
                     let seg = &a.plan.order[w[0] as usize..w[1] as usize];
