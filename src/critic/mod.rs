@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod hl_gauss;
 pub mod loss;
 pub mod pr2;
+pub mod pr2_loss;
 
 pub use backend::CriticBackend;
 pub use device::{Chosen, Critic, Device, GpuLimits, choose_device};

@@ -142,6 +142,30 @@ impl Pr2Head {
             .map_or(usize::MAX, |w| usize::try_from(w).unwrap_or(usize::MAX))
     }
 
+    /// The entries that hold a value of their own rather than a pairwise term (HL-Gauss makes
+    /// each a categorical): the own terms `f_i` `[A]` of a factorised row, every joint action
+    /// of a joint row. `None` when a joint head's `A^N` overflows.
+    pub fn categorical_entries_checked(&self) -> Option<u64> {
+        match self.form {
+            HeadForm::Joint => self.width_checked(),
+            HeadForm::Pairwise | HeadForm::LowRank(_) => Some(self.actions as u64),
+        }
+    }
+
+    /// [`Pr2Head::categorical_entries_checked`] (saturating).
+    pub fn categorical_entries(&self) -> usize {
+        self.categorical_entries_checked()
+            .map_or(usize::MAX, |w| usize::try_from(w).unwrap_or(usize::MAX))
+    }
+
+    /// The categorical entry of the observed joint action: `own`, or its joint index.
+    pub fn categorical_index(&self, own: usize, others: &[u32]) -> usize {
+        match self.form {
+            HeadForm::Joint => self.joint_index(own, others),
+            HeadForm::Pairwise | HeadForm::LowRank(_) => own,
+        }
+    }
+
     fn opponents(&self) -> usize {
         self.agents - 1
     }

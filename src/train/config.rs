@@ -639,8 +639,8 @@ impl RunConfig {
     }
 
     /// The value-loss fields: `huber_delta` positive; with `hl_gauss`, `bins` in
-    /// `2..=MAX_BINS`, a finite support `v_min < v_max`, `sigma` 0 or positive; PR2-IQL keeps
-    /// its own loss.
+    /// `2..=MAX_BINS`, a finite support `v_min < v_max`, `sigma` 0 or positive (every
+    /// learner, PR2-IQL included).
     fn validate_loss(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
         if !(self.huber_delta > 0.0 && self.huber_delta.is_finite()) {
@@ -651,15 +651,6 @@ impl RunConfig {
         }
         if self.loss == ValueLoss::Default {
             return Ok(());
-        }
-        if self.algo == Algo::Pr2Iql {
-            return bad(
-                "loss",
-                format!(
-                    "{:?} is not available for PR2-IQL yet (its factorised critic trains with                      its own Huber loss): leave loss: default",
-                    self.loss
-                ),
-            );
         }
         if self.loss != ValueLoss::HlGauss {
             return Ok(());

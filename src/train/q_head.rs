@@ -23,8 +23,9 @@ pub(crate) enum QHead {
 }
 
 impl QHead {
-    /// The head of `cfg`: `loss: default` is MSE for PQN and Huber for IQL (and PR2-IQL, whose
-    /// critic has its own head); `sigma: 0` is the paper's `0.75` bin widths.
+    /// The head of `cfg`: `loss: default` is MSE for PQN and Huber for IQL and PR2-IQL (whose
+    /// critic maps it onto its own row, `pr2::critic_row`); `sigma: 0` is the paper's `0.75`
+    /// bin widths.
     pub(crate) fn of(cfg: &RunConfig) -> QHead {
         match (cfg.loss, cfg.algo) {
             (ValueLoss::Mse, _) | (ValueLoss::Default, Algo::Pqn) => QHead::Mse,
@@ -138,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn hl_gauss_fields_are_validated_and_pr2_refuses_it() {
+    fn hl_gauss_fields_are_validated_for_every_learner() {
         let mut c = RunConfig::default();
         c.set("loss=hl_gauss").unwrap();
         c.validate().unwrap();
@@ -154,8 +155,12 @@ mod tests {
             let e = bad.validate().unwrap_err().to_string();
             assert!(e.contains(field), "{set}: {e}");
         }
+        // PR2-IQL takes it too (its factorised critic makes the own terms categorical), and
+        // checks the same fields.
         c.set("algo=pr2_iql").unwrap();
-        let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("not available for PR2-IQL"), "{e}");
+        c.validate().unwrap();
+        let mut bad = c.clone();
+        bad.set("bins=1").unwrap();
+        assert!(bad.validate().unwrap_err().to_string().contains("bins"));
     }
 }

@@ -9,8 +9,9 @@
 //! limiter (counted in arena-steps), then run exactly the learner steps it allows. A learner
 //! step samples `buffer_batch_size` sequences (the newest always among them when `cer > 0`),
 //! computes targets `r + gamma (1 - terminated) max_{a_i} E_rho[Q_target(s', a_i, .)]` once
-//! (s' the final observation where the step truncated), and takes `epochs` Huber steps on all
-//! `rollout x sequences x learners` rows, then a Polyak update.
+//! (s' the final observation where the step truncated), and takes `epochs` steps of the value
+//! loss ([`Pr2Loss`]: Huber by default) on all `rollout x sequences x learners` rows, then a
+//! Polyak update.
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
@@ -20,12 +21,13 @@ mod sizing;
 
 use sequences::{Rollout, SequenceReplay};
 
-pub use sizing::{batch_rows, head, pass_rows, replay_sequences, stack_spec};
+pub use sizing::{batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec};
 pub(crate) use sizing::{gpu as gpu_sizing, plan};
 
 use rand_core::Rng;
 
-use crate::critic::pr2::{Pr2Head, Scratch};
+use crate::critic::pr2::Pr2Head;
+use crate::critic::pr2_loss::{Pr2Loss, Scratch};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
 use crate::rng::below;
@@ -105,7 +107,8 @@ pub struct Pr2Iql {
     /// The conditional opponent models (`opponent_models: true`).
     pub models: Option<ConditionalModels>,
     spec: StackSpec,
-    head: Pr2Head,
+    /// The head and its value loss (docs/algorithms.md, PR2, "Value loss").
+    row: Pr2Loss,
     learners: usize,
     actions: usize,
     core: ReplayCore,
@@ -131,10 +134,11 @@ impl Pr2Iql {
             )));
         }
         let actions = loaded.scenario.action_set().len();
-        let head = head(cfg, learners, actions);
-        if head.width_checked().is_none_or(|w| w > u32::MAX as u64) {
+        let row = critic_row(cfg, learners, actions);
+        if row.width_checked().is_none_or(|w| w > u32::MAX as u64) {
             return Err(TrainError::Config(format!(
-                "critic: joint needs {actions}^{learners} outputs per row; use critic: factorized"
+                "critic: joint needs {actions}^{learners} x {} outputs per row; use critic: factorized",
+                row.bins()
             )));
         }
         let spec = stack_spec(cfg, loaded);
@@ -161,7 +165,7 @@ impl Pr2Iql {
             critic,
             models,
             spec,
-            head,
+            row,
             learners,
             actions,
             core,
@@ -206,7 +210,7 @@ impl Pr2Iql {
 
     /// The critic head.
     pub fn head(&self) -> Pr2Head {
-        self.head
+        self.row.head
     }
 
     // --------------------------------------------------------------------------------------
@@ -216,13 +220,13 @@ impl Pr2Iql {
     /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from critic rows `out` and, with a learned
     /// rho, the models' probabilities `rho` `[R, N-1, A, A]`.
     fn expectations(&mut self, out: &[f32], rho: Option<&[f32]>, values: &mut Vec<f32>) {
-        let (w, a) = (self.head.width(), self.actions);
+        let (w, a) = (self.row.width(), self.actions);
         let rows = out.len() / w;
         values.clear();
         values.resize(rows * a, 0.0);
         let m = (self.learners - 1) * a * a;
         for r in 0..rows {
-            self.head.expectation(
+            self.row.expectation(
                 &out[r * w..(r + 1) * w],
                 rho.map(|p| &p[r * m..(r + 1) * m]),
                 &mut self.scratch,
@@ -361,7 +365,7 @@ impl Pr2Iql {
     }
 
     /// One learner step: sample sequences, targets from the target critics (in passes of at
-    /// most [`pass_rows`] rows), `epochs` shuffled passes of `minibatches` Huber steps, one
+    /// most [`pass_rows`] rows), `epochs` shuffled passes of `minibatches` value-loss steps, one
     /// pass of the opponent models, a Polyak update. Returns the mean loss and the models'
     /// scores.
     fn learn(&mut self, adam: &AdamConfig) -> Result<(f32, Option<OpponentScores>), TrainError> {
@@ -377,7 +381,7 @@ impl Pr2Iql {
         self.gather(&chosen);
         let (n, w, a, d) = (
             self.learners,
-            self.head.width(),
+            self.row.width(),
             self.actions,
             self.spec.input,
         );
@@ -414,7 +418,7 @@ impl Pr2Iql {
         }));
         self.step.values = values;
 
-        // Epochs of shuffled minibatches of Huber on the observed Q(s, a_i, a_-i).
+        // Epochs of shuffled minibatches of the value loss on the observed Q(s, a_i, a_-i).
         let mut order: Vec<usize> = (0..rows).filter(|&r| self.step.train[r]).collect();
         let per_batch = order.len().div_ceil(self.cfg.minibatches.max(1)).max(1);
         let mut mb = Minibatch::default();
@@ -436,19 +440,15 @@ impl Pr2Iql {
                     let row = &out[k * w..(k + 1) * w];
                     let others = &s.others[r * o..(r + 1) * o];
                     let own = s.own[r] as usize;
-                    let td = self.head.q_taken(row, own, others) - s.targets[r];
-                    loss += if td.abs() <= 1.0 {
-                        0.5 * td * td
-                    } else {
-                        td.abs() - 0.5
-                    } as f64;
-                    self.head.add_grad(
+                    loss += self.row.row_loss(
                         row,
                         own,
                         others,
-                        td.clamp(-1.0, 1.0) * scale,
+                        s.targets[r],
+                        scale,
+                        &mut self.scratch,
                         &mut s.d_out[k * w..(k + 1) * w],
-                    );
+                    ) as f64;
                 }
                 drop(out);
                 let loss = (loss / chunk.len() as f64) as f32;

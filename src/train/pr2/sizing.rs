@@ -4,11 +4,13 @@
 //! comes from).
 
 use crate::critic::pr2::{HeadForm, Pr2Head};
+use crate::critic::pr2_loss::{Pr2Loss, Pr2ValueLoss};
 use crate::critic::{Backend, StackSpec};
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
 use crate::train::opponent::ConditionalModels;
+use crate::train::q_head::QHead;
 use crate::train::sizing::{GpuSizing, GpuStack, PlanTensor, checkpoint_tensor, fmt};
 
 /// The critic head a configuration asks for.
@@ -24,7 +26,20 @@ pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
     }
 }
 
-/// The critic stack: one network per learner with the PR2 head.
+/// The critic's network row a configuration asks for: the head and its value loss (`loss`;
+/// `default` is Huber with `huber_delta`, `hl_gauss` makes the categorical entries `bins` wide).
+pub fn critic_row(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Loss {
+    Pr2Loss {
+        head: head(cfg, learners, actions),
+        loss: match QHead::of(cfg) {
+            QHead::Mse => Pr2ValueLoss::Mse,
+            QHead::Huber(delta) => Pr2ValueLoss::Huber(delta),
+            QHead::HlGauss(support) => Pr2ValueLoss::HlGauss(support),
+        },
+    }
+}
+
+/// The critic stack: one network per learner with the PR2 head and its loss's outputs.
 pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let actions = loaded.scenario.action_set().len();
@@ -33,7 +48,7 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
         input: loaded.scenario.observation_len(),
         hidden: cfg.hidden,
         layers: cfg.layers,
-        head: head(cfg, learners, actions).width(),
+        head: critic_row(cfg, learners, actions).width(),
     }
 }
 
@@ -64,8 +79,9 @@ pub(crate) fn plan(
     backend: Backend,
 ) -> Vec<PlanTensor> {
     let (n, a) = (layout.learners, layout.actions);
-    let head = head(cfg, n.max(2), a);
-    let width = head.width_checked().unwrap_or(u64::MAX);
+    let row = critic_row(cfg, n.max(2), a);
+    let head = row.head;
+    let width = row.width_checked().unwrap_or(u64::MAX);
     let spec = stack_spec(cfg, loaded);
     let (t, s_seq, b) = (
         cfg.rollout as u64,
@@ -99,10 +115,17 @@ pub(crate) fn plan(
         .saturating_add(head_host)
         .saturating_add(head_params);
     let copies = head_bytes as f64 / (pass_rows as f64 * width as f64 * 4.0);
+    // HL-Gauss widens each categorical entry (own terms; joint actions) to `bins` logits.
+    let bins = match row.bins() {
+        1 => String::new(),
+        b => format!(" x {b} bins"),
+    };
     let form = match head.form {
-        HeadForm::Joint => format!("{a}^{n} = {} per row", fmt(width)),
-        HeadForm::Pairwise => format!("{a} + ({n}-1) x {a}^2 = {} per row", fmt(width)),
-        HeadForm::LowRank(k) => format!("{a} + 2 x ({n}-1) x {a} x {k} = {} per row", fmt(width)),
+        HeadForm::Joint => format!("{a}^{n}{bins} = {} per row", fmt(width)),
+        HeadForm::Pairwise => format!("{a}{bins} + ({n}-1) x {a}^2 = {} per row", fmt(width)),
+        HeadForm::LowRank(k) => {
+            format!("{a}{bins} + 2 x ({n}-1) x {a} x {k} = {} per row", fmt(width))
+        }
     };
     let mut tensors = vec![
         PlanTensor {
