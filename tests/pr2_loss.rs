@@ -55,9 +55,15 @@ fn the_hl_gauss_loss_gradient_matches_finite_differences_for_own_logits_and_pair
             };
             let w = row.width();
             let cat = row.head.categorical_entries();
-            assert_eq!(w, row.head.width() + cat * 7, "{form:?}: 8 logits per entry");
+            assert_eq!(
+                w,
+                row.head.width() + cat * 7,
+                "{form:?}: 8 logits per entry"
+            );
             let net = values(w, (agents * 10 + w) as u32, 1.0);
-            let others: Vec<u32> = (0..agents - 1).map(|j| ((j + 1) % actions) as u32).collect();
+            let others: Vec<u32> = (0..agents - 1)
+                .map(|j| ((j + 1) % actions) as u32)
+                .collect();
             let own = 1;
             // A target whose shifted value sits inside the support, away from the bins' edges.
             let y = shift(&row, &net, own, &others) + 0.7;
@@ -107,13 +113,24 @@ fn the_scalar_losses_and_the_hl_gauss_values_keep_q_additive() {
     let net = values(head.width(), 3, 2.0);
     let q = head.q_taken(&net, own, &others);
     // MSE and Huber: the network row is the head's row; the gradient is dL/dQ times dQ/d row.
-    for (loss, delta) in [(Pr2ValueLoss::Mse, None), (Pr2ValueLoss::Huber(0.5), Some(0.5f32))] {
+    for (loss, delta) in [
+        (Pr2ValueLoss::Mse, None),
+        (Pr2ValueLoss::Huber(0.5), Some(0.5f32)),
+    ] {
         let row = Pr2Loss { head, loss };
         assert_eq!(row.width(), head.width());
         for y in [q + 0.2, q - 3.0] {
             let e = q - y;
             let mut grad = vec![0.0f32; row.width()];
-            let l = row.row_loss(&net, own, &others, y, 0.5, &mut Scratch::default(), &mut grad);
+            let l = row.row_loss(
+                &net,
+                own,
+                &others,
+                y,
+                0.5,
+                &mut Scratch::default(),
+                &mut grad,
+            );
             let (want, g) = match delta {
                 Some(d) if e.abs() > d => (d * (e.abs() - 0.5 * d), d * e.signum()),
                 _ => (0.5 * e * e, e),
@@ -231,5 +248,8 @@ fn a_joint_critic_trains_with_a_categorical_per_joint_action() {
     cfg.set("critic=joint").unwrap();
     let (losses, ..) = run(&cfg, "climb-joint-hl");
     assert!(!losses.is_empty());
-    assert!(losses.iter().all(|l| l.is_finite() && *l > 0.0), "{losses:?}");
+    assert!(
+        losses.iter().all(|l| l.is_finite() && *l > 0.0),
+        "{losses:?}"
+    );
 }

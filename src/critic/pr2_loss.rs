@@ -85,7 +85,11 @@ impl Pr2Loss {
         };
         let (bins, cat) = (support.bins, self.head.categorical_entries());
         out.clear();
-        out.extend(row[..cat * bins].chunks_exact(bins).map(|z| support.expectation(z)));
+        out.extend(
+            row[..cat * bins]
+                .chunks_exact(bins)
+                .map(|z| support.expectation(z)),
+        );
         out.extend_from_slice(&row[cat * bins..]);
         out
     }
@@ -125,7 +129,9 @@ impl Pr2Loss {
             Pr2ValueLoss::Mse | Pr2ValueLoss::Huber(_) => {
                 let e = self.head.q_taken(row, own, others) - y;
                 let (value, grad) = match self.loss {
-                    Pr2ValueLoss::Huber(d) if e.abs() > d => (d * (e.abs() - 0.5 * d), d * e.signum()),
+                    Pr2ValueLoss::Huber(d) if e.abs() > d => {
+                        (d * (e.abs() - 0.5 * d), d * e.signum())
+                    }
                     _ => (0.5 * e * e, e),
                 };
                 self.head.add_grad(row, own, others, grad * scale, d_row);

@@ -124,7 +124,10 @@ pub(crate) fn plan(
         HeadForm::Joint => format!("{a}^{n}{bins} = {} per row", fmt(width)),
         HeadForm::Pairwise => format!("{a}{bins} + ({n}-1) x {a}^2 = {} per row", fmt(width)),
         HeadForm::LowRank(k) => {
-            format!("{a}{bins} + 2 x ({n}-1) x {a} x {k} = {} per row", fmt(width))
+            format!(
+                "{a}{bins} + 2 x ({n}-1) x {a} x {k} = {} per row",
+                fmt(width)
+            )
         }
     };
     let mut tensors = vec![
