@@ -96,34 +96,6 @@ impl Support {
         }
     }
 
-    /// The histogram of `y` ([`Support::histogram`]) into `p`, and its derivative in `y` into
-    /// `dp` (zero where `y` is clipped, as the histogram is constant there). With
-    /// `m_j = Phi((e_{j+1} - y) / sigma) - Phi((e_j - y) / sigma)` and `Z = sum_j m_j`,
-    /// `dp_j/dy = (m_j' - p_j Z') / Z`; the slopes are the exact normal density (the
-    /// derivative of `erf`, which [`erf`]'s approximation matches to about 1e-6).
-    pub fn histogram_slope(&self, y: f32, p: &mut [f32], dp: &mut [f32]) {
-        self.histogram(y, p);
-        if !(self.v_min < y && y < self.v_max) {
-            dp.fill(0.0);
-            return;
-        }
-        let scale = 1.0 / (std::f32::consts::SQRT_2 * self.sigma);
-        // d/dy erf((e - y) scale) = -scale (2 / sqrt pi) exp(-((e - y) scale)^2).
-        let slope = |e: f32| {
-            let x = (e - y) * scale;
-            -scale * std::f32::consts::FRAC_2_SQRT_PI * (-x * x).exp()
-        };
-        let total = erf((self.v_max - y) * scale) - erf((self.v_min - y) * scale);
-        let w = self.width();
-        let mut below = slope(self.v_min);
-        let d_total = slope(self.v_max) - below;
-        for (j, (pj, dpj)) in p.iter().zip(dp.iter_mut()).enumerate() {
-            let above = slope(self.v_min + (j + 1) as f32 * w);
-            *dpj = (above - below - pj * d_total) / total;
-            below = above;
-        }
-    }
-
     /// The value of one action's `bins` logits: `sum_j softmax(z)_j c_j`.
     pub fn expectation(&self, logits: &[f32]) -> f32 {
         let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));

@@ -13,12 +13,16 @@
 //!
 //! so the head's row is the network row with each categorical block replaced by its expectation,
 //! and every PR2 quantity (soft value, rho, expectation, bootstrap) stays exact and additive.
-//! A trained row's loss is the cross-entropy between the HL-Gauss histogram of the *shifted*
-//! target `t = y - sum_j f_ij(s, a_i, a_j)` and `softmax(z_i(s, a_i))`: the critic's return
+//! A trained row's loss has two parts, each training only its own outputs. The own logits take
+//! the cross-entropy between the HL-Gauss histogram of the *shifted* target
+//! `t = y - sum_j f_ij(s, a_i, a_j)` and `softmax(z_i(s, a_i))`: the critic's return
 //! distribution for the taken joint action is the own categorical translated by the pairwise
-//! sum, and the loss is HL-Gauss's in the frame of the own support. The histogram is
-//! differentiable in `t` ([`Support::histogram_slope`]), so the pairwise terms get
-//! `dL/df_ij = -dL/dt`.
+//! sum, so this is HL-Gauss in the frame of the own support. The pairwise terms take PR2's
+//! default Huber loss on `Q_i(s, a_i, a_-i) - y`. Neither part sends a gradient to the other's
+//! outputs (through `E[Z_i]` or through `t`): differentiating the cross-entropy through the
+//! histogram would scale the pairwise gradient by about `1 / Var(Z_i)`, starving the pairwise
+//! terms while the own distribution is wide because they do not yet explain the other agents'
+//! part (docs/algorithms.md, PR2, "Value loss", has the measurement).
 
 use super::hl_gauss::Support;
 use super::pr2::{Pr2Head, Scratch as HeadScratch};
@@ -30,9 +34,14 @@ pub enum Pr2ValueLoss {
     Mse,
     /// Huber with this threshold on `Q_taken - y`.
     Huber(f32),
-    /// HL-Gauss over this support on the categorical entries, with the target shifted by the
-    /// taken pairwise terms.
-    HlGauss(Support),
+    /// HL-Gauss over `support` on the categorical entries, with the target shifted by the
+    /// taken pairwise terms; the pairwise terms take Huber with threshold `delta` on `Q - y`.
+    HlGauss {
+        /// The categorical entries' support.
+        support: Support,
+        /// The pairwise terms' Huber threshold.
+        delta: f32,
+    },
 }
 
 /// A PR2 critic's network row: its [`Pr2Head`] and the loss that trains it.
@@ -51,14 +60,13 @@ pub struct Scratch {
     values: Vec<f32>,
     d_values: Vec<f32>,
     p: Vec<f32>,
-    dp: Vec<f32>,
 }
 
 impl Pr2Loss {
     /// Network outputs per categorical entry: HL-Gauss's `bins`, else 1.
     pub fn bins(&self) -> usize {
         match self.loss {
-            Pr2ValueLoss::HlGauss(s) => s.bins,
+            Pr2ValueLoss::HlGauss { support, .. } => support.bins,
             Pr2ValueLoss::Mse | Pr2ValueLoss::Huber(_) => 1,
         }
     }
@@ -80,7 +88,7 @@ impl Pr2Loss {
     /// The head's row (`Pr2Head` layout, scalar values) of network row `row`: the row itself,
     /// or with HL-Gauss each categorical block's expectation followed by the pairwise entries.
     pub fn values<'a>(&self, row: &'a [f32], out: &'a mut Vec<f32>) -> &'a [f32] {
-        let Pr2ValueLoss::HlGauss(support) = self.loss else {
+        let Pr2ValueLoss::HlGauss { support, .. } = self.loss else {
             return row;
         };
         let (bins, cat) = (support.bins, self.head.categorical_entries());
@@ -109,7 +117,8 @@ impl Pr2Loss {
     }
 
     /// The loss of network row `row` at the taken joint action (`own`, `others` in slot order
-    /// without i) against target `y`; adds `scale x dL/d row` into `d_row`.
+    /// without i) against target `y`; adds `scale x` its gradient into `d_row` (with HL-Gauss,
+    /// each part's gradient to its own outputs only, see the module doc).
     #[expect(
         clippy::too_many_arguments,
         reason = "one row's data, its gradient and the scratch"
@@ -124,16 +133,14 @@ impl Pr2Loss {
         scratch: &mut Scratch,
         d_row: &mut [f32],
     ) -> f32 {
-        let support = match self.loss {
-            Pr2ValueLoss::HlGauss(s) => s,
+        let (support, delta) = match self.loss {
+            Pr2ValueLoss::HlGauss { support, delta } => (support, delta),
             Pr2ValueLoss::Mse | Pr2ValueLoss::Huber(_) => {
-                let e = self.head.q_taken(row, own, others) - y;
-                let (value, grad) = match self.loss {
-                    Pr2ValueLoss::Huber(d) if e.abs() > d => {
-                        (d * (e.abs() - 0.5 * d), d * e.signum())
-                    }
-                    _ => (0.5 * e * e, e),
+                let delta = match self.loss {
+                    Pr2ValueLoss::Huber(d) => Some(d),
+                    _ => None,
                 };
+                let (value, grad) = regression(self.head.q_taken(row, own, others) - y, delta);
                 self.head.add_grad(row, own, others, grad * scale, d_row);
                 return value;
             }
@@ -143,7 +150,6 @@ impl Pr2Loss {
             values,
             d_values,
             p,
-            dp,
             ..
         } = scratch;
         // The head's row with the categorical entries zeroed: its Q_taken is the pairwise shift.
@@ -152,30 +158,38 @@ impl Pr2Loss {
         values.extend_from_slice(&row[cat * bins..]);
         let shift = self.head.q_taken(values, own, others);
         p.resize(bins, 0.0);
-        dp.resize(bins, 0.0);
-        support.histogram_slope(y - shift, p, dp);
+        support.histogram(y - shift, p);
         let at = self.head.categorical_index(own, others) * bins;
         let z = &row[at..at + bins];
         let max = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
         let lse = max + z.iter().map(|&v| (v - max).exp()).sum::<f32>().ln();
-        // L = -sum_j p_j log q_j with log q_j = z_j - lse; dL/dz_j = q_j - p_j (the p_j sum
-        // to 1); dL/dt = -sum_j dp_j/dt log q_j, and t = y - shift.
-        let (mut loss, mut d_t) = (0.0f32, 0.0f32);
+        // -sum_j p_j log q_j with log q_j = z_j - lse; its gradient q_j - p_j (the p_j sum to 1).
+        let mut loss = 0.0f32;
         for j in 0..bins {
             let log_q = z[j] - lse;
             loss -= p[j] * log_q;
-            d_t -= dp[j] * log_q;
             d_row[at + j] += scale * (log_q.exp() - p[j]);
         }
         if row.len() > cat * bins {
+            // Huber on Q - y = E[Z] + shift - y for the pairwise terms, E[Z] held.
+            let (value, grad) = regression(support.expectation(z) + shift - y, Some(delta));
+            loss += value;
             d_values.clear();
             d_values.resize(values.len(), 0.0);
             self.head
-                .add_grad(values, own, others, -d_t * scale, d_values);
+                .add_grad(values, own, others, grad * scale, d_values);
             for (d, g) in d_row[cat * bins..].iter_mut().zip(&d_values[cat..]) {
                 *d += g;
             }
         }
         loss
+    }
+}
+
+/// `(loss, dloss/de)` of a regression error `e`: Huber with threshold `delta`, or `0.5 e^2`.
+fn regression(e: f32, delta: Option<f32>) -> (f32, f32) {
+    match delta {
+        Some(d) if e.abs() > d => (d * (e.abs() - 0.5 * d), d * e.signum()),
+        _ => (0.5 * e * e, e),
     }
 }

@@ -27,14 +27,18 @@ pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
 }
 
 /// The critic's network row a configuration asks for: the head and its value loss (`loss`;
-/// `default` is Huber with `huber_delta`, `hl_gauss` makes the categorical entries `bins` wide).
+/// `default` is Huber with `huber_delta`; `hl_gauss` makes the categorical entries `bins` wide
+/// and keeps Huber with `huber_delta` for the pairwise terms).
 pub fn critic_row(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Loss {
     Pr2Loss {
         head: head(cfg, learners, actions),
         loss: match QHead::of(cfg) {
             QHead::Mse => Pr2ValueLoss::Mse,
             QHead::Huber(delta) => Pr2ValueLoss::Huber(delta),
-            QHead::HlGauss(support) => Pr2ValueLoss::HlGauss(support),
+            QHead::HlGauss(support) => Pr2ValueLoss::HlGauss {
+                support,
+                delta: cfg.huber_delta,
+            },
         },
     }
 }
