@@ -306,3 +306,23 @@ fn a_joint_critic_trains_with_a_categorical_per_joint_action() {
         "{losses:?}"
     );
 }
+
+#[test]
+fn the_network_and_the_memory_plan_count_bins_logits_per_own_action() {
+    // Two players, three actions, 51 bins: 3 x 51 own logits and one 3 x 3 pairwise table.
+    let cfg = climbing("hl_gauss");
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    assert_eq!(
+        gridarena::train::pr2::stack_spec(&cfg, &loaded).head,
+        3 * 51 + 9
+    );
+    let device = choose_device(Device::Cpu).unwrap();
+    let plan = gridarena::train::plan::plan(&cfg, &loaded, &device, 2 << 30);
+    assert!(
+        plan.tensors[0]
+            .shape
+            .contains("3 x 51 bins + (2-1) x 3^2 = 162 per row"),
+        "{}",
+        plan.table()
+    );
+}
