@@ -1,9 +1,11 @@
 //! PR2-IQL's value losses (docs/algorithms.md, PR2, "Value loss"): the HL-Gauss loss of the
 //! factorised critic has the gradient finite differences give, for the own logits (the
 //! cross-entropy against the shifted target's histogram) and for the pairwise terms (Huber on
-//! `Q - y`); the configuration takes
-//! `loss: hl_gauss | mse | huber` for PR2-IQL; and PR2-IQL with HL-Gauss finds the climbing
-//! game's optimum as it does with Huber.
+//! `Q - y`); the configuration takes `loss: hl_gauss | mse | huber` for PR2-IQL; the network and
+//! the memory plan count the logits; PR2-IQL with HL-Gauss finds the climbing game's optimum as
+//! it does with Huber; and the GPU backend agrees with the CPU.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -325,4 +327,34 @@ fn the_network_and_the_memory_plan_count_bins_logits_per_own_action() {
         "{}",
         plan.table()
     );
+}
+
+#[test]
+fn hl_gauss_pr2_on_the_gpu_backend_matches_the_cpu_backend() {
+    // No new shader: the wider head runs through the same forward and backward passes.
+    let Some(device) = common::gpu_or_skip() else {
+        return;
+    };
+    let cfg = RunConfig {
+        total_steps: 16 * 16 * 2,
+        min_replay: 128,
+        ..climbing("hl_gauss")
+    };
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let cpu = choose_device(Device::Cpu).unwrap();
+    let mut losses = Vec::new();
+    for d in [&cpu, &device] {
+        let mut learner = gridarena::train::new_learner(&cfg, &loaded, d).unwrap();
+        losses.push([
+            learner.update().unwrap().loss,
+            learner.update().unwrap().loss,
+        ]);
+    }
+    assert!(losses[0].iter().all(|l| *l > 0.0), "{losses:?}");
+    for (c, g) in losses[0].iter().zip(&losses[1]) {
+        assert!(
+            (c - g).abs() <= 1e-3 * c.abs().max(1.0),
+            "cpu {c} vs gpu {g}"
+        );
+    }
 }
