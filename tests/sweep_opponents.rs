@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 use gridarena::critic::{Chosen, Device, choose_device};
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::run_dir::RunDir;
-use gridarena::train::sweep::{Replica, parse_axis};
 use gridarena::train::tensors::Tensor;
 use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/sweeps.rs"]
+mod sweeps;
 use runs::{deterministic_metrics, params};
+use sweeps::{single_run_of, with_sweep};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-sweepopp-{name}-{}", std::process::id()));
@@ -62,26 +64,6 @@ fn small_iql() -> RunConfig {
     }
 }
 
-fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
-    for a in axes {
-        let (k, v) = parse_axis(a).unwrap();
-        cfg.sweep.insert(k, v);
-    }
-    cfg
-}
-
-/// Replica `r`'s single run as a user would ask for it: `--seed` and one `--set` per key.
-fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
-    let mut cfg = RunConfig {
-        seed: base.seed + r.seed_index as u64,
-        ..base.clone()
-    };
-    for (key, value) in &r.values {
-        cfg.set(&format!("{key}={value}")).unwrap();
-    }
-    cfg
-}
-
 /// The newest checkpoint's opponent-model parameters.
 fn models(run: &Path) -> Vec<f32> {
     let c = RunDir::open(run).unwrap().load_latest().unwrap();
@@ -122,19 +104,32 @@ fn check_replicas_equal_single_runs(name: &str, base: &RunConfig, sweep: &RunCon
     let per_models = multi_models.len() / replicas.len();
     assert_eq!(per_models * replicas.len(), multi_models.len());
     // The models learned and differ between replicas (not one run copied, nor untouched).
-    assert_ne!(multi_models[..per_models], multi_models[per_models..2 * per_models]);
+    assert_ne!(
+        multi_models[..per_models],
+        multi_models[per_models..2 * per_models]
+    );
     for &k in ks {
         let r = &replicas[k];
-        let label = format!("replica {k} ({}, seed index {})", r.point_label(), r.seed_index);
+        let label = format!(
+            "replica {k} ({}, seed index {})",
+            r.point_label(),
+            r.seed_index
+        );
         let single_cfg = single_run_of(base, r);
         let single = temp(&format!("{name}-single-{k}"));
         train(&single_cfg, &single, &TrainOptions::default()).unwrap();
         assert!(
-            same(&multi_params[k * per_params..(k + 1) * per_params], &params(&single)),
+            same(
+                &multi_params[k * per_params..(k + 1) * per_params],
+                &params(&single)
+            ),
             "{label}: Q-network parameters differ from the single run"
         );
         assert!(
-            same(&multi_models[k * per_models..(k + 1) * per_models], &models(&single)),
+            same(
+                &multi_models[k * per_models..(k + 1) * per_models],
+                &models(&single)
+            ),
             "{label}: opponent-model parameters differ from the single run"
         );
         let single_metrics = deterministic_metrics(&single);
@@ -142,7 +137,10 @@ fn check_replicas_equal_single_runs(name: &str, base: &RunConfig, sweep: &RunCon
         let mut scored = 0;
         for (m, s) in multi_metrics.iter().zip(&single_metrics) {
             let update = &m["update"];
-            assert_eq!(m["seeds_return_per_seed"][k], s["return_mean"], "{label}, update {update}");
+            assert_eq!(
+                m["seeds_return_per_seed"][k], s["return_mean"],
+                "{label}, update {update}"
+            );
             for (multi_key, single_key) in [
                 ("seeds_opponent_accuracy", "opponent_accuracy"),
                 ("seeds_opponent_log_loss", "opponent_log_loss"),
@@ -214,9 +212,16 @@ fn resumes_exactly(cfg: &RunConfig, name: &str) {
     };
     let second = train(cfg, &split, &resume).unwrap();
     assert_eq!(second.resume_note, None, "{name}: the resume was not exact");
-    assert!(same(&params(&split), &params(&straight)), "{name}: parameters");
+    assert!(
+        same(&params(&split), &params(&straight)),
+        "{name}: parameters"
+    );
     assert!(same(&models(&split), &models(&straight)), "{name}: models");
-    assert_eq!(deterministic_metrics(&split), deterministic_metrics(&straight), "{name}");
+    assert_eq!(
+        deterministic_metrics(&split),
+        deterministic_metrics(&straight),
+        "{name}"
+    );
     let _ = std::fs::remove_dir_all(straight);
     let _ = std::fs::remove_dir_all(split);
 }
@@ -253,7 +258,26 @@ fn pr2_and_threaded_iql_still_refuse_opponent_models_with_replicas() {
     assert!(pr2.validate().is_err());
     // PQN and IQL accept them.
     for cfg in [small_pqn(), small_iql()] {
-        let cfg = RunConfig { seeds: 3, ..with_sweep(cfg, &["lr=[3e-3, 1e-3]"]) };
+        let cfg = RunConfig {
+            seeds: 3,
+            ..with_sweep(cfg, &["lr=[3e-3, 1e-3]"])
+        };
         cfg.validate().unwrap();
+    }
+}
+
+#[test]
+fn the_memory_preflight_counts_every_replicas_opponent_models() {
+    use gridarena::train::plan::{PlanDevice, plan_for};
+    let models_bytes = |cfg: &RunConfig| {
+        let loaded = load_scenario(cfg).unwrap();
+        let plan = plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None);
+        let found = plan.tensors.iter().find(|t| t.name == "opponent models");
+        found.expect("an opponent-model line").bytes
+    };
+    for cfg in [small_pqn(), small_iql()] {
+        let one = models_bytes(&cfg);
+        let four = models_bytes(&RunConfig { seeds: 4, ..cfg });
+        assert!(four > 3 * one, "4 replicas' models {four} vs one's {one}");
     }
 }

@@ -445,7 +445,14 @@ fn pair_mean(m: &serde_json::Value) -> f32 {
 #[test]
 fn each_replica_logs_its_own_opponent_model_scores() {
     let run = temp("opponents");
-    let args = ["--seeds", "2", "--steps", "128", "--set", "opponent_models=true"];
+    let args = [
+        "--seeds",
+        "2",
+        "--steps",
+        "128",
+        "--set",
+        "opponent_models=true",
+    ];
     gridarena(&small_coin_run(&args), &run);
     let board = run.join("tensorboard");
     let metrics = deterministic_metrics(&run);
@@ -469,6 +476,9 @@ fn each_replica_logs_its_own_opponent_model_scores() {
     for m in &metrics {
         assert_eq!(m["opponent_log_loss"], m["seeds_opponent_log_loss"][0]);
     }
-    assert_ne!(curves[0], curves[1], "two seeds' models, two different curves");
+    assert_ne!(
+        curves[0], curves[1],
+        "two seeds' models, two different curves"
+    );
     std::fs::remove_dir_all(&run).unwrap();
 }

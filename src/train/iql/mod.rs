@@ -477,15 +477,13 @@ impl Learner for Iql {
         let s: ReplicasState = serde_json::from_str(json)?;
         BadField::check_len("replicas", self.lanes.len(), s.replicas.len())?;
         let target = f32s(extra, "target", self.critic.params()?.len())?;
-        let mut resume = Resume::Exact;
+        let mut resume = load_models(&mut self.models, s.models_state.as_ref(), None, extra)?;
         for (r, (lane, state)) in self.lanes.iter_mut().zip(&s.replicas).enumerate() {
             let arenas = (&mut lane.batch, &mut lane.replay);
             let prefix = format!("replica.{r}.");
             resume = resume.and(lane.core.load_replica(state, arenas, extra, &prefix)?);
         }
-        let models = load_models(&mut self.models, s.models_state.as_ref(), None, extra)?;
         restore_target(&mut self.critic, target)?;
-        resume = resume.and(models);
         self.progress.update = s.replicas[0].update;
         self.progress.env_steps = s.replicas[0].env_steps;
         Ok(resume)
