@@ -553,14 +553,11 @@ impl Pqn {
         let sim_before = self.progress.sim_seconds;
         self.rollout(&epsilons)?;
         self.lambda_returns();
-        // Each replica's models at its own (undecayed) learning rate, on its own rows: the
-        // storage's runs of arenas x learners rows per replica.
+        // Each replica's models at its (undecayed) lr on its own rows, runs of `per` rows.
+        let lrs: Vec<f32> = self.reps.iter().map(|r| r.lr).collect();
+        let per = self.cfg.arenas * self.learners;
         let opponents = match &mut self.opponents {
-            Some(models) => {
-                let lrs: Vec<f32> = self.reps.iter().map(|r| r.lr).collect();
-                let per = self.cfg.arenas * self.learners;
-                models.score_and_train(&self.obs, &self.taken, &lrs, per)?
-            }
+            Some(models) => models.score_and_train(&self.obs, &self.taken, &lrs, per)?,
             None => Vec::new(),
         };
 
@@ -619,13 +616,10 @@ impl Pqn {
             },
             episodes,
             per_replica,
-            opponents: opponents.first().cloned(),
-            opponents_per_replica: if self.replicas == 1 {
-                Vec::new()
-            } else {
-                opponents
-            },
-        })
+            opponents: None,
+            opponents_per_replica: Vec::new(),
+        }
+        .with_opponents(opponents, self.replicas))
     }
 }
 

@@ -31,6 +31,17 @@ pub struct UpdateStats {
 }
 
 impl UpdateStats {
+    /// These stats with each replica's opponent-model scores `scores` (none without models):
+    /// replica 0's in `opponents`, every replica's in `opponents_per_replica` when the run has
+    /// several.
+    pub(crate) fn with_opponents(mut self, scores: Vec<OpponentScores>, replicas: usize) -> Self {
+        self.opponents = scores.first().cloned();
+        if replicas > 1 {
+            self.opponents_per_replica = scores;
+        }
+        self
+    }
+
     /// A replay learner's update: the mean of `steps` learner-step losses summing to `losses`
     /// (0 without a learner step), its arenas' finished episodes (one replica).
     pub(crate) fn replay(

@@ -378,20 +378,20 @@ impl Iql {
             .iter_mut()
             .map(|s| std::mem::take(s).mean())
             .collect();
-        let mut scores = scores.unwrap_or_default();
-        let opponents = scores.first().cloned();
         let mut per_replica: Vec<Vec<EpisodeSummary>> = self
             .lanes
             .iter_mut()
             .map(|l| l.batch.take_episodes())
             .collect();
         let episodes = per_replica[0].clone();
+        let replicas = self.lanes.len();
         let mut stats = UpdateStats::replay(
             (losses, steps),
             (epsilons[0], optimisers[0].0),
             episodes,
-            opponents,
-        );
+            None,
+        )
+        .with_opponents(scores.unwrap_or_default(), replicas);
         if per_replica.len() > 1 {
             stats.replica_scalars = epsilons
                 .iter()
@@ -399,7 +399,6 @@ impl Iql {
                 .map(|(e, (lr, _))| (*e, *lr))
                 .collect();
             stats.per_replica = std::mem::take(&mut per_replica);
-            stats.opponents_per_replica = std::mem::take(&mut scores);
         }
         Ok(stats)
     }
