@@ -281,3 +281,51 @@ fn the_memory_preflight_counts_every_replicas_opponent_models() {
         assert!(four > 3 * one, "4 replicas' models {four} vs one's {one}");
     }
 }
+
+#[test]
+fn replicas_opponent_models_on_the_gpu_match_the_cpu() {
+    if let Err(e) = choose_device(Device::Gpu) {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but no GPU adapter is usable: {e}");
+        }
+        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+        return;
+    }
+    let max_diff = |a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    };
+    for (name, base) in [("pqn", small_pqn()), ("iql", small_iql())] {
+        let cfg = RunConfig {
+            seeds: 2,
+            ..with_sweep(base, &["lr=[3e-3, 1e-3]"])
+        };
+        let mut runs = Vec::new();
+        for device in [Device::Cpu, Device::Gpu] {
+            let run = temp(&format!("{name}-{device:?}"));
+            let summary = train(
+                &RunConfig {
+                    device,
+                    ..cfg.clone()
+                },
+                &run,
+                &TrainOptions::default(),
+            );
+            assert!(summary.is_ok(), "{name} {device:?}: {:?}", summary.err());
+            runs.push((params(&run), models(&run)));
+            let _ = std::fs::remove_dir_all(run);
+        }
+        let (q, m) = (
+            max_diff(&runs[0].0, &runs[1].0),
+            max_diff(&runs[0].1, &runs[1].1),
+        );
+        eprintln!("{name}: GPU vs CPU max difference: Q-networks {q:e}, models {m:e}");
+        assert!(
+            q <= 1e-4 && m <= 1e-4,
+            "{name}: Q-networks {q:e}, models {m:e}"
+        );
+    }
+}

@@ -222,8 +222,8 @@ pub struct OpponentModels {
     d_out: Vec<f32>,
 }
 
-/// One replica's running sums while scoring: `[i][k]` hits and negative log-likelihoods, rows
-/// per learner.
+/// One replica's (or the conditional models') running sums while scoring: `[i][k]` hits and
+/// negative log-likelihoods, rows per learner.
 struct Tally {
     correct: Vec<Vec<f64>>,
     nll: Vec<Vec<f64>>,
@@ -623,12 +623,11 @@ impl ConditionalModels {
         self.d_out.clear();
         self.d_out.resize(out.len(), 0.0);
         let trained = train.iter().filter(|t| **t).count().max(1) as f32;
-        let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
-        let mut count = vec![0.0f64; n];
+        let mut t = Tally::new(n);
         let mut loss = 0.0f64;
         for r in 0..rows {
             let i = nets[r] as usize;
-            count[i] += 1.0;
+            t.count[i] += 1.0;
             for k in 0..groups {
                 let at = r * width + (k * a + own[r] as usize) * a;
                 let z = &out[at..at + a];
@@ -637,9 +636,9 @@ impl ConditionalModels {
                 let lse = max + sum.ln();
                 let label = others[r * groups + k] as usize;
                 let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                correct[i][k] += f64::from(u8::from(best == label));
+                t.correct[i][k] += f64::from(u8::from(best == label));
                 let l = (lse - z[label]) as f64;
-                nll[i][k] += l;
+                t.nll[i][k] += l;
                 if train[r] {
                     loss += l;
                     for (c, d) in self.d_out[at..at + a].iter_mut().enumerate() {
@@ -647,12 +646,6 @@ impl ConditionalModels {
                         *d = (p - f32::from(u8::from(c == label))) / (trained * groups as f32);
                     }
                 }
-            }
-        }
-        for i in 0..n {
-            for k in 0..groups {
-                correct[i][k] /= count[i].max(1.0);
-                nll[i][k] /= count[i].max(1.0);
             }
         }
         let train_loss = (loss / (trained as f64 * groups as f64)) as f32;
@@ -668,11 +661,6 @@ impl ConditionalModels {
             lr,
             ..AdamConfig::default()
         });
-        Ok(OpponentScores {
-            accuracy: correct,
-            log_loss: nll,
-            uniform_log_loss: (a as f64).ln(),
-            train_loss,
-        })
+        Ok(t.scores(a, train_loss))
     }
 }
