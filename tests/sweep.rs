@@ -12,13 +12,16 @@ use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::{evaluate, evaluate_replica};
 use gridarena::train::plan::{self, PlanDevice};
 use gridarena::train::run_dir::RunDir;
-use gridarena::train::sweep::{Replica, parse_axis};
+use gridarena::train::sweep::Replica;
 use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/sweeps.rs"]
+mod sweeps;
 use runs::{deterministic_metrics, params};
+use sweeps::{single_run_of, with_sweep};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-sweep-{name}-{}", std::process::id()));
@@ -42,26 +45,6 @@ fn small() -> RunConfig {
         checkpoint_every: 2,
         ..RunConfig::default()
     }
-}
-
-fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
-    for a in axes {
-        let (k, v) = parse_axis(a).unwrap();
-        cfg.sweep.insert(k, v);
-    }
-    cfg
-}
-
-/// Replica `r`'s single run as a user would ask for it: `--seed` and one `--set` per key.
-fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
-    let mut cfg = RunConfig {
-        seed: base.seed + r.seed_index as u64,
-        ..base.clone()
-    };
-    for (key, value) in &r.values {
-        cfg.set(&format!("{key}={value}")).unwrap();
-    }
-    cfg
 }
 
 /// Trains the single run each of `ks` stands for and checks replica k of the sweep run in

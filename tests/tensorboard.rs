@@ -430,3 +430,55 @@ fn a_sweep_names_each_replica_by_its_values_and_logs_its_own_learning_rate() {
     }
     let _ = std::fs::remove_dir_all(run);
 }
+
+/// The mean of a metrics line's `[i][k]` matrix, as the writer computes it.
+fn pair_mean(m: &serde_json::Value) -> f32 {
+    let all: Vec<f64> = m
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+        .collect();
+    (all.iter().fold(0.0, |s, x| s + x) / all.len() as f64) as f32
+}
+
+#[test]
+fn each_replica_logs_its_own_opponent_model_scores() {
+    let run = temp("opponents");
+    let args = [
+        "--seeds",
+        "2",
+        "--steps",
+        "128",
+        "--set",
+        "opponent_models=true",
+    ];
+    gridarena(&small_coin_run(&args), &run);
+    let board = run.join("tensorboard");
+    let metrics = deterministic_metrics(&run);
+    let mut curves = Vec::new();
+    for r in 0..2 {
+        let files = event_files(&board.join(format!("replica_{r}")));
+        let ev = events(&files[0]);
+        for (tag, key) in [
+            ("opponent/accuracy", "seeds_opponent_accuracy"),
+            ("opponent/log_loss", "seeds_opponent_log_loss"),
+        ] {
+            let expected: Vec<(i64, f32)> = metrics
+                .iter()
+                .map(|m| (m["env_steps"].as_i64().unwrap(), pair_mean(&m[key][r])))
+                .collect();
+            assert_eq!(series(&ev, tag), expected, "replica {r}: {tag}");
+        }
+        curves.push(series(&ev, "opponent/log_loss"));
+    }
+    // Replica 0's scores stay where a single run's are.
+    for m in &metrics {
+        assert_eq!(m["opponent_log_loss"], m["seeds_opponent_log_loss"][0]);
+    }
+    assert_ne!(
+        curves[0], curves[1],
+        "two seeds' models, two different curves"
+    );
+    std::fs::remove_dir_all(&run).unwrap();
+}

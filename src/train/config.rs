@@ -158,9 +158,9 @@ pub struct RunConfig {
     /// One network shared by every learner (with the learner's index as an extra input) instead
     /// of one per learner.
     pub shared: bool,
-    /// Train opponent models beside the learner (one seed): each learner predicts every other
-    /// learner's action from its own observation (PR2-IQL: and its own action, the conditional
-    /// form); accuracy and log-loss are logged.
+    /// Train opponent models beside the learner: each learner predicts every other learner's
+    /// action from its own observation (PR2-IQL: and its own action, the conditional form, one
+    /// seed); accuracy and log-loss are logged, per replica with seeds or a sweep.
     pub opponent_models: bool,
     /// PR2-IQL: the critic's form.
     pub critic: CriticForm,
@@ -536,10 +536,14 @@ impl RunConfig {
                 ),
             );
         }
-        if self.opponent_models && (self.seeds > 1 || self.threaded || !self.sweep.is_empty()) {
+        // PQN and IQL give every replica its own models; PR2's conditional models and the
+        // threaded learner have one replica's only.
+        let replicas = self.replica_count() > 1;
+        if self.opponent_models && (self.threaded || (replicas && self.algo == Algo::Pr2Iql)) {
             return bad(
                 "opponent_models",
-                "true needs seeds 1, no sweep and threaded false (for now)".into(),
+                "true needs threaded false, and with algo pr2_iql seeds 1 and no sweep (for now)"
+                    .into(),
             );
         }
         if self.algo == Algo::Pr2Iql {

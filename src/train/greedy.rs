@@ -73,8 +73,15 @@ impl GreedyPolicy {
                 .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok()),
         };
         if let Some(m) = models {
+            // A multi-replica checkpoint holds every replica's models: replica `replica`'s block
+            // (a learner of the whole run takes them all).
+            let block = m.len() / held;
+            let m = match held > 1 && m.len().is_multiple_of(held) {
+                true => &m[replica * block..(replica + 1) * block],
+                false => &m[..],
+            };
             learner
-                .set_opponent_params(&m)
+                .set_opponent_params(m)
                 .map_err(|e| bad(format!("opponent models do not fit: {e}")))?;
         }
         Ok(GreedyPolicy {

@@ -4,6 +4,11 @@
 //! other learner), so one pass serves everyone. Before each training pass the models are scored
 //! on the fresh rollout: accuracy and log-loss per (agent, opponent) pair, against the uniform
 //! prediction's log-loss ln |A|.
+//!
+//! Seeds and sweeps (PQN, IQL): every replica has its own models, the r-th block of learners
+//! networks in the same stack, initialised from its own seed, trained only on its own rows with
+//! its own shuffle stream and learning rate and scored on its own, so replica k's models are
+//! exactly a single run's (see `train::sweep`).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -12,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::error::TrainError;
 use super::run_dir::Resume;
 use super::tensors::{NamedTensors, Tensor, f32s};
-use crate::critic::loss::Loss;
-use crate::critic::{AdamConfig, Chosen, Critic, Input, StackSpec};
+use crate::critic::loss::{Loss, loss_and_grad};
+use crate::critic::{AdamConfig, Chosen, Critic, Input, NetOptim, StackSpec};
 use crate::rng::below;
 
 /// Softmax over every `width` consecutive values.
@@ -50,9 +55,10 @@ pub trait OpponentNetworks {
         Ok(self.networks().set_params(p)?)
     }
 
-    /// The stream that shuffles the models' minibatches, if they shuffle.
-    fn shuffle_stream(&mut self) -> Option<&mut ChaCha8Rng> {
-        None
+    /// The streams that shuffle the models' minibatches, one per replica (none if they do not
+    /// shuffle).
+    fn shuffle_streams(&mut self) -> &mut [ChaCha8Rng] {
+        &mut []
     }
 
     /// Every output group's distribution for input rows `obs` `[R, D]` of learners `nets`:
@@ -72,8 +78,11 @@ pub trait OpponentNetworks {
 pub struct ModelsState {
     /// Adam's step count.
     pub adam_steps: u64,
-    /// The minibatch shuffling stream (models that shuffle).
+    /// The minibatch shuffling stream (models that shuffle; replica 0's with several).
     pub shuffle: Option<ChaCha8Rng>,
+    /// The shuffling streams of replicas 1 onwards (seeds or a sweep).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replica_shuffles: Vec<ChaCha8Rng>,
 }
 
 /// Saves a run's opponent models (nothing without models): parameters and Adam into `extra`,
@@ -94,9 +103,11 @@ pub(crate) fn save_models<M: OpponentNetworks>(
     ] {
         extra.push((name.into(), Tensor::F32(t)));
     }
+    let streams = m.shuffle_streams();
     Ok(Some(ModelsState {
         adam_steps,
-        shuffle: m.shuffle_stream().cloned(),
+        shuffle: streams.first().cloned(),
+        replica_shuffles: streams.iter().skip(1).cloned().collect(),
     }))
 }
 
@@ -133,15 +144,23 @@ pub(crate) fn load_models<M: OpponentNetworks>(
         f32s(extra, "models.adam_v", n)?,
     );
     m.networks().set_adam_state(am, av, state.adam_steps)?;
-    match (m.shuffle_stream(), &state.shuffle) {
-        (Some(live), Some(saved)) => *live = saved.clone(),
-        (Some(_), None) => {
-            return Err(
-                crate::error::BadField::range("models_state.shuffle", "a stream", "none").into(),
-            );
-        }
-        _ => {}
-    }
+    let streams = m.shuffle_streams();
+    let Some((first, rest)) = streams.split_first_mut() else {
+        return Ok(Resume::Exact);
+    };
+    let Some(saved) = &state.shuffle else {
+        return Err(
+            crate::error::BadField::range("models_state.shuffle", "a stream", "none").into(),
+        );
+    };
+    let saved_rest = &state.replica_shuffles;
+    crate::error::BadField::check_len(
+        "models_state.replica_shuffles",
+        rest.len(),
+        saved_rest.len(),
+    )?;
+    *first = saved.clone();
+    rest.clone_from_slice(saved_rest);
     Ok(Resume::Exact)
 }
 
@@ -158,8 +177,8 @@ impl OpponentNetworks for OpponentModels {
         &mut self.critic
     }
 
-    fn shuffle_stream(&mut self) -> Option<&mut ChaCha8Rng> {
-        Some(&mut self.shuffle)
+    fn shuffle_streams(&mut self) -> &mut [ChaCha8Rng] {
+        &mut self.shuffle
     }
 
     fn group_width(&self) -> usize {
@@ -190,18 +209,59 @@ pub struct OpponentScores {
     pub train_loss: f32,
 }
 
-/// The opponent models of one run.
+/// The opponent models of one run: every replica's models, replica after replica in one stack
+/// (one replica without seeds or a sweep).
 pub struct OpponentModels {
     critic: Critic,
     learners: usize,
     actions: usize,
     minibatch: usize,
-    shuffle: ChaCha8Rng,
+    /// Minibatch shuffling, one stream per replica.
+    shuffle: Vec<ChaCha8Rng>,
+    /// The gradient of the replicas' losses (several replicas), reused.
+    d_out: Vec<f32>,
+}
+
+/// One replica's (or the conditional models') running sums while scoring: `[i][k]` hits and
+/// negative log-likelihoods, rows per learner.
+struct Tally {
+    correct: Vec<Vec<f64>>,
+    nll: Vec<Vec<f64>>,
+    count: Vec<f64>,
+}
+
+impl Tally {
+    fn new(learners: usize) -> Tally {
+        let zeros = vec![vec![0.0f64; learners - 1]; learners];
+        Tally {
+            correct: zeros.clone(),
+            nll: zeros,
+            count: vec![0.0; learners],
+        }
+    }
+
+    /// The means per (learner, other), with `train_loss`.
+    fn scores(mut self, actions: usize, train_loss: f32) -> OpponentScores {
+        for (i, &c) in self.count.iter().enumerate() {
+            for k in 0..self.correct[i].len() {
+                self.correct[i][k] /= c.max(1.0);
+                self.nll[i][k] /= c.max(1.0);
+            }
+        }
+        OpponentScores {
+            accuracy: self.correct,
+            log_loss: self.nll,
+            uniform_log_loss: (actions as f64).ln(),
+            train_loss,
+        }
+    }
 }
 
 impl OpponentModels {
     /// One model per learner over `input` bytes (hidden width and layers as the Q-networks),
-    /// `learners - 1` groups of `actions` outputs, minibatches of `minibatch` rows.
+    /// `learners - 1` groups of `actions` outputs, minibatches of `minibatch` rows; one block of
+    /// `learners` models per replica of `cfg` (seeds x sweep grid points), each initialised and
+    /// shuffled from its replica's seed exactly as a single run with that seed.
     pub fn new(
         cfg: &super::config::RunConfig,
         learners: usize,
@@ -215,20 +275,48 @@ impl OpponentModels {
                 "opponent models need at least two learners per arena".into(),
             ));
         }
-        let spec = StackSpec {
+        let seeds: Vec<u64> = cfg
+            .replicas()
+            .map_err(|e| TrainError::Config(e.to_string()))?
+            .iter()
+            .map(|r| r.cfg.seed)
+            .collect();
+        let single = StackSpec {
             nets: learners,
             input,
             hidden: cfg.hidden,
             layers: cfg.layers,
             head: (learners - 1) * actions,
         };
+        let spec = StackSpec {
+            nets: learners * seeds.len(),
+            ..single
+        };
+        let init_seed = |seed: u64| seed ^ 0x6f70_706f;
+        let mut critic = Critic::new(spec, init_seed(cfg.seed), device)?;
+        if seeds.len() > 1 {
+            let params: Vec<f32> = seeds
+                .iter()
+                .flat_map(|&s| crate::critic::init_params(&single, init_seed(s)))
+                .collect();
+            critic.set_params(&params)?;
+        }
         Ok(OpponentModels {
-            critic: Critic::new(spec, cfg.seed ^ 0x6f70_706f, device)?,
+            critic,
             learners,
             actions,
             minibatch: minibatch.max(1),
-            shuffle: crate::rng::stream(cfg.seed, u64::MAX >> 9, crate::rng::Purpose::Policy),
+            shuffle: seeds
+                .iter()
+                .map(|&s| crate::rng::stream(s, u64::MAX >> 9, crate::rng::Purpose::Policy))
+                .collect(),
+            d_out: Vec::new(),
         })
+    }
+
+    /// Replicas whose models the stack holds.
+    pub fn replicas(&self) -> usize {
+        self.shuffle.len()
     }
 
     /// The j-th other learner of learner i (the others in slot order, skipping i).
@@ -236,14 +324,16 @@ impl OpponentModels {
         if k < i { k } else { k + 1 }
     }
 
-    /// Scores the models on `rows` stored rows (`obs` `[R, D]`, `taken` `[R]`, rows ordered
-    /// `[..., arena, learner]` so row r's learner is r % N), then trains one epoch on them.
+    /// Scores the models on stored rows (`obs` `[R, D]`, `taken` `[R]`, rows ordered
+    /// `[..., arena, learner]` so row r's learner is r % N, in runs of `block` rows per replica,
+    /// see [`OpponentModels::score_and_train_rows`]), then trains one epoch on them.
     pub fn score_and_train(
         &mut self,
         obs: &[u8],
         taken: &[u32],
-        lr: f32,
-    ) -> Result<OpponentScores, TrainError> {
+        lrs: &[f32],
+        block: usize,
+    ) -> Result<Vec<OpponentScores>, TrainError> {
         let n = self.learners;
         let rows = taken.len();
         let groups = n - 1;
@@ -254,94 +344,158 @@ impl OpponentModels {
                 (0..groups).map(move |k| taken[base + Self::other(i, k)])
             })
             .collect();
-        let nets: Vec<u32> = (0..rows).map(|r| (r % n) as u32).collect();
-        self.score_and_train_rows(obs, &nets, &labels, lr)
+        let slots: Vec<u32> = (0..rows).map(|r| (r % n) as u32).collect();
+        self.score_and_train_rows(obs, &slots, &labels, lrs, block)
     }
 
-    /// Scores the models on rows `obs` `[R, D]` of learners `nets` `[R]` whose others took
+    /// Scores the models on rows `obs` `[R, D]` of learners `slots` `[R]` whose others took
     /// `labels` `[R, N-1]` (slot order without the learner), then trains one shuffled epoch
-    /// of minibatches on them.
+    /// of minibatches on them. The rows come in runs of `block` rows per replica, replica after
+    /// replica (`[..., replica, block]`; any `block` with one replica): replica r's rows are
+    /// scored on their own and train only its models, shuffled by its own stream, stepped with
+    /// its learning rate `lrs[r]` and their loss averaged over its own rows. Returns each
+    /// replica's scores.
     pub fn score_and_train_rows(
+        &mut self,
+        obs: &[u8],
+        slots: &[u32],
+        labels: &[u32],
+        lrs: &[f32],
+        block: usize,
+    ) -> Result<Vec<OpponentScores>, TrainError> {
+        let (n, a, reps) = (self.learners, self.actions, self.replicas());
+        crate::error::BadField::check_len("opponent-model learning rates", reps, lrs.len())?;
+        let rows = slots.len();
+        let d = obs.len() / rows.max(1);
+        let (groups, block) = (n - 1, block.max(1));
+        let replica_of = |g: usize| (g / block) % reps;
+        // The row of the input holding replica r's l-th row.
+        let row_of = |r: usize, l: usize| (l / block) * block * reps + r * block + l % block;
+        let nets: Vec<u32> = (0..rows)
+            .map(|g| (replica_of(g) * n) as u32 + slots[g])
+            .collect();
+
+        // Score on the fresh rows, each replica on its own.
+        let out = self.critic.forward(Input::U8(obs), &nets)?;
+        let mut tallies: Vec<Tally> = (0..reps).map(|_| Tally::new(n)).collect();
+        for g in 0..rows {
+            let (t, i) = (&mut tallies[replica_of(g)], slots[g] as usize);
+            t.count[i] += 1.0;
+            for k in 0..groups {
+                let z = &out[(g * groups + k) * a..(g * groups + k + 1) * a];
+                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let lse = max + z.iter().map(|v| (v - max).exp()).sum::<f32>().ln();
+                let label = labels[g * groups + k] as usize;
+                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
+                t.correct[i][k] += f64::from(u8::from(best == label));
+                t.nll[i][k] += (lse - z[label]) as f64;
+            }
+        }
+
+        // One shuffled epoch of cross-entropy per replica, the replicas' minibatches stacked.
+        let per = rows / reps;
+        let index: Vec<Vec<usize>> = self
+            .shuffle
+            .iter_mut()
+            .map(|rng| {
+                let mut index: Vec<usize> = (0..per).collect();
+                for k in (1..per).rev() {
+                    let j = below(rng.next_u32(), k as u32 + 1) as usize;
+                    index.swap(k, j);
+                }
+                index
+            })
+            .collect();
+        let (mut loss_sum, mut batches) = (vec![0.0f64; reps], 0);
+        let (mut mb_obs, mut mb_nets, mut mb_labels) = (Vec::new(), Vec::new(), Vec::new());
+        for c in 0..per.div_ceil(self.minibatch) {
+            mb_obs.clear();
+            mb_nets.clear();
+            mb_labels.clear();
+            for (r, index) in index.iter().enumerate() {
+                for &l in &index[c * self.minibatch..((c + 1) * self.minibatch).min(per)] {
+                    let g = row_of(r, l);
+                    mb_obs.extend_from_slice(&obs[g * d..(g + 1) * d]);
+                    mb_nets.push(nets[g]);
+                    mb_labels.extend_from_slice(&labels[g * groups..(g + 1) * groups]);
+                }
+            }
+            let losses = self.minibatch_step(&mb_obs, &mb_nets, &mb_labels, lrs)?;
+            for (sum, value) in loss_sum.iter_mut().zip(losses) {
+                *sum += value as f64;
+            }
+            batches += 1;
+        }
+        Ok(tallies
+            .into_iter()
+            .zip(loss_sum)
+            .map(|(t, sum)| t.scores(a, (sum / f64::from(batches).max(1.0)) as f32))
+            .collect())
+    }
+
+    /// One cross-entropy step on a minibatch of every replica's rows (equal blocks, replica
+    /// after replica), each replica's loss averaged over its own rows and its networks stepped
+    /// with its learning rate. Returns each replica's loss.
+    fn minibatch_step(
         &mut self,
         obs: &[u8],
         nets: &[u32],
         labels: &[u32],
-        lr: f32,
-    ) -> Result<OpponentScores, TrainError> {
-        let (n, a) = (self.learners, self.actions);
-        let rows = nets.len();
-        let d = obs.len() / rows.max(1);
-        let groups = n - 1;
-
-        // Score on the fresh rows.
-        let out = self.critic.forward(Input::U8(obs), nets)?;
-        let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
-        let mut count = vec![0.0f64; n];
-        for r in 0..rows {
-            let i = nets[r] as usize;
-            count[i] += 1.0;
-            for k in 0..groups {
-                let z = &out[(r * groups + k) * a..(r * groups + k + 1) * a];
-                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let lse = max + z.iter().map(|v| (v - max).exp()).sum::<f32>().ln();
-                let label = labels[r * groups + k] as usize;
-                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                correct[i][k] += f64::from(u8::from(best == label));
-                nll[i][k] += (lse - z[label]) as f64;
-            }
-        }
-        for i in 0..n {
-            for k in 0..groups {
-                correct[i][k] /= count[i].max(1.0);
-                nll[i][k] /= count[i].max(1.0);
-            }
-        }
-
-        // One shuffled epoch of cross-entropy.
-        let mut index: Vec<usize> = (0..rows).collect();
-        for k in (1..rows).rev() {
-            let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
-            index.swap(k, j);
-        }
+        lrs: &[f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let (reps, groups) = (lrs.len(), self.learners - 1);
         let adam = AdamConfig {
-            lr,
+            lr: lrs[0],
             ..AdamConfig::default()
         };
-        let (mut loss_sum, mut batches) = (0.0f64, 0);
-        for chunk in index.chunks(self.minibatch) {
-            let mb_obs: Vec<u8> = chunk
-                .iter()
-                .flat_map(|&r| obs[r * d..(r + 1) * d].iter().copied())
-                .collect();
-            let mb_nets: Vec<u32> = chunk.iter().map(|&r| nets[r]).collect();
-            let mb_labels: Vec<u32> = chunk
-                .iter()
-                .flat_map(|&r| labels[r * groups..(r + 1) * groups].iter().copied())
-                .collect();
-            self.critic.forward(Input::U8(&mb_obs), &mb_nets)?;
-            self.critic.loss_backward(&Loss::CrossEntropy {
-                groups,
-                labels: &mb_labels,
-                mask: None,
-            })?;
-            let value = self.critic.last_loss()?;
-            if !value.is_finite() {
-                return Err(TrainError::NonFinite {
+        let finite = |value: f32| {
+            if value.is_finite() {
+                Ok(value)
+            } else {
+                Err(TrainError::NonFinite {
                     update: 0,
                     tensor: "opponent-model loss".into(),
                     value,
-                });
+                })
             }
-            loss_sum += value as f64;
-            batches += 1;
+        };
+        let out = self.critic.forward(Input::U8(obs), nets)?;
+        if reps == 1 {
+            self.critic.loss_backward(&Loss::CrossEntropy {
+                groups,
+                labels,
+                mask: None,
+            })?;
+            let value = finite(self.critic.last_loss()?)?;
             self.critic.step(&adam);
+            return Ok(vec![value]);
         }
-        Ok(OpponentScores {
-            accuracy: correct,
-            log_loss: nll,
-            uniform_log_loss: (a as f64).ln(),
-            train_loss: (loss_sum / batches.max(1) as f64) as f32,
-        })
+        let (width, size) = (groups * self.actions, nets.len() / reps);
+        self.d_out.resize(out.len(), 0.0);
+        let mut losses = Vec::with_capacity(reps);
+        for r in 0..reps {
+            let loss = Loss::CrossEntropy {
+                groups,
+                labels: &labels[r * size * groups..(r + 1) * size * groups],
+                mask: None,
+            };
+            let vals = r * size * width..(r + 1) * size * width;
+            let value = loss_and_grad(&loss, &out[vals.clone()], width, &mut self.d_out[vals]);
+            losses.push(finite(value)?);
+        }
+        self.critic.backward(&self.d_out)?;
+        let per_net: Vec<NetOptim> = lrs
+            .iter()
+            .flat_map(|&lr| {
+                let net = NetOptim {
+                    lr,
+                    max_grad_norm: adam.max_grad_norm,
+                };
+                std::iter::repeat_n(net, self.learners)
+            })
+            .collect();
+        self.critic.step_nets(&adam, &per_net)?;
+        Ok(losses)
     }
 }
 
@@ -469,12 +623,11 @@ impl ConditionalModels {
         self.d_out.clear();
         self.d_out.resize(out.len(), 0.0);
         let trained = train.iter().filter(|t| **t).count().max(1) as f32;
-        let (mut correct, mut nll) = (vec![vec![0.0f64; groups]; n], vec![vec![0.0f64; groups]; n]);
-        let mut count = vec![0.0f64; n];
+        let mut t = Tally::new(n);
         let mut loss = 0.0f64;
         for r in 0..rows {
             let i = nets[r] as usize;
-            count[i] += 1.0;
+            t.count[i] += 1.0;
             for k in 0..groups {
                 let at = r * width + (k * a + own[r] as usize) * a;
                 let z = &out[at..at + a];
@@ -483,9 +636,9 @@ impl ConditionalModels {
                 let lse = max + sum.ln();
                 let label = others[r * groups + k] as usize;
                 let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                correct[i][k] += f64::from(u8::from(best == label));
+                t.correct[i][k] += f64::from(u8::from(best == label));
                 let l = (lse - z[label]) as f64;
-                nll[i][k] += l;
+                t.nll[i][k] += l;
                 if train[r] {
                     loss += l;
                     for (c, d) in self.d_out[at..at + a].iter_mut().enumerate() {
@@ -493,12 +646,6 @@ impl ConditionalModels {
                         *d = (p - f32::from(u8::from(c == label))) / (trained * groups as f32);
                     }
                 }
-            }
-        }
-        for i in 0..n {
-            for k in 0..groups {
-                correct[i][k] /= count[i].max(1.0);
-                nll[i][k] /= count[i].max(1.0);
             }
         }
         let train_loss = (loss / (trained as f64 * groups as f64)) as f32;
@@ -514,11 +661,6 @@ impl ConditionalModels {
             lr,
             ..AdamConfig::default()
         });
-        Ok(OpponentScores {
-            accuracy: correct,
-            log_loss: nll,
-            uniform_log_loss: (a as f64).ln(),
-            train_loss,
-        })
+        Ok(t.scores(a, train_loss))
     }
 }

@@ -553,9 +553,12 @@ impl Pqn {
         let sim_before = self.progress.sim_seconds;
         self.rollout(&epsilons)?;
         self.lambda_returns();
+        // Each replica's models at its (undecayed) lr on its own rows, runs of `per` rows.
+        let lrs: Vec<f32> = self.reps.iter().map(|r| r.lr).collect();
+        let per = self.cfg.arenas * self.learners;
         let opponents = match &mut self.opponents {
-            Some(models) => Some(models.score_and_train(&self.obs, &self.taken, self.cfg.lr)?),
-            None => None,
+            Some(models) => models.score_and_train(&self.obs, &self.taken, &lrs, per)?,
+            None => Vec::new(),
         };
 
         let size = self.cfg.rollout * self.cfg.arenas * self.learners / self.cfg.minibatches;
@@ -613,8 +616,10 @@ impl Pqn {
             },
             episodes,
             per_replica,
-            opponents,
-        })
+            opponents: None,
+            opponents_per_replica: Vec::new(),
+        }
+        .with_opponents(opponents, self.replicas))
     }
 }
 
@@ -741,8 +746,8 @@ pub(crate) fn plan(
         knobs: "lower rollout, arenas or seeds",
     });
     if cfg.opponent_models {
-        let rows = t * b * n;
-        let extra = t * b * n * (4 + 4 * n);
+        let rows = replicas * t * b * n;
+        let extra = rows * (4 + 4 * n);
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));

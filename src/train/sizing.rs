@@ -117,12 +117,12 @@ pub(crate) fn qnet_tensors(
     (tensors, spec)
 }
 
-/// The opponent models' stack (PQN and IQL) over `input` bytes: one network per learner, one
-/// group of action logits per other learner.
+/// The opponent models' stack (PQN and IQL) over `input` bytes: one network per learner and
+/// replica, one group of action logits per other learner.
 pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
     let n = layout.learners;
     StackSpec {
-        nets: n,
+        nets: n * cfg.replica_count(),
         input,
         hidden: cfg.hidden,
         layers: cfg.layers,
@@ -183,12 +183,12 @@ pub(crate) fn opponent_tensor(
     rows: u64,
     extra: u64,
 ) -> PlanTensor {
-    let n = layout.learners;
     let m = opponent_spec(cfg, layout, input);
     PlanTensor {
         name: "opponent models".into(),
         shape: format!(
-            "{n} nets x (N-1) x A = {} outputs, {} rows per pass",
+            "{} nets x (N-1) x A = {} outputs, {} rows per pass",
+            m.nets,
             m.head,
             fmt(rows)
         ),
@@ -253,9 +253,12 @@ fn qnet_gpu(
     }
 }
 
-/// PQN's device stacks (opponent models over a whole rollout).
+/// PQN's device stacks (opponent models over every replica's whole rollout).
 pub(crate) fn pqn_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
-    let rollout_rows = cfg.rollout as u64 * cfg.arenas as u64 * layout.learners as u64;
+    let rollout_rows = cfg.replica_count() as u64
+        * cfg.rollout as u64
+        * cfg.arenas as u64
+        * layout.learners as u64;
     qnet_gpu(
         cfg,
         loaded,
@@ -265,13 +268,13 @@ pub(crate) fn pqn_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout)
     )
 }
 
-/// IQL's device stacks (opponent models over a batch).
+/// IQL's device stacks (opponent models over every replica's batch).
 pub(crate) fn iql_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
     qnet_gpu(
         cfg,
         loaded,
         layout,
         iql_pass_rows(cfg, layout),
-        cfg.batch_size as u64,
+        cfg.replica_count() as u64 * cfg.batch_size as u64,
     )
 }

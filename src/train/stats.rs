@@ -23,11 +23,25 @@ pub struct UpdateStats {
     pub episodes: Vec<EpisodeSummary>,
     /// With several seeds: each replica's finished episodes.
     pub per_replica: Vec<Vec<EpisodeSummary>>,
-    /// Opponent-model scores on this rollout (when enabled).
+    /// Opponent-model scores on this rollout (when enabled; replica 0's).
     pub opponents: Option<OpponentScores>,
+    /// With several replicas and opponent models: each replica's scores (empty otherwise).
+    #[serde(default)]
+    pub opponents_per_replica: Vec<OpponentScores>,
 }
 
 impl UpdateStats {
+    /// These stats with each replica's opponent-model scores `scores` (none without models):
+    /// replica 0's in `opponents`, every replica's in `opponents_per_replica` when the run has
+    /// several.
+    pub(crate) fn with_opponents(mut self, scores: Vec<OpponentScores>, replicas: usize) -> Self {
+        self.opponents = scores.first().cloned();
+        if replicas > 1 {
+            self.opponents_per_replica = scores;
+        }
+        self
+    }
+
     /// A replay learner's update: the mean of `steps` learner-step losses summing to `losses`
     /// (0 without a learner step), its arenas' finished episodes (one replica).
     pub(crate) fn replay(
@@ -48,6 +62,7 @@ impl UpdateStats {
             episodes,
             per_replica: Vec::new(),
             opponents,
+            opponents_per_replica: Vec::new(),
         }
     }
 }
@@ -139,6 +154,11 @@ pub(crate) fn metrics_line(
     let seeds = seed_returns(names, &stats.per_replica, layout.learners);
     let mean_return = (!stats.episodes.is_empty()).then(|| mean_over_agents(&m.mean_return));
     let opponents = stats.opponents.as_ref();
+    // With several replicas: each replica's opponent-model scores (null otherwise).
+    let per_replica = |f: fn(&OpponentScores) -> serde_json::Value| {
+        let all = &stats.opponents_per_replica;
+        (!all.is_empty()).then(|| all.iter().map(f).collect::<Vec<_>>())
+    };
     let line = serde_json::json!({
         "update": update,
         "env_steps": env_steps,
@@ -160,6 +180,9 @@ pub(crate) fn metrics_line(
         "opponent_log_loss": opponents.map(|o| o.log_loss.clone()),
         "opponent_uniform_log_loss": opponents.map(|o| o.uniform_log_loss),
         "opponent_train_loss": opponents.map(|o| o.train_loss),
+        "seeds_opponent_accuracy": per_replica(|o| serde_json::json!(o.accuracy)),
+        "seeds_opponent_log_loss": per_replica(|o| serde_json::json!(o.log_loss)),
+        "seeds_opponent_train_loss": per_replica(|o| serde_json::json!(o.train_loss)),
         "counters": counters_json(&m.counters),
     });
     (line, mean_return)

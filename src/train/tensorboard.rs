@@ -18,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crc::{CRC_32_ISCSI, Crc};
 
+use super::opponent::OpponentScores;
 use super::stats::{UpdateStats, mean_over_agents};
 use crate::metrics::{learners_only, summarize};
 
@@ -243,8 +244,8 @@ fn host() -> String {
 /// opened when the replica first logs. Per update, at step = environment steps: `return/mean`
 /// (the replica's mean learner return, when episodes finished), `counters/<name>` (their mean
 /// per episode), and `loss`, `epsilon`, `lr`, `env_steps_per_s`, `opponent/accuracy`,
-/// `opponent/log_loss` (means over learner pairs, when opponent models run), which every
-/// replica's file gets.
+/// `opponent/log_loss` (means over learner pairs of the replica's own models, when opponent
+/// models run), which every replica's file gets.
 pub(crate) struct RunBoard {
     root: PathBuf,
     /// Each replica's directory name under `root` (`replica_<r>`, with a sweep's grid point
@@ -302,7 +303,7 @@ impl RunBoard {
             }
             self.writers.push(w);
         }
-        let opponents = stats.opponents.as_ref().map(|o| {
+        let opponent_means = |o: &OpponentScores| {
             let mean = |m: &[Vec<f64>]| {
                 let (sum, n) = m
                     .iter()
@@ -311,7 +312,7 @@ impl RunBoard {
                 (n > 0).then(|| sum / n as f64)
             };
             (mean(&o.accuracy), mean(&o.log_loss))
-        });
+        };
         for (r, w) in self.writers.iter_mut().enumerate().take(replicas) {
             let episodes = match stats.per_replica.get(r) {
                 Some(eps) => eps,
@@ -334,7 +335,12 @@ impl RunBoard {
             w.scalar("epsilon", epsilon);
             w.scalar("lr", lr);
             w.scalar("env_steps_per_s", steps_per_s as f32);
-            if let Some((accuracy, log_loss)) = opponents {
+            // Each replica's own scores (replica 0's where only those exist).
+            let scores = match stats.opponents_per_replica.get(r) {
+                Some(o) => Some(o),
+                None => stats.opponents.as_ref(),
+            };
+            if let Some((accuracy, log_loss)) = scores.map(opponent_means) {
                 if let Some(a) = accuracy {
                     w.scalar("opponent/accuracy", a as f32);
                 }

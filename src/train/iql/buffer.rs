@@ -213,7 +213,7 @@ impl Minibatch {
     }
 
     /// Every replica's minibatch one after another, replica r's networks shifted to its block
-    /// (`r x nets_per_replica` onwards). Opponent columns are not stacked (one replica only).
+    /// (`r x nets_per_replica` onwards), with the opponent columns (slots and others' actions).
     pub(super) fn stack<'a>(
         &mut self,
         parts: impl Iterator<Item = &'a Minibatch>,
@@ -228,6 +228,8 @@ impl Minibatch {
             self.actions.extend_from_slice(&p.actions);
             self.rewards.extend_from_slice(&p.rewards);
             self.terminated.extend_from_slice(&p.terminated);
+            self.slots.extend_from_slice(&p.slots);
+            self.others.extend_from_slice(&p.others);
         }
     }
 

@@ -16,7 +16,9 @@
 //! `target_tau`. The replicas share one optimiser step count, so they must learn at the same
 //! moments: their limiters see the same counts by construction (the keys that would change
 //! that are not sweepable), and a disagreement stops the run. So replica k computes exactly
-//! what a single run with its configuration computes.
+//! what a single run with its configuration computes. With `opponent_models`, every replica
+//! has its own models (the r-th block of the models' stack) trained on its own block of each
+//! learner step's stacked minibatch at its own learning rate (see `train::opponent`).
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
@@ -33,7 +35,10 @@ use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
-use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use super::opponent::{
+    ModelsState, OpponentModels, OpponentNetworks, ScoreMean, load_models, save_models,
+    set_models_params,
+};
 use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, ReplayState, restore_target, successor_input};
@@ -78,10 +83,11 @@ pub struct Iql {
     nets: Vec<u32>,
     /// Every replica's minibatch stacked (several replicas).
     stacked: Minibatch,
-    /// Opponent models (`opponent_models: true`, one replica), trained on every sampled
-    /// minibatch.
+    /// Opponent models (`opponent_models: true`; every replica's, one block each), trained on
+    /// every sampled minibatch.
     pub models: Option<OpponentModels>,
-    scores: ScoreMean,
+    /// Each replica's opponent-model scores over the update's learner steps.
+    scores: Vec<ScoreMean>,
 }
 
 /// One replica of an IQL run: its single-run configuration, arenas, replay, streams, limiter
@@ -101,6 +107,10 @@ struct Lane {
 pub struct ReplicasState {
     /// Each replica's streams, limiter, arenas and ring.
     pub replicas: Vec<ReplayState>,
+    /// Every replica's opponent models' optimiser steps and shuffle streams (their parameters
+    /// and Adam moments are the `models.*` tensors).
+    #[serde(default)]
+    pub models_state: Option<ModelsState>,
 }
 
 impl Iql {
@@ -146,6 +156,7 @@ impl Iql {
             None
         };
         let groups = if cfg.opponent_models { learners - 1 } else { 0 };
+        let scores = reps.iter().map(|_| ScoreMean::default()).collect();
         let mut lanes = Vec::with_capacity(reps.len());
         for r in reps {
             let mut batch = cfg.training_batch(loaded, r.cfg.seed)?;
@@ -176,7 +187,7 @@ impl Iql {
             nets,
             stacked: Minibatch::default(),
             models,
-            scores: Default::default(),
+            scores,
             cfg: cfg.clone(),
         })
     }
@@ -275,9 +286,13 @@ impl Iql {
         let sizes = (self.actions, self.nets_per_replica, &self.head);
         let value = mb.train(&mut self.critic, values, sizes, update)?;
         if let Some(m) = &mut self.models {
-            let scores =
-                m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, values[0].adam.lr)?;
-            self.scores.add(scores, mb.slots.len() as f64);
+            // Each replica's models on its own block of rows, at its learning rate.
+            let lrs: Vec<f32> = values.iter().map(|v| v.adam.lr).collect();
+            let block = self.cfg.batch_size;
+            let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, &lrs, block)?;
+            for (mean, s) in self.scores.iter_mut().zip(scores) {
+                mean.add(s, block as f64);
+            }
         }
         for lane in &mut self.lanes {
             lane.core.limiter.sample(self.cfg.batch_size as u64);
@@ -357,19 +372,26 @@ impl Iql {
         // --------------------------------------------------------------------------------------
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        let opponents = std::mem::take(&mut self.scores).mean();
+        // Each replica's scores (all or none: the replicas learn in the same steps).
+        let scores: Option<Vec<_>> = self
+            .scores
+            .iter_mut()
+            .map(|s| std::mem::take(s).mean())
+            .collect();
         let mut per_replica: Vec<Vec<EpisodeSummary>> = self
             .lanes
             .iter_mut()
             .map(|l| l.batch.take_episodes())
             .collect();
         let episodes = per_replica[0].clone();
+        let replicas = self.lanes.len();
         let mut stats = UpdateStats::replay(
             (losses, steps),
             (epsilons[0], optimisers[0].0),
             episodes,
-            opponents,
-        );
+            None,
+        )
+        .with_opponents(scores.unwrap_or_default(), replicas);
         if per_replica.len() > 1 {
             stats.replica_scalars = epsilons
                 .iter()
@@ -436,7 +458,11 @@ impl Learner for Iql {
             replicas.push(lane.core.save_replica(progress, arenas, extra, &prefix));
         }
         extra.push(("target".into(), Tensor::F32(self.critic.target_params()?)));
-        Ok(serde_json::to_string(&ReplicasState { replicas })?)
+        let models_state = save_models(&mut self.models, extra)?;
+        Ok(serde_json::to_string(&ReplicasState {
+            replicas,
+            models_state,
+        })?)
     }
 
     fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
@@ -450,7 +476,7 @@ impl Learner for Iql {
         let s: ReplicasState = serde_json::from_str(json)?;
         BadField::check_len("replicas", self.lanes.len(), s.replicas.len())?;
         let target = f32s(extra, "target", self.critic.params()?.len())?;
-        let mut resume = Resume::Exact;
+        let mut resume = load_models(&mut self.models, s.models_state.as_ref(), None, extra)?;
         for (r, (lane, state)) in self.lanes.iter_mut().zip(&s.replicas).enumerate() {
             let arenas = (&mut lane.batch, &mut lane.replay);
             let prefix = format!("replica.{r}.");
@@ -510,7 +536,8 @@ pub(crate) fn plan(
     });
     let mut models = 0;
     if cfg.opponent_models {
-        let (rows, extra) = (cfg.batch_size as u64, cfg.replay_capacity as u64 * 4 * n);
+        let rows = replicas * cfg.batch_size as u64;
+        let extra = replicas * cfg.replay_capacity as u64 * 4 * n;
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));
