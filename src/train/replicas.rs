@@ -1,0 +1,162 @@
+//! What the replay learners (IQL, PR2-IQL) share when one network stack holds several replicas
+//! (seeds x sweep grid points, see `train::sweep`): each replica's per-step values, the
+//! optimiser step and target update with each network's replica's values, the lockstep check
+//! of the replicas' rate limiters, and the checkpoint of several replicas (each replica's
+//! streams, limiter, arenas and replay under `replica.<r>.`).
+
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+use super::error::TrainError;
+use super::learner::Progress;
+use super::rate_limiter::RateLimiter;
+use super::replay::{ReplayColumns, ReplayCore, ReplayState, restore_target};
+use super::run_dir::Resume;
+use super::tensors::{NamedTensors, Tensor, f32s};
+use crate::critic::{AdamConfig, Critic, NetOptim};
+use crate::engine::EnvBatch;
+use crate::error::BadField;
+
+// ------------------------------------------------------------------------------------------
+// Per-replica values of a learner step
+// ------------------------------------------------------------------------------------------
+
+/// One replica's values a learner step reads: its discount, Polyak factor and optimiser.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StepValues {
+    /// Discount of the TD targets.
+    pub gamma: f32,
+    /// Polyak factor of the target networks.
+    pub tau: f32,
+    /// Learning rate and gradient clip (the rest is shared by the stack).
+    pub adam: AdamConfig,
+}
+
+impl StepValues {
+    /// A replica's values at an update whose optimiser is `adam`.
+    pub(crate) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
+        StepValues {
+            gamma: cfg.gamma,
+            tau: cfg.target_tau,
+            adam,
+        }
+    }
+}
+
+/// The optimiser step: one setting for the whole stack unless the replicas' differ, then each
+/// network (replica r's are the r-th block of `nets_per_replica`) with its replica's learning
+/// rate and clip.
+pub(crate) fn optimiser_step(
+    critic: &mut Critic,
+    values: &[StepValues],
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
+    let first = values[0];
+    if values.iter().all(|v| v.adam == first.adam) {
+        critic.step(&first.adam);
+    } else {
+        let nets: Vec<NetOptim> = values
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
+            .collect();
+        critic.step_nets(&first.adam, &nets)?;
+    }
+    Ok(())
+}
+
+/// The Polyak update of the target networks: one factor for the whole stack unless the
+/// replicas' differ, then each network with its replica's `target_tau`.
+pub(crate) fn target_update(
+    critic: &mut Critic,
+    values: &[StepValues],
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
+    let first = values[0];
+    if values.iter().all(|v| v.tau == first.tau) {
+        critic.polyak(first.tau);
+    } else {
+        let taus: Vec<f32> = values
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(v.tau, nets_per_replica))
+            .collect();
+        critic.polyak_nets(&taus)?;
+    }
+    Ok(())
+}
+
+/// The learner steps of `batch` items every replica's rate limiter allows now: the same number
+/// for all (the replicas share one optimiser step count), else the run stops (at `update`, the
+/// update being run, 0-based).
+pub(crate) fn lockstep_batches<'a>(
+    limiters: impl Iterator<Item = &'a RateLimiter>,
+    batch: u64,
+    update: u64,
+) -> Result<u64, TrainError> {
+    let mut allowed = limiters.map(|l| l.allowed_batches(batch));
+    let first = allowed.next().unwrap_or(0);
+    match allowed.enumerate().find(|(_, a)| *a != first) {
+        None => Ok(first),
+        Some((r, other)) => Err(TrainError::Config(format!(
+            "replicas out of lockstep at update {}: replica 0's rate limiter allows {first} \
+             learner steps, replica {}'s {other}; the replicas share one optimiser step count, \
+             so they need equal samples_per_insert, min_replay, rate_error_buffer and batch \
+             sizes",
+            update + 1,
+            r + 1
+        ))),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Checkpoints of several replicas
+// ------------------------------------------------------------------------------------------
+
+/// The checkpointed state of a run of several replicas: each replica's part (its replay
+/// columns are the tensors `replica.<r>.replay.<column>`; the targets of the whole stack are
+/// the `target` tensor).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicasState {
+    /// Each replica's streams, limiter, arenas and ring.
+    pub replicas: Vec<ReplayState>,
+}
+
+/// One replica's checkpointed parts: its schedule state, arenas and replay.
+pub(crate) type ReplicaParts<'a, R> = (&'a mut ReplayCore, &'a mut EnvBatch, &'a mut R);
+
+/// Saves every replica's part (a [`ReplicasState`] as JSON, each replica's replay under
+/// `replica.<r>.` in `extra`) and the whole stack's targets (`target`).
+pub(crate) fn save_replicas<'a, R: ReplayColumns + 'a>(
+    progress: &Progress,
+    critic: &mut Critic,
+    lanes: impl Iterator<Item = ReplicaParts<'a, R>>,
+    extra: &mut NamedTensors,
+) -> Result<String, TrainError> {
+    let mut replicas = Vec::new();
+    for (r, (core, batch, replay)) in lanes.enumerate() {
+        let prefix = format!("replica.{r}.");
+        replicas.push(core.save_replica(progress, (batch, replay), extra, &prefix));
+    }
+    extra.push(("target".into(), Tensor::F32(critic.target_params()?)));
+    Ok(serde_json::to_string(&ReplicasState { replicas })?)
+}
+
+/// Restores what [`save_replicas`] saved into `count` replicas, every length checked first.
+pub(crate) fn load_replicas<'a, R: ReplayColumns + 'a>(
+    (json, extra): (&str, &[(String, Tensor)]),
+    progress: &mut Progress,
+    critic: &mut Critic,
+    (count, lanes): (usize, impl Iterator<Item = ReplicaParts<'a, R>>),
+) -> Result<Resume, TrainError> {
+    let s: ReplicasState = serde_json::from_str(json)?;
+    BadField::check_len("replicas", count, s.replicas.len())?;
+    let target = f32s(extra, "target", critic.params()?.len())?;
+    let mut resume = Resume::Exact;
+    for (r, ((core, batch, replay), state)) in lanes.zip(&s.replicas).enumerate() {
+        let prefix = format!("replica.{r}.");
+        resume = resume.and(core.load_replica(state, (batch, replay), extra, &prefix)?);
+    }
+    restore_target(critic, target)?;
+    progress.update = s.replicas[0].update;
+    progress.env_steps = s.replicas[0].env_steps;
+    Ok(resume)
+}
