@@ -1,0 +1,116 @@
+//! Helpers shared by the sweep tests (PQN, IQL, PR2-IQL): a fresh run directory, a config
+//! with `--sweep` axes, a replica's single run, and the check that replica k of a sweep equals
+//! that single run bit for bit.
+#![allow(dead_code, missing_docs)]
+
+use std::path::{Path, PathBuf};
+
+use gridarena::critic::{Chosen, Device, choose_device};
+use gridarena::train::config::RunConfig;
+use gridarena::train::eval::{evaluate, evaluate_replica};
+use gridarena::train::run_dir::RunDir;
+use gridarena::train::sweep::{Replica, parse_axis};
+use gridarena::train::tensors::Tensor;
+use gridarena::train::{TrainOptions, train};
+
+use super::runs::{deterministic_metrics, params};
+
+/// A fresh directory under the system's temporary one.
+pub fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("gridarena-sweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// `cfg` with the `--sweep` axes `axes`.
+pub fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
+    for a in axes {
+        let (k, v) = parse_axis(a).unwrap();
+        cfg.sweep.insert(k, v);
+    }
+    cfg
+}
+
+/// Replica `r`'s single run as a user would ask for it: `--seed` and one `--set` per key.
+pub fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
+    let mut cfg = RunConfig {
+        seed: base.seed + r.seed_index as u64,
+        ..base.clone()
+    };
+    for (key, value) in &r.values {
+        cfg.set(&format!("{key}={value}")).unwrap();
+    }
+    cfg
+}
+
+/// Trains the single run each of `ks` stands for and checks replica k of the sweep run in
+/// `multi` equals it bit for bit: parameters (and, with `targets`, the target networks), every
+/// update's return, and the greedy evaluation of `eval --replica k`.
+pub fn check_replicas_equal_single_runs(
+    multi: &Path,
+    (base, replicas): (&RunConfig, &[Replica]),
+    ks: &[usize],
+    targets: bool,
+) {
+    let multi_params = params(multi);
+    let multi_target = if targets {
+        target_params(multi)
+    } else {
+        Vec::new()
+    };
+    let multi_metrics = deterministic_metrics(multi);
+    let per_replica = multi_params.len() / replicas.len();
+    let same = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    for &k in ks {
+        let r = &replicas[k];
+        let label = r.point_label();
+        let single = temp(&format!(
+            "single-{}-{k}",
+            multi.file_name().unwrap().to_string_lossy()
+        ));
+        train(&single_run_of(base, r), &single, &TrainOptions::default()).unwrap();
+        let block = k * per_replica..(k + 1) * per_replica;
+        assert!(
+            same(&multi_params[block.clone()], &params(&single)),
+            "replica {k} ({label}): parameters differ from the single run"
+        );
+        if targets {
+            assert!(
+                same(&multi_target[block], &target_params(&single)),
+                "replica {k} ({label}): target parameters differ from the single run"
+            );
+        }
+        let single_metrics = deterministic_metrics(&single);
+        assert_eq!(multi_metrics.len(), single_metrics.len());
+        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
+            assert_eq!(
+                m["seeds_return_per_seed"][k], s["return_mean"],
+                "replica {k} ({label}), update {}",
+                m["update"]
+            );
+        }
+        // `eval --replica k` evaluates exactly the single run's policy.
+        let a = evaluate_replica(multi, 20, &cpu(), k).unwrap();
+        let b = evaluate(&single, 20, &cpu()).unwrap();
+        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
+        let _ = std::fs::remove_dir_all(single);
+    }
+}
+
+/// The CPU backend.
+pub fn cpu() -> Chosen {
+    choose_device(Device::Cpu).unwrap()
+}
+
+/// The newest checkpoint's target parameters.
+pub fn target_params(run: &Path) -> Vec<f32> {
+    let c = RunDir::open(run).unwrap().load_latest().unwrap();
+    let found = c.extra.iter().find(|(name, _)| name == "target");
+    match found {
+        Some((_, Tensor::F32(t))) => t.clone(),
+        _ => panic!("{}: no target tensor", run.display()),
+    }
+}
+
