@@ -7,18 +7,20 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gridarena::critic::Device;
+use gridarena::critic::{Device, choose_device};
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::evaluate_replica;
-use gridarena::train::plan::{self, PlanDevice};
-use gridarena::train::{TrainOptions, load_scenario, train};
+use gridarena::train::{TrainOptions, train};
 
 #[path = "common/runs.rs"]
 mod runs;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};
-use sweeps::{check_replicas_equal_single_runs, cpu, target_params, temp, with_sweep};
+use sweeps::{
+    assert_resumes_exactly, check_replicas_equal_single_runs, cpu, plan_total, resumed,
+    target_params, temp, with_sweep,
+};
 
 fn small() -> RunConfig {
     RunConfig {
@@ -98,38 +100,17 @@ fn replica_k_of_a_sweep_equals_the_single_run_with_its_values_bit_for_bit() {
 #[test]
 fn a_sweep_resumes_exactly() {
     let cfg = with_sweep(small(), &["lr=[3e-3, 1e-3]", "gamma=[0.9, 0.99]"]);
-    let straight = temp("resume-straight");
-    train(&cfg, &straight, &TrainOptions::default()).unwrap();
-    let split = temp("resume-split");
-    let first = TrainOptions {
-        until_update: Some(3),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &first).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &resume).unwrap();
-    assert_eq!(params(&split), params(&straight));
-    assert_eq!(
-        deterministic_metrics(&split),
-        deterministic_metrics(&straight)
-    );
+    let split = assert_resumes_exactly(&cfg, "resume", false);
     // A different grid is not this run.
     let other = with_sweep(small(), &["lr=[3e-3, 2e-3]", "gamma=[0.9, 0.99]"]);
-    let err = train(&other, &split, &resume).unwrap_err().to_string();
+    let err = train(&other, &split, &resumed()).unwrap_err().to_string();
     assert!(err.contains("sweep"), "{err}");
-    let _ = std::fs::remove_dir_all(straight);
     let _ = std::fs::remove_dir_all(split);
 }
 
 #[test]
 fn the_memory_preflight_counts_every_replica() {
-    let total = |cfg: &RunConfig| {
-        let loaded = load_scenario(cfg).unwrap();
-        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
-    };
+    let total = plan_total;
     let one = total(&small());
     let grid = total(&with_sweep(
         small(),
@@ -271,26 +252,7 @@ fn an_iql_sweep_resumes_exactly() {
         seeds: 2,
         ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
     };
-    let straight = temp("iql-resume-straight");
-    train(&cfg, &straight, &TrainOptions::default()).unwrap();
-    let split = temp("iql-resume-split");
-    let first = TrainOptions {
-        until_update: Some(3),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &first).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &resume).unwrap();
-    assert_eq!(params(&split), params(&straight));
-    assert_eq!(target_params(&split), target_params(&straight));
-    assert_eq!(
-        deterministic_metrics(&split),
-        deterministic_metrics(&straight)
-    );
-    let _ = std::fs::remove_dir_all(straight);
+    let split = assert_resumes_exactly(&cfg, "iql-resume", true);
     let _ = std::fs::remove_dir_all(split);
 }
 
@@ -324,10 +286,7 @@ fn iql_sweeps_refuse_rate_limiter_keys_and_threads() {
 
 #[test]
 fn the_iql_memory_preflight_counts_every_replica_replay() {
-    let total = |cfg: &RunConfig| {
-        let loaded = load_scenario(cfg).unwrap();
-        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
-    };
+    let total = plan_total;
     let small_replay = small_iql();
     let big_replay = RunConfig {
         replay_capacity: 100_000,

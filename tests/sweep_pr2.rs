@@ -10,15 +10,17 @@ use std::process::Command;
 
 use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RunConfig};
-use gridarena::train::plan::{self, PlanDevice};
-use gridarena::train::{TrainOptions, load_scenario, train};
+use gridarena::train::{TrainOptions, train};
 
 #[path = "common/runs.rs"]
 mod runs;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};
-use sweeps::{check_replicas_equal_single_runs, cpu, target_params, temp, with_sweep};
+use sweeps::{
+    assert_resumes_exactly, check_replicas_equal_single_runs, plan_total, target_params, temp,
+    with_sweep,
+};
 
 /// PR2-IQL on the two-player climbing game, small enough that learner steps start in the
 /// second update (the replay passes `min_replay` after one rollout of every arena) and that
@@ -105,26 +107,7 @@ fn a_pr2_sweep_resumes_exactly() {
         seeds: 2,
         ..with_sweep(small_pr2(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
     };
-    let straight = temp("pr2-resume-straight");
-    train(&cfg, &straight, &TrainOptions::default()).unwrap();
-    let split = temp("pr2-resume-split");
-    let first = TrainOptions {
-        until_update: Some(3),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &first).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &resume).unwrap();
-    assert_eq!(params(&split), params(&straight));
-    assert_eq!(target_params(&split), target_params(&straight));
-    assert_eq!(
-        deterministic_metrics(&split),
-        deterministic_metrics(&straight)
-    );
-    let _ = std::fs::remove_dir_all(straight);
+    let split = assert_resumes_exactly(&cfg, "pr2-resume", true);
     let _ = std::fs::remove_dir_all(split);
 }
 
@@ -166,10 +149,7 @@ fn pr2_seeds_are_accepted_and_shape_and_rate_limiter_keys_refused_by_name() {
 
 #[test]
 fn the_pr2_memory_preflight_counts_every_replica() {
-    let total = |cfg: &RunConfig| {
-        let loaded = load_scenario(cfg).unwrap();
-        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
-    };
+    let total = plan_total;
     let one = total(&small_pr2());
     let grid = total(&with_sweep(
         small_pr2(),

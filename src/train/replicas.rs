@@ -1,8 +1,9 @@
 //! What the replay learners (IQL, PR2-IQL) share when one network stack holds several replicas
 //! (seeds x sweep grid points, see `train::sweep`): each replica's per-step values, the
 //! optimiser step and target update with each network's replica's values, the lockstep check
-//! of the replicas' rate limiters, and the checkpoint of several replicas (each replica's
-//! streams, limiter, arenas and replay under `replica.<r>.`).
+//! of the replicas' rate limiters, the checkpoint of several replicas (each replica's
+//! streams, limiter, arenas and replay under `replica.<r>.`), and each update's values and
+//! report per replica.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,11 +12,15 @@ use super::error::TrainError;
 use super::learner::Progress;
 use super::rate_limiter::RateLimiter;
 use super::replay::{ReplayColumns, ReplayCore, ReplayState, restore_target};
+use super::opponent::OpponentScores;
 use super::run_dir::Resume;
+use super::schedule::{epsilon_by_steps, optimiser};
+use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::{AdamConfig, Critic, NetOptim};
 use crate::engine::EnvBatch;
 use crate::error::BadField;
+use crate::metrics::EpisodeSummary;
 
 // ------------------------------------------------------------------------------------------
 // Per-replica values of a learner step
@@ -159,4 +164,70 @@ pub(crate) fn load_replicas<'a, R: ReplayColumns + 'a>(
     progress.update = s.replicas[0].update;
     progress.env_steps = s.replicas[0].env_steps;
     Ok(resume)
+}
+
+// ------------------------------------------------------------------------------------------
+// One update's values and report
+// ------------------------------------------------------------------------------------------
+
+/// Every replica's values for one update: its exploration rate (and the acting threshold of
+/// it), its learning rate and the values its learner steps read.
+pub(crate) struct UpdateValues {
+    /// Each replica's exploration rate.
+    pub epsilons: Vec<f32>,
+    /// Each replica's epsilon-greedy threshold (of its exploration rate).
+    pub thresholds: Vec<u64>,
+    /// Each replica's learning rate.
+    pub lrs: Vec<f32>,
+    /// Each replica's learner-step values.
+    pub steps: Vec<StepValues>,
+}
+
+impl UpdateValues {
+    /// The values of the replicas with configurations `cfgs` at update `update` (0-based)
+    /// after `env_steps` environment steps.
+    pub(crate) fn of<'a>(
+        cfgs: impl Iterator<Item = &'a RunConfig>,
+        update: u64,
+        env_steps: u64,
+    ) -> UpdateValues {
+        let mut v = UpdateValues {
+            epsilons: Vec::new(),
+            thresholds: Vec::new(),
+            lrs: Vec::new(),
+            steps: Vec::new(),
+        };
+        for cfg in cfgs {
+            let epsilon = epsilon_by_steps(cfg, env_steps);
+            let (lr, adam) = optimiser(cfg, update);
+            v.epsilons.push(epsilon);
+            v.thresholds.push(crate::rng::threshold(epsilon as f64));
+            v.lrs.push(lr);
+            v.steps.push(StepValues::of(cfg, adam));
+        }
+        v
+    }
+
+    /// The update's report: the mean of `steps` learner-step losses summing to `losses`,
+    /// replica 0's exploration and learning rate and episodes, and with several replicas each
+    /// replica's rates and episodes (`per_replica`: every replica's finished episodes).
+    pub(crate) fn stats(
+        &self,
+        losses: (f64, u64),
+        mut per_replica: Vec<Vec<EpisodeSummary>>,
+        opponents: Option<OpponentScores>,
+    ) -> UpdateStats {
+        let episodes = if per_replica.len() > 1 {
+            per_replica[0].clone()
+        } else {
+            per_replica.pop().unwrap_or_default()
+        };
+        let rates = (self.epsilons[0], self.lrs[0]);
+        let mut stats = UpdateStats::replay(losses, rates, episodes, opponents);
+        if per_replica.len() > 1 {
+            stats.replica_scalars = self.epsilons.iter().copied().zip(self.lrs.clone()).collect();
+            stats.per_replica = per_replica;
+        }
+        stats
+    }
 }

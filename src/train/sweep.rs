@@ -57,32 +57,14 @@ pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
     ),
     (
         "cer",
-        "newest rows in every minibatch of the replica's replay",
+        "newest rows (PR2-IQL: whether the newest sequence) in every learner step of the \
+         replica's replay",
     ),
 ];
 
-/// The keys a PR2-IQL sweep may vary, with what each is per replica (its factorised critic
-/// trains with its own Huber loss, so no loss parameter).
-pub const PR2_SWEEPABLE: [(&str, &str); 9] = [
-    ("lr", "learning rate (network-wise Adam step)"),
-    ("lr_decay", "linear decay of the learning rate"),
-    ("gamma", "discount of the replica's TD targets"),
-    ("eps_start", "exploration at the start"),
-    ("eps_finish", "exploration after the decay"),
-    (
-        "eps_fraction",
-        "fraction of the run's steps the exploration decays over",
-    ),
-    ("max_grad_norm", "per-network gradient clip"),
-    (
-        "target_tau",
-        "Polyak factor of the replica's target critics",
-    ),
-    (
-        "cer",
-        "whether the replica's newest sequence is in every learner step",
-    ),
-];
+/// The keys a PR2-IQL sweep may vary: IQL's (its factorised critic trains with its own Huber
+/// loss, so no loss parameter; `cer` puts the replica's newest sequence in every learner step).
+pub const PR2_SWEEPABLE: [(&str, &str); 9] = IQL_SWEEPABLE;
 
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {

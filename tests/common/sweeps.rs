@@ -11,7 +11,8 @@ use gridarena::train::eval::{evaluate, evaluate_replica};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::sweep::{Replica, parse_axis};
 use gridarena::train::tensors::Tensor;
-use gridarena::train::{TrainOptions, train};
+use gridarena::train::plan::{self, PlanDevice};
+use gridarena::train::{TrainOptions, load_scenario, train};
 
 use super::runs::{deterministic_metrics, params};
 
@@ -114,3 +115,42 @@ pub fn target_params(run: &Path) -> Vec<f32> {
     }
 }
 
+
+/// Trains `cfg` straight, and again until update 3 then resumed, and checks the two end bit
+/// for bit: parameters (with `targets`, the target networks too) and every update's metrics
+/// but the wall-clock ones. Returns the resumed run's directory (the straight one is removed).
+pub fn assert_resumes_exactly(cfg: &RunConfig, name: &str, targets: bool) -> PathBuf {
+    let straight = temp(&format!("{name}-straight"));
+    train(cfg, &straight, &TrainOptions::default()).unwrap();
+    let split = temp(&format!("{name}-split"));
+    let first = TrainOptions {
+        until_update: Some(3),
+        ..TrainOptions::default()
+    };
+    train(cfg, &split, &first).unwrap();
+    train(cfg, &split, &resumed()).unwrap();
+    assert_eq!(params(&split), params(&straight));
+    if targets {
+        assert_eq!(target_params(&split), target_params(&straight));
+    }
+    assert_eq!(
+        deterministic_metrics(&split),
+        deterministic_metrics(&straight)
+    );
+    let _ = std::fs::remove_dir_all(straight);
+    split
+}
+
+/// The options of a resumed run.
+pub fn resumed() -> TrainOptions {
+    TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    }
+}
+
+/// The memory preflight's total for `cfg` on the CPU (no budget).
+pub fn plan_total(cfg: &RunConfig) -> u64 {
+    let loaded = load_scenario(cfg).unwrap();
+    plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
+}

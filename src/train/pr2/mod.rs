@@ -39,7 +39,6 @@ pub(crate) use sizing::{gpu as gpu_sizing, plan};
 use crate::critic::pr2::{Pr2Head, Scratch};
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
-use crate::metrics::EpisodeSummary;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
@@ -47,9 +46,9 @@ use crate::train::explore::{act_epsilon_greedy, greedy_actions};
 use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
 use crate::train::replay::ReplayCore;
-use crate::train::replicas::{StepValues, load_replicas, lockstep_batches, save_replicas};
+use crate::train::replicas::{UpdateValues, load_replicas, lockstep_batches, save_replicas};
 use crate::train::run_dir::Resume;
-use crate::train::schedule::{epsilon_by_steps, optimiser};
+use crate::train::schedule::epsilon_by_steps;
 use crate::train::stats::UpdateStats;
 use crate::train::tensors::{NamedTensors, Tensor};
 
@@ -288,26 +287,8 @@ impl Pr2Iql {
     /// stored as sequences, then the learner steps the rate limiters allow.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
-        let epsilons: Vec<f32> = self
-            .lanes
-            .iter()
-            .map(|l| epsilon_by_steps(&l.cfg, env_steps))
-            .collect();
-        let optimisers: Vec<_> = self
-            .lanes
-            .iter()
-            .map(|l| optimiser(&l.cfg, update))
-            .collect();
-        let settings: Vec<StepValues> = self
-            .lanes
-            .iter()
-            .zip(&optimisers)
-            .map(|(l, (_, adam))| StepValues::of(&l.cfg, *adam))
-            .collect();
-        let thresholds: Vec<u64> = epsilons
-            .iter()
-            .map(|e| crate::rng::threshold(*e as f64))
-            .collect();
+        let cfgs = self.lanes.iter().map(|l| &l.cfg);
+        let values = UpdateValues::of(cfgs, update, env_steps);
         let (n, a, b, d) = (self.learners, self.actions, self.cfg.arenas, self.spec.input);
         let per_step = b * n * d;
         for lane in &mut self.lanes {
@@ -315,12 +296,12 @@ impl Pr2Iql {
         }
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
-            let values = self.all_acting_values()?;
+            let q = self.all_acting_values()?;
             for ((lane, q), &threshold) in self
                 .lanes
                 .iter_mut()
-                .zip(values.chunks(b * n * a))
-                .zip(&thresholds)
+                .zip(q.chunks(b * n * a))
+                .zip(&values.thresholds)
             {
                 lane.act(t, q, (a, threshold));
             }
@@ -353,7 +334,7 @@ impl Pr2Iql {
         let batch = self.cfg.buffer_batch_size as u64 * t_steps;
         let limiters = self.lanes.iter().map(|l| &l.core.limiter);
         for _ in 0..lockstep_batches(limiters, batch, update)? {
-            let (loss, s) = self.learn(&settings)?;
+            let (loss, s) = self.learn(&values.steps)?;
             losses += loss as f64;
             steps += 1;
             scores = s.or(scores);
@@ -361,27 +342,8 @@ impl Pr2Iql {
         self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        let mut per_replica: Vec<Vec<EpisodeSummary>> = self
-            .lanes
-            .iter_mut()
-            .map(|l| l.batch.take_episodes())
-            .collect();
-        let episodes = per_replica[0].clone();
-        let mut stats = UpdateStats::replay(
-            (losses, steps),
-            (epsilons[0], optimisers[0].0),
-            episodes,
-            scores,
-        );
-        if per_replica.len() > 1 {
-            stats.replica_scalars = epsilons
-                .iter()
-                .zip(&optimisers)
-                .map(|(e, (lr, _))| (*e, *lr))
-                .collect();
-            stats.per_replica = std::mem::take(&mut per_replica);
-        }
-        Ok(stats)
+        let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
+        Ok(values.stats((losses, steps), per_replica.collect(), scores))
     }
 }
 
