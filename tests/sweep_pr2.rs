@@ -86,7 +86,9 @@ fn pr2_replica_k_of_a_sweep_equals_the_single_pr2_run_bit_for_bit() {
     let last = metrics.last().unwrap();
     assert!(last["loss"].as_f64().unwrap() > 0.0, "{last}");
     assert!(
-        metrics.iter().any(|m| m["seeds_return_per_seed"][0].is_number()),
+        metrics
+            .iter()
+            .any(|m| m["seeds_return_per_seed"][0].is_number()),
         "no episode ended"
     );
     assert_ne!(

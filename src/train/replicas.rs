@@ -10,17 +10,49 @@ use serde::{Deserialize, Serialize};
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::learner::Progress;
+use super::opponent::OpponentNetworks;
+use super::opponent::OpponentScores;
 use super::rate_limiter::RateLimiter;
 use super::replay::{ReplayColumns, ReplayCore, ReplayState, restore_target};
-use super::opponent::OpponentScores;
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_steps, optimiser};
 use super::stats::UpdateStats;
+use super::sweep::Replica;
 use super::tensors::{NamedTensors, Tensor, f32s};
-use crate::critic::{AdamConfig, Critic, NetOptim};
+use crate::critic::{AdamConfig, Chosen, Critic, NetOptim, StackSpec};
 use crate::engine::EnvBatch;
 use crate::error::BadField;
 use crate::metrics::EpisodeSummary;
+
+// ------------------------------------------------------------------------------------------
+// The stack
+// ------------------------------------------------------------------------------------------
+
+/// The critic stack of every replica in `reps`, replica r's networks the r-th block of
+/// `single`'s, initialised with its own seed as a single run's are (its targets copies of
+/// them); one replica's is a single run's critic, seeded with `seed`. Returns the stack and
+/// its shape.
+pub(crate) fn replicas_critic(
+    single: StackSpec,
+    (seed, reps): (u64, &[Replica]),
+    device: &Chosen,
+) -> Result<(Critic, StackSpec), TrainError> {
+    let spec = StackSpec {
+        nets: single.nets * reps.len(),
+        ..single
+    };
+    let mut critic = Critic::new(spec, seed, device)?;
+    if reps.len() > 1 {
+        let params: Vec<f32> = reps
+            .iter()
+            .flat_map(|r| crate::critic::init_params(&single, r.cfg.seed))
+            .collect();
+        critic.set_params(&params)?;
+        // The targets start as copies of the online networks, as a single run's do.
+        critic.polyak(1.0);
+    }
+    Ok((critic, spec))
+}
 
 // ------------------------------------------------------------------------------------------
 // Per-replica values of a learner step
@@ -128,16 +160,23 @@ pub struct ReplicasState {
 /// One replica's checkpointed parts: its schedule state, arenas and replay.
 pub(crate) type ReplicaParts<'a, R> = (&'a mut ReplayCore, &'a mut EnvBatch, &'a mut R);
 
-/// Saves every replica's part (a [`ReplicasState`] as JSON, each replica's replay under
-/// `replica.<r>.` in `extra`) and the whole stack's targets (`target`).
-pub(crate) fn save_replicas<'a, R: ReplayColumns + 'a>(
+/// Saves a replay learner's replicas: one as the single-run state (`ReplayState`, with the
+/// opponent models), several as a [`ReplicasState`], each replica's replay under
+/// `replica.<r>.` in `extra`; the whole stack's targets are the `target` tensor.
+pub(crate) fn save_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     progress: &Progress,
     critic: &mut Critic,
-    lanes: impl Iterator<Item = ReplicaParts<'a, R>>,
+    models: &mut Option<M>,
+    mut lanes: Vec<ReplicaParts<'a, R>>,
     extra: &mut NamedTensors,
 ) -> Result<String, TrainError> {
-    let mut replicas = Vec::new();
-    for (r, (core, batch, replay)) in lanes.enumerate() {
+    if lanes.len() == 1
+        && let Some((core, batch, replay)) = lanes.pop()
+    {
+        return core.save_json(progress, critic, models, (batch, replay), extra);
+    }
+    let mut replicas = Vec::with_capacity(lanes.len());
+    for (r, (core, batch, replay)) in lanes.into_iter().enumerate() {
         let prefix = format!("replica.{r}.");
         replicas.push(core.save_replica(progress, (batch, replay), extra, &prefix));
     }
@@ -145,18 +184,23 @@ pub(crate) fn save_replicas<'a, R: ReplayColumns + 'a>(
     Ok(serde_json::to_string(&ReplicasState { replicas })?)
 }
 
-/// Restores what [`save_replicas`] saved into `count` replicas, every length checked first.
-pub(crate) fn load_replicas<'a, R: ReplayColumns + 'a>(
+/// Restores what [`save_lanes`] saved into `lanes`, every length checked first.
+pub(crate) fn load_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     (json, extra): (&str, &[(String, Tensor)]),
     progress: &mut Progress,
-    critic: &mut Critic,
-    (count, lanes): (usize, impl Iterator<Item = ReplicaParts<'a, R>>),
+    (critic, models): (&mut Critic, &mut Option<M>),
+    mut lanes: Vec<ReplicaParts<'a, R>>,
 ) -> Result<Resume, TrainError> {
+    if lanes.len() == 1
+        && let Some((core, batch, replay)) = lanes.pop()
+    {
+        return core.load_json(json, progress, critic, models, (batch, replay), extra);
+    }
     let s: ReplicasState = serde_json::from_str(json)?;
-    BadField::check_len("replicas", count, s.replicas.len())?;
+    BadField::check_len("replicas", lanes.len(), s.replicas.len())?;
     let target = f32s(extra, "target", critic.params()?.len())?;
     let mut resume = Resume::Exact;
-    for (r, ((core, batch, replay), state)) in lanes.zip(&s.replicas).enumerate() {
+    for (r, ((core, batch, replay), state)) in lanes.into_iter().zip(&s.replicas).enumerate() {
         let prefix = format!("replica.{r}.");
         resume = resume.and(core.load_replica(state, (batch, replay), extra, &prefix)?);
     }
@@ -165,6 +209,58 @@ pub(crate) fn load_replicas<'a, R: ReplayColumns + 'a>(
     progress.env_steps = s.replicas[0].env_steps;
     Ok(resume)
 }
+
+/// The [`Learner`](super::Learner) methods a replay learner of replicas (IQL, PR2-IQL) answers
+/// from its fields alone: `progress`, `critic`, `models` (an `Option` of
+/// [`OpponentNetworks`]) and `lanes`, each with `core` (a [`ReplayCore`]), `batch` and `replay`
+/// (a [`ReplayColumns`]). Expands inside the learner's `impl Learner` block.
+macro_rules! replica_learner_plumbing {
+    () => {
+        fn save_state(
+            &mut self,
+            extra: &mut crate::train::tensors::NamedTensors,
+        ) -> Result<String, TrainError> {
+            let lanes = self
+                .lanes
+                .iter_mut()
+                .map(|l| (&mut l.core, &mut l.batch, &mut l.replay))
+                .collect();
+            let (progress, critic) = (&self.progress, &mut self.critic);
+            crate::train::replicas::save_lanes(progress, critic, &mut self.models, lanes, extra)
+        }
+
+        fn load_state(
+            &mut self,
+            json: &str,
+            extra: &[(String, crate::train::tensors::Tensor)],
+        ) -> Result<crate::train::Resume, TrainError> {
+            let lanes = self
+                .lanes
+                .iter_mut()
+                .map(|l| (&mut l.core, &mut l.batch, &mut l.replay))
+                .collect();
+            let networks = (&mut self.critic, &mut self.models);
+            crate::train::replicas::load_lanes((json, extra), &mut self.progress, networks, lanes)
+        }
+
+        fn progress(&self) -> &crate::train::learner::Progress {
+            &self.progress
+        }
+
+        fn progress_mut(&mut self) -> &mut crate::train::learner::Progress {
+            &mut self.progress
+        }
+
+        fn batch(&mut self) -> &mut crate::engine::EnvBatch {
+            &mut self.lanes[0].batch
+        }
+
+        fn critic(&mut self) -> &mut crate::critic::Critic {
+            &mut self.critic
+        }
+    };
+}
+pub(crate) use replica_learner_plumbing;
 
 // ------------------------------------------------------------------------------------------
 // One update's values and report
@@ -225,7 +321,12 @@ impl UpdateValues {
         let rates = (self.epsilons[0], self.lrs[0]);
         let mut stats = UpdateStats::replay(losses, rates, episodes, opponents);
         if per_replica.len() > 1 {
-            stats.replica_scalars = self.epsilons.iter().copied().zip(self.lrs.clone()).collect();
+            stats.replica_scalars = self
+                .epsilons
+                .iter()
+                .copied()
+                .zip(self.lrs.clone())
+                .collect();
             stats.per_replica = per_replica;
         }
         stats

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use gridarena::critic::{Chosen, Device, choose_device};
 use gridarena::train::config::RunConfig;
 use gridarena::train::eval::{evaluate, evaluate_replica};
+use gridarena::train::plan::{self, PlanDevice};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::sweep::{Replica, parse_axis};
 use gridarena::train::tensors::Tensor;
-use gridarena::train::plan::{self, PlanDevice};
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 use super::runs::{deterministic_metrics, params};
@@ -114,7 +114,6 @@ pub fn target_params(run: &Path) -> Vec<f32> {
         _ => panic!("{}: no target tensor", run.display()),
     }
 }
-
 
 /// Trains `cfg` straight, and again until update 3 then resumed, and checks the two end bit
 /// for bit: parameters (with `targets`, the target networks too) and every update's metrics

@@ -35,14 +35,12 @@ use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_pa
 use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, successor_input};
-use super::replicas::{StepValues, UpdateValues, load_replicas, lockstep_batches, save_replicas};
-use super::run_dir::Resume;
+use super::replicas::{StepValues, UpdateValues, lockstep_batches, replicas_critic};
 use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
 };
 use super::stats::UpdateStats;
-use super::tensors::{NamedTensors, Tensor};
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
@@ -105,20 +103,7 @@ impl Iql {
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
-        let spec = StackSpec {
-            nets: single.nets * reps.len(),
-            ..single
-        };
-        let mut critic = Critic::new(spec, cfg.seed, device)?;
-        if reps.len() > 1 {
-            let params: Vec<f32> = reps
-                .iter()
-                .flat_map(|r| crate::critic::init_params(&single, r.cfg.seed))
-                .collect();
-            critic.set_params(&params)?;
-            // The targets start as copies of the online networks, as a single run's do.
-            critic.polyak(1.0);
-        }
+        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
         let head = QHead::of(cfg);
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
@@ -358,55 +343,8 @@ impl Learner for Iql {
         set_models_params(&mut self.models, p)
     }
 
-    /// One replica: the replay learners' state (`ReplayState`); several: a
-    /// [`ReplicasState`], each replica's replay under `replica.<r>.`.
-    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
-        let progress = &self.progress;
-        if let [lane] = self.lanes.as_mut_slice() {
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            let models = &mut self.models;
-            return lane
-                .core
-                .save_json(progress, &mut self.critic, models, arenas, extra);
-        }
-        let lanes = self
-            .lanes
-            .iter_mut()
-            .map(|l| (&mut l.core, &mut l.batch, &mut l.replay));
-        save_replicas(progress, &mut self.critic, lanes, extra)
-    }
-
-    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
-        if let [lane] = self.lanes.as_mut_slice() {
-            let (progress, models) = (&mut self.progress, &mut self.models);
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            return lane
-                .core
-                .load_json(json, progress, &mut self.critic, models, arenas, extra);
-        }
-        let count = self.lanes.len();
-        let lanes = self
-            .lanes
-            .iter_mut()
-            .map(|l| (&mut l.core, &mut l.batch, &mut l.replay));
-        load_replicas((json, extra), &mut self.progress, &mut self.critic, (count, lanes))
-    }
-
-    fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
-    fn progress_mut(&mut self) -> &mut Progress {
-        &mut self.progress
-    }
-
-    fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.lanes[0].batch
-    }
-
-    fn critic(&mut self) -> &mut Critic {
-        &mut self.critic
-    }
+    // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
+    crate::train::replicas::replica_learner_plumbing!();
 }
 
 // ------------------------------------------------------------------------------------------

@@ -46,11 +46,9 @@ use crate::train::explore::{act_epsilon_greedy, greedy_actions};
 use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
 use crate::train::replay::ReplayCore;
-use crate::train::replicas::{UpdateValues, load_replicas, lockstep_batches, save_replicas};
-use crate::train::run_dir::Resume;
+use crate::train::replicas::{UpdateValues, lockstep_batches, replicas_critic};
 use crate::train::schedule::epsilon_by_steps;
 use crate::train::stats::UpdateStats;
-use crate::train::tensors::{NamedTensors, Tensor};
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -113,20 +111,7 @@ impl Pr2Iql {
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
-        let spec = StackSpec {
-            nets: single.nets * reps.len(),
-            ..single
-        };
-        let mut critic = Critic::new(spec, cfg.seed, device)?;
-        if reps.len() > 1 {
-            let params: Vec<f32> = reps
-                .iter()
-                .flat_map(|r| crate::critic::init_params(&single, r.cfg.seed))
-                .collect();
-            critic.set_params(&params)?;
-            // The targets start as copies of the online networks, as a single run's do.
-            critic.polyak(1.0);
-        }
+        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
         let models = if cfg.opponent_models {
             Some(ConditionalModels::new(
                 cfg,
@@ -289,7 +274,12 @@ impl Pr2Iql {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
         let cfgs = self.lanes.iter().map(|l| &l.cfg);
         let values = UpdateValues::of(cfgs, update, env_steps);
-        let (n, a, b, d) = (self.learners, self.actions, self.cfg.arenas, self.spec.input);
+        let (n, a, b, d) = (
+            self.learners,
+            self.actions,
+            self.cfg.arenas,
+            self.spec.input,
+        );
         let per_step = b * n * d;
         for lane in &mut self.lanes {
             lane.rollout.kept.fill(0);
@@ -445,53 +435,6 @@ impl Learner for Pr2Iql {
         set_models_params(&mut self.models, p)
     }
 
-    /// One replica: the replay learners' state (`ReplayState`); several: a `ReplicasState`,
-    /// each replica's replay under `replica.<r>.`.
-    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
-        let progress = &self.progress;
-        if let [lane] = self.lanes.as_mut_slice() {
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            let models = &mut self.models;
-            return lane
-                .core
-                .save_json(progress, &mut self.critic, models, arenas, extra);
-        }
-        let lanes = self
-            .lanes
-            .iter_mut()
-            .map(|l| (&mut l.core, &mut l.batch, &mut l.replay));
-        save_replicas(progress, &mut self.critic, lanes, extra)
-    }
-
-    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
-        if let [lane] = self.lanes.as_mut_slice() {
-            let (progress, models) = (&mut self.progress, &mut self.models);
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            return lane
-                .core
-                .load_json(json, progress, &mut self.critic, models, arenas, extra);
-        }
-        let count = self.lanes.len();
-        let lanes = self
-            .lanes
-            .iter_mut()
-            .map(|l| (&mut l.core, &mut l.batch, &mut l.replay));
-        load_replicas((json, extra), &mut self.progress, &mut self.critic, (count, lanes))
-    }
-
-    fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
-    fn progress_mut(&mut self) -> &mut Progress {
-        &mut self.progress
-    }
-
-    fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.lanes[0].batch
-    }
-
-    fn critic(&mut self) -> &mut Critic {
-        &mut self.critic
-    }
+    // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
+    crate::train::replicas::replica_learner_plumbing!();
 }
