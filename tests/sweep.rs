@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gridarena::critic::{Device, choose_device};
+use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::evaluate_replica;
 use gridarena::train::{TrainOptions, train};
@@ -18,8 +18,8 @@ mod runs;
 mod sweeps;
 use runs::{deterministic_metrics, params};
 use sweeps::{
-    assert_resumes_exactly, check_replicas_equal_single_runs, cpu, plan_total, resumed,
-    target_params, temp, with_sweep,
+    assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, cpu,
+    plan_total, resumed, target_params, temp, with_sweep,
 };
 
 fn small() -> RunConfig {
@@ -369,41 +369,11 @@ fn the_cli_prints_the_ranked_grid() {
 /// it, per-network steps and Polyak factors) as the CPU does, within float rounding.
 #[test]
 fn an_iql_sweep_on_the_gpu_matches_the_cpu() {
-    if let Err(e) = choose_device(Device::Gpu) {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set but no GPU adapter is usable: {e}");
-        }
-        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
-        return;
-    }
     let cfg = RunConfig {
         seeds: 2,
         ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
     };
-    let mut runs = Vec::new();
-    for device in [Device::Cpu, Device::Gpu] {
-        let run = temp(&format!("iql-{device:?}"));
-        let summary = train(
-            &RunConfig {
-                device,
-                ..cfg.clone()
-            },
-            &run,
-            &TrainOptions::default(),
-        );
-        assert!(summary.is_ok(), "{device:?}: {:?}", summary.err());
-        runs.push((params(&run), target_params(&run)));
-        let _ = std::fs::remove_dir_all(run);
-    }
-    let close = |a: &[f32], b: &[f32]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
-    };
-    assert!(close(&runs[0].0, &runs[1].0), "parameters differ");
-    assert!(close(&runs[0].1, &runs[1].1), "target parameters differ");
-    assert_ne!(
-        runs[0].0, runs[0].1,
-        "the targets trail the online networks"
-    );
+    assert_gpu_matches_cpu(&cfg, "iql");
 }
 
 #[test]

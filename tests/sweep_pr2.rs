@@ -2,8 +2,9 @@
 //! grid point's values and seed, bit for bit (parameters, target critics, returns, greedy
 //! evaluation), each replica with its own arenas, sequence replay, streams and rate limiter;
 //! `--seeds` is accepted; shape-changing and rate-limiter keys are refused by name; the memory
-//! preflight counts every replica; a sweep resumes exactly; the CLI ranks the grid and writes
-//! `sweep.csv` and one TensorBoard directory per replica.
+//! preflight counts every replica; a sweep resumes exactly and matches the CPU on the GPU
+//! backend; the CLI ranks the grid and writes `sweep.csv` and one TensorBoard directory per
+//! replica.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,8 +19,8 @@ mod runs;
 mod sweeps;
 use runs::{deterministic_metrics, params};
 use sweeps::{
-    assert_resumes_exactly, check_replicas_equal_single_runs, plan_total, target_params, temp,
-    with_sweep,
+    assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, plan_total,
+    target_params, temp, with_sweep,
 };
 
 /// PR2-IQL on the two-player climbing game, small enough that learner steps start in the
@@ -171,6 +172,17 @@ fn the_pr2_memory_preflight_counts_every_replica() {
     let replay_one = total(&big) - one;
     let replay_four = total(&RunConfig { seeds: 4, ..big }) - seeds;
     assert_eq!(replay_four, 4 * replay_one);
+}
+
+/// The stacked PR2 replicas train alike on the GPU backend (the critic stack on the device,
+/// the factorised head's math on the host): per-network learning rates and Polyak factors.
+#[test]
+fn a_pr2_sweep_on_the_gpu_matches_the_cpu() {
+    let cfg = RunConfig {
+        seeds: 2,
+        ..with_sweep(small_pr2(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
+    };
+    assert_gpu_matches_cpu(&cfg, "pr2");
 }
 
 fn gridarena(args: &[&str]) -> std::process::Output {

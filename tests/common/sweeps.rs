@@ -153,3 +153,40 @@ pub fn plan_total(cfg: &RunConfig) -> u64 {
     let loaded = load_scenario(cfg).unwrap();
     plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
 }
+
+/// Trains `cfg` on the CPU and on the GPU backend and checks both end with parameters and
+/// target networks within 1e-4 of each other (and the targets trailing the online networks);
+/// skips loudly without a usable adapter (fails under `CI`).
+pub fn assert_gpu_matches_cpu(cfg: &RunConfig, name: &str) {
+    if let Err(e) = choose_device(Device::Gpu) {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but no GPU adapter is usable: {e}");
+        }
+        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+        return;
+    }
+    let mut runs = Vec::new();
+    for device in [Device::Cpu, Device::Gpu] {
+        let run = temp(&format!("{name}-{device:?}"));
+        let summary = train(
+            &RunConfig {
+                device,
+                ..cfg.clone()
+            },
+            &run,
+            &TrainOptions::default(),
+        );
+        assert!(summary.is_ok(), "{device:?}: {:?}", summary.err());
+        runs.push((params(&run), target_params(&run)));
+        let _ = std::fs::remove_dir_all(run);
+    }
+    let close = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
+    };
+    assert!(close(&runs[0].0, &runs[1].0), "parameters differ");
+    assert!(close(&runs[0].1, &runs[1].1), "target parameters differ");
+    assert_ne!(
+        runs[0].0, runs[0].1,
+        "the targets trail the online networks"
+    );
+}
