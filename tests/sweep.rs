@@ -1,33 +1,26 @@
 //! Hyperparameter sweeps in one run: replica k of a sweep is the single run with its grid
 //! point's values and seed, bit for bit (parameters, returns, greedy evaluation), for PQN and
-//! IQL (whose target networks, replays and rate limiters are per replica too); shape-changing
-//! keys are refused by name; the ranking, `sweep.csv` and `sweep.png` are written; the memory
-//! preflight counts every replica; a sweep resumes exactly.
+//! IQL (whose target networks, replays and rate limiters are per replica too; PR2-IQL's in
+//! tests/sweep_pr2.rs); shape-changing keys are refused by name; the ranking, `sweep.csv` and
+//! `sweep.png` are written; the memory preflight counts every replica; a sweep resumes exactly.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gridarena::critic::{Chosen, Device, choose_device};
+use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RunConfig};
-use gridarena::train::eval::{evaluate, evaluate_replica};
-use gridarena::train::plan::{self, PlanDevice};
-use gridarena::train::run_dir::RunDir;
-use gridarena::train::sweep::Replica;
-use gridarena::train::tensors::Tensor;
-use gridarena::train::{TrainOptions, load_scenario, train};
+use gridarena::train::eval::evaluate_replica;
+use gridarena::train::{TrainOptions, train};
 
 #[path = "common/runs.rs"]
 mod runs;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};
-use sweeps::{single_run_of, with_sweep};
-
-fn temp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("gridarena-sweep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    p
-}
+use sweeps::{
+    assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, cpu,
+    plan_total, resumed, target_params, temp, with_sweep,
+};
 
 fn small() -> RunConfig {
     RunConfig {
@@ -45,66 +38,6 @@ fn small() -> RunConfig {
         checkpoint_every: 2,
         ..RunConfig::default()
     }
-}
-
-/// Trains the single run each of `ks` stands for and checks replica k of the sweep run in
-/// `multi` equals it bit for bit: parameters (and, with `targets`, the target networks), every
-/// update's return, and the greedy evaluation of `eval --replica k`.
-fn check_replicas_equal_single_runs(
-    multi: &Path,
-    (base, replicas): (&RunConfig, &[Replica]),
-    ks: &[usize],
-    targets: bool,
-) {
-    let multi_params = params(multi);
-    let multi_target = if targets {
-        target_params(multi)
-    } else {
-        Vec::new()
-    };
-    let multi_metrics = deterministic_metrics(multi);
-    let per_replica = multi_params.len() / replicas.len();
-    let same = |a: &[f32], b: &[f32]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-    };
-    for &k in ks {
-        let r = &replicas[k];
-        let label = r.point_label();
-        let single = temp(&format!(
-            "single-{}-{k}",
-            multi.file_name().unwrap().to_string_lossy()
-        ));
-        train(&single_run_of(base, r), &single, &TrainOptions::default()).unwrap();
-        let block = k * per_replica..(k + 1) * per_replica;
-        assert!(
-            same(&multi_params[block.clone()], &params(&single)),
-            "replica {k} ({label}): parameters differ from the single run"
-        );
-        if targets {
-            assert!(
-                same(&multi_target[block], &target_params(&single)),
-                "replica {k} ({label}): target parameters differ from the single run"
-            );
-        }
-        let single_metrics = deterministic_metrics(&single);
-        assert_eq!(multi_metrics.len(), single_metrics.len());
-        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
-            assert_eq!(
-                m["seeds_return_per_seed"][k], s["return_mean"],
-                "replica {k} ({label}), update {}",
-                m["update"]
-            );
-        }
-        // `eval --replica k` evaluates exactly the single run's policy.
-        let a = evaluate_replica(multi, 20, &cpu(), k).unwrap();
-        let b = evaluate(&single, 20, &cpu()).unwrap();
-        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
-        let _ = std::fs::remove_dir_all(single);
-    }
-}
-
-fn cpu() -> Chosen {
-    choose_device(Device::Cpu).unwrap()
 }
 
 /// Every per-network scalar PQN sweeps differs between some replicas: the learning rate and
@@ -167,38 +100,17 @@ fn replica_k_of_a_sweep_equals_the_single_run_with_its_values_bit_for_bit() {
 #[test]
 fn a_sweep_resumes_exactly() {
     let cfg = with_sweep(small(), &["lr=[3e-3, 1e-3]", "gamma=[0.9, 0.99]"]);
-    let straight = temp("resume-straight");
-    train(&cfg, &straight, &TrainOptions::default()).unwrap();
-    let split = temp("resume-split");
-    let first = TrainOptions {
-        until_update: Some(3),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &first).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &resume).unwrap();
-    assert_eq!(params(&split), params(&straight));
-    assert_eq!(
-        deterministic_metrics(&split),
-        deterministic_metrics(&straight)
-    );
+    let split = assert_resumes_exactly(&cfg, "resume", false);
     // A different grid is not this run.
     let other = with_sweep(small(), &["lr=[3e-3, 2e-3]", "gamma=[0.9, 0.99]"]);
-    let err = train(&other, &split, &resume).unwrap_err().to_string();
+    let err = train(&other, &split, &resumed()).unwrap_err().to_string();
     assert!(err.contains("sweep"), "{err}");
-    let _ = std::fs::remove_dir_all(straight);
     let _ = std::fs::remove_dir_all(split);
 }
 
 #[test]
 fn the_memory_preflight_counts_every_replica() {
-    let total = |cfg: &RunConfig| {
-        let loaded = load_scenario(cfg).unwrap();
-        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
-    };
+    let total = plan_total;
     let one = total(&small());
     let grid = total(&with_sweep(
         small(),
@@ -249,20 +161,6 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
             "{axis}: a refused run wrote {out_s}"
         );
     }
-    // PR2-IQL sweeps are not available yet: refused clearly, not run as something else.
-    let o = gridarena(&[
-        "train",
-        "--algo",
-        "pr2-iql",
-        "--device",
-        "cpu",
-        "--sweep",
-        "lr=[1e-3,2e-3]",
-        "--out",
-        out_s,
-    ]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("algo pqn or iql only"));
     // An IQL sweep of a rate-limiter key is refused with its name and why.
     let o = gridarena(&[
         "train",
@@ -303,16 +201,6 @@ fn small_iql() -> RunConfig {
         total_steps: 4 * 8 * 5,
         checkpoint_every: 1,
         ..small()
-    }
-}
-
-/// The newest checkpoint's target parameters.
-fn target_params(run: &Path) -> Vec<f32> {
-    let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    let found = c.extra.iter().find(|(name, _)| name == "target");
-    match found {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no target tensor", run.display()),
     }
 }
 
@@ -364,31 +252,12 @@ fn an_iql_sweep_resumes_exactly() {
         seeds: 2,
         ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
     };
-    let straight = temp("iql-resume-straight");
-    train(&cfg, &straight, &TrainOptions::default()).unwrap();
-    let split = temp("iql-resume-split");
-    let first = TrainOptions {
-        until_update: Some(3),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &first).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    train(&cfg, &split, &resume).unwrap();
-    assert_eq!(params(&split), params(&straight));
-    assert_eq!(target_params(&split), target_params(&straight));
-    assert_eq!(
-        deterministic_metrics(&split),
-        deterministic_metrics(&straight)
-    );
-    let _ = std::fs::remove_dir_all(straight);
+    let split = assert_resumes_exactly(&cfg, "iql-resume", true);
     let _ = std::fs::remove_dir_all(split);
 }
 
 #[test]
-fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
+fn iql_sweeps_refuse_rate_limiter_keys_and_threads() {
     for key in ["samples_per_insert", "min_replay", "rate_error_buffer"] {
         let cfg = with_sweep(small_iql(), &[&format!("{key}=[1.0, 2.0]")]);
         let err = cfg.replicas().unwrap_err().to_string();
@@ -407,13 +276,6 @@ fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
         err.contains("threaded") && err.contains("2 replicas"),
         "{err}"
     );
-    let pr2 = RunConfig {
-        algo: Algo::Pr2Iql,
-        seeds: 2,
-        ..small_iql()
-    };
-    let err = pr2.validate().unwrap_err().to_string();
-    assert!(err.contains("seeds") && err.contains("pqn or iql"), "{err}");
     // IQL with seeds alone is accepted now.
     let seeds = RunConfig {
         seeds: 3,
@@ -424,10 +286,7 @@ fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
 
 #[test]
 fn the_iql_memory_preflight_counts_every_replica_replay() {
-    let total = |cfg: &RunConfig| {
-        let loaded = load_scenario(cfg).unwrap();
-        plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
-    };
+    let total = plan_total;
     let small_replay = small_iql();
     let big_replay = RunConfig {
         replay_capacity: 100_000,
@@ -510,41 +369,11 @@ fn the_cli_prints_the_ranked_grid() {
 /// it, per-network steps and Polyak factors) as the CPU does, within float rounding.
 #[test]
 fn an_iql_sweep_on_the_gpu_matches_the_cpu() {
-    if let Err(e) = choose_device(Device::Gpu) {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set but no GPU adapter is usable: {e}");
-        }
-        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
-        return;
-    }
     let cfg = RunConfig {
         seeds: 2,
         ..with_sweep(small_iql(), &["lr=[3e-3, 1e-3]", "target_tau=[0.05, 0.5]"])
     };
-    let mut runs = Vec::new();
-    for device in [Device::Cpu, Device::Gpu] {
-        let run = temp(&format!("iql-{device:?}"));
-        let summary = train(
-            &RunConfig {
-                device,
-                ..cfg.clone()
-            },
-            &run,
-            &TrainOptions::default(),
-        );
-        assert!(summary.is_ok(), "{device:?}: {:?}", summary.err());
-        runs.push((params(&run), target_params(&run)));
-        let _ = std::fs::remove_dir_all(run);
-    }
-    let close = |a: &[f32], b: &[f32]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
-    };
-    assert!(close(&runs[0].0, &runs[1].0), "parameters differ");
-    assert!(close(&runs[0].1, &runs[1].1), "target parameters differ");
-    assert_ne!(
-        runs[0].0, runs[0].1,
-        "the targets trail the online networks"
-    );
+    assert_gpu_matches_cpu(&cfg, "iql");
 }
 
 #[test]

@@ -517,14 +517,8 @@ impl RunConfig {
                 return bad(field, format!("{v}; a number in [0, 1]"));
             }
         }
-        if self.seeds == 0 || (self.seeds > 1 && self.algo == Algo::Pr2Iql) {
-            return bad(
-                "seeds",
-                format!(
-                    "{}; at least 1 (more than 1 with algo pqn or iql only, for now)",
-                    self.seeds
-                ),
-            );
+        if self.seeds == 0 {
+            return bad("seeds", "0; at least 1".into());
         }
         if self.threaded && self.replica_count() > 1 {
             return bad(

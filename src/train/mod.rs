@@ -28,6 +28,7 @@ mod q_head;
 mod qnet;
 pub mod rate_limiter;
 pub(crate) mod replay;
+mod replicas;
 mod resume_check;
 mod returns;
 pub mod run_dir;

@@ -9,10 +9,10 @@
 //! slowest), seeds fastest within a point: replica `k = point x seeds + s`.
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
-//! refused with their name: they cannot share one stack. PQN and IQL sweep (each its own keys,
-//! [`sweepable`]); IQL's replicas share one optimiser step count, so the rate limiter's keys
-//! (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are refused too. PR2-IQL does not
-//! sweep yet.
+//! refused with their name: they cannot share one stack. PQN, IQL and PR2-IQL sweep (each its
+//! own keys, [`sweepable`]); the replicas of IQL and PR2-IQL share one optimiser step count, so
+//! the rate limiter's keys (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are
+//! refused too.
 
 use super::config::{Algo, ConfigError, RunConfig};
 
@@ -57,16 +57,21 @@ pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
     ),
     (
         "cer",
-        "newest rows in every minibatch of the replica's replay",
+        "newest rows (PR2-IQL: whether the newest sequence) in every learner step of the \
+         replica's replay",
     ),
 ];
 
-/// The keys a sweep of `algo` may vary (none for an algorithm without sweeps).
+/// The keys a PR2-IQL sweep may vary: IQL's (its factorised critic trains with its own Huber
+/// loss, so no loss parameter; `cer` puts the replica's newest sequence in every learner step).
+pub const PR2_SWEEPABLE: [(&str, &str); 9] = IQL_SWEEPABLE;
+
+/// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
     match algo {
         Algo::Pqn => &SWEEPABLE,
         Algo::Iql => &IQL_SWEEPABLE,
-        Algo::Pr2Iql => &[],
+        Algo::Pr2Iql => &PR2_SWEEPABLE,
     }
 }
 
@@ -237,12 +242,6 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         field: "sweep",
         message,
     };
-    if !cfg.sweep.is_empty() && sweepable(cfg.algo).is_empty() {
-        return Err(bad(format!(
-            "a sweep with algo {:?} is not available yet (algo pqn or iql only); run one configuration per process",
-            cfg.algo
-        )));
-    }
     for (key, values) in &cfg.sweep {
         if let Some(why) = refusal(cfg.algo, key) {
             return Err(bad(why));
@@ -360,14 +359,17 @@ mod tests {
         assert!(parse_axis("lr").is_err());
         assert!(parse_axis("lr=[]").is_err());
         assert!(parse_axis("lr=[1e-3,").is_err());
-        let mut pr2 = with_sweep(&["lr=[1e-3, 5e-4]"]);
+        // PR2-IQL sweeps its per-network scalars, not the rate limiter's keys nor a loss
+        // parameter it does not read.
+        let mut pr2 = with_sweep(&["lr=[1e-3, 5e-4]", "target_tau=[0.05, 0.5]"]);
         pr2.algo = Algo::Pr2Iql;
-        assert!(
-            replicas(&pr2)
-                .unwrap_err()
-                .to_string()
-                .contains("pqn or iql")
-        );
+        assert_eq!(replicas(&pr2).unwrap().len(), 4);
+        for key in ["samples_per_insert", "huber_delta", "hidden"] {
+            let mut refused = with_sweep(&[&format!("{key}=[1.0, 2.0]")]);
+            refused.algo = Algo::Pr2Iql;
+            let err = replicas(&refused).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
     }
 
     #[test]

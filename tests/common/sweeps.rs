@@ -1,10 +1,29 @@
-//! Helpers shared by the sweep tests: a config with a grid, and a replica's single run.
+//! Helpers shared by the sweep tests (PQN, IQL, PR2-IQL): a fresh run directory, a config
+//! with `--sweep` axes, a replica's single run, and the check that replica k of a sweep equals
+//! that single run bit for bit.
 #![allow(dead_code, missing_docs)]
 
-use gridarena::train::config::RunConfig;
-use gridarena::train::sweep::{Replica, parse_axis};
+use std::path::{Path, PathBuf};
 
-/// `cfg` with one axis per `key=[v1, v2, ...]` of `axes`, as `--sweep` reads them.
+use gridarena::critic::{Chosen, Device, choose_device};
+use gridarena::train::config::RunConfig;
+use gridarena::train::eval::{evaluate, evaluate_replica};
+use gridarena::train::plan::{self, PlanDevice};
+use gridarena::train::run_dir::RunDir;
+use gridarena::train::sweep::{Replica, parse_axis};
+use gridarena::train::tensors::Tensor;
+use gridarena::train::{TrainOptions, load_scenario, train};
+
+use super::runs::{deterministic_metrics, params};
+
+/// A fresh directory under the system's temporary one.
+pub fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("gridarena-sweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// `cfg` with the `--sweep` axes `axes`.
 pub fn with_sweep(mut cfg: RunConfig, axes: &[&str]) -> RunConfig {
     for a in axes {
         let (k, v) = parse_axis(a).unwrap();
@@ -23,4 +42,151 @@ pub fn single_run_of(base: &RunConfig, r: &Replica) -> RunConfig {
         cfg.set(&format!("{key}={value}")).unwrap();
     }
     cfg
+}
+
+/// Trains the single run each of `ks` stands for and checks replica k of the sweep run in
+/// `multi` equals it bit for bit: parameters (and, with `targets`, the target networks), every
+/// update's return, and the greedy evaluation of `eval --replica k`.
+pub fn check_replicas_equal_single_runs(
+    multi: &Path,
+    (base, replicas): (&RunConfig, &[Replica]),
+    ks: &[usize],
+    targets: bool,
+) {
+    let multi_params = params(multi);
+    let multi_target = if targets {
+        target_params(multi)
+    } else {
+        Vec::new()
+    };
+    let multi_metrics = deterministic_metrics(multi);
+    let per_replica = multi_params.len() / replicas.len();
+    let same = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    for &k in ks {
+        let r = &replicas[k];
+        let label = r.point_label();
+        let single = temp(&format!(
+            "single-{}-{k}",
+            multi.file_name().unwrap().to_string_lossy()
+        ));
+        train(&single_run_of(base, r), &single, &TrainOptions::default()).unwrap();
+        let block = k * per_replica..(k + 1) * per_replica;
+        assert!(
+            same(&multi_params[block.clone()], &params(&single)),
+            "replica {k} ({label}): parameters differ from the single run"
+        );
+        if targets {
+            assert!(
+                same(&multi_target[block], &target_params(&single)),
+                "replica {k} ({label}): target parameters differ from the single run"
+            );
+        }
+        let single_metrics = deterministic_metrics(&single);
+        assert_eq!(multi_metrics.len(), single_metrics.len());
+        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
+            assert_eq!(
+                m["seeds_return_per_seed"][k], s["return_mean"],
+                "replica {k} ({label}), update {}",
+                m["update"]
+            );
+        }
+        // `eval --replica k` evaluates exactly the single run's policy.
+        let a = evaluate_replica(multi, 20, &cpu(), k).unwrap();
+        let b = evaluate(&single, 20, &cpu()).unwrap();
+        assert_eq!(a.policy.per_agent, b.policy.per_agent, "replica {k}: eval");
+        let _ = std::fs::remove_dir_all(single);
+    }
+}
+
+/// The CPU backend.
+pub fn cpu() -> Chosen {
+    choose_device(Device::Cpu).unwrap()
+}
+
+/// The newest checkpoint's target parameters.
+pub fn target_params(run: &Path) -> Vec<f32> {
+    let c = RunDir::open(run).unwrap().load_latest().unwrap();
+    let found = c.extra.iter().find(|(name, _)| name == "target");
+    match found {
+        Some((_, Tensor::F32(t))) => t.clone(),
+        _ => panic!("{}: no target tensor", run.display()),
+    }
+}
+
+/// Trains `cfg` straight, and again until update 3 then resumed, and checks the two end bit
+/// for bit: parameters (with `targets`, the target networks too) and every update's metrics
+/// but the wall-clock ones. Returns the resumed run's directory (the straight one is removed).
+pub fn assert_resumes_exactly(cfg: &RunConfig, name: &str, targets: bool) -> PathBuf {
+    let straight = temp(&format!("{name}-straight"));
+    train(cfg, &straight, &TrainOptions::default()).unwrap();
+    let split = temp(&format!("{name}-split"));
+    let first = TrainOptions {
+        until_update: Some(3),
+        ..TrainOptions::default()
+    };
+    train(cfg, &split, &first).unwrap();
+    train(cfg, &split, &resumed()).unwrap();
+    assert_eq!(params(&split), params(&straight));
+    if targets {
+        assert_eq!(target_params(&split), target_params(&straight));
+    }
+    assert_eq!(
+        deterministic_metrics(&split),
+        deterministic_metrics(&straight)
+    );
+    let _ = std::fs::remove_dir_all(straight);
+    split
+}
+
+/// The options of a resumed run.
+pub fn resumed() -> TrainOptions {
+    TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    }
+}
+
+/// The memory preflight's total for `cfg` on the CPU (no budget).
+pub fn plan_total(cfg: &RunConfig) -> u64 {
+    let loaded = load_scenario(cfg).unwrap();
+    plan::plan_for(cfg, &loaded, PlanDevice::Chosen(&cpu()), u64::MAX, None).total_bytes
+}
+
+/// Trains `cfg` on the CPU and on the GPU backend and checks both end with parameters and
+/// target networks within 1e-4 of each other (and the targets trailing the online networks);
+/// skips loudly without a usable adapter (fails under `CI`).
+pub fn assert_gpu_matches_cpu(cfg: &RunConfig, name: &str) {
+    if let Err(e) = choose_device(Device::Gpu) {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but no GPU adapter is usable: {e}");
+        }
+        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+        return;
+    }
+    let mut runs = Vec::new();
+    for device in [Device::Cpu, Device::Gpu] {
+        let run = temp(&format!("{name}-{device:?}"));
+        let summary = train(
+            &RunConfig {
+                device,
+                ..cfg.clone()
+            },
+            &run,
+            &TrainOptions::default(),
+        );
+        assert!(summary.is_ok(), "{device:?}: {:?}", summary.err());
+        runs.push((params(&run), target_params(&run)));
+        let _ = std::fs::remove_dir_all(run);
+    }
+    let close = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
+    };
+    assert!(close(&runs[0].0, &runs[1].0), "parameters differ");
+    assert!(close(&runs[0].1, &runs[1].1), "target parameters differ");
+    assert_ne!(
+        runs[0].0, runs[0].1,
+        "the targets trail the online networks"
+    );
 }

@@ -11,10 +11,11 @@ use super::super::error::TrainError;
 use super::super::explore::max_value;
 use super::super::q_head::QHead;
 use super::super::replay::{ReplayColumns, Ring};
+use super::super::replicas::{StepValues, optimiser_step, target_update};
 use super::super::tensors::Column;
 use crate::components::StepBuffers;
 use crate::critic::loss::loss_and_grad;
-use crate::critic::{AdamConfig, Critic, Input, NetOptim};
+use crate::critic::{Critic, Input};
 use crate::rng::below;
 
 // ------------------------------------------------------------------------------------------
@@ -152,28 +153,6 @@ pub(super) struct Minibatch {
     d_out: Vec<f32>,
 }
 
-/// One replica's values a learner step reads: its discount, Polyak factor and optimiser.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct StepValues {
-    /// Discount of the TD targets.
-    pub gamma: f32,
-    /// Polyak factor of the target networks.
-    pub tau: f32,
-    /// Learning rate and gradient clip (the rest is shared by the stack).
-    pub adam: AdamConfig,
-}
-
-impl StepValues {
-    /// A replica's values at an update whose optimiser is `adam`.
-    pub(super) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
-        StepValues {
-            gamma: cfg.gamma,
-            tau: cfg.target_tau,
-            adam,
-        }
-    }
-}
-
 impl Minibatch {
     /// Empties every column.
     fn clear(&mut self) {
@@ -285,38 +264,10 @@ impl Minibatch {
                 value,
             });
         }
-        step_and_average(critic, values, nets_per_replica)?;
+        optimiser_step(critic, values, nets_per_replica)?;
+        target_update(critic, values, nets_per_replica)?;
         Ok(value)
     }
-}
-
-/// The optimiser step and the Polyak update: one setting for the whole stack unless the
-/// replicas' differ, then each network with its replica's.
-fn step_and_average(
-    critic: &mut Critic,
-    values: &[StepValues],
-    nets_per_replica: usize,
-) -> Result<(), TrainError> {
-    let first = values[0];
-    if values.iter().all(|v| v.adam == first.adam) {
-        critic.step(&first.adam);
-    } else {
-        let nets: Vec<NetOptim> = values
-            .iter()
-            .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
-            .collect();
-        critic.step_nets(&first.adam, &nets)?;
-    }
-    if values.iter().all(|v| v.tau == first.tau) {
-        critic.polyak(first.tau);
-    } else {
-        let taus: Vec<f32> = values
-            .iter()
-            .flat_map(|v| std::iter::repeat_n(v.tau, nets_per_replica))
-            .collect();
-        critic.polyak_nets(&taus)?;
-    }
-    Ok(())
 }
 
 /// IQL's one-step target `r + gamma (1 - terminated) max_a Q_target(next, a)`: a truncated

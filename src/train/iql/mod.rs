@@ -29,34 +29,26 @@
 mod buffer;
 mod threaded;
 
-use serde::{Deserialize, Serialize};
-
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
-use super::opponent::{
-    ModelsState, OpponentModels, OpponentNetworks, ScoreMean, load_models, save_models,
-    set_models_params,
-};
+use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
 use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
-use super::replay::{ReplayCore, ReplayState, restore_target, successor_input};
-use super::run_dir::Resume;
-use super::schedule::{epsilon_by_steps, optimiser};
+use super::replay::{ReplayCore, successor_input};
+use super::replicas::{StepValues, UpdateValues, lockstep_batches, replicas_critic};
+use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
 };
 use super::stats::UpdateStats;
-use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
 use crate::engine::EnvBatch;
-use crate::error::BadField;
 use crate::layout::Layout;
-use crate::metrics::EpisodeSummary;
 use crate::scenario::LoadedScenario;
 pub use buffer::td_target;
-use buffer::{Minibatch, Replay, StepValues};
+use buffer::{Minibatch, Replay};
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -100,18 +92,7 @@ struct Lane {
     mb: Minibatch,
 }
 
-/// The checkpointed state of a run of several replicas: each replica's part (its replay
-/// columns are the tensors `replica.<r>.replay.<column>`; the targets of the whole stack are
-/// the `target` tensor).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ReplicasState {
-    /// Each replica's streams, limiter, arenas and ring.
-    pub replicas: Vec<ReplayState>,
-    /// Every replica's opponent models' optimiser steps and shuffle streams (their parameters
-    /// and Adam moments are the `models.*` tensors).
-    #[serde(default)]
-    pub models_state: Option<ModelsState>,
-}
+pub use super::replicas::ReplicasState;
 
 impl Iql {
     /// A fresh learner: replica r's arenas, streams and networks seeded with its own seed
@@ -125,20 +106,7 @@ impl Iql {
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
-        let spec = StackSpec {
-            nets: single.nets * reps.len(),
-            ..single
-        };
-        let mut critic = Critic::new(spec, cfg.seed, device)?;
-        if reps.len() > 1 {
-            let params: Vec<f32> = reps
-                .iter()
-                .flat_map(|r| crate::critic::init_params(&single, r.cfg.seed))
-                .collect();
-            critic.set_params(&params)?;
-            // The targets start as copies of the online networks, as a single run's do.
-            critic.polyak(1.0);
-        }
+        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
         let head = QHead::of(cfg);
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
@@ -250,22 +218,8 @@ impl Iql {
     /// The learner steps every replica's rate limiter allows now: the same number for all
     /// (they share one optimiser step count), else the run stops.
     fn allowed_steps(&self) -> Result<u64, TrainError> {
-        let batch = self.cfg.batch_size as u64;
-        let first = self.lanes[0].core.limiter.allowed_batches(batch);
-        let other = self.lanes.iter().enumerate().skip(1).find_map(|(r, lane)| {
-            let allowed = lane.core.limiter.allowed_batches(batch);
-            (allowed != first).then_some((r, allowed))
-        });
-        match other {
-            None => Ok(first),
-            Some((r, allowed)) => Err(TrainError::Config(format!(
-                "replicas out of lockstep at update {}: replica 0's rate limiter allows {first} \
-                 learner steps, replica {r}'s {allowed}; the replicas share one optimiser step \
-                 count, so they need equal samples_per_insert, min_replay, rate_error_buffer and \
-                 batch_size",
-                self.progress.update + 1
-            ))),
-        }
+        let limiters = self.lanes.iter().map(|l| &l.core.limiter);
+        lockstep_batches(limiters, self.cfg.batch_size as u64, self.progress.update)
     }
 
     /// One learner step for every replica: each fills its minibatch (the newest rows and
@@ -305,31 +259,14 @@ impl Iql {
     /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
-        let epsilons: Vec<f32> = self
-            .lanes
-            .iter()
-            .map(|l| epsilon_by_steps(&l.cfg, env_steps))
-            .collect();
-        let optimisers: Vec<_> = self
-            .lanes
-            .iter()
-            .map(|l| optimiser(&l.cfg, update))
-            .collect();
-        let values: Vec<StepValues> = self
-            .lanes
-            .iter()
-            .zip(&optimisers)
-            .map(|(l, (_, adam))| StepValues::of(&l.cfg, *adam))
-            .collect();
-        let thresholds: Vec<u64> = epsilons
-            .iter()
-            .map(|e| crate::rng::threshold(*e as f64))
-            .collect();
+        let cfgs = self.lanes.iter().map(|l| &l.cfg);
+        let values = UpdateValues::of(cfgs, update, env_steps);
         let (mut losses, mut steps) = (0.0f64, 0u64);
         let rollout = if self.cfg.threaded {
             let t0 = std::time::Instant::now();
             let sim_before = self.progress.sim_seconds;
-            (losses, steps) = self.update_threaded(&values[0].adam, thresholds[0])?;
+            let (adam, threshold) = (values.steps[0].adam, values.thresholds[0]);
+            (losses, steps) = self.update_threaded(&adam, threshold)?;
             self.progress.learn_seconds +=
                 t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
             0
@@ -341,7 +278,7 @@ impl Iql {
         let mut next = Vec::new();
         for _ in 0..rollout {
             let t_learn = std::time::Instant::now();
-            let (obs, taken) = self.act(&thresholds)?;
+            let (obs, taken) = self.act(&values.thresholds)?;
             let acting = t_learn.elapsed().as_secs_f64();
             let t_sim = std::time::Instant::now();
             for lane in &mut self.lanes {
@@ -361,7 +298,7 @@ impl Iql {
                 lane.core.limiter.delete(evicted);
             }
             for _ in 0..self.allowed_steps()? {
-                losses += self.learn(&values)? as f64;
+                losses += self.learn(&values.steps)? as f64;
                 steps += 1;
             }
             self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
@@ -378,29 +315,11 @@ impl Iql {
             .iter_mut()
             .map(|s| std::mem::take(s).mean())
             .collect();
-        let mut per_replica: Vec<Vec<EpisodeSummary>> = self
-            .lanes
-            .iter_mut()
-            .map(|l| l.batch.take_episodes())
-            .collect();
-        let episodes = per_replica[0].clone();
         let replicas = self.lanes.len();
-        let mut stats = UpdateStats::replay(
-            (losses, steps),
-            (epsilons[0], optimisers[0].0),
-            episodes,
-            None,
-        )
-        .with_opponents(scores.unwrap_or_default(), replicas);
-        if per_replica.len() > 1 {
-            stats.replica_scalars = epsilons
-                .iter()
-                .zip(&optimisers)
-                .map(|(e, (lr, _))| (*e, *lr))
-                .collect();
-            stats.per_replica = std::mem::take(&mut per_replica);
-        }
-        Ok(stats)
+        let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
+        Ok(values
+            .stats((losses, steps), per_replica.collect(), None)
+            .with_opponents(scores.unwrap_or_default(), replicas))
     }
 }
 
@@ -440,69 +359,8 @@ impl Learner for Iql {
         set_models_params(&mut self.models, p)
     }
 
-    /// One replica: the replay learners' state ([`ReplayState`]); several: a
-    /// [`ReplicasState`], each replica's replay under `replica.<r>.`.
-    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
-        let progress = &self.progress;
-        if let [lane] = self.lanes.as_mut_slice() {
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            let models = &mut self.models;
-            return lane
-                .core
-                .save_json(progress, &mut self.critic, models, arenas, extra);
-        }
-        let mut replicas = Vec::with_capacity(self.lanes.len());
-        for (r, lane) in self.lanes.iter_mut().enumerate() {
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            let prefix = format!("replica.{r}.");
-            replicas.push(lane.core.save_replica(progress, arenas, extra, &prefix));
-        }
-        extra.push(("target".into(), Tensor::F32(self.critic.target_params()?)));
-        let models_state = save_models(&mut self.models, extra)?;
-        Ok(serde_json::to_string(&ReplicasState {
-            replicas,
-            models_state,
-        })?)
-    }
-
-    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
-        if let [lane] = self.lanes.as_mut_slice() {
-            let (progress, models) = (&mut self.progress, &mut self.models);
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            return lane
-                .core
-                .load_json(json, progress, &mut self.critic, models, arenas, extra);
-        }
-        let s: ReplicasState = serde_json::from_str(json)?;
-        BadField::check_len("replicas", self.lanes.len(), s.replicas.len())?;
-        let target = f32s(extra, "target", self.critic.params()?.len())?;
-        let mut resume = load_models(&mut self.models, s.models_state.as_ref(), None, extra)?;
-        for (r, (lane, state)) in self.lanes.iter_mut().zip(&s.replicas).enumerate() {
-            let arenas = (&mut lane.batch, &mut lane.replay);
-            let prefix = format!("replica.{r}.");
-            resume = resume.and(lane.core.load_replica(state, arenas, extra, &prefix)?);
-        }
-        restore_target(&mut self.critic, target)?;
-        self.progress.update = s.replicas[0].update;
-        self.progress.env_steps = s.replicas[0].env_steps;
-        Ok(resume)
-    }
-
-    fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
-    fn progress_mut(&mut self) -> &mut Progress {
-        &mut self.progress
-    }
-
-    fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.lanes[0].batch
-    }
-
-    fn critic(&mut self) -> &mut Critic {
-        &mut self.critic
-    }
+    // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
+    crate::train::replicas::replica_learner_plumbing!();
 }
 
 // ------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@
 use super::super::error::TrainError;
 use super::super::explore::act_epsilon_greedy;
 use super::super::replay::{ReplayCore, successor_input};
-use super::buffer::{Replay, StepValues};
+use super::super::replicas::StepValues;
+use super::buffer::Replay;
 use super::{Iql, Lane};
 use crate::critic::{AdamConfig, Input};
 

@@ -56,6 +56,16 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     }
 }
 
+/// The critic stack of every replica (seeds x sweep grid points): one block of
+/// [`stack_spec`]'s networks each.
+pub(crate) fn replicas_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+    let single = stack_spec(cfg, loaded);
+    StackSpec {
+        nets: single.nets.saturating_mul(cfg.replica_count()),
+        ..single
+    }
+}
+
 /// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
 pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
     (cfg.rollout + 1) * cfg.buffer_batch_size * learners
@@ -75,7 +85,9 @@ pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
 }
 
 /// PR2-IQL's plan: the critic head (the only tensor whose width depends on the number of
-/// agents) on its own line with its formula, so a joint critic's `A^N` shows where it comes from.
+/// agents) on its own line with its formula, so a joint critic's `A^N` shows where it comes from;
+/// every replica (seeds x sweep grid points) counted: its networks in the stack, its rows in
+/// every pass, its arenas, rollout and replay.
 pub(crate) fn plan(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
@@ -86,16 +98,17 @@ pub(crate) fn plan(
     let row = critic_row(cfg, n.max(2), a);
     let head = row.head;
     let width = row.width_checked().unwrap_or(u64::MAX);
-    let spec = stack_spec(cfg, loaded);
+    let reps = cfg.replica_count() as u64;
+    let spec = replicas_spec(cfg, loaded);
     let (t, s_seq, b) = (
         cfg.rollout as u64,
         cfg.buffer_batch_size as u64,
         cfg.arenas as u64,
     );
     let d = spec.input as u64;
-    let rows = batch_rows(cfg, n) as u64;
+    let rows = reps.saturating_mul(batch_rows(cfg, n) as u64);
     let mb_rows = pass_rows(cfg, n) as u64;
-    let pass_rows = mb_rows.max(b * n as u64);
+    let pass_rows = reps.saturating_mul(mb_rows.max(b * n as u64));
     let body = StackSpec { head: 0, ..spec };
     // Saturating arithmetic throughout: a joint head can be astronomically wide.
     let sized = |sp: &StackSpec| sp.sizing_for(pass_rows as usize, backend, false);
@@ -108,7 +121,7 @@ pub(crate) fn plan(
     let head_params = (spec.hidden as u64)
         .saturating_add(1)
         .saturating_mul(width)
-        .saturating_mul(n as u64 * 4 * 5);
+        .saturating_mul(spec.nets as u64 * 4 * 5);
     // Per row of the learner step, the backend keeps outputs and gradients of the head
     // (`sizing`), and the learner holds the output copy and its gradient: 2 more.
     let head_backend = with_head.map_or(u64::MAX, |w| {
@@ -134,17 +147,18 @@ pub(crate) fn plan(
             )
         }
     };
+    let replay = reps * replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8);
     let mut tensors = vec![
         PlanTensor {
             name: "critic head (outputs, gradients, head weights)".into(),
             shape: format!(
-                "{form} x {} rows per pass ({} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
+                "{form} x {} rows per pass ({reps} replicas x {} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
                 fmt(pass_rows),
                 t + 1,
                 cfg.minibatches
             ),
             bytes: head_bytes,
-            knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
+            knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches, or fewer seeds / grid points",
         },
         PlanTensor {
             name: "critic body (parameters, Adam, target, activations)".into(),
@@ -155,7 +169,7 @@ pub(crate) fn plan(
                 fmt(pass_rows)
             ),
             bytes: without.total(),
-            knobs: "lower hidden, layers, rollout or buffer_batch_size",
+            knobs: "lower hidden, layers, rollout or buffer_batch_size, or seeds",
         },
         PlanTensor {
             name: "learner-step rows (observations, actions, targets)".into(),
@@ -170,22 +184,22 @@ pub(crate) fn plan(
         PlanTensor {
             name: "arenas and rollout".into(),
             shape: format!(
-                "{b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + 8 B))",
+                "{reps} replicas x {b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + 8 B))",
                 fmt(layout.bytes_per_arena() as u64),
                 t + 1
             ),
-            bytes: b * layout.bytes_per_arena() as u64 + (t + 1) * b * n as u64 * (d + 8),
-            knobs: "lower arenas or rollout",
+            bytes: reps * b * (layout.bytes_per_arena() as u64 + (t + 1) * n as u64 * (d + 8)),
+            knobs: "lower arenas or rollout, or seeds",
         },
         PlanTensor {
             name: "replay buffer".into(),
             shape: format!(
-                "{} sequences x {} steps x {n} learners x ({d} B obs + 8 B)",
+                "{reps} replicas x {} sequences x {} steps x {n} learners x ({d} B obs + 8 B)",
                 replay_sequences(cfg),
                 t + 1
             ),
-            bytes: replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8),
-            knobs: "lower replay_capacity",
+            bytes: replay,
+            knobs: "lower replay_capacity or seeds",
         },
     ];
     if cfg.opponent_models {
@@ -208,8 +222,7 @@ pub(crate) fn plan(
         0
     };
     let params = (body.params() as u64).saturating_add(head_params / 20);
-    let replay = replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8);
-    let arenas = (b, layout.bytes_per_arena() as u64);
+    let arenas = (reps * b, layout.bytes_per_arena() as u64);
     tensors.push(checkpoint_tensor(
         cfg,
         (params, true),
@@ -225,8 +238,10 @@ pub(crate) fn plan(
 /// for a joint critic, the report's figure of its Q tensors beside them.
 pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> GpuSizing {
     let (n, a) = (layout.learners, layout.actions);
-    let spec = stack_spec(cfg, loaded);
-    let rows = (pass_rows(cfg, n) as u64).max(cfg.arenas as u64 * n as u64);
+    let spec = replicas_spec(cfg, loaded);
+    let rows = (pass_rows(cfg, n) as u64)
+        .max(cfg.arenas as u64 * n as u64)
+        .saturating_mul(cfg.replica_count() as u64);
     let mut stacks = vec![GpuStack {
         name: "PR2 critic",
         spec,
