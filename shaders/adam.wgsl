@@ -1,4 +1,4 @@
-// adam: one Adam / RAdam step for every parameter of the networks whose `active` is 1 (the
+// adam: one Adam / RAdam step for every parameter of the networks whose `stepping` is 1 (the
 // others' parameters and moments are left as they are), after clipping each network's gradient
 // to its own `max_norm` (when its `clip` is 1). Each network's `step_size`, `bc2` and
 // `adaptive` come from AdamConfig::schedule of its own learning rate at its own step count on
@@ -32,7 +32,7 @@ struct NetScalars {
     tau: f32,
     bc2: f32,
     adaptive: u32,
-    active: u32,
+    stepping: u32,
     _pad0: u32,
 }
 
@@ -52,7 +52,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let k = i / P.per_net;
     let net = nets[k];
-    if (net.active == 0u) {
+    if (net.stepping == 0u) {
         return;
     }
     var scale = 1.0;

@@ -22,7 +22,7 @@ struct NetScalars {
     tau: f32,
     bc2: f32,
     adaptive: u32,
-    active: u32,
+    stepping: u32,
     _pad0: u32,
 }
 

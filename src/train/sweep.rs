@@ -10,9 +10,8 @@
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
 //! refused with their name: they cannot share one stack. PQN and IQL sweep (each its own keys,
-//! [`sweepable`]); IQL's replicas share one optimiser step count, so the rate limiter's keys
-//! (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are refused too. PR2-IQL does not
-//! sweep yet.
+//! [`sweepable`]); IQL's replicas learn at their own moments (each network has its own Adam
+//! step count), so its rate limiter's keys sweep too. PR2-IQL does not sweep yet.
 
 use super::config::{Algo, ConfigError, RunConfig};
 
@@ -40,7 +39,7 @@ pub const SWEEPABLE: [(&str, &str); 13] = [
 ];
 
 /// The keys an IQL sweep may vary, with what each is per replica.
-pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
+pub const IQL_SWEEPABLE: [(&str, &str); 17] = [
     ("lr", "learning rate (network-wise Adam step)"),
     ("lr_decay", "linear decay of the learning rate"),
     ("gamma", "discount of the replica's TD targets"),
@@ -59,6 +58,26 @@ pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
         "cer",
         "newest rows in every minibatch of the replica's replay",
     ),
+    (
+        "samples_per_insert",
+        "the replica's rate limiter: rows sampled per row inserted",
+    ),
+    (
+        "min_replay",
+        "the replica's rate limiter: rows in its replay before it learns",
+    ),
+    (
+        "rate_error_buffer",
+        "the replica's rate limiter: slack around samples_per_insert",
+    ),
+    (
+        "loss",
+        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
+    ),
+    ("huber_delta", "the replica's Huber threshold"),
+    ("v_min", "the replica's HL-Gauss support"),
+    ("v_max", "the replica's HL-Gauss support"),
+    ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
 /// The keys a sweep of `algo` may vary (none for an algorithm without sweeps).
@@ -181,23 +200,15 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
     let why = match key {
         "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
         | "rho" | "scenario" | "loss" | "bins" => "changes the networks' shapes",
-        "huber_delta" | "v_min" | "v_max" | "sigma" => {
-            "is a parameter of the one value loss the stack trains with (per replica with algo \
-             pqn only, for now)"
-        }
         "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
         | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
             "changes the arenas or the shape of the data every replica shares"
         }
-        "samples_per_insert" | "min_replay" | "rate_error_buffer" => {
-            "changes when the rate limiter lets a replica learn, and the replicas of one stack \
-             share one optimiser step count, so they must learn at the same moments (a \
-             per-network step count is future work)"
-        }
         "seed" | "seeds" => "is the seed axis: use `seeds` (every grid point runs each seed)",
         "radam" => "is one optimiser for the whole stack",
         "sweep" => "cannot sweep itself",
-        "lambda" | "target_tau" | "cer" => "is not read by this algorithm",
+        "lambda" | "target_tau" | "cer" | "samples_per_insert" | "min_replay"
+        | "rate_error_buffer" => "is not read by this algorithm",
         _ => "is not a per-network scalar",
     };
     let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();

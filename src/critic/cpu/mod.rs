@@ -238,7 +238,11 @@ impl CpuCritic {
     /// Adam's moments (m, v) and its step count (the largest network's: all are equal unless
     /// [`CpuCritic::step_masked`] moved some networks only; see [`CpuCritic::net_steps`]).
     pub fn adam_state(&self) -> (&[f32], &[f32], u64) {
-        (&self.adam_m, &self.adam_v, self.steps.iter().copied().max().unwrap_or(0))
+        (
+            &self.adam_m,
+            &self.adam_v,
+            self.steps.iter().copied().max().unwrap_or(0),
+        )
     }
 
     /// Each network's Adam step count.

@@ -137,7 +137,7 @@ pub(super) struct NetScalars {
     /// 1: the adaptive term; 0: RAdam's momentum-only warm-up.
     pub(super) adaptive: u32,
     /// 1: the network steps this time; 0: its parameters and moments stay as they are.
-    pub(super) active: u32,
+    pub(super) stepping: u32,
     pub(super) _pad0: u32,
 }
 const _: () = assert!(size_of::<NetScalars>() == 32);

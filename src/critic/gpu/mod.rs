@@ -109,11 +109,7 @@ impl GpuCritic {
         };
         let (grads, adam_m, adam_v) = (make("grads"), make("adam m"), make("adam v"));
         let norms = storage(&device, "grad norms", spec.nets * 4);
-        let net_scalars = storage(
-            &device,
-            "net scalars",
-            spec.nets * size_of::<NetScalars>(),
-        );
+        let net_scalars = storage(&device, "net scalars", spec.nets * size_of::<NetScalars>());
         let uniforms = UniformArena::new(&device);
         Ok(GpuCritic {
             device,

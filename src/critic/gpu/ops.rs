@@ -404,7 +404,7 @@ impl GpuCritic {
     fn step_with(&mut self, cfg: &AdamConfig, net: impl Fn(usize) -> Option<NetOptim>) {
         for (k, (s, steps)) in self.net_host.iter_mut().zip(&mut self.steps).enumerate() {
             let Some(n) = net(k) else {
-                s.active = 0;
+                s.stepping = 0;
                 continue;
             };
             *steps += 1;
@@ -412,7 +412,7 @@ impl GpuCritic {
             s.step_size = step_size;
             s.bc2 = bc2;
             s.adaptive = u32::from(adaptive);
-            s.active = 1;
+            s.stepping = 1;
             s.max_norm = n.max_grad_norm.unwrap_or(0.0);
             s.clip = u32::from(n.max_grad_norm.is_some());
         }

@@ -9,7 +9,7 @@ use rand_core::Rng;
 use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
-use super::super::q_head::QHead;
+use super::super::q_head::{QHead, q_values_by_replica};
 use super::super::replay::{ReplayColumns, Ring};
 use super::super::tensors::Column;
 use crate::components::StepBuffers;
@@ -212,15 +212,16 @@ impl Minibatch {
         }
     }
 
-    /// Every replica's minibatch one after another, replica r's networks shifted to its block
-    /// (`r x nets_per_replica` onwards). Opponent columns are not stacked (one replica only).
+    /// The minibatches of the replicas that learn this time one after another, each `(r,
+    /// minibatch)` with replica r's networks shifted to its block (`r x nets_per_replica`
+    /// onwards). Opponent columns are not stacked (one replica only).
     pub(super) fn stack<'a>(
         &mut self,
-        parts: impl Iterator<Item = &'a Minibatch>,
+        parts: impl Iterator<Item = (usize, &'a Minibatch)>,
         nets_per_replica: usize,
     ) {
         self.clear();
-        for (r, p) in parts.enumerate() {
+        for (r, p) in parts {
             let offset = (r * nets_per_replica) as u32;
             self.obs.extend_from_slice(&p.obs);
             self.next.extend_from_slice(&p.next);
@@ -237,40 +238,44 @@ impl Minibatch {
 
     /// Targets from the target networks, a step of the value loss (Huber by default) on the
     /// online networks, a Polyak update.
-    /// The rows are `values.len()` equal blocks, block r replica r's (its networks the r-th
-    /// block of `nets_per_replica`), read with its own gamma, loss normalisation, learning
-    /// rate, clip and Polyak factor. Returns the mean of the replicas' losses.
+    /// The rows are equal blocks, one per replica whose `active[r]` is true, in replica order
+    /// (replica r's networks the r-th block of `nets_per_replica`), each read with its own
+    /// gamma, head (`heads[r]`: loss and its parameters), loss normalisation, learning rate,
+    /// clip and Polyak factor (`values[r]`). Only those replicas' networks step and average;
+    /// the others' stay as they are. Returns the mean of the stepping replicas' losses.
     pub(super) fn train(
         &mut self,
         critic: &mut Critic,
-        values: &[StepValues],
-        (actions, nets_per_replica, head): (usize, usize, &QHead),
+        (values, active): (&[StepValues], &[bool]),
+        (actions, nets_per_replica, heads): (usize, usize, &[QHead]),
         update: u64,
     ) -> Result<f32, TrainError> {
-        let replicas = values.len().max(1);
-        let rows = self.actions.len() / replicas;
-        let q_next = head.q_values(critic.forward_target(Input::U8(&self.next), &self.nets)?);
-        let width = actions * head.outputs_per_action();
+        let blocks: Vec<usize> = (0..values.len()).filter(|&r| active[r]).collect();
+        let replicas = blocks.len().max(1);
+        let rows = (self.actions.len() / replicas).max(1);
+        let next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        let q_next = q_values_by_replica(heads, next, &self.nets, nets_per_replica);
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
-            let gamma = values[k / rows.max(1)].gamma;
+            let gamma = values[blocks[k / rows]].gamma;
             let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
             self.targets.push(target);
         }
-        let value = if replicas == 1 {
+        let value = if let [r] = blocks[..] {
             critic.forward(Input::U8(&self.obs), &self.nets)?;
-            critic.loss_backward(&head.loss(&self.actions, &self.targets))?;
+            critic.loss_backward(&heads[r].loss(&self.actions, &self.targets))?;
             critic.last_loss()?
         } else {
             let out = critic.forward(Input::U8(&self.obs), &self.nets)?;
+            let width = out.len() / self.actions.len().max(1);
             self.d_out.resize(out.len(), 0.0);
             let mut sum = 0.0;
-            for r in 0..replicas {
+            for (b, &r) in blocks.iter().enumerate() {
                 let (own, vals) = (
-                    r * rows..(r + 1) * rows,
-                    r * rows * width..(r + 1) * rows * width,
+                    b * rows..(b + 1) * rows,
+                    b * rows * width..(b + 1) * rows * width,
                 );
-                let loss = head.loss(&self.actions[own.clone()], &self.targets[own]);
+                let loss = heads[r].loss(&self.actions[own.clone()], &self.targets[own]);
                 sum += loss_and_grad(&loss, &out[vals.clone()], width, &mut self.d_out[vals]);
             }
             critic.backward(&self.d_out)?;
@@ -283,38 +288,57 @@ impl Minibatch {
                 value,
             });
         }
-        step_and_average(critic, values, nets_per_replica)?;
+        step_and_average(critic, (values, active), nets_per_replica)?;
         Ok(value)
     }
 }
 
 /// The optimiser step and the Polyak update: one setting for the whole stack unless the
-/// replicas' differ, then each network with its replica's.
+/// replicas' differ, then each network with its replica's; when only some replicas learn this
+/// time, their networks alone (the others' parameters, moments, step counts and targets stay).
 fn step_and_average(
     critic: &mut Critic,
-    values: &[StepValues],
+    (values, active): (&[StepValues], &[bool]),
     nets_per_replica: usize,
 ) -> Result<(), TrainError> {
     let first = values[0];
-    if values.iter().all(|v| v.adam == first.adam) {
-        critic.step(&first.adam);
-    } else {
-        let nets: Vec<NetOptim> = values
-            .iter()
-            .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
-            .collect();
-        critic.step_nets(&first.adam, &nets)?;
+    let per_net = |f: &dyn Fn(usize) -> f32| -> Vec<f32> {
+        (0..values.len())
+            .flat_map(|r| std::iter::repeat_n(f(r), nets_per_replica))
+            .collect()
+    };
+    if active.iter().all(|a| !a) {
+        return Ok(());
     }
-    if values.iter().all(|v| v.tau == first.tau) {
-        critic.polyak(first.tau);
-    } else {
-        let taus: Vec<f32> = values
-            .iter()
-            .flat_map(|v| std::iter::repeat_n(v.tau, nets_per_replica))
-            .collect();
-        critic.polyak_nets(&taus)?;
+    if active.iter().all(|a| *a) {
+        if values.iter().all(|v| v.adam == first.adam) {
+            critic.step(&first.adam);
+        } else {
+            critic.step_nets(&first.adam, &optimisers(values, nets_per_replica))?;
+        }
+        if values.iter().all(|v| v.tau == first.tau) {
+            critic.polyak(first.tau);
+        } else {
+            critic.polyak_nets(&per_net(&|r| values[r].tau))?;
+        }
+        return Ok(());
     }
+    let mask: Vec<bool> = active
+        .iter()
+        .flat_map(|a| std::iter::repeat_n(*a, nets_per_replica))
+        .collect();
+    critic.step_masked(&first.adam, &optimisers(values, nets_per_replica), &mask)?;
+    // A factor of 0 leaves a target untouched.
+    critic.polyak_nets(&per_net(&|r| if active[r] { values[r].tau } else { 0.0 }))?;
     Ok(())
+}
+
+/// Each network's learning rate and clip: its replica's.
+fn optimisers(values: &[StepValues], nets_per_replica: usize) -> Vec<NetOptim> {
+    values
+        .iter()
+        .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
+        .collect()
 }
 
 /// IQL's one-step target `r + gamma (1 - terminated) max_a Q_target(next, a)`: a truncated

@@ -11,12 +11,14 @@
 //! its own arenas, replay, rate limiter, exploration and sampling streams (seeded from its own
 //! seed as a single run seeds them), and its own networks, the r-th block of one stack. One
 //! forward acts for every replica; a learner step stacks every replica's minibatch into one
-//! forward/backward, each replica's loss averaged over its own rows, each network stepped with
-//! its replica's learning rate and clip and averaged into its target with its replica's
-//! `target_tau`. The replicas share one optimiser step count, so they must learn at the same
-//! moments: their limiters see the same counts by construction (the keys that would change
-//! that are not sweepable), and a disagreement stops the run. So replica k computes exactly
-//! what a single run with its configuration computes.
+//! forward/backward, each replica's loss (its own kind and parameters, `q_head.rs`) averaged
+//! over its own rows, each network stepped with its replica's learning rate and clip and
+//! averaged into its target with its replica's `target_tau`. Each replica learns at its own
+//! moments: after every environment step, replica r runs exactly the learner steps its own
+//! rate limiter allows (its `samples_per_insert`, `min_replay`, `rate_error_buffer`), so a
+//! stacked pass holds the minibatches of the replicas that still have a step to run, and the
+//! critic's masked step moves only their networks, each with bias correction from its own Adam
+//! step count. So replica k computes exactly what a single run with its configuration computes.
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
@@ -34,7 +36,7 @@ use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
-use super::q_head::QHead;
+use super::q_head::{QHead, q_values_by_replica};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, ReplayState, restore_target, successor_input};
 use super::run_dir::Resume;
@@ -67,8 +69,10 @@ pub struct Iql {
     /// The whole stack (every replica's networks).
     spec: StackSpec,
     nets_per_replica: usize,
-    /// How outputs become Q-values, and the loss.
+    /// How outputs become Q-values, and the loss (replica 0's: the [`Learner`] seam's).
     head: QHead,
+    /// Each replica's head (the same width; a sweep may give them their own loss parameters).
+    heads: Vec<QHead>,
     learners: usize,
     actions: usize,
     progress: Progress,
@@ -101,6 +105,11 @@ struct Lane {
 pub struct ReplicasState {
     /// Each replica's streams, limiter, arenas and ring.
     pub replicas: Vec<ReplayState>,
+    /// Each network's Adam step count (replicas learn at their own moments); empty in
+    /// checkpoints written before there was one per network, whose one count (the metadata's
+    /// `adam_steps`) every network takes.
+    #[serde(default)]
+    pub net_steps: Vec<u64>,
 }
 
 impl Iql {
@@ -129,7 +138,10 @@ impl Iql {
             // The targets start as copies of the online networks, as a single run's do.
             critic.polyak(1.0);
         }
-        let head = QHead::of(cfg);
+        // Replica 0's head acts for the Learner seam; every replica's has the same width (the
+        // sweep refuses others).
+        let heads: Vec<QHead> = reps.iter().map(|r| QHead::of(&r.cfg)).collect();
+        let head = heads[0];
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
@@ -169,6 +181,7 @@ impl Iql {
             spec,
             nets_per_replica: single.nets,
             head,
+            heads,
             learners,
             actions,
             progress: Progress::default(),
@@ -224,7 +237,8 @@ impl Iql {
         let obs = self.input(thresholds.len());
         let per = self.local_nets.len();
         let nets = &self.nets[..thresholds.len() * per];
-        let q = self.head.forward(&mut self.critic, Input::U8(&obs), nets)?;
+        let out = self.critic.forward(Input::U8(&obs), nets)?;
+        let q = q_values_by_replica(&self.heads, out, nets, self.nets_per_replica);
         let a = self.actions;
         let mut taken = Vec::with_capacity(thresholds.len());
         for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
@@ -236,50 +250,41 @@ impl Iql {
         Ok((obs, taken))
     }
 
-    /// The learner steps every replica's rate limiter allows now: the same number for all
-    /// (they share one optimiser step count), else the run stops.
-    fn allowed_steps(&self) -> Result<u64, TrainError> {
+    /// The learner steps each replica's rate limiter allows now.
+    fn allowed_steps(&self) -> Vec<u64> {
         let batch = self.cfg.batch_size as u64;
-        let first = self.lanes[0].core.limiter.allowed_batches(batch);
-        let other = self.lanes.iter().enumerate().skip(1).find_map(|(r, lane)| {
-            let allowed = lane.core.limiter.allowed_batches(batch);
-            (allowed != first).then_some((r, allowed))
-        });
-        match other {
-            None => Ok(first),
-            Some((r, allowed)) => Err(TrainError::Config(format!(
-                "replicas out of lockstep at update {}: replica 0's rate limiter allows {first} \
-                 learner steps, replica {r}'s {allowed}; the replicas share one optimiser step \
-                 count, so they need equal samples_per_insert, min_replay, rate_error_buffer and \
-                 batch_size",
-                self.progress.update + 1
-            ))),
-        }
+        self.lanes
+            .iter()
+            .map(|lane| lane.core.limiter.allowed_batches(batch))
+            .collect()
     }
 
-    /// One learner step for every replica: each fills its minibatch (the newest rows and
-    /// uniform samples of its own replay, with its own stream), all stacked into one pass.
-    fn learn(&mut self, values: &[StepValues]) -> Result<f32, TrainError> {
+    /// One learner step for every replica whose `active[r]` is true: each fills its minibatch
+    /// (the newest rows and uniform samples of its own replay, with its own stream), all
+    /// stacked into one pass that steps their networks only.
+    fn learn(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
         let update = self.progress.update;
-        for lane in &mut self.lanes {
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.mb
                 .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
         }
         let mb = if self.lanes.len() == 1 {
             &mut self.lanes[0].mb
         } else {
-            let parts = self.lanes.iter().map(|l| &l.mb);
+            let parts = (self.lanes.iter().enumerate())
+                .filter(|(r, _)| active[*r])
+                .map(|(r, l)| (r, &l.mb));
             self.stacked.stack(parts, self.nets_per_replica);
             &mut self.stacked
         };
-        let sizes = (self.actions, self.nets_per_replica, &self.head);
-        let value = mb.train(&mut self.critic, values, sizes, update)?;
+        let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
+        let value = mb.train(&mut self.critic, (values, active), sizes, update)?;
         if let Some(m) = &mut self.models {
             let scores =
                 m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, values[0].adam.lr)?;
             self.scores.add(scores, mb.slots.len() as f64);
         }
-        for lane in &mut self.lanes {
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.core.limiter.sample(self.cfg.batch_size as u64);
             lane.core.learner_steps += 1;
         }
@@ -345,8 +350,12 @@ impl Iql {
                 lane.core.limiter.insert(taken.len() as u64);
                 lane.core.limiter.delete(evicted);
             }
-            for _ in 0..self.allowed_steps()? {
-                losses += self.learn(&values)? as f64;
+            // Each replica runs its own limiter's steps; a pass serves those with one left.
+            let allowed = self.allowed_steps();
+            let most = allowed.iter().copied().max().unwrap_or(0);
+            for i in 0..most {
+                let active: Vec<bool> = allowed.iter().map(|&a| a > i).collect();
+                losses += self.learn(&values, &active)? as f64;
                 steps += 1;
             }
             self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
@@ -436,7 +445,11 @@ impl Learner for Iql {
             replicas.push(lane.core.save_replica(progress, arenas, extra, &prefix));
         }
         extra.push(("target".into(), Tensor::F32(self.critic.target_params()?)));
-        Ok(serde_json::to_string(&ReplicasState { replicas })?)
+        let net_steps = self.critic.net_steps();
+        Ok(serde_json::to_string(&ReplicasState {
+            replicas,
+            net_steps,
+        })?)
     }
 
     fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
@@ -450,6 +463,9 @@ impl Learner for Iql {
         let s: ReplicasState = serde_json::from_str(json)?;
         BadField::check_len("replicas", self.lanes.len(), s.replicas.len())?;
         let target = f32s(extra, "target", self.critic.params()?.len())?;
+        if !s.net_steps.is_empty() {
+            BadField::check_len("net_steps", self.spec.nets, s.net_steps.len())?;
+        }
         let mut resume = Resume::Exact;
         for (r, (lane, state)) in self.lanes.iter_mut().zip(&s.replicas).enumerate() {
             let arenas = (&mut lane.batch, &mut lane.replay);
@@ -457,6 +473,9 @@ impl Learner for Iql {
             resume = resume.and(lane.core.load_replica(state, arenas, extra, &prefix)?);
         }
         restore_target(&mut self.critic, target)?;
+        if !s.net_steps.is_empty() {
+            self.critic.set_net_steps(&s.net_steps)?;
+        }
         self.progress.update = s.replicas[0].update;
         self.progress.env_steps = s.replicas[0].env_steps;
         Ok(resume)
@@ -531,10 +550,11 @@ mod tests {
     use super::*;
     use crate::critic::{Device, choose_device};
 
-    /// Replicas whose rate limiters disagree on the learner steps (here: replica 1 counted one
-    /// batch more than replica 0) stop the run with a report instead of stepping apart.
+    /// Replicas whose rate limiters allow different learner steps (here: replica 1 counted
+    /// batches it never learned from, so its limiter holds it back) each run their own: replica
+    /// 0's networks step, replica 1's stay, each network counting its own Adam steps.
     #[test]
-    fn replicas_whose_limiters_disagree_stop_the_run() {
+    fn replicas_whose_limiters_disagree_learn_their_own_steps() {
         let cfg = RunConfig {
             algo: super::super::config::Algo::Iql,
             scenario: Some("tests/data/chase.ron".into()),
@@ -556,14 +576,22 @@ mod tests {
         let device = choose_device(Device::Cpu).unwrap();
         let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
         iql.update().unwrap();
-        iql.lanes[1].core.limiter.sample(4);
-        let err = (0..3)
-            .find_map(|_| iql.update().err())
-            .expect("the replicas kept learning apart")
-            .to_string();
-        assert!(
-            err.contains("lockstep") && err.contains("replica 1"),
-            "{err}"
+        let per = iql.nets_per_replica;
+        let before = iql.critic.net_steps();
+        assert!(before[0] > 0 && before[..] == [before[0]].repeat(before.len())[..]);
+        let params = iql.critic.params().unwrap();
+        iql.lanes[1].core.limiter.sample(1 << 20);
+        iql.update().unwrap();
+        let after = iql.critic.net_steps();
+        assert!(after[..per].iter().all(|&s| s > before[0]), "{after:?}");
+        assert_eq!(after[per..], before[per..], "replica 1 stepped");
+        let p = iql.critic.params().unwrap();
+        let half = p.len() / 2;
+        assert_eq!(p[half..], params[half..], "replica 1's parameters moved");
+        assert_ne!(
+            p[..half],
+            params[..half],
+            "replica 0's parameters did not move"
         );
     }
 }
