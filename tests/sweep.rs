@@ -280,11 +280,11 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
     ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("algo pqn or iql only"));
-    // An IQL sweep of a rate-limiter key is refused with its name and why.
+    // A PQN sweep of a rate-limiter key (IQL sweeps them) is refused with its name and why.
     let o = gridarena(&[
         "train",
         "--algo",
-        "iql",
+        "pqn",
         "--device",
         "cpu",
         "--sweep",
@@ -295,7 +295,7 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
-        err.contains("`samples_per_insert`") && err.contains("at the same moments"),
+        err.contains("`samples_per_insert`") && err.contains("not read by this algorithm"),
         "{err}"
     );
     assert!(!Path::new(&out).exists());
@@ -405,12 +405,19 @@ fn an_iql_sweep_resumes_exactly() {
 }
 
 #[test]
-fn iql_sweeps_refuse_rate_limiter_keys_and_threads_and_pr2_refuses_seeds() {
-    for key in ["samples_per_insert", "min_replay", "rate_error_buffer"] {
-        let cfg = with_sweep(small_iql(), &[&format!("{key}=[1.0, 2.0]")]);
-        let err = cfg.replicas().unwrap_err().to_string();
+fn iql_sweeps_take_rate_limiter_keys_pqn_refuses_them_and_threads_and_pr2_refuse_seeds() {
+    // IQL replicas learn at their own moments (tests/sweep_iql_rate.rs); PQN has no limiter.
+    for (key, values) in [
+        ("samples_per_insert", "[1.0, 2.0]"),
+        ("min_replay", "[64, 128]"),
+        ("rate_error_buffer", "[0.0, 400.0]"),
+    ] {
+        let cfg = with_sweep(small_iql(), &[&format!("{key}={values}")]);
+        assert_eq!(cfg.replicas().unwrap().len(), 2, "{key}");
+        let pqn = with_sweep(small(), &[&format!("{key}={values}")]);
+        let err = pqn.replicas().unwrap_err().to_string();
         assert!(
-            err.contains(&format!("`{key}`")) && err.contains("one optimiser step count"),
+            err.contains(&format!("`{key}`")) && err.contains("not read by this algorithm"),
             "{key}: {err}"
         );
     }
@@ -594,11 +601,11 @@ fn pqn_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
         err.contains("outputs per action") && err.contains("loss=hl_gauss"),
         "{err}"
     );
-    // IQL keeps one value loss for the stack.
+    // IQL replicas take their own value loss too (tests/sweep_iql_rate.rs); `bins` changes the
+    // head for either.
     let iql = with_sweep(small_iql(), &["huber_delta=[1.0, 0.5]"]);
-    let err = iql.replicas().unwrap_err().to_string();
-    assert!(
-        err.contains("`huber_delta`") && err.contains("algo pqn only"),
-        "{err}"
-    );
+    assert_eq!(iql.replicas().unwrap().len(), 2);
+    let bins = with_sweep(small_iql(), &["bins=[11, 21]"]);
+    let err = bins.replicas().unwrap_err().to_string();
+    assert!(err.contains("`bins`") && err.contains("shapes"), "{err}");
 }
