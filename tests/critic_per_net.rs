@@ -94,6 +94,20 @@ fn alone(stack: &CpuCritic, k: usize) -> CpuCritic {
     one
 }
 
+/// Network k of `stack` is `one` bit for bit: parameters, Adam's moments and step count.
+fn assert_net_is(stack: &CpuCritic, k: usize, one: &CpuCritic, what: &str) {
+    let (m, v, _) = stack.adam_state();
+    let (m1, v1, steps1) = one.adam_state();
+    assert_eq!(
+        bits(net(stack.params(), k)),
+        bits(one.params()),
+        "params: {what}"
+    );
+    assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
+    assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
+    assert_eq!(stack.net_steps()[k], steps1, "step count: {what}");
+}
+
 #[test]
 fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
     for cfg in configs() {
@@ -115,17 +129,7 @@ fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
                 // The inherent accessors (a `&mut` receiver would pick the trait's).
                 let one: &CpuCritic = one;
                 assert_eq!(seen.to_bits(), norms[k].to_bits(), "norm of net {k}");
-                let (m, v, steps) = stack.adam_state();
-                let (m1, v1, steps1) = one.adam_state();
-                let what = format!("{cfg:?}, step {t}, net {k}");
-                assert_eq!(
-                    bits(net(stack.params(), k)),
-                    bits(one.params()),
-                    "params: {what}"
-                );
-                assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
-                assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
-                assert_eq!(steps, steps1);
+                assert_net_is(&stack, k, one, &format!("{cfg:?}, step {t}, net {k}"));
             }
         }
         // Learning rate 0 leaves network 2 where it was; the others moved.
@@ -136,16 +140,21 @@ fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
 }
 
 #[test]
-fn step_with_one_value_for_every_network_is_step_nets_with_it() {
+fn step_with_one_value_for_every_network_is_step_nets_and_a_full_mask_with_it() {
     let cfg = configs()[0];
     let mut a = CpuCritic::new(SPEC, 4).unwrap();
     let mut b = CpuCritic::new(SPEC, 4).unwrap();
+    let mut c = CpuCritic::new(SPEC, 4).unwrap();
+    let every = [NetOptim::from(&cfg); 3];
     for t in 0..2 {
         real_gradients(&mut a, t);
         b.set_grads(a.grads()).unwrap();
+        c.set_grads(a.grads()).unwrap();
         a.step(&cfg);
-        b.step_nets(&cfg, &[NetOptim::from(&cfg); 3]).unwrap();
+        b.step_nets(&cfg, &every).unwrap();
+        c.step_masked(&cfg, &every, &[true; 3]).unwrap();
         assert_eq!(bits(a.params()), bits(b.params()));
+        assert_eq!(bits(a.params()), bits(c.params()));
     }
 }
 
@@ -205,17 +214,7 @@ fn a_masked_step_is_each_network_stepped_alone_its_own_number_of_times_bit_for_b
                         "a masked-out network moved: {what}"
                     );
                 }
-                let one: &CpuCritic = one;
-                let (m, v, _) = stack.adam_state();
-                let (m1, v1, steps1) = one.adam_state();
-                assert_eq!(
-                    bits(net(stack.params(), k)),
-                    bits(one.params()),
-                    "params: {what}"
-                );
-                assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
-                assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
-                assert_eq!(stack.net_steps()[k], steps1, "step count: {what}");
+                assert_net_is(&stack, k, one, &what);
             }
         }
         assert_eq!(stack.net_steps(), [5, 4, 3]);
@@ -227,25 +226,15 @@ fn a_masked_step_is_each_network_stepped_alone_its_own_number_of_times_bit_for_b
         for (k, one) in singles.iter_mut().enumerate() {
             one.set_grads(net(stack.grads(), k)).unwrap();
             CpuCritic::step(one, &cfg.for_net(&nets[k]));
-            let one: &CpuCritic = one;
-            assert_eq!(bits(net(stack.params(), k)), bits(one.params()), "net {k}");
+            assert_net_is(&stack, k, one, &format!("{cfg:?}, plain step, net {k}"));
         }
         assert_eq!(stack.net_steps(), [6, 5, 4]);
     }
 }
 
 #[test]
-fn a_masked_step_of_every_network_is_step_nets_and_counts_restore() {
-    let cfg = configs()[1];
+fn per_network_counts_restore_and_one_count_applies_to_every_network() {
     let mut a = CpuCritic::new(SPEC, 14).unwrap();
-    let mut b = CpuCritic::new(SPEC, 14).unwrap();
-    for t in 0..3 {
-        real_gradients(&mut a, t);
-        b.set_grads(a.grads()).unwrap();
-        a.step_nets(&cfg, &nets()).unwrap();
-        b.step_masked(&cfg, &nets(), &[true; 3]).unwrap();
-        assert_eq!(bits(a.params()), bits(b.params()));
-    }
     // Per-network counts restore through the trait; the one count of an old checkpoint
     // applies to every network.
     CriticBackend::set_net_steps(&mut a, &[1, 7, 2]).unwrap();

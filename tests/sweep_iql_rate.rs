@@ -154,11 +154,17 @@ fn iql_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
     check_every_replica("hl", (&hl(base), &hl(sweep)));
 }
 
-/// Resumes `cfg` after 3 updates, after `edit` changed the checkpoint's `state.json`.
-fn resumed(cfg: &RunConfig, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+/// Trains `cfg` for `until` updates, lets `edit` change the newest checkpoint's `state.json`,
+/// and resumes to the end; returns the run and how the resume went.
+fn edit_and_resume(
+    cfg: &RunConfig,
+    name: &str,
+    until: u64,
+    edit: impl Fn(&mut serde_json::Value),
+) -> (PathBuf, Result<(), String>) {
     let split = temp(name);
     let first = TrainOptions {
-        until_update: Some(3),
+        until_update: Some(until),
         ..TrainOptions::default()
     };
     train(cfg, &split, &first).unwrap();
@@ -177,8 +183,17 @@ fn resumed(cfg: &RunConfig, name: &str, edit: impl Fn(&mut serde_json::Value)) -
         resume: true,
         ..TrainOptions::default()
     };
-    train(cfg, &split, &resume).unwrap();
-    split
+    let done = train(cfg, &split, &resume)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    (split, done)
+}
+
+/// [`edit_and_resume`] after 3 updates, which must succeed.
+fn resumed(cfg: &RunConfig, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let (run, done) = edit_and_resume(cfg, name, 3, edit);
+    done.unwrap();
+    run
 }
 
 #[test]
@@ -212,28 +227,10 @@ fn a_sweep_of_rates_resumes_exactly_and_one_count_checkpoints_still_load() {
     });
     assert_eq!(params(&old), params(&straight_seeds));
     // A count per network of the wrong length is refused, naming the field.
-    let bad = temp("bad");
-    let first = TrainOptions {
-        until_update: Some(2),
-        ..TrainOptions::default()
-    };
-    train(&cfg, &bad, &first).unwrap();
-    let newest = RunDir::open(&bad)
-        .unwrap()
-        .checkpoints()
-        .unwrap()
-        .pop()
-        .unwrap();
-    let file = newest.join("state.json");
-    let mut state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    state["net_steps"] = serde_json::json!([1, 2]);
-    std::fs::write(&file, state.to_string()).unwrap();
-    let resume = TrainOptions {
-        resume: true,
-        ..TrainOptions::default()
-    };
-    let err = train(&cfg, &bad, &resume).unwrap_err().to_string();
+    let (bad, done) = edit_and_resume(&cfg, "bad", 2, |s| {
+        s["net_steps"] = serde_json::json!([1, 2])
+    });
+    let err = done.unwrap_err();
     assert!(err.contains("net_steps"), "{err}");
     for run in [straight, split, lost, straight_seeds, old, bad] {
         let _ = std::fs::remove_dir_all(run);
