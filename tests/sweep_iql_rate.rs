@@ -236,3 +236,39 @@ fn a_sweep_of_rates_resumes_exactly_and_one_count_checkpoints_still_load() {
         let _ = std::fs::remove_dir_all(run);
     }
 }
+
+/// The masked step on the GPU: replicas with their own rates learn as on the CPU (the same
+/// per-network step counts, parameters within the parity tolerance).
+#[test]
+fn a_sweep_of_rates_on_the_gpu_matches_the_cpu() {
+    if let Err(e) = gridarena::critic::choose_device(Device::Gpu) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but no GPU adapter is usable: {e}"
+        );
+        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+        return;
+    }
+    let (_, cfg) = iql_sweep(&["samples_per_insert=[1.0, 4.0]"]);
+    let runs: Vec<(Vec<f32>, (Vec<f32>, serde_json::Value))> = [Device::Cpu, Device::Gpu]
+        .into_iter()
+        .map(|device| {
+            let run = temp(&format!("gpu-{device:?}"));
+            let cfg = RunConfig {
+                device,
+                ..cfg.clone()
+            };
+            train(&cfg, &run, &TrainOptions::default()).unwrap();
+            let out = (params(&run), target_and_state(&run));
+            let _ = std::fs::remove_dir_all(run);
+            out
+        })
+        .collect();
+    let (cpu, gpu) = (&runs[0], &runs[1]);
+    assert_eq!(cpu.1.1["net_steps"], gpu.1.1["net_steps"]);
+    let close = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4)
+    };
+    assert!(close(&cpu.0, &gpu.0), "parameters differ");
+    assert!(close(&cpu.1.0, &gpu.1.0), "target parameters differ");
+}
