@@ -1,5 +1,5 @@
 // polyak: target = tau * online + (1 - tau) * target for every parameter, with the factor of
-// the parameter's network (tau = 1 copies).
+// the parameter's network (tau = 1 copies; tau = 0 leaves the target untouched, not rewritten).
 //
 // Bindings (group 0):
 //   0 uniform  PolyakParams
@@ -20,6 +20,10 @@ struct NetScalars {
     max_norm: f32,
     clip: u32,
     tau: f32,
+    bc2: f32,
+    adaptive: u32,
+    stepping: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: PolyakParams;
@@ -34,5 +38,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let tau = nets[i / P.per_net].tau;
+    if (tau == 0.0) {
+        return;
+    }
     target_params[i] = tau * params[i] + (1.0 - tau) * target_params[i];
 }

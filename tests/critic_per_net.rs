@@ -1,8 +1,10 @@
 //! Per-network optimiser scalars and Polyak factors (the replicas of a sweep share one stack):
 //! on the CPU, network k of a stack stepped with `step_nets` / averaged with `polyak_nets` is bit
 //! for bit that network alone stepped with `step` / averaged with `polyak` under its own values;
-//! the GPU matches the CPU within the parity tests' tolerance; wrong lengths are refused and
-//! change nothing.
+//! a masked step (`step_masked`, replicas learning at their own moments) moves only the chosen
+//! networks, and network k after any sequence of them is bit for bit that network stepped
+//! alone its own number of times (its own Adam step count); the GPU matches the CPU within the
+//! parity tests' tolerance; wrong lengths are refused and change nothing.
 
 mod common;
 use common::random;
@@ -92,6 +94,20 @@ fn alone(stack: &CpuCritic, k: usize) -> CpuCritic {
     one
 }
 
+/// Network k of `stack` is `one` bit for bit: parameters, Adam's moments and step count.
+fn assert_net_is(stack: &CpuCritic, k: usize, one: &CpuCritic, what: &str) {
+    let (m, v, _) = stack.adam_state();
+    let (m1, v1, steps1) = one.adam_state();
+    assert_eq!(
+        bits(net(stack.params(), k)),
+        bits(one.params()),
+        "params: {what}"
+    );
+    assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
+    assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
+    assert_eq!(stack.net_steps()[k], steps1, "step count: {what}");
+}
+
 #[test]
 fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
     for cfg in configs() {
@@ -113,17 +129,7 @@ fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
                 // The inherent accessors (a `&mut` receiver would pick the trait's).
                 let one: &CpuCritic = one;
                 assert_eq!(seen.to_bits(), norms[k].to_bits(), "norm of net {k}");
-                let (m, v, steps) = stack.adam_state();
-                let (m1, v1, steps1) = one.adam_state();
-                let what = format!("{cfg:?}, step {t}, net {k}");
-                assert_eq!(
-                    bits(net(stack.params(), k)),
-                    bits(one.params()),
-                    "params: {what}"
-                );
-                assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
-                assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
-                assert_eq!(steps, steps1);
+                assert_net_is(&stack, k, one, &format!("{cfg:?}, step {t}, net {k}"));
             }
         }
         // Learning rate 0 leaves network 2 where it was; the others moved.
@@ -134,16 +140,21 @@ fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
 }
 
 #[test]
-fn step_with_one_value_for_every_network_is_step_nets_with_it() {
+fn step_with_one_value_for_every_network_is_step_nets_and_a_full_mask_with_it() {
     let cfg = configs()[0];
     let mut a = CpuCritic::new(SPEC, 4).unwrap();
     let mut b = CpuCritic::new(SPEC, 4).unwrap();
+    let mut c = CpuCritic::new(SPEC, 4).unwrap();
+    let every = [NetOptim::from(&cfg); 3];
     for t in 0..2 {
         real_gradients(&mut a, t);
         b.set_grads(a.grads()).unwrap();
+        c.set_grads(a.grads()).unwrap();
         a.step(&cfg);
-        b.step_nets(&cfg, &[NetOptim::from(&cfg); 3]).unwrap();
+        b.step_nets(&cfg, &every).unwrap();
+        c.step_masked(&cfg, &every, &[true; 3]).unwrap();
         assert_eq!(bits(a.params()), bits(b.params()));
+        assert_eq!(bits(a.params()), bits(c.params()));
     }
 }
 
@@ -167,11 +178,77 @@ fn polyak_nets_is_each_network_averaged_alone_bit_for_bit() {
     assert_ne!(bits(net(stack.target(), 1)), bits(net(&before, 1)));
 }
 
+/// Which networks step at each of 8 steps: every pattern, so counts drift apart (network 0
+/// steps 5 times, network 1 4 times, network 2 3 times) and RAdam's warm-up ends at different
+/// moments for each.
+const MASKS: [[bool; 3]; 8] = [
+    [true, false, false],
+    [true, true, false],
+    [false, false, false],
+    [true, true, true],
+    [false, true, true],
+    [true, false, true],
+    [false, true, false],
+    [true, false, false],
+];
+
+#[test]
+fn a_masked_step_is_each_network_stepped_alone_its_own_number_of_times_bit_for_bit() {
+    for cfg in configs() {
+        let mut stack = CpuCritic::new(SPEC, 13).unwrap();
+        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
+        let nets = nets();
+        for (t, mask) in MASKS.iter().enumerate() {
+            real_gradients(&mut stack, t as u64);
+            let before = stack.params().to_vec();
+            stack.step_masked(&cfg, &nets, mask).unwrap();
+            for (k, one) in singles.iter_mut().enumerate() {
+                let what = format!("{cfg:?}, step {t}, net {k}");
+                if mask[k] {
+                    one.set_grads(net(stack.grads(), k)).unwrap();
+                    CpuCritic::step(one, &cfg.for_net(&nets[k]));
+                } else {
+                    assert_eq!(
+                        bits(net(stack.params(), k)),
+                        bits(net(&before, k)),
+                        "a masked-out network moved: {what}"
+                    );
+                }
+                assert_net_is(&stack, k, one, &what);
+            }
+        }
+        assert_eq!(stack.net_steps(), [5, 4, 3]);
+        // The checkpoint's one count is the largest.
+        assert_eq!(stack.adam_state().2, 5);
+        // A plain step after masked ones still corrects each network by its own count.
+        real_gradients(&mut stack, 99);
+        stack.step_nets(&cfg, &nets).unwrap();
+        for (k, one) in singles.iter_mut().enumerate() {
+            one.set_grads(net(stack.grads(), k)).unwrap();
+            CpuCritic::step(one, &cfg.for_net(&nets[k]));
+            assert_net_is(&stack, k, one, &format!("{cfg:?}, plain step, net {k}"));
+        }
+        assert_eq!(stack.net_steps(), [6, 5, 4]);
+    }
+}
+
+#[test]
+fn per_network_counts_restore_and_one_count_applies_to_every_network() {
+    let mut a = CpuCritic::new(SPEC, 14).unwrap();
+    // Per-network counts restore through the trait; the one count of an old checkpoint
+    // applies to every network.
+    CriticBackend::set_net_steps(&mut a, &[1, 7, 2]).unwrap();
+    assert_eq!(CriticBackend::net_steps(&a), [1, 7, 2]);
+    let (m, v, _) = CriticBackend::adam_state(&mut a).unwrap();
+    CriticBackend::set_adam_state(&mut a, &m, &v, 4).unwrap();
+    assert_eq!(a.net_steps(), [4, 4, 4]);
+}
+
 /// Everything a refused call must leave alone.
-fn state(c: &mut dyn CriticBackend) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, u64) {
-    let (m, v, steps) = c.adam_state().unwrap();
+fn state(c: &mut dyn CriticBackend) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u64>) {
+    let (m, v, _) = c.adam_state().unwrap();
     let (p, t) = (c.params().unwrap(), c.target_params().unwrap());
-    (bits(&p), bits(&t), bits(&m), bits(&v), steps)
+    (bits(&p), bits(&t), bits(&m), bits(&v), c.net_steps())
 }
 
 /// Wrong lengths through the trait: a shape error each, and nothing changed.
@@ -180,6 +257,24 @@ fn refuses_wrong_lengths(c: &mut dyn CriticBackend) {
     let before = state(c);
     for nets in [&nets()[..2], &[nets()[0]; 4][..], &nets()[..0]] {
         let err = c.step_nets(&cfg, nets).unwrap_err();
+        assert!(
+            matches!(err, CriticError::Shape { expected: 3, .. }),
+            "{err}"
+        );
+    }
+    for (nets, mask) in [
+        (&nets()[..2], &[true; 3][..]),
+        (&nets()[..], &[true; 2][..]),
+        (&nets()[..], &[false; 4][..]),
+    ] {
+        let err = c.step_masked(&cfg, nets, mask).unwrap_err();
+        assert!(
+            matches!(err, CriticError::Shape { expected: 3, .. }),
+            "{err}"
+        );
+    }
+    for steps in [&[1u64; 2][..], &[1; 4][..]] {
+        let err = c.set_net_steps(steps).unwrap_err();
         assert!(
             matches!(err, CriticError::Shape { expected: 3, .. }),
             "{err}"
@@ -237,6 +332,48 @@ mod gpu {
             c.polyak_nets(&taus).unwrap();
             CriticBackend::polyak_nets(&mut g, &taus).unwrap();
             assert_close("polyak_nets", &g.target().unwrap(), c.target(), 1e-4);
+        }
+    }
+
+    #[test]
+    fn the_gpu_steps_only_the_masked_networks_like_the_cpu() {
+        let Some(_) = gpu_or_skip() else { return };
+        for cfg in configs() {
+            let mut c = CpuCritic::new(SPEC, 15).unwrap();
+            let mut g = GpuCritic::new(SPEC, 15).unwrap();
+            for (t, mask) in MASKS.iter().enumerate() {
+                real_gradients(&mut c, t as u64);
+                g.set_grads(c.grads()).unwrap();
+                let before = g.params().unwrap();
+                c.step_masked(&cfg, &nets(), mask).unwrap();
+                CriticBackend::step_masked(&mut g, &cfg, &nets(), mask).unwrap();
+                let what = format!("{cfg:?}, step {t}");
+                let after = g.params().unwrap();
+                assert_close(&what, &after, c.params(), 1e-4);
+                for k in (0..3).filter(|&k| !mask[k]) {
+                    assert_eq!(
+                        bits(net(&after, k)),
+                        bits(net(&before, k)),
+                        "{what}: net {k}"
+                    );
+                }
+                assert_eq!(CriticBackend::net_steps(&g), c.net_steps(), "{what}");
+                let (gm, gv, _) = g.adam_state().unwrap();
+                let (cm, cv, _) = c.adam_state();
+                assert_close(&format!("m {what}"), &gm, cm, 1e-4);
+                assert_close(&format!("v {what}"), &gv, cv, 1e-4);
+                // Both step on from the same parameters (see tests/critic_gpu.rs).
+                g.set_params(c.params()).unwrap();
+            }
+            // A factor of 0 leaves a target as it is, bit for bit.
+            let taus = [0.0, 0.5, 0.0];
+            let before = g.target().unwrap();
+            c.polyak_nets(&taus).unwrap();
+            CriticBackend::polyak_nets(&mut g, &taus).unwrap();
+            let after = g.target().unwrap();
+            assert_close("masked polyak", &after, c.target(), 1e-4);
+            assert_eq!(bits(net(&after, 0)), bits(net(&before, 0)));
+            assert_eq!(bits(net(&after, 2)), bits(net(&before, 2)));
         }
     }
 

@@ -161,11 +161,11 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
             "{axis}: a refused run wrote {out_s}"
         );
     }
-    // An IQL sweep of a rate-limiter key is refused with its name and why.
+    // A PQN sweep of a rate-limiter key (IQL sweeps them) is refused with its name and why.
     let o = gridarena(&[
         "train",
         "--algo",
-        "iql",
+        "pqn",
         "--device",
         "cpu",
         "--sweep",
@@ -176,7 +176,7 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
-        err.contains("`samples_per_insert`") && err.contains("at the same moments"),
+        err.contains("`samples_per_insert`") && err.contains("not read by this algorithm"),
         "{err}"
     );
     assert!(!Path::new(&out).exists());
@@ -257,15 +257,35 @@ fn an_iql_sweep_resumes_exactly() {
 }
 
 #[test]
-fn iql_sweeps_refuse_rate_limiter_keys_and_threads() {
-    for key in ["samples_per_insert", "min_replay", "rate_error_buffer"] {
-        let cfg = with_sweep(small_iql(), &[&format!("{key}=[1.0, 2.0]")]);
-        let err = cfg.replicas().unwrap_err().to_string();
+fn iql_sweeps_take_rate_limiter_keys_pqn_refuses_them_and_threads() {
+    // IQL replicas learn at their own moments (tests/sweep_iql_rate.rs); PQN has no limiter.
+    for (key, values) in [
+        ("samples_per_insert", "[1.0, 2.0]"),
+        ("min_replay", "[64, 128]"),
+        ("rate_error_buffer", "[0.0, 400.0]"),
+    ] {
+        let cfg = with_sweep(small_iql(), &[&format!("{key}={values}")]);
+        assert_eq!(cfg.replicas().unwrap().len(), 2, "{key}");
+        let pqn = with_sweep(small(), &[&format!("{key}={values}")]);
+        let err = pqn.replicas().unwrap_err().to_string();
         assert!(
-            err.contains(&format!("`{key}`")) && err.contains("one optimiser step count"),
+            err.contains(&format!("`{key}`")) && err.contains("not read by this algorithm"),
             "{key}: {err}"
         );
     }
+    // Opponent models share one step count: their replicas must learn in step.
+    let models = RunConfig {
+        opponent_models: true,
+        ..small_iql()
+    };
+    let err = with_sweep(models, &["min_replay=[64, 128]"])
+        .replicas()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`min_replay`") && err.contains("opponent_models: false"),
+        "{err}"
+    );
     let threaded = RunConfig {
         threaded: true,
         seeds: 2,
@@ -406,11 +426,11 @@ fn pqn_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
         err.contains("outputs per action") && err.contains("loss=hl_gauss"),
         "{err}"
     );
-    // IQL keeps one value loss for the stack.
+    // IQL replicas take their own value loss too (tests/sweep_iql_rate.rs); `bins` changes the
+    // head for either.
     let iql = with_sweep(small_iql(), &["huber_delta=[1.0, 0.5]"]);
-    let err = iql.replicas().unwrap_err().to_string();
-    assert!(
-        err.contains("`huber_delta`") && err.contains("algo pqn only"),
-        "{err}"
-    );
+    assert_eq!(iql.replicas().unwrap().len(), 2);
+    let bins = with_sweep(small_iql(), &["bins=[11, 21]"]);
+    let err = bins.replicas().unwrap_err().to_string();
+    assert!(err.contains("`bins`") && err.contains("shapes"), "{err}");
 }

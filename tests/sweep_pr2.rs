@@ -126,7 +126,7 @@ fn pr2_seeds_are_accepted_and_shape_and_rate_limiter_keys_refused_by_name() {
         ("hidden", "shapes"),
         ("pair_rank", "shapes"),
         ("buffer_batch_size", "shape of the data"),
-        ("samples_per_insert", "one optimiser step count"),
+        ("samples_per_insert", "learn in lockstep"),
         ("huber_delta", "value loss"),
     ] {
         let cfg = with_sweep(small_pr2(), &[&format!("{key}=[1, 2]")]);

@@ -26,8 +26,9 @@ pub trait CriticBackend: Send {
     /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).
     fn polyak(&mut self, tau: f32);
 
-    /// [`CriticBackend::polyak`] with network k's own factor `taus[k]`; a
-    /// [`CriticError::Shape`] unless there is one per network (nothing changes then).
+    /// [`CriticBackend::polyak`] with network k's own factor `taus[k]` (a factor of 0 leaves
+    /// that network's target untouched); a [`CriticError::Shape`] unless there is one per
+    /// network (nothing changes then).
     fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError>;
 
     /// The target parameters, network-major.
@@ -45,7 +46,7 @@ pub trait CriticBackend: Send {
     fn last_loss(&mut self) -> Result<f32, CriticError>;
 
     /// One optimiser step on the current gradients: each network's gradient clipped to its own
-    /// global norm, then Adam or RAdam with bias correction. What it saw is read with
+    /// global norm, then Adam or RAdam with bias correction from the network's own step count. What it saw is read with
     /// [`CriticBackend::step_stats`], so a device is not made to wait after every step.
     fn step(&mut self, cfg: &AdamConfig);
 
@@ -55,6 +56,18 @@ pub trait CriticBackend: Send {
     /// [`CriticError::Shape`] unless there is one entry per network (nothing changes then,
     /// not even the step count).
     fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError>;
+
+    /// [`CriticBackend::step_nets`] for the networks whose `active[k]` is true only; the others'
+    /// parameters, moments and step counts stay as they are. On the CPU, network k after any
+    /// sequence of masked steps is bit for bit that network stepped alone its own number of
+    /// times. A [`CriticError::Shape`] unless both have one entry per network (nothing changes
+    /// then).
+    fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<(), CriticError>;
 
     /// What the last [`CriticBackend::step`] or [`CriticBackend::step_nets`] saw (empty norms
     /// before any step on the CPU).
@@ -66,9 +79,17 @@ pub trait CriticBackend: Send {
     /// Replaces all parameters.
     fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError>;
 
-    /// Adam's moments (m, v) and its step count.
+    /// Adam's moments (m, v) and its step count (the largest network's; every network's is
+    /// [`CriticBackend::net_steps`]).
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError>;
 
-    /// Restores Adam's moments and step count (checkpoints).
+    /// Restores Adam's moments and step count, the same for every network (checkpoints).
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError>;
+
+    /// Each network's Adam step count.
+    fn net_steps(&self) -> Vec<u64>;
+
+    /// Restores each network's Adam step count; a [`CriticError::Shape`] unless there is one
+    /// per network (nothing changes then).
+    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError>;
 }

@@ -257,12 +257,13 @@ impl StackSpec {
                         + c * 4 * (a + w + h + d)
                         + c * 4 * (3 + a),
                     // order, row network, tiles, starts, gradient norms, per-network
-                    // optimiser scalars (step size, clip, Polyak factor).
+                    // optimiser scalars (step size, bias correction, clip, step mask, Polyak
+                    // factor).
                     indices: c * 8
                         + tiles
                         + (self.nets as u64 + 1) * 4
                         + (self.nets as u64 * 4).max(16)
-                        + self.nets as u64 * 16,
+                        + self.nets as u64 * 32,
                 }
             }
         }

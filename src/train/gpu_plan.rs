@@ -365,7 +365,7 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
         ("row tiles", format!("({fc} / 16 + {k} + 1) x 16 B"), tiles),
         ("net starts", format!("({k} + 1) x 4 B"), (k + 1) * 4),
         ("grad norms", format!("{k} x 4 B"), (k * 4).max(16)),
-        ("net scalars", format!("{k} x 16 B"), k * 16),
+        ("net scalars", format!("{k} x 32 B"), k * 32),
     ];
     let read = p.max(stack.rows.saturating_mul(a).saturating_mul(4));
     let staging = vec![

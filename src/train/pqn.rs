@@ -32,7 +32,7 @@ use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{
     ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
 };
-use super::q_head::QHead;
+use super::q_head::{QHead, q_values_by_replica};
 use super::qnet::{q_rows, stack_spec, write_input};
 pub use super::returns::{RolloutSteps, lambda_returns, lambda_returns_per_replica};
 use super::run_dir::Resume;
@@ -312,23 +312,7 @@ impl Pqn {
     /// Q-values `[R, A]` of network outputs `[R, head]` whose row r went through network
     /// `nets[r]`: each row read by its replica's head.
     fn q_of_rows(&self, out: Vec<f32>, nets: &[u32]) -> Vec<f32> {
-        if self.heads.iter().all(|h| *h == self.head) {
-            return self.head.q_values(out);
-        }
-        // Rows come in runs of one replica (replica-major): one conversion per run.
-        let (width, per) = (self.spec.head, self.nets_per_replica.max(1));
-        let mut q = Vec::with_capacity(nets.len() * self.actions);
-        let mut start = 0;
-        while start < nets.len() {
-            let replica = nets[start] as usize / per;
-            let end = (start..nets.len())
-                .find(|&r| nets[r] as usize / per != replica)
-                .unwrap_or(nets.len());
-            let rows = out[start * width..end * width].to_vec();
-            q.extend(self.heads[replica].q_values(rows));
-            start = end;
-        }
-        q
+        q_values_by_replica(&self.heads, out, nets, self.nets_per_replica)
     }
 
     /// The exploration rate at the current update (replica 0's).

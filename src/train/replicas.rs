@@ -120,6 +120,41 @@ pub(crate) fn target_update(
     Ok(())
 }
 
+/// The optimiser step and the Polyak update of the replicas with `active[r]` (all: as
+/// [`optimiser_step`] and [`target_update`]); when only some learn this time, their networks
+/// alone move (the critic's masked step: the others' parameters, moments, step counts and
+/// targets stay as they are).
+pub(crate) fn step_and_average(
+    critic: &mut Critic,
+    (values, active): (&[StepValues], &[bool]),
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
+    if active.iter().all(|a| *a) {
+        optimiser_step(critic, values, nets_per_replica)?;
+        return target_update(critic, values, nets_per_replica);
+    }
+    if active.iter().all(|a| !a) {
+        return Ok(());
+    }
+    let per_net = |f: &dyn Fn(usize) -> f32| -> Vec<f32> {
+        (0..values.len())
+            .flat_map(|r| std::iter::repeat_n(f(r), nets_per_replica))
+            .collect()
+    };
+    let nets: Vec<NetOptim> = values
+        .iter()
+        .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
+        .collect();
+    let mask: Vec<bool> = active
+        .iter()
+        .flat_map(|a| std::iter::repeat_n(*a, nets_per_replica))
+        .collect();
+    critic.step_masked(&values[0].adam, &nets, &mask)?;
+    // A factor of 0 leaves a target untouched.
+    critic.polyak_nets(&per_net(&|r| if active[r] { values[r].tau } else { 0.0 }))?;
+    Ok(())
+}
+
 /// The learner steps of `batch` items every replica's rate limiter allows now: the same number
 /// for all (the replicas share one optimiser step count), else the run stops (at `update`, the
 /// update being run, 0-based).
@@ -158,6 +193,11 @@ pub struct ReplicasState {
     /// and Adam moments are the `models.*` tensors).
     #[serde(default)]
     pub models_state: Option<ModelsState>,
+    /// Each network's Adam step count (IQL's replicas learn at their own moments); empty in
+    /// checkpoints written before there was one per network, whose one count (the metadata's
+    /// `adam_steps`) every network takes.
+    #[serde(default)]
+    pub net_steps: Vec<u64>,
 }
 
 /// One replica's checkpointed parts: its schedule state, arenas and replay.
@@ -188,6 +228,7 @@ pub(crate) fn save_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     Ok(serde_json::to_string(&ReplicasState {
         replicas,
         models_state,
+        net_steps: critic.net_steps(),
     })?)
 }
 
@@ -206,6 +247,9 @@ pub(crate) fn load_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     let s: ReplicasState = serde_json::from_str(json)?;
     BadField::check_len("replicas", lanes.len(), s.replicas.len())?;
     let target = f32s(extra, "target", critic.params()?.len())?;
+    if !s.net_steps.is_empty() {
+        BadField::check_len("net_steps", critic.spec().nets, s.net_steps.len())?;
+    }
     // The models first: their stack's lengths are checked before any replica is touched.
     let mut resume = load_models(models, s.models_state.as_ref(), None, extra)?;
     for (r, ((core, batch, replay), state)) in lanes.into_iter().zip(&s.replicas).enumerate() {
@@ -213,6 +257,9 @@ pub(crate) fn load_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
         resume = resume.and(core.load_replica(state, (batch, replay), extra, &prefix)?);
     }
     restore_target(critic, target)?;
+    if !s.net_steps.is_empty() {
+        critic.set_net_steps(&s.net_steps)?;
+    }
     progress.update = s.replicas[0].update;
     progress.env_steps = s.replicas[0].env_steps;
     Ok(resume)

@@ -10,9 +10,9 @@
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
 //! refused with their name: they cannot share one stack. PQN, IQL and PR2-IQL sweep (each its
-//! own keys, [`sweepable`]); the replicas of IQL and PR2-IQL share one optimiser step count, so
-//! the rate limiter's keys (`samples_per_insert`, `min_replay`, `rate_error_buffer`) are
-//! refused too.
+//! own keys, [`sweepable`]); IQL's replicas learn at their own moments (each network has its
+//! own Adam step count), so its rate limiter's keys sweep too; PR2-IQL's replicas learn in
+//! lockstep, so its rate limiter's keys are refused.
 
 use super::config::{Algo, ConfigError, RunConfig};
 
@@ -40,7 +40,7 @@ pub const SWEEPABLE: [(&str, &str); 13] = [
 ];
 
 /// The keys an IQL sweep may vary, with what each is per replica.
-pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
+pub const IQL_SWEEPABLE: [(&str, &str); 17] = [
     ("lr", "learning rate (network-wise Adam step)"),
     ("lr_decay", "linear decay of the learning rate"),
     ("gamma", "discount of the replica's TD targets"),
@@ -60,11 +60,39 @@ pub const IQL_SWEEPABLE: [(&str, &str); 9] = [
         "newest rows (PR2-IQL: whether the newest sequence) in every learner step of the \
          replica's replay",
     ),
+    (
+        "samples_per_insert",
+        "the replica's rate limiter: rows sampled per row inserted",
+    ),
+    (
+        "min_replay",
+        "the replica's rate limiter: rows in its replay before it learns",
+    ),
+    (
+        "rate_error_buffer",
+        "the replica's rate limiter: slack around samples_per_insert",
+    ),
+    (
+        "loss",
+        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
+    ),
+    ("huber_delta", "the replica's Huber threshold"),
+    ("v_min", "the replica's HL-Gauss support"),
+    ("v_max", "the replica's HL-Gauss support"),
+    ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
-/// The keys a PR2-IQL sweep may vary: IQL's (its factorised critic trains with its own Huber
-/// loss, so no loss parameter; `cer` puts the replica's newest sequence in every learner step).
-pub const PR2_SWEEPABLE: [(&str, &str); 9] = IQL_SWEEPABLE;
+/// The keys a PR2-IQL sweep may vary: IQL's first nine (its replicas share one value loss and
+/// learn in lockstep; `cer` puts the replica's newest sequence in every learner step).
+pub const PR2_SWEEPABLE: [(&str, &str); 9] = {
+    let mut keys = [("", ""); 9];
+    let mut i = 0;
+    while i < keys.len() {
+        keys[i] = IQL_SWEEPABLE[i];
+        i += 1;
+    }
+    keys
+};
 
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
@@ -186,23 +214,25 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
     let why = match key {
         "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
         | "rho" | "scenario" | "loss" | "bins" => "changes the networks' shapes",
-        "huber_delta" | "v_min" | "v_max" | "sigma" => {
-            "is a parameter of the one value loss the stack trains with (per replica with algo \
-             pqn only, for now)"
-        }
         "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
         | "buffer_batch_size" | "replay_capacity" | "desync_episodes" | "threaded" => {
             "changes the arenas or the shape of the data every replica shares"
         }
-        "samples_per_insert" | "min_replay" | "rate_error_buffer" => {
-            "changes when the rate limiter lets a replica learn, and the replicas of one stack \
-             share one optimiser step count, so they must learn at the same moments (a \
-             per-network step count is future work)"
-        }
         "seed" | "seeds" => "is the seed axis: use `seeds` (every grid point runs each seed)",
         "radam" => "is one optimiser for the whole stack",
         "sweep" => "cannot sweep itself",
-        "lambda" | "target_tau" | "cer" => "is not read by this algorithm",
+        "samples_per_insert" | "min_replay" | "rate_error_buffer" if algo == Algo::Pr2Iql => {
+            "changes when the rate limiter lets a replica learn, and PR2-IQL's replicas learn in \
+             lockstep (one learner step stacks every replica's sequences)"
+        }
+        "huber_delta" | "v_min" | "v_max" | "sigma" if algo == Algo::Pr2Iql => {
+            "is a parameter of the one value loss PR2-IQL's replicas share (per replica with \
+             algo pqn or iql)"
+        }
+        "lambda" | "target_tau" | "cer" | "samples_per_insert" | "min_replay"
+        | "rate_error_buffer" | "huber_delta" | "v_min" | "v_max" | "sigma" => {
+            "is not read by this algorithm"
+        }
         _ => "is not a per-network scalar",
     };
     let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();
@@ -248,6 +278,17 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         }
         if values.is_empty() {
             return Err(bad(format!("key `{key}` has no values")));
+        }
+        let rate_key = matches!(
+            key.as_str(),
+            "samples_per_insert" | "min_replay" | "rate_error_buffer"
+        );
+        if rate_key && cfg.opponent_models && values.len() > 1 {
+            return Err(bad(format!(
+                "key `{key}` lets replicas learn at different moments, and opponent models \
+                 need them in step (their stack has one optimiser step count): sweep it with \
+                 opponent_models: false"
+            )));
         }
     }
     let count = replica_count(cfg);

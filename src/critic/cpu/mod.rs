@@ -30,7 +30,8 @@ pub struct CpuCritic {
     adam_m: Vec<f32>,
     adam_v: Vec<f32>,
     target: Vec<f32>,
-    steps: u64,
+    /// Each network's Adam step count (its own bias correction).
+    steps: Vec<u64>,
     acts: Activations,
     /// Per work unit gradients, summed per network after backward.
     unit_grads: Vec<f32>,
@@ -171,7 +172,7 @@ impl CpuCritic {
             grads: vec![0.0; n],
             adam_m: vec![0.0; n],
             adam_v: vec![0.0; n],
-            steps: 0,
+            steps: vec![0; spec.nets],
             acts: Activations::default(),
             unit_grads: Vec::new(),
             last_loss: 0.0,
@@ -234,12 +235,22 @@ impl CpuCritic {
         &self.target
     }
 
-    /// Adam's moments (m, v) and its step count.
+    /// Adam's moments (m, v) and its step count (the largest network's: all are equal unless
+    /// [`CpuCritic::step_masked`] moved some networks only; see [`CpuCritic::net_steps`]).
     pub fn adam_state(&self) -> (&[f32], &[f32], u64) {
-        (&self.adam_m, &self.adam_v, self.steps)
+        (
+            &self.adam_m,
+            &self.adam_v,
+            self.steps.iter().copied().max().unwrap_or(0),
+        )
     }
 
-    /// Restores Adam's moments and step count (checkpoints).
+    /// Each network's Adam step count.
+    pub fn net_steps(&self) -> &[u64] {
+        &self.steps
+    }
+
+    /// Restores Adam's moments and step count, the same for every network (checkpoints).
     pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         if m.len() != self.params.len() || v.len() != self.params.len() {
             return Err(CriticError::Shape {
@@ -250,7 +261,7 @@ impl CpuCritic {
         }
         self.adam_m.copy_from_slice(m);
         self.adam_v.copy_from_slice(v);
-        self.steps = steps;
+        self.steps.fill(steps);
         Ok(())
     }
 
@@ -537,7 +548,7 @@ impl Drop for CpuCritic {
     fn drop(&mut self) {
         if profile::enabled() && profile::from_env() {
             let mut p = profile::take();
-            p.updates = self.steps.max(1);
+            p.updates = self.steps.iter().copied().max().unwrap_or(0).max(1);
             eprintln!("{p}");
         }
     }
@@ -603,10 +614,30 @@ impl CriticBackend for CpuCritic {
     }
 
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
-        Ok((self.adam_m.clone(), self.adam_v.clone(), self.steps))
+        let (m, v, steps) = CpuCritic::adam_state(self);
+        Ok((m.to_vec(), v.to_vec(), steps))
     }
 
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         CpuCritic::set_adam_state(self, m, v, steps)
+    }
+
+    fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<(), CriticError> {
+        CpuCritic::step_masked(self, cfg, nets, active).map(|_| ())
+    }
+
+    fn net_steps(&self) -> Vec<u64> {
+        self.steps.clone()
+    }
+
+    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError> {
+        check_len("per-network Adam step counts", self.spec.nets, steps.len())?;
+        self.steps.copy_from_slice(steps);
+        Ok(())
     }
 }

@@ -1,6 +1,8 @@
 //! The CPU stack's optimiser step and target averaging, with one set of scalars for the whole
-//! stack or one per network (replicas of a sweep sharing a stack). Both forms run the same loop,
-//! so network k stepped with its own scalars is bit for bit that network stepped alone.
+//! stack or one per network (replicas of a sweep sharing a stack), and a step that moves only
+//! some networks (replicas whose rate limiters let them learn at their own moments). Every form
+//! runs the same loop, and each network's bias correction comes from its own step count, so
+//! network k stepped with its own scalars is bit for bit that network stepped alone.
 
 use rayon::prelude::*;
 
@@ -8,19 +10,16 @@ use super::CpuCritic;
 use super::profile::{Phase, span};
 use crate::critic::{AdamConfig, CriticError, NetOptim, StepStats, check_len};
 
-/// A network's step size (what [`AdamConfig::schedule`] gives for its learning rate) and clip.
-type NetStep = (f32, Option<f32>);
-
 /// Parameters per task of the target averaging inside one network.
 const POLYAK_CHUNK: usize = 4096;
 
 impl CpuCritic {
     /// One optimiser step on the current gradients: each network's gradient is clipped to
-    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction. Returns
-    /// what it saw (kept until the next step).
+    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction from the
+    /// network's own step count. Returns what it saw (kept until the next step).
     pub fn step(&mut self, cfg: &AdamConfig) -> &StepStats {
-        let (step_size, _, _) = cfg.schedule(self.steps + 1);
-        self.apply_step(cfg, |_| (step_size, cfg.max_grad_norm))
+        let net = NetOptim::from(cfg);
+        self.apply_step(cfg, |_| Some(net))
     }
 
     /// [`CpuCritic::step`] with network k's learning rate and clip from `nets[k]` (the rest from
@@ -32,42 +31,56 @@ impl CpuCritic {
         nets: &[NetOptim],
     ) -> Result<&StepStats, CriticError> {
         check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        let t = self.steps + 1;
-        let scalars: Vec<NetStep> = nets
-            .iter()
-            .map(|n| (cfg.for_net(n).schedule(t).0, n.max_grad_norm))
-            .collect();
-        Ok(self.apply_step(cfg, |k| scalars[k]))
+        Ok(self.apply_step(cfg, |k| Some(nets[k])))
     }
 
-    /// The step itself: network k moves by its step size and clip from `net`; betas, eps and
-    /// the bias corrections come from `cfg` (they do not depend on the learning rate).
+    /// [`CpuCritic::step_nets`] for the networks whose `active[k]` is true only: the others'
+    /// parameters, moments and step counts stay as they are (their gradient norms are still
+    /// reported).
+    /// Refused, changing nothing, unless both have one entry per network.
+    pub fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<&StepStats, CriticError> {
+        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
+        check_len("per-network step mask", self.spec.nets, active.len())?;
+        Ok(self.apply_step(cfg, |k| active[k].then_some(nets[k])))
+    }
+
+    /// The step itself: network k, unless `net(k)` is `None`, counts one more step and moves by
+    /// the step size of its learning rate at that count, after its clip; betas, eps and RAdam
+    /// come from `cfg`.
     fn apply_step(
         &mut self,
         cfg: &AdamConfig,
-        net: impl Fn(usize) -> NetStep + Sync,
+        net: impl Fn(usize) -> Option<NetOptim> + Sync,
     ) -> &StepStats {
         let (_wall, _t) = (span(Phase::WallStep), span(Phase::Adam));
-        self.steps += 1;
         self.w1t_fresh = false;
-        let (_, bc2, adaptive) = cfg.schedule(self.steps);
         let per_net = self.spec.params_per_net();
         let grad_norms: Vec<f32> = (
             self.params.par_chunks_mut(per_net),
             self.grads.par_chunks(per_net),
             self.adam_m.par_chunks_mut(per_net),
             self.adam_v.par_chunks_mut(per_net),
+            self.steps.par_iter_mut(),
         )
             .into_par_iter()
             .enumerate()
-            .map(|(k, (p, g, m, v))| {
-                let (step_size, max_grad_norm) = net(k);
+            .map(|(k, (p, g, m, v, steps))| {
                 let norm = g
                     .iter()
                     .map(|x| (*x as f64) * (*x as f64))
                     .sum::<f64>()
                     .sqrt() as f32;
-                let scale = match max_grad_norm {
+                let Some(n) = net(k) else {
+                    return norm;
+                };
+                *steps += 1;
+                let (step_size, bc2, adaptive) = cfg.for_net(&n).schedule(*steps);
+                let scale = match n.max_grad_norm {
                     Some(max) if norm > max => max / (norm + 1e-6),
                     _ => 1.0,
                 };
@@ -99,8 +112,9 @@ impl CpuCritic {
         self.average(|_| tau);
     }
 
-    /// [`CpuCritic::polyak`] with network k's own factor `taus[k]`; refused, changing nothing,
-    /// unless there is one per network.
+    /// [`CpuCritic::polyak`] with network k's own factor `taus[k]`; a factor of 0 leaves that
+    /// network's target untouched (not even rewritten). Refused, changing nothing, unless there
+    /// is one per network.
     pub fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
         check_len("per-network Polyak factors", self.spec.nets, taus.len())?;
         self.average(|k| taus[k]);
@@ -117,6 +131,9 @@ impl CpuCritic {
             .enumerate()
             .for_each(|(k, (target, online))| {
                 let tau = tau(k);
+                if tau == 0.0 {
+                    return;
+                }
                 target
                     .par_chunks_mut(POLYAK_CHUNK)
                     .zip(online.par_chunks(POLYAK_CHUNK))

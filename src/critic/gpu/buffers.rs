@@ -154,7 +154,7 @@ impl GpuCritic {
         Ok(())
     }
 
-    /// Restores Adam's moments and step count.
+    /// Restores Adam's moments and step count, the same for every network.
     pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         let n = self.spec.params();
         if m.len() != n || v.len() != n {
@@ -168,7 +168,7 @@ impl GpuCritic {
             .write_buffer(&self.adam_m, 0, bytemuck::cast_slice(m));
         self.queue
             .write_buffer(&self.adam_v, 0, bytemuck::cast_slice(v));
-        self.steps = steps;
+        self.steps.fill(steps);
         Ok(())
     }
 

@@ -92,18 +92,19 @@ pub(super) struct LossParams {
 }
 const _: () = assert!(size_of::<LossParams>() == 48);
 
-/// Mirrors `AdamParams` of adam.wgsl (the step size and clip are per network: [`NetScalars`]).
+/// Mirrors `AdamParams` of adam.wgsl (the step size, bias correction, clip and step mask are
+/// per network: [`NetScalars`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
 pub(super) struct AdamParams {
     pub(super) count: u32,
     pub(super) per_net: u32,
-    pub(super) adaptive: u32,
     pub(super) _pad0: u32,
-    pub(super) bc2: f32,
+    pub(super) _pad1: u32,
     pub(super) beta1: f32,
     pub(super) beta2: f32,
     pub(super) eps: f32,
+    pub(super) _pad2: u32,
 }
 const _: () = assert!(size_of::<AdamParams>() == 32);
 
@@ -129,10 +130,17 @@ pub(super) struct NetScalars {
     pub(super) max_norm: f32,
     /// 1: clip the gradient to `max_norm`; 0: no clipping.
     pub(super) clip: u32,
-    /// The Polyak factor.
+    /// The Polyak factor (0: the network's target is left untouched).
     pub(super) tau: f32,
+    /// Adam's second-moment bias correction at the network's own step count.
+    pub(super) bc2: f32,
+    /// 1: the adaptive term; 0: RAdam's momentum-only warm-up.
+    pub(super) adaptive: u32,
+    /// 1: the network steps this time; 0: its parameters and moments stay as they are.
+    pub(super) stepping: u32,
+    pub(super) _pad0: u32,
 }
-const _: () = assert!(size_of::<NetScalars>() == 16);
+const _: () = assert!(size_of::<NetScalars>() == 32);
 
 /// The compute pipelines, created once per device.
 pub(super) struct Kernels {

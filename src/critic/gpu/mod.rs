@@ -28,7 +28,7 @@ use self::kernels::{Kernels, NetScalars, UniformArena};
 use super::loss::Loss;
 use super::{
     AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, StackSpec,
-    StepStats, init_params,
+    StepStats, check_len, init_params,
 };
 
 /// A stack of MLPs on a GPU.
@@ -45,8 +45,8 @@ pub struct GpuCritic {
     adam_v: wgpu::Buffer,
     target: wgpu::Buffer,
     norms: wgpu::Buffer,
-    /// `[K]` per-network step size, clip and Polyak factor, written before each step and
-    /// Polyak update from `net_host`.
+    /// `[K]` per-network step size, bias correction, clip, step mask and Polyak factor,
+    /// written before each step and Polyak update from `net_host`.
     net_scalars: wgpu::Buffer,
     net_host: Vec<NetScalars>,
     uniforms: UniformArena,
@@ -55,7 +55,8 @@ pub struct GpuCritic {
     plan: RowPlan,
     input_mode: u32,
     tile_count: u32,
-    steps: u64,
+    /// Each network's Adam step count (its own bias correction).
+    steps: Vec<u64>,
     dispatches: u64,
     staging: Option<wgpu::Buffer>,
 }
@@ -108,7 +109,7 @@ impl GpuCritic {
         };
         let (grads, adam_m, adam_v) = (make("grads"), make("adam m"), make("adam v"));
         let norms = storage(&device, "grad norms", spec.nets * 4);
-        let net_scalars = storage(&device, "net scalars", spec.nets * 16);
+        let net_scalars = storage(&device, "net scalars", spec.nets * size_of::<NetScalars>());
         let uniforms = UniformArena::new(&device);
         Ok(GpuCritic {
             device,
@@ -131,7 +132,7 @@ impl GpuCritic {
             plan: RowPlan::default(),
             input_mode: 0,
             tile_count: 0,
-            steps: 0,
+            steps: vec![0; spec.nets],
             dispatches: 0,
             staging: None,
         })
@@ -253,5 +254,24 @@ impl CriticBackend for GpuCritic {
 
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
         GpuCritic::set_adam_state(self, m, v, steps)
+    }
+
+    fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<(), CriticError> {
+        GpuCritic::step_masked(self, cfg, nets, active)
+    }
+
+    fn net_steps(&self) -> Vec<u64> {
+        self.steps.clone()
+    }
+
+    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError> {
+        check_len("per-network Adam step counts", self.spec.nets, steps.len())?;
+        self.steps.copy_from_slice(steps);
+        Ok(())
     }
 }

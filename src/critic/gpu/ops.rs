@@ -367,10 +367,11 @@ impl GpuCritic {
         })
     }
 
-    /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam.
+    /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam with each
+    /// network's bias correction from its own step count.
     pub fn step(&mut self, cfg: &AdamConfig) {
         let net = NetOptim::from(cfg);
-        self.step_with(cfg, |_| net);
+        self.step_with(cfg, |_| Some(net));
     }
 
     /// [`GpuCritic::step`] with network k's learning rate and clip from `nets[k]` (the rest from
@@ -378,18 +379,40 @@ impl GpuCritic {
     /// per network.
     pub fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
         check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        self.step_with(cfg, |k| nets[k]);
+        self.step_with(cfg, |k| Some(nets[k]));
         Ok(())
     }
 
-    /// The step with network k's scalars from `net(k)`: its step size is
-    /// [`AdamConfig::schedule`] of `cfg.for_net(net(k))`, as on the CPU.
-    fn step_with(&mut self, cfg: &AdamConfig, net: impl Fn(usize) -> NetOptim) {
-        self.steps += 1;
-        let (_, bc2, adaptive) = cfg.schedule(self.steps);
-        for (k, s) in self.net_host.iter_mut().enumerate() {
-            let n = net(k);
-            s.step_size = cfg.for_net(&n).schedule(self.steps).0;
+    /// [`GpuCritic::step_nets`] for the networks whose `active[k]` is true only (the others'
+    /// parameters, moments and step counts stay as they are), in the same two dispatches;
+    /// refused, changing nothing, unless both have one entry per network.
+    pub fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<(), CriticError> {
+        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
+        check_len("per-network step mask", self.spec.nets, active.len())?;
+        self.step_with(cfg, |k| active[k].then_some(nets[k]));
+        Ok(())
+    }
+
+    /// The step with network k's scalars from `net(k)` (`None`: it does not step): its count
+    /// goes up by one and its step size and bias correction are [`AdamConfig::schedule`] of
+    /// `cfg.for_net(net(k))` at that count, as on the CPU.
+    fn step_with(&mut self, cfg: &AdamConfig, net: impl Fn(usize) -> Option<NetOptim>) {
+        for (k, (s, steps)) in self.net_host.iter_mut().zip(&mut self.steps).enumerate() {
+            let Some(n) = net(k) else {
+                s.stepping = 0;
+                continue;
+            };
+            *steps += 1;
+            let (step_size, bc2, adaptive) = cfg.for_net(&n).schedule(*steps);
+            s.step_size = step_size;
+            s.bc2 = bc2;
+            s.adaptive = u32::from(adaptive);
+            s.stepping = 1;
             s.max_norm = n.max_grad_norm.unwrap_or(0.0);
             s.clip = u32::from(n.max_grad_norm.is_some());
         }
@@ -409,12 +432,12 @@ impl GpuCritic {
         let adam = AdamParams {
             count,
             per_net,
-            adaptive: u32::from(adaptive),
             _pad0: 0,
-            bc2,
+            _pad1: 0,
             beta1: cfg.beta1,
             beta2: cfg.beta2,
             eps: cfg.eps,
+            _pad2: 0,
         };
         let Ok(()) = self.submit::<Infallible>("optimiser step", |c, arena| {
             let k = &c.kernels;

@@ -80,11 +80,12 @@ impl GpuCritic {
         Ok(self.unsort(&sorted, d))
     }
 
-    /// Adam's moments and step count (readbacks, for checkpoints).
+    /// Adam's moments and step count, the largest network's (readbacks, for checkpoints).
     pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
         let (m, v) = (self.adam_m.clone(), self.adam_v.clone());
         let n = self.spec.params();
-        Ok((self.read_f32(&m, n)?, self.read_f32(&v, n)?, self.steps))
+        let steps = self.steps.iter().copied().max().unwrap_or(0);
+        Ok((self.read_f32(&m, n)?, self.read_f32(&v, n)?, steps))
     }
 
     /// Reads `len` f32s from the start of `buffer`, waiting for the device.

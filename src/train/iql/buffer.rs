@@ -9,9 +9,9 @@ use rand_core::Rng;
 use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
-use super::super::q_head::QHead;
+use super::super::q_head::{QHead, q_values_by_replica};
 use super::super::replay::{ReplayColumns, Ring};
-use super::super::replicas::{StepValues, optimiser_step, target_update};
+use super::super::replicas::{StepValues, step_and_average};
 use super::super::tensors::Column;
 use crate::components::StepBuffers;
 use crate::critic::loss::loss_and_grad;
@@ -191,15 +191,16 @@ impl Minibatch {
         }
     }
 
-    /// Every replica's minibatch one after another, replica r's networks shifted to its block
-    /// (`r x nets_per_replica` onwards), with the opponent columns (slots and others' actions).
+    /// The minibatches of the replicas that learn this time one after another, each `(r,
+    /// minibatch)` with replica r's networks shifted to its block (`r x nets_per_replica`
+    /// onwards), with the opponent columns (slots and others' actions).
     pub(super) fn stack<'a>(
         &mut self,
-        parts: impl Iterator<Item = &'a Minibatch>,
+        parts: impl Iterator<Item = (usize, &'a Minibatch)>,
         nets_per_replica: usize,
     ) {
         self.clear();
-        for (r, p) in parts.enumerate() {
+        for (r, p) in parts {
             let offset = (r * nets_per_replica) as u32;
             self.obs.extend_from_slice(&p.obs);
             self.next.extend_from_slice(&p.next);
@@ -218,40 +219,44 @@ impl Minibatch {
 
     /// Targets from the target networks, a step of the value loss (Huber by default) on the
     /// online networks, a Polyak update.
-    /// The rows are `values.len()` equal blocks, block r replica r's (its networks the r-th
-    /// block of `nets_per_replica`), read with its own gamma, loss normalisation, learning
-    /// rate, clip and Polyak factor. Returns the mean of the replicas' losses.
+    /// The rows are equal blocks, one per replica whose `active[r]` is true, in replica order
+    /// (replica r's networks the r-th block of `nets_per_replica`), each read with its own
+    /// gamma, head (`heads[r]`: loss and its parameters), loss normalisation, learning rate,
+    /// clip and Polyak factor (`values[r]`). Only those replicas' networks step and average;
+    /// the others' stay as they are. Returns the mean of the stepping replicas' losses.
     pub(super) fn train(
         &mut self,
         critic: &mut Critic,
-        values: &[StepValues],
-        (actions, nets_per_replica, head): (usize, usize, &QHead),
+        (values, active): (&[StepValues], &[bool]),
+        (actions, nets_per_replica, heads): (usize, usize, &[QHead]),
         update: u64,
     ) -> Result<f32, TrainError> {
-        let replicas = values.len().max(1);
-        let rows = self.actions.len() / replicas;
-        let q_next = head.q_values(critic.forward_target(Input::U8(&self.next), &self.nets)?);
-        let width = actions * head.outputs_per_action();
+        let blocks: Vec<usize> = (0..values.len()).filter(|&r| active[r]).collect();
+        let replicas = blocks.len().max(1);
+        let rows = (self.actions.len() / replicas).max(1);
+        let next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
+        let q_next = q_values_by_replica(heads, next, &self.nets, nets_per_replica);
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
-            let gamma = values[k / rows.max(1)].gamma;
+            let gamma = values[blocks[k / rows]].gamma;
             let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
             self.targets.push(target);
         }
-        let value = if replicas == 1 {
+        let value = if let [r] = blocks[..] {
             critic.forward(Input::U8(&self.obs), &self.nets)?;
-            critic.loss_backward(&head.loss(&self.actions, &self.targets))?;
+            critic.loss_backward(&heads[r].loss(&self.actions, &self.targets))?;
             critic.last_loss()?
         } else {
             let out = critic.forward(Input::U8(&self.obs), &self.nets)?;
+            let width = out.len() / self.actions.len().max(1);
             self.d_out.resize(out.len(), 0.0);
             let mut sum = 0.0;
-            for r in 0..replicas {
+            for (b, &r) in blocks.iter().enumerate() {
                 let (own, vals) = (
-                    r * rows..(r + 1) * rows,
-                    r * rows * width..(r + 1) * rows * width,
+                    b * rows..(b + 1) * rows,
+                    b * rows * width..(b + 1) * rows * width,
                 );
-                let loss = head.loss(&self.actions[own.clone()], &self.targets[own]);
+                let loss = heads[r].loss(&self.actions[own.clone()], &self.targets[own]);
                 sum += loss_and_grad(&loss, &out[vals.clone()], width, &mut self.d_out[vals]);
             }
             critic.backward(&self.d_out)?;
@@ -264,8 +269,7 @@ impl Minibatch {
                 value,
             });
         }
-        optimiser_step(critic, values, nets_per_replica)?;
-        target_update(critic, values, nets_per_replica)?;
+        step_and_average(critic, (values, active), nets_per_replica)?;
         Ok(value)
     }
 }

@@ -11,14 +11,18 @@
 //! its own arenas, replay, rate limiter, exploration and sampling streams (seeded from its own
 //! seed as a single run seeds them), and its own networks, the r-th block of one stack. One
 //! forward acts for every replica; a learner step stacks every replica's minibatch into one
-//! forward/backward, each replica's loss averaged over its own rows, each network stepped with
-//! its replica's learning rate and clip and averaged into its target with its replica's
-//! `target_tau`. The replicas share one optimiser step count, so they must learn at the same
-//! moments: their limiters see the same counts by construction (the keys that would change
-//! that are not sweepable), and a disagreement stops the run. So replica k computes exactly
-//! what a single run with its configuration computes. With `opponent_models`, every replica
-//! has its own models (the r-th block of the models' stack) trained on its own block of each
-//! learner step's stacked minibatch at its own learning rate (see `train::opponent`).
+//! forward/backward, each replica's loss (its own kind and parameters, `q_head.rs`) averaged
+//! over its own rows, each network stepped with its replica's learning rate and clip and
+//! averaged into its target with its replica's `target_tau`. Each replica learns at its own
+//! moments: after every environment step, replica r runs exactly the learner steps its own
+//! rate limiter allows (its `samples_per_insert`, `min_replay`, `rate_error_buffer`), so a
+//! stacked pass holds the minibatches of the replicas that still have a step to run, and the
+//! critic's masked step moves only their networks, each with bias correction from its own Adam
+//! step count. So replica k computes exactly what a single run with its configuration computes.
+//! With `opponent_models`, every replica has its own models (the r-th block of the models'
+//! stack) trained on its own block of each learner step's stacked minibatch at its own
+//! learning rate (see `train::opponent`); the models share one step count, so with models the
+//! replicas must learn at the same moments (the rate limiter's keys are not swept).
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
@@ -34,10 +38,10 @@ use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
-use super::q_head::QHead;
+use super::q_head::{QHead, q_values_by_replica};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, successor_input};
-use super::replicas::{StepValues, UpdateValues, lockstep_batches, replicas_critic};
+use super::replicas::{StepValues, UpdateValues, replicas_critic};
 use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
@@ -64,8 +68,10 @@ pub struct Iql {
     /// The whole stack (every replica's networks).
     spec: StackSpec,
     nets_per_replica: usize,
-    /// How outputs become Q-values, and the loss.
+    /// How outputs become Q-values, and the loss (replica 0's: the [`Learner`] seam's).
     head: QHead,
+    /// Each replica's head (the same width; a sweep may give them their own loss parameters).
+    heads: Vec<QHead>,
     learners: usize,
     actions: usize,
     progress: Progress,
@@ -107,7 +113,10 @@ impl Iql {
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
         let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
-        let head = QHead::of(cfg);
+        // Replica 0's head acts for the Learner seam; every replica's has the same width (the
+        // sweep refuses others).
+        let heads: Vec<QHead> = reps.iter().map(|r| QHead::of(&r.cfg)).collect();
+        let head = heads[0];
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
@@ -148,6 +157,7 @@ impl Iql {
             spec,
             nets_per_replica: single.nets,
             head,
+            heads,
             learners,
             actions,
             progress: Progress::default(),
@@ -203,7 +213,8 @@ impl Iql {
         let obs = self.input(thresholds.len());
         let per = self.local_nets.len();
         let nets = &self.nets[..thresholds.len() * per];
-        let q = self.head.forward(&mut self.critic, Input::U8(&obs), nets)?;
+        let out = self.critic.forward(Input::U8(&obs), nets)?;
+        let q = q_values_by_replica(&self.heads, out, nets, self.nets_per_replica);
         let a = self.actions;
         let mut taken = Vec::with_capacity(thresholds.len());
         for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
@@ -215,30 +226,43 @@ impl Iql {
         Ok((obs, taken))
     }
 
-    /// The learner steps every replica's rate limiter allows now: the same number for all
-    /// (they share one optimiser step count), else the run stops.
-    fn allowed_steps(&self) -> Result<u64, TrainError> {
-        let limiters = self.lanes.iter().map(|l| &l.core.limiter);
-        lockstep_batches(limiters, self.cfg.batch_size as u64, self.progress.update)
+    /// The learner steps each replica's rate limiter allows now.
+    fn allowed_steps(&self) -> Vec<u64> {
+        let batch = self.cfg.batch_size as u64;
+        self.lanes
+            .iter()
+            .map(|lane| lane.core.limiter.allowed_batches(batch))
+            .collect()
     }
 
-    /// One learner step for every replica: each fills its minibatch (the newest rows and
-    /// uniform samples of its own replay, with its own stream), all stacked into one pass.
-    fn learn(&mut self, values: &[StepValues]) -> Result<f32, TrainError> {
+    /// One learner step for every replica whose `active[r]` is true: each fills its minibatch
+    /// (the newest rows and uniform samples of its own replay, with its own stream), all
+    /// stacked into one pass that steps their networks only.
+    fn learn(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
         let update = self.progress.update;
-        for lane in &mut self.lanes {
+        if self.models.is_some() && active.iter().any(|a| !a) {
+            return Err(TrainError::Config(
+                "opponent models need every replica to learn at the same moments (their stack \
+                 has one optimiser step count): do not sweep samples_per_insert, min_replay or \
+                 rate_error_buffer with opponent_models: true"
+                    .into(),
+            ));
+        }
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.mb
                 .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
         }
         let mb = if self.lanes.len() == 1 {
             &mut self.lanes[0].mb
         } else {
-            let parts = self.lanes.iter().map(|l| &l.mb);
+            let parts = (self.lanes.iter().enumerate())
+                .filter(|(r, _)| active[*r])
+                .map(|(r, l)| (r, &l.mb));
             self.stacked.stack(parts, self.nets_per_replica);
             &mut self.stacked
         };
-        let sizes = (self.actions, self.nets_per_replica, &self.head);
-        let value = mb.train(&mut self.critic, values, sizes, update)?;
+        let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
+        let value = mb.train(&mut self.critic, (values, active), sizes, update)?;
         if let Some(m) = &mut self.models {
             // Each replica's models on its own block of rows, at its learning rate.
             let lrs: Vec<f32> = values.iter().map(|v| v.adam.lr).collect();
@@ -248,7 +272,7 @@ impl Iql {
                 mean.add(s, block as f64);
             }
         }
-        for lane in &mut self.lanes {
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.core.limiter.sample(self.cfg.batch_size as u64);
             lane.core.learner_steps += 1;
         }
@@ -297,8 +321,12 @@ impl Iql {
                 lane.core.limiter.insert(taken.len() as u64);
                 lane.core.limiter.delete(evicted);
             }
-            for _ in 0..self.allowed_steps()? {
-                losses += self.learn(&values.steps)? as f64;
+            // Each replica runs its own limiter's steps; a pass serves those with one left.
+            let allowed = self.allowed_steps();
+            let most = allowed.iter().copied().max().unwrap_or(0);
+            for i in 0..most {
+                let active: Vec<bool> = allowed.iter().map(|&a| a > i).collect();
+                losses += self.learn(&values.steps, &active)? as f64;
                 steps += 1;
             }
             self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
@@ -416,10 +444,11 @@ mod tests {
     use super::*;
     use crate::critic::{Device, choose_device};
 
-    /// Replicas whose rate limiters disagree on the learner steps (here: replica 1 counted one
-    /// batch more than replica 0) stop the run with a report instead of stepping apart.
+    /// Replicas whose rate limiters allow different learner steps (here: replica 1 counted
+    /// batches it never learned from, so its limiter holds it back) each run their own: replica
+    /// 0's networks step, replica 1's stay, each network counting its own Adam steps.
     #[test]
-    fn replicas_whose_limiters_disagree_stop_the_run() {
+    fn replicas_whose_limiters_disagree_learn_their_own_steps() {
         let cfg = RunConfig {
             algo: super::super::config::Algo::Iql,
             scenario: Some("tests/data/chase.ron".into()),
@@ -441,14 +470,22 @@ mod tests {
         let device = choose_device(Device::Cpu).unwrap();
         let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
         iql.update().unwrap();
-        iql.lanes[1].core.limiter.sample(4);
-        let err = (0..3)
-            .find_map(|_| iql.update().err())
-            .expect("the replicas kept learning apart")
-            .to_string();
-        assert!(
-            err.contains("lockstep") && err.contains("replica 1"),
-            "{err}"
+        let per = iql.nets_per_replica;
+        let before = iql.critic.net_steps();
+        assert!(before[0] > 0 && before[..] == [before[0]].repeat(before.len())[..]);
+        let params = iql.critic.params().unwrap();
+        iql.lanes[1].core.limiter.sample(1 << 20);
+        iql.update().unwrap();
+        let after = iql.critic.net_steps();
+        assert!(after[..per].iter().all(|&s| s > before[0]), "{after:?}");
+        assert_eq!(after[per..], before[per..], "replica 1 stepped");
+        let p = iql.critic.params().unwrap();
+        let half = p.len() / 2;
+        assert_eq!(p[half..], params[half..], "replica 1's parameters moved");
+        assert_ne!(
+            p[..half],
+            params[..half],
+            "replica 0's parameters did not move"
         );
     }
 }

@@ -56,7 +56,7 @@ impl Iql {
             ..
         } = &mut lanes[0];
         let (cfg, spec, head, n, a) = (&*cfg, *spec, *head, *learners, *actions);
-        let values = [StepValues::of(cfg, *adam)];
+        let (values, heads) = ([StepValues::of(cfg, *adam)], [head]);
         let ReplayCore {
             explore,
             sampler,
@@ -125,8 +125,12 @@ impl Iql {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
-                            losses +=
-                                mb.train(critic, &values, (a, spec.nets, &head), update)? as f64;
+                            losses += mb.train(
+                                critic,
+                                (&values, &[true]),
+                                (a, spec.nets, &heads),
+                                update,
+                            )? as f64;
                             steps += 1;
                             *learner_steps += 1;
                             if steps % 8 == 0 {
