@@ -171,7 +171,10 @@ fn pr2_replicas_with_their_own_rate_limiters_equal_their_single_runs_bit_for_bit
 #[test]
 fn pr2_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
     let base = small_pr2();
-    let sweep = with_sweep(base.clone(), &["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"]);
+    let sweep = with_sweep(
+        base.clone(),
+        &["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"],
+    );
     check_every_pr2_replica("pr2-loss", (&base, &sweep));
     let hl = RunConfig {
         loss: ValueLoss::HlGauss,
@@ -198,7 +201,10 @@ fn a_pr2_sweep_of_rates_resumes_exactly_with_each_networks_step_count() {
 fn a_pr2_sweep_of_rates_on_the_gpu_matches_the_cpu() {
     let cfg = RunConfig {
         seeds: 2,
-        ..with_sweep(small_pr2(), &["samples_per_insert=[1.0, 4.0]", "sigma=[0.0, 0.5]"])
+        ..with_sweep(
+            small_pr2(),
+            &["samples_per_insert=[1.0, 4.0]", "sigma=[0.0, 0.5]"],
+        )
     };
     let hl = RunConfig {
         loss: ValueLoss::HlGauss,
@@ -236,8 +242,15 @@ fn pr2_seeds_are_accepted_and_shape_keys_refused_by_name() {
     }
     // The rate limiter's keys and the value loss's parameters sweep; a loss that changes the
     // head's width beside another is refused.
-    for axis in ["samples_per_insert=[1.0, 2.0]", "huber_delta=[1.0, 2.0]", "loss=[mse, huber]"] {
-        assert_eq!(with_sweep(small_pr2(), &[axis]).replicas().unwrap().len(), 2);
+    for axis in [
+        "samples_per_insert=[1.0, 2.0]",
+        "huber_delta=[1.0, 2.0]",
+        "loss=[mse, huber]",
+    ] {
+        assert_eq!(
+            with_sweep(small_pr2(), &[axis]).replicas().unwrap().len(),
+            2
+        );
     }
     let mixed = with_sweep(small_pr2(), &["loss=[mse, hl_gauss]"]);
     let err = mixed.replicas().unwrap_err().to_string();

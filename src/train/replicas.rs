@@ -132,6 +132,21 @@ pub(crate) fn step_and_average(
     masked_target_update(critic, (values, active), nets_per_replica)
 }
 
+/// Refuses a learner step that leaves some replicas out (`active[r]` false) when the learner
+/// has opponent models (`models`): their stack has one optimiser step count, so its replicas
+/// must learn at the same moments.
+pub(crate) fn models_in_step(models: bool, active: &[bool]) -> Result<(), TrainError> {
+    if models && active.iter().any(|a| !a) {
+        return Err(TrainError::Config(
+            "opponent models need every replica to learn at the same moments (their stack \
+             has one optimiser step count): do not sweep samples_per_insert, min_replay or \
+             rate_error_buffer with opponent_models: true"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Each of `values`' replicas' value repeated for its `nets_per_replica` networks.
 fn per_net<T: Copy>(values: impl Iterator<Item = T>, nets_per_replica: usize) -> Vec<T> {
     values
@@ -152,7 +167,10 @@ pub(crate) fn masked_step(
     if active.iter().all(|a| !a) {
         return Ok(());
     }
-    let nets = per_net(values.iter().map(|v| NetOptim::from(&v.adam)), nets_per_replica);
+    let nets = per_net(
+        values.iter().map(|v| NetOptim::from(&v.adam)),
+        nets_per_replica,
+    );
     let mask = per_net(active.iter().copied(), nets_per_replica);
     critic.step_masked(&values[0].adam, &nets, &mask)?;
     Ok(())

@@ -129,7 +129,10 @@ pub fn replica_steps(run: &Path, replicas: usize) -> Vec<u64> {
     let per = steps.len() / replicas;
     assert!(per > 0, "no step count per network: {steps:?}");
     let chunks = steps.chunks(per);
-    assert!(chunks.clone().all(|c| c.iter().all(|&s| s == c[0])), "{steps:?}");
+    assert!(
+        chunks.clone().all(|c| c.iter().all(|&s| s == c[0])),
+        "{steps:?}"
+    );
     chunks.map(|c| c[0]).collect()
 }
 

@@ -15,7 +15,7 @@ use crate::rng::below;
 use crate::train::error::TrainError;
 use crate::train::explore::max_value;
 use crate::train::opponent::{OpponentScores, ScoreMean};
-use crate::train::replicas::{StepValues, masked_step, masked_target_update};
+use crate::train::replicas::{StepValues, masked_step, masked_target_update, models_in_step};
 
 /// The row buffers of one learner step (every replica's rows, replica after replica), reused.
 #[derive(Default)]
@@ -157,14 +157,7 @@ impl Pr2Iql {
         settings: &[StepValues],
         active: &[bool],
     ) -> Result<(f32, Option<OpponentScores>), TrainError> {
-        if self.models.is_some() && active.iter().any(|a| !a) {
-            return Err(TrainError::Config(
-                "opponent models need every replica to learn at the same moments (their stack \
-                 has one optimiser step count): do not sweep samples_per_insert, min_replay or \
-                 rate_error_buffer with opponent_models: true"
-                    .into(),
-            ));
-        }
+        models_in_step(self.models.is_some(), active)?;
         let (n, w, a, d) = (
             self.learners,
             self.rows[0].width(),
