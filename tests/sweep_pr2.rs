@@ -1,16 +1,18 @@
 //! PR2-IQL seeds and sweeps in one run: replica k of a sweep is the single PR2-IQL run with its
 //! grid point's values and seed, bit for bit (parameters, target critics, returns, greedy
 //! evaluation), each replica with its own arenas, sequence replay, streams and rate limiter;
-//! `--seeds` is accepted; shape-changing and rate-limiter keys are refused by name; the memory
-//! preflight counts every replica; a sweep resumes exactly and matches the CPU on the GPU
-//! backend; the CLI ranks the grid and writes `sweep.csv` and one TensorBoard directory per
-//! replica.
+//! `--seeds` is accepted; shape-changing keys are refused by name; the memory preflight counts
+//! every replica; a sweep resumes exactly and matches the CPU on the GPU backend; the CLI ranks
+//! the grid and writes `sweep.csv` and one TensorBoard directory per replica. Replicas learn at
+//! their own moments (a sweep of the rate limiter's keys: each replica exactly its own learner
+//! steps, its networks' Adam step counts their own, resumed exactly) and with their own value
+//! loss (`loss`, `huber_delta`, HL-Gauss `v_min`, `v_max`, `sigma`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{Algo, RunConfig, ValueLoss};
 use gridarena::train::{TrainOptions, train};
 
 #[path = "common/runs.rs"]
@@ -20,7 +22,7 @@ mod sweeps;
 use runs::{deterministic_metrics, params};
 use sweeps::{
     assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, plan_total,
-    target_params, temp, with_sweep,
+    replica_steps, target_params, temp, with_sweep,
 };
 
 /// PR2-IQL on the two-player climbing game, small enough that learner steps start in the
@@ -114,8 +116,106 @@ fn a_pr2_sweep_resumes_exactly() {
     let _ = std::fs::remove_dir_all(split);
 }
 
+/// Trains `sweep` (of `small_pr2()`) and checks every replica equals its single run bit for
+/// bit (parameters, targets, returns, greedy evaluation); returns each replica's Adam step
+/// count.
+fn check_every_pr2_replica(name: &str, (base, sweep): (&RunConfig, &RunConfig)) -> Vec<u64> {
+    let replicas = sweep.replicas().unwrap();
+    let multi = temp(name);
+    train(sweep, &multi, &TrainOptions::default()).unwrap();
+    let ks: Vec<usize> = (0..replicas.len()).collect();
+    check_replicas_equal_single_runs(&multi, (base, &replicas), &ks, true);
+    let metrics = deterministic_metrics(&multi);
+    assert!(metrics.last().unwrap()["loss"].as_f64().unwrap() > 0.0);
+    let all = params(&multi);
+    let per = all.len() / replicas.len();
+    assert_ne!(all[..per], all[per..2 * per], "the replicas differ");
+    let steps = replica_steps(&multi, replicas.len());
+    let _ = std::fs::remove_dir_all(multi);
+    steps
+}
+
 #[test]
-fn pr2_seeds_are_accepted_and_shape_and_rate_limiter_keys_refused_by_name() {
+fn pr2_replicas_with_their_own_rate_limiters_equal_their_single_runs_bit_for_bit() {
+    // Four samples per insert learn four times as often as one; a larger min_replay starts
+    // later: four grid points, each its own number of learner steps, two seeds each.
+    let base = small_pr2();
+    let sweep = RunConfig {
+        seeds: 2,
+        ..with_sweep(
+            base.clone(),
+            &["samples_per_insert=[1.0, 4.0]", "min_replay=[16, 32]"],
+        )
+    };
+    let steps = check_every_pr2_replica("pr2-spi", (&base, &sweep));
+    // min_replay (first key by name) varies slowest, then samples_per_insert, then the seed.
+    let (early_fast, late_fast) = (steps[2], steps[6]);
+    assert!(
+        steps[0] < early_fast && late_fast < early_fast && steps[4] < late_fast,
+        "Adam steps per replica: {steps:?}"
+    );
+    assert_eq!(steps[0], steps[1], "{steps:?}");
+    // A wider error buffer lets the limiter run further ahead early (wide enough for the
+    // greedy evaluation's learner too, whose 20 arenas insert more per update).
+    let sweep = RunConfig {
+        seeds: 2,
+        ..with_sweep(
+            base.clone(),
+            &["rate_error_buffer=[0.0, 200.0]", "samples_per_insert=[2.0]"],
+        )
+    };
+    let steps = check_every_pr2_replica("pr2-buffer", (&base, &sweep));
+    assert_ne!(steps[0], steps[steps.len() - 1], "{steps:?}");
+}
+
+#[test]
+fn pr2_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
+    let base = small_pr2();
+    let sweep = with_sweep(
+        base.clone(),
+        &["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"],
+    );
+    check_every_pr2_replica("pr2-loss", (&base, &sweep));
+    let hl = RunConfig {
+        loss: ValueLoss::HlGauss,
+        bins: 11,
+        ..base
+    };
+    let sweep = with_sweep(hl.clone(), &["v_max=[12.0, 3.0]", "sigma=[0.0, 0.5]"]);
+    check_every_pr2_replica("pr2-hl", (&hl, &sweep));
+}
+
+#[test]
+fn a_pr2_sweep_of_rates_resumes_exactly_with_each_networks_step_count() {
+    let cfg = RunConfig {
+        seeds: 2,
+        ..with_sweep(small_pr2(), &["samples_per_insert=[1.0, 4.0]"])
+    };
+    let split = assert_resumes_exactly(&cfg, "pr2-rate-resume", true);
+    let steps = replica_steps(&split, 4);
+    assert!(steps[0] < steps[2], "{steps:?}");
+    let _ = std::fs::remove_dir_all(split);
+}
+
+#[test]
+fn a_pr2_sweep_of_rates_on_the_gpu_matches_the_cpu() {
+    let cfg = RunConfig {
+        seeds: 2,
+        ..with_sweep(
+            small_pr2(),
+            &["samples_per_insert=[1.0, 4.0]", "sigma=[0.0, 0.5]"],
+        )
+    };
+    let hl = RunConfig {
+        loss: ValueLoss::HlGauss,
+        bins: 11,
+        ..cfg
+    };
+    assert_gpu_matches_cpu(&hl, "pr2-rate");
+}
+
+#[test]
+fn pr2_seeds_are_accepted_and_shape_keys_refused_by_name() {
     let seeds = RunConfig {
         seeds: 3,
         ..small_pr2()
@@ -126,8 +226,7 @@ fn pr2_seeds_are_accepted_and_shape_and_rate_limiter_keys_refused_by_name() {
         ("hidden", "shapes"),
         ("pair_rank", "shapes"),
         ("buffer_batch_size", "shape of the data"),
-        ("samples_per_insert", "learn in lockstep"),
-        ("huber_delta", "value loss"),
+        ("bins", "shapes"),
     ] {
         let cfg = with_sweep(small_pr2(), &[&format!("{key}=[1, 2]")]);
         let err = cfg.replicas().unwrap_err().to_string();
@@ -141,6 +240,21 @@ fn pr2_seeds_are_accepted_and_shape_and_rate_limiter_keys_refused_by_name() {
             .to_string();
         assert!(err.contains(&format!("`{key}`")), "{key}: {err}");
     }
+    // The rate limiter's keys and the value loss's parameters sweep; a loss that changes the
+    // head's width beside another is refused.
+    for axis in [
+        "samples_per_insert=[1.0, 2.0]",
+        "huber_delta=[1.0, 2.0]",
+        "loss=[mse, huber]",
+    ] {
+        assert_eq!(
+            with_sweep(small_pr2(), &[axis]).replicas().unwrap().len(),
+            2
+        );
+    }
+    let mixed = with_sweep(small_pr2(), &["loss=[mse, hl_gauss]"]);
+    let err = mixed.replicas().unwrap_err().to_string();
+    assert!(err.contains("`loss`") && err.contains("hl_gauss"), "{err}");
     // Opponent models stay one replica's.
     let models = RunConfig {
         opponent_models: true,

@@ -1,7 +1,7 @@
 //! What the replay learners (IQL, PR2-IQL) share when one network stack holds several replicas
 //! (seeds x sweep grid points, see `train::sweep`): each replica's per-step values, the
-//! optimiser step and target update with each network's replica's values, the lockstep check
-//! of the replicas' rate limiters, the checkpoint of several replicas (each replica's
+//! optimiser step and target update with each network's replica's values (masked to the
+//! replicas that learn this time), the checkpoint of several replicas (each replica's
 //! streams, limiter, arenas and replay under `replica.<r>.`), and each update's values and
 //! report per replica.
 
@@ -11,7 +11,6 @@ use super::config::RunConfig;
 use super::error::TrainError;
 use super::learner::Progress;
 use super::opponent::{ModelsState, OpponentNetworks, OpponentScores, load_models, save_models};
-use super::rate_limiter::RateLimiter;
 use super::replay::{ReplayColumns, ReplayCore, ReplayState, restore_target};
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_steps, optimiser};
@@ -129,53 +128,70 @@ pub(crate) fn step_and_average(
     (values, active): (&[StepValues], &[bool]),
     nets_per_replica: usize,
 ) -> Result<(), TrainError> {
+    masked_step(critic, (values, active), nets_per_replica)?;
+    masked_target_update(critic, (values, active), nets_per_replica)
+}
+
+/// Refuses a learner step that leaves some replicas out (`active[r]` false) when the learner
+/// has opponent models (`models`): their stack has one optimiser step count, so its replicas
+/// must learn at the same moments.
+pub(crate) fn models_in_step(models: bool, active: &[bool]) -> Result<(), TrainError> {
+    if models && active.iter().any(|a| !a) {
+        return Err(TrainError::Config(
+            "opponent models need every replica to learn at the same moments (their stack \
+             has one optimiser step count): do not sweep samples_per_insert, min_replay or \
+             rate_error_buffer with opponent_models: true"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Each of `values`' replicas' value repeated for its `nets_per_replica` networks.
+fn per_net<T: Copy>(values: impl Iterator<Item = T>, nets_per_replica: usize) -> Vec<T> {
+    values
+        .flat_map(|v| std::iter::repeat_n(v, nets_per_replica))
+        .collect()
+}
+
+/// The optimiser step of the replicas with `active[r]` (all: [`optimiser_step`]); the others'
+/// parameters, moments and step counts stay as they are (the critic's masked step).
+pub(crate) fn masked_step(
+    critic: &mut Critic,
+    (values, active): (&[StepValues], &[bool]),
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
     if active.iter().all(|a| *a) {
-        optimiser_step(critic, values, nets_per_replica)?;
+        return optimiser_step(critic, values, nets_per_replica);
+    }
+    if active.iter().all(|a| !a) {
+        return Ok(());
+    }
+    let nets = per_net(
+        values.iter().map(|v| NetOptim::from(&v.adam)),
+        nets_per_replica,
+    );
+    let mask = per_net(active.iter().copied(), nets_per_replica);
+    critic.step_masked(&values[0].adam, &nets, &mask)?;
+    Ok(())
+}
+
+/// The Polyak update of the replicas with `active[r]` (all: [`target_update`]); the others'
+/// targets stay as they are (a factor of 0 leaves a target untouched).
+pub(crate) fn masked_target_update(
+    critic: &mut Critic,
+    (values, active): (&[StepValues], &[bool]),
+    nets_per_replica: usize,
+) -> Result<(), TrainError> {
+    if active.iter().all(|a| *a) {
         return target_update(critic, values, nets_per_replica);
     }
     if active.iter().all(|a| !a) {
         return Ok(());
     }
-    let per_net = |f: &dyn Fn(usize) -> f32| -> Vec<f32> {
-        (0..values.len())
-            .flat_map(|r| std::iter::repeat_n(f(r), nets_per_replica))
-            .collect()
-    };
-    let nets: Vec<NetOptim> = values
-        .iter()
-        .flat_map(|v| std::iter::repeat_n(NetOptim::from(&v.adam), nets_per_replica))
-        .collect();
-    let mask: Vec<bool> = active
-        .iter()
-        .flat_map(|a| std::iter::repeat_n(*a, nets_per_replica))
-        .collect();
-    critic.step_masked(&values[0].adam, &nets, &mask)?;
-    // A factor of 0 leaves a target untouched.
-    critic.polyak_nets(&per_net(&|r| if active[r] { values[r].tau } else { 0.0 }))?;
+    let taus = (values.iter().zip(active)).map(|(v, a)| if *a { v.tau } else { 0.0 });
+    critic.polyak_nets(&per_net(taus, nets_per_replica))?;
     Ok(())
-}
-
-/// The learner steps of `batch` items every replica's rate limiter allows now: the same number
-/// for all (the replicas share one optimiser step count), else the run stops (at `update`, the
-/// update being run, 0-based).
-pub(crate) fn lockstep_batches<'a>(
-    limiters: impl Iterator<Item = &'a RateLimiter>,
-    batch: u64,
-    update: u64,
-) -> Result<u64, TrainError> {
-    let mut allowed = limiters.map(|l| l.allowed_batches(batch));
-    let first = allowed.next().unwrap_or(0);
-    match allowed.enumerate().find(|(_, a)| *a != first) {
-        None => Ok(first),
-        Some((r, other)) => Err(TrainError::Config(format!(
-            "replicas out of lockstep at update {}: replica 0's rate limiter allows {first} \
-             learner steps, replica {}'s {other}; the replicas share one optimiser step count, \
-             so they need equal samples_per_insert, min_replay, rate_error_buffer and batch \
-             sizes",
-            update + 1,
-            r + 1
-        ))),
-    }
 }
 
 // ------------------------------------------------------------------------------------------

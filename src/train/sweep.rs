@@ -10,9 +10,9 @@
 //!
 //! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
 //! refused with their name: they cannot share one stack. PQN, IQL and PR2-IQL sweep (each its
-//! own keys, [`sweepable`]); IQL's replicas learn at their own moments (each network has its
-//! own Adam step count), so its rate limiter's keys sweep too; PR2-IQL's replicas learn in
-//! lockstep, so its rate limiter's keys are refused.
+//! own keys, [`sweepable`]); IQL's and PR2-IQL's replicas learn at their own moments (each
+//! network has its own Adam step count), so their rate limiters' keys sweep too, and each
+//! replica has its own value loss.
 
 use super::config::{Algo, ConfigError, RunConfig};
 
@@ -82,17 +82,10 @@ pub const IQL_SWEEPABLE: [(&str, &str); 17] = [
     ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
-/// The keys a PR2-IQL sweep may vary: IQL's first nine (its replicas share one value loss and
-/// learn in lockstep; `cer` puts the replica's newest sequence in every learner step).
-pub const PR2_SWEEPABLE: [(&str, &str); 9] = {
-    let mut keys = [("", ""); 9];
-    let mut i = 0;
-    while i < keys.len() {
-        keys[i] = IQL_SWEEPABLE[i];
-        i += 1;
-    }
-    keys
-};
+/// The keys a PR2-IQL sweep may vary: IQL's (`cer` puts the replica's newest sequence in every
+/// learner step; the rate limiter counts arena-steps; with `loss: hl_gauss` the support is the
+/// own terms', and `huber_delta` the pairwise terms' threshold).
+pub const PR2_SWEEPABLE: [(&str, &str); 17] = IQL_SWEEPABLE;
 
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
@@ -221,14 +214,6 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
         "seed" | "seeds" => "is the seed axis: use `seeds` (every grid point runs each seed)",
         "radam" => "is one optimiser for the whole stack",
         "sweep" => "cannot sweep itself",
-        "samples_per_insert" | "min_replay" | "rate_error_buffer" if algo == Algo::Pr2Iql => {
-            "changes when the rate limiter lets a replica learn, and PR2-IQL's replicas learn in \
-             lockstep (one learner step stacks every replica's sequences)"
-        }
-        "huber_delta" | "v_min" | "v_max" | "sigma" if algo == Algo::Pr2Iql => {
-            "is a parameter of the one value loss PR2-IQL's replicas share (per replica with \
-             algo pqn or iql)"
-        }
         "lambda" | "target_tau" | "cer" | "samples_per_insert" | "min_replay"
         | "rate_error_buffer" | "huber_delta" | "v_min" | "v_max" | "sigma" => {
             "is not read by this algorithm"
@@ -400,17 +385,20 @@ mod tests {
         assert!(parse_axis("lr").is_err());
         assert!(parse_axis("lr=[]").is_err());
         assert!(parse_axis("lr=[1e-3,").is_err());
-        // PR2-IQL sweeps its per-network scalars, not the rate limiter's keys nor a loss
-        // parameter it does not read.
-        let mut pr2 = with_sweep(&["lr=[1e-3, 5e-4]", "target_tau=[0.05, 0.5]"]);
+        // PR2-IQL sweeps its per-network scalars, its rate limiter's keys and its value loss,
+        // not a shape.
+        let mut pr2 = with_sweep(&[
+            "lr=[1e-3, 5e-4]",
+            "target_tau=[0.05, 0.5]",
+            "samples_per_insert=[1.0, 2.0]",
+            "huber_delta=[1.0, 2.0]",
+        ]);
         pr2.algo = Algo::Pr2Iql;
-        assert_eq!(replicas(&pr2).unwrap().len(), 4);
-        for key in ["samples_per_insert", "huber_delta", "hidden"] {
-            let mut refused = with_sweep(&[&format!("{key}=[1.0, 2.0]")]);
-            refused.algo = Algo::Pr2Iql;
-            let err = replicas(&refused).unwrap_err().to_string();
-            assert!(err.contains(&format!("`{key}`")), "{err}");
-        }
+        assert_eq!(replicas(&pr2).unwrap().len(), 16);
+        let mut refused = with_sweep(&["hidden=[1, 2]"]);
+        refused.algo = Algo::Pr2Iql;
+        let err = replicas(&refused).unwrap_err().to_string();
+        assert!(err.contains("`hidden`"), "{err}");
     }
 
     #[test]

@@ -115,6 +115,27 @@ pub fn target_params(run: &Path) -> Vec<f32> {
     }
 }
 
+/// The newest checkpoint's `state.json`.
+pub fn checkpoint_state(run: &Path) -> serde_json::Value {
+    let c = RunDir::open(run).unwrap().load_latest().unwrap();
+    serde_json::from_str(&c.state).unwrap()
+}
+
+/// Each replica's Adam step count in the newest checkpoint of a run of `replicas` replicas
+/// (every network of a replica counts the same steps).
+pub fn replica_steps(run: &Path, replicas: usize) -> Vec<u64> {
+    let steps: Vec<u64> =
+        serde_json::from_value(checkpoint_state(run)["net_steps"].clone()).unwrap();
+    let per = steps.len() / replicas;
+    assert!(per > 0, "no step count per network: {steps:?}");
+    let chunks = steps.chunks(per);
+    assert!(
+        chunks.clone().all(|c| c.iter().all(|&s| s == c[0])),
+        "{steps:?}"
+    );
+    chunks.map(|c| c[0]).collect()
+}
+
 /// Trains `cfg` straight, and again until update 3 then resumed, and checks the two end bit
 /// for bit: parameters (with `targets`, the target networks too) and every update's metrics
 /// but the wall-clock ones. Returns the resumed run's directory (the straight one is removed).

@@ -41,7 +41,7 @@ use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_pa
 use super::q_head::{QHead, q_values_by_replica};
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, successor_input};
-use super::replicas::{StepValues, UpdateValues, replicas_critic};
+use super::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic};
 use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
@@ -240,14 +240,7 @@ impl Iql {
     /// stacked into one pass that steps their networks only.
     fn learn(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
         let update = self.progress.update;
-        if self.models.is_some() && active.iter().any(|a| !a) {
-            return Err(TrainError::Config(
-                "opponent models need every replica to learn at the same moments (their stack \
-                 has one optimiser step count): do not sweep samples_per_insert, min_replay or \
-                 rate_error_buffer with opponent_models: true"
-                    .into(),
-            ));
-        }
+        models_in_step(self.models.is_some(), active)?;
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.mb
                 .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);

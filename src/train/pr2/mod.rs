@@ -16,13 +16,15 @@
 //! Seeds and sweeps in one run (see `train::sweep`): every grid point x seed is a replica with
 //! its own arenas, sequence replay, rate limiter, exploration and sampling streams (seeded from
 //! its own seed as a single run seeds them), and its own networks, the r-th block of one critic
-//! stack. One forward acts for every replica; a learner step stacks every replica's sequences
-//! ([`step`]), each replica's loss averaged over its own rows, each network stepped with its
-//! replica's learning rate and clip and averaged into its target with its replica's
-//! `target_tau`. The replicas share one optimiser step count, so their limiters must agree on
-//! the learner steps (the keys that would change that are not sweepable; a disagreement stops
-//! the run). So replica k computes exactly what a single run with its configuration computes.
-//! Opponent models train with one replica only.
+//! stack, with its own value loss (`loss` and its parameters; every replica's head as wide).
+//! One forward acts for every replica. Each replica runs exactly the learner steps its own
+//! rate limiter allows: a learner step stacks the sequences of the replicas that step this
+//! time ([`step`]), each replica's rows scored and trained with its own loss and averaged over
+//! its own rows, its networks stepped with its learning rate and clip (the critic's masked
+//! step: each network counts its own Adam steps, the others' stay untouched) and averaged into
+//! its targets with its `target_tau` (the others' with a factor of 0). So replica k computes
+//! exactly what a single run with its configuration computes. Opponent models train with one
+//! replica only (and refuse replicas that learn at different moments).
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
@@ -48,7 +50,7 @@ use crate::train::explore::{act_epsilon_greedy, greedy_actions};
 use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
 use crate::train::replay::ReplayCore;
-use crate::train::replicas::{UpdateValues, lockstep_batches, replicas_critic};
+use crate::train::replicas::{UpdateValues, replicas_critic};
 use crate::train::schedule::epsilon_by_steps;
 use crate::train::stats::UpdateStats;
 
@@ -67,8 +69,9 @@ pub struct Pr2Iql {
     pub models: Option<ConditionalModels>,
     /// The whole stack (every replica's networks).
     spec: StackSpec,
-    /// The head and its value loss (docs/algorithms.md, PR2, "Value loss").
-    row: Pr2Loss,
+    /// Each replica's head and value loss (docs/algorithms.md, PR2, "Value loss"): the same
+    /// head and width, each with its replica's loss and parameters.
+    rows: Vec<Pr2Loss>,
     learners: usize,
     actions: usize,
     /// Each acting row's network in the stack, `[R x B x N]`.
@@ -127,6 +130,9 @@ impl Pr2Iql {
         } else {
             None
         };
+        let rows = (reps.iter())
+            .map(|r| critic_row(&r.cfg, learners, actions))
+            .collect();
         let mut lanes = Vec::with_capacity(reps.len());
         for r in reps {
             lanes.push(Lane::new(r.cfg, loaded, (learners, actions, single.input))?);
@@ -140,7 +146,7 @@ impl Pr2Iql {
             critic,
             models,
             spec,
-            row,
+            rows,
             learners,
             actions,
             nets,
@@ -167,23 +173,30 @@ impl Pr2Iql {
 
     /// The critic head.
     pub fn head(&self) -> Pr2Head {
-        self.row.head
+        self.rows[0].head
     }
 
     // --------------------------------------------------------------------------------------
     // Network: values under rho
     // --------------------------------------------------------------------------------------
 
-    /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from critic rows `out` and, with a learned
-    /// rho, the models' probabilities `rho` `[R, N-1, A, A]`.
-    fn expectations(&mut self, out: &[f32], rho: Option<&[f32]>, values: &mut Vec<f32>) {
-        let (w, a) = (self.row.width(), self.actions);
+    /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from the rows `out` of networks `nets` (each
+    /// row read with its replica's loss) and, with a learned rho, the models' probabilities
+    /// `rho` `[R, N-1, A, A]`.
+    fn expectations(
+        &mut self,
+        (out, nets): (&[f32], &[u32]),
+        rho: Option<&[f32]>,
+        values: &mut Vec<f32>,
+    ) {
+        let (w, a) = (self.rows[0].width(), self.actions);
         let rows = out.len() / w;
         values.clear();
         values.resize(rows * a, 0.0);
         let m = (self.learners - 1) * a * a;
         for r in 0..rows {
-            self.row.expectation(
+            let row = self.rows[nets[r] as usize / self.learners];
+            row.expectation(
                 &out[r * w..(r + 1) * w],
                 rho.map(|p| &p[r * m..(r + 1) * m]),
                 &mut self.scratch,
@@ -212,7 +225,7 @@ impl Pr2Iql {
         let out = self.critic.forward(Input::U8(obs), nets)?;
         let rho = self.rho_for(obs, nets)?;
         let mut values = Vec::new();
-        self.expectations(&out, rho.as_deref(), &mut values);
+        self.expectations((&out, nets), rho.as_deref(), &mut values);
         Ok(values)
     }
 
@@ -325,10 +338,14 @@ impl Pr2Iql {
             lane.core.limiter.delete(evicted * t_steps);
         }
         let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
+        // Each replica runs its own limiter's steps; a learner step serves those with one left.
         let batch = self.cfg.buffer_batch_size as u64 * t_steps;
-        let limiters = self.lanes.iter().map(|l| &l.core.limiter);
-        for _ in 0..lockstep_batches(limiters, batch, update)? {
-            let (loss, s) = self.learn(&values.steps)?;
+        let allowed: Vec<u64> = (self.lanes.iter())
+            .map(|l| l.core.limiter.allowed_batches(batch))
+            .collect();
+        for i in 0..allowed.iter().copied().max().unwrap_or(0) {
+            let active: Vec<bool> = allowed.iter().map(|&a| a > i).collect();
+            let (loss, s) = self.learn(&values.steps, &active)?;
             losses += loss as f64;
             steps += 1;
             scores = s.or(scores);

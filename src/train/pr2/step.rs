@@ -1,9 +1,10 @@
-//! One PR2-IQL learner step over every replica at once: each replica samples sequences of its
-//! own replay with its own stream, their rows are stacked (replica r's networks the r-th block
-//! of the stack) and go through one target pass and one pass per minibatch; each replica's rows
-//! are shuffled with its own stream, its loss averaged over its own rows, and every network is
-//! stepped and averaged into its target with its replica's values. So replica k computes what
-//! a single run with its configuration computes.
+//! One PR2-IQL learner step of the replicas whose rate limiters allow one now, at once: each
+//! samples sequences of its own replay with its own stream, their rows are stacked (replica
+//! r's networks the r-th block of the stack) and go through one target pass and one pass per
+//! minibatch; each replica's rows are shuffled with its own stream, scored and trained with its
+//! own value loss and averaged over its own rows, and its networks alone are stepped (masked)
+//! and averaged into their targets with its values. So replica k computes what a single run
+//! with its configuration computes.
 
 use rand_core::Rng;
 
@@ -14,7 +15,7 @@ use crate::rng::below;
 use crate::train::error::TrainError;
 use crate::train::explore::max_value;
 use crate::train::opponent::{OpponentScores, ScoreMean};
-use crate::train::replicas::{StepValues, optimiser_step, target_update};
+use crate::train::replicas::{StepValues, masked_step, masked_target_update, models_in_step};
 
 /// The row buffers of one learner step (every replica's rows, replica after replica), reused.
 #[derive(Default)]
@@ -146,25 +147,30 @@ fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
 }
 
 impl Pr2Iql {
-    /// One learner step of every replica: sample sequences, targets from the target critics
-    /// (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled passes of
-    /// `minibatches` value-loss steps, one pass of the opponent models (one replica), a Polyak
-    /// update; `settings` holds each replica's values. Returns the mean of the replicas'
-    /// losses and the models' scores.
+    /// One learner step of every replica with `active[r]`: sample sequences, targets from the
+    /// target critics (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled
+    /// passes of `minibatches` value-loss steps (masked steps of their networks), one pass of
+    /// the opponent models (one replica), a Polyak update of their targets; `settings` holds
+    /// each replica's values. Returns the mean of their losses and the models' scores.
     pub(super) fn learn(
         &mut self,
         settings: &[StepValues],
+        active: &[bool],
     ) -> Result<(f32, Option<OpponentScores>), TrainError> {
+        models_in_step(self.models.is_some(), active)?;
         let (n, w, a, d) = (
             self.learners,
-            self.row.width(),
+            self.rows[0].width(),
             self.actions,
             self.spec.input,
         );
-        let (o, replicas) = (n - 1, self.lanes.len());
+        // The replicas that learn this time, in stack order.
+        let stepping: Vec<usize> = (0..self.lanes.len()).filter(|&r| active[r]).collect();
+        let (o, replicas) = (n - 1, stepping.len());
         self.step.clear();
         let mut chosen = Vec::new();
-        for (r, lane) in self.lanes.iter_mut().enumerate() {
+        for &r in &stepping {
+            let lane = &mut self.lanes[r];
             chosen.clear();
             for k in 0..lane.cfg.buffer_batch_size {
                 chosen.push(if k == 0 && lane.cfg.cer > 0 {
@@ -192,7 +198,7 @@ impl Pr2Iql {
                 .critic
                 .forward_target(Input::U8(&input[start * d..end * d]), &nets[start..end])?;
             let rho = self.rho_for(&input[start * d..end * d], &nets[start..end])?;
-            self.expectations(&q, rho.as_deref(), &mut chunk_values);
+            self.expectations((&q, &nets[start..end]), rho.as_deref(), &mut chunk_values);
             values.extend_from_slice(&chunk_values);
         }
         let s = &mut self.step;
@@ -201,14 +207,15 @@ impl Pr2Iql {
             if !s.train[r] {
                 return 0.0;
             }
-            let gamma = settings[r / own_rows.max(1)].gamma;
+            let gamma = settings[nets[r] as usize / n].gamma;
             let next = &values[s.boot[r] * a..(s.boot[r] + 1) * a];
             s.rewards[r] + gamma * (1.0 - s.terminated[r]) * max_value(next)
         }));
         self.step.values = values;
 
-        // Epochs of shuffled minibatches of Huber on the observed Q(s, a_i, a_-i); minibatch c
-        // holds the c-th chunk of every replica's own shuffled rows.
+        // Epochs of shuffled minibatches of each replica's value loss on the observed
+        // Q(s, a_i, a_-i); minibatch c holds the c-th chunk of every stepping replica's own
+        // shuffled rows.
         let mut orders: Vec<Vec<usize>> = (0..replicas)
             .map(|k| {
                 (k * own_rows..(k + 1) * own_rows)
@@ -222,8 +229,8 @@ impl Pr2Iql {
         let mut chunk = Vec::new();
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
         for _ in 0..self.cfg.epochs {
-            for (lane, order) in self.lanes.iter_mut().zip(&mut orders) {
-                shuffle(order, &mut lane.core.sampler);
+            for (&r, order) in stepping.iter().zip(&mut orders) {
+                shuffle(order, &mut self.lanes[r].core.sampler);
             }
             for start in (0..own_train).step_by(per_batch) {
                 let end = (start + per_batch).min(own_train);
@@ -240,13 +247,14 @@ impl Pr2Iql {
                 let scale = 1.0 / own as f32;
                 let mut mean = 0.0f64;
                 for (rows_k, rows_r) in chunk.chunks(own).enumerate() {
+                    let row_loss = self.rows[stepping[rows_k]];
                     let mut loss = 0.0f64;
                     for (j, &r) in rows_r.iter().enumerate() {
                         let k = rows_k * own + j;
                         let row = &out[k * w..(k + 1) * w];
                         let others = &s.others[r * o..(r + 1) * o];
                         let own_action = s.own[r] as usize;
-                        loss += self.row.row_loss(
+                        loss += row_loss.row_loss(
                             row,
                             own_action,
                             others,
@@ -270,10 +278,10 @@ impl Pr2Iql {
                 loss_sum += mean / replicas as f64;
                 batches += 1;
                 self.critic.backward(&self.step.d_out)?;
-                optimiser_step(&mut self.critic, settings, n)?;
+                masked_step(&mut self.critic, (settings, active), n)?;
             }
         }
-        target_update(&mut self.critic, settings, n)?;
+        masked_target_update(&mut self.critic, (settings, active), n)?;
 
         // The opponent models (one replica): one pass over the same rows, scored before each
         // step.
@@ -299,7 +307,8 @@ impl Pr2Iql {
         };
         self.step.input = input;
         self.step.nets = nets;
-        for lane in &mut self.lanes {
+        for &r in &stepping {
+            let lane = &mut self.lanes[r];
             let sampled = lane.cfg.buffer_batch_size * lane.cfg.rollout;
             lane.core.limiter.sample(sampled as u64);
             lane.core.learner_steps += 1;
