@@ -530,15 +530,10 @@ impl RunConfig {
                 ),
             );
         }
-        // PQN and IQL give every replica its own models; PR2's conditional models and the
-        // threaded learner have one replica's only.
-        let replicas = self.replica_count() > 1;
-        if self.opponent_models && (self.threaded || (replicas && self.algo == Algo::Pr2Iql)) {
-            return bad(
-                "opponent_models",
-                "true needs threaded false, and with algo pr2_iql seeds 1 and no sweep (for now)"
-                    .into(),
-            );
+        // PQN, IQL and PR2-IQL give every replica its own models; the threaded learner has
+        // no models.
+        if self.opponent_models && self.threaded {
+            return bad("opponent_models", "true needs threaded false".into());
         }
         if self.algo == Algo::Pr2Iql {
             if self.threaded || self.shared {

@@ -22,7 +22,9 @@
 //! `target_tau`. The replicas share one optimiser step count, so their limiters must agree on
 //! the learner steps (the keys that would change that are not sweepable; a disagreement stops
 //! the run). So replica k computes exactly what a single run with its configuration computes.
-//! Opponent models train with one replica only.
+//! Each replica has its own conditional opponent models (network `r x N + i` of their stack,
+//! as of the critics'), trained on its own rows at its learning rate and scored on its own;
+//! `rho: model` reads a row's own replica's models.
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
@@ -63,7 +65,7 @@ pub struct Pr2Iql {
     lanes: Vec<Lane>,
     /// The critics of every replica (targets beside them).
     pub critic: Critic,
-    /// The conditional opponent models (`opponent_models: true`, one replica).
+    /// The conditional opponent models (`opponent_models: true`; every replica's).
     pub models: Option<ConditionalModels>,
     /// The whole stack (every replica's networks).
     spec: StackSpec,
@@ -336,8 +338,11 @@ impl Pr2Iql {
         self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
+        let replicas = self.lanes.len();
         let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
-        Ok(values.stats((losses, steps), per_replica.collect(), scores))
+        Ok(values
+            .stats((losses, steps), per_replica.collect(), None)
+            .with_opponents(scores.unwrap_or_default(), replicas))
     }
 }
 

@@ -145,16 +145,24 @@ fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
     }
 }
 
+/// The rows `range` of every replica's order, replica after replica, into `chunk`.
+fn stack_chunks(orders: &[Vec<usize>], range: std::ops::Range<usize>, chunk: &mut Vec<usize>) {
+    chunk.clear();
+    for order in orders {
+        chunk.extend_from_slice(&order[range.clone()]);
+    }
+}
+
 impl Pr2Iql {
     /// One learner step of every replica: sample sequences, targets from the target critics
     /// (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled passes of
-    /// `minibatches` value-loss steps, one pass of the opponent models (one replica), a Polyak
-    /// update; `settings` holds each replica's values. Returns the mean of the replicas'
-    /// losses and the models' scores.
+    /// `minibatches` value-loss steps, one pass of the opponent models (each replica's on its
+    /// own rows), a Polyak update; `settings` holds each replica's values. Returns the mean of
+    /// the replicas' losses and each replica's opponent-model scores.
     pub(super) fn learn(
         &mut self,
         settings: &[StepValues],
-    ) -> Result<(f32, Option<OpponentScores>), TrainError> {
+    ) -> Result<(f32, Option<Vec<OpponentScores>>), TrainError> {
         let (n, w, a, d) = (
             self.learners,
             self.row.width(),
@@ -227,10 +235,7 @@ impl Pr2Iql {
             }
             for start in (0..own_train).step_by(per_batch) {
                 let end = (start + per_batch).min(own_train);
-                chunk.clear();
-                for order in &orders {
-                    chunk.extend_from_slice(&order[start..end]);
-                }
+                stack_chunks(&orders, start..end, &mut chunk);
                 mb.gather(&chunk, &input, &nets, &self.step, d, o);
                 let out = self.critic.forward(Input::U8(&mb.input), &mb.nets)?;
                 let s = &mut self.step;
@@ -275,25 +280,26 @@ impl Pr2Iql {
         }
         target_update(&mut self.critic, settings, n)?;
 
-        // The opponent models (one replica): one pass over the same rows, scored before each
-        // step.
+        // The opponent models: one pass over the same rows, minibatch c the c-th chunk of
+        // every replica's last order, each replica's rows scored before each step and training
+        // its own models at its learning rate.
         let scores = match &mut self.models {
             Some(m) => {
-                let mut mean = ScoreMean::default();
-                for chunk in orders[0].chunks(per_batch) {
-                    mb.gather(chunk, &input, &nets, &self.step, d, o);
+                let lrs: Vec<f32> = settings.iter().map(|v| v.adam.lr).collect();
+                let mut means: Vec<ScoreMean> =
+                    orders.iter().map(|_| ScoreMean::default()).collect();
+                for start in (0..own_train).step_by(per_batch) {
+                    let end = (start + per_batch).min(own_train);
+                    stack_chunks(&orders, start..end, &mut chunk);
+                    mb.gather(&chunk, &input, &nets, &self.step, d, o);
                     let train = vec![true; chunk.len()];
-                    let sc = m.score_and_train(
-                        &mb.input,
-                        &mb.nets,
-                        &mb.own,
-                        &mb.others,
-                        &train,
-                        settings[0].adam.lr,
-                    )?;
-                    mean.add(sc, chunk.len() as f64);
+                    let labels = (&mb.own[..], &mb.others[..]);
+                    let sc = m.score_and_train(&mb.input, &mb.nets, labels, &train, &lrs)?;
+                    for (mean, s) in means.iter_mut().zip(sc) {
+                        mean.add(s, (end - start) as f64);
+                    }
                 }
-                mean.mean()
+                means.into_iter().map(ScoreMean::mean).collect()
             }
             None => None,
         };
