@@ -2,7 +2,8 @@
 //! trained on its own rows with its own shuffle stream and learning rate, so replica k's
 //! Q-networks, opponent models and opponent-model scores equal the single run with its grid
 //! point's values and seed bit for bit; `eval --replica k` takes its models; a run with models
-//! and replicas resumes exactly; PR2-IQL and threaded IQL keep refusing models with replicas.
+//! and replicas resumes exactly; threaded IQL keeps refusing models with replicas (PR2-IQL
+//! accepts them: tests/sweep_pr2_opponents.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -242,7 +243,7 @@ fn runs_with_opponent_models_and_replicas_resume_exactly() {
 }
 
 #[test]
-fn pr2_and_threaded_iql_still_refuse_opponent_models_with_replicas() {
+fn threaded_iql_still_refuses_opponent_models_with_replicas_and_pr2_accepts_them() {
     let threaded = RunConfig {
         threaded: true,
         ..small_iql()
@@ -255,7 +256,7 @@ fn pr2_and_threaded_iql_still_refuse_opponent_models_with_replicas() {
         seeds: 2,
         ..small_pqn()
     };
-    assert!(pr2.validate().is_err());
+    pr2.validate().unwrap();
     // PQN and IQL accept them.
     for cfg in [small_pqn(), small_iql()] {
         let cfg = RunConfig {
