@@ -159,8 +159,9 @@ pub struct RunConfig {
     /// of one per learner.
     pub shared: bool,
     /// Train opponent models beside the learner: each learner predicts every other learner's
-    /// action from its own observation (PR2-IQL: and its own action, the conditional form, one
-    /// seed); accuracy and log-loss are logged, per replica with seeds or a sweep.
+    /// action from its own observation (PR2-IQL: and its own action, the conditional form);
+    /// every replica has its own; accuracy and log-loss are logged, per replica with seeds or a
+    /// sweep.
     pub opponent_models: bool,
     /// PR2-IQL: the critic's form.
     pub critic: CriticForm,
