@@ -6,14 +6,12 @@
 //! with models resumes exactly; the memory preflight counts every replica's models; the GPU
 //! backend matches the CPU.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RhoForm, RunConfig};
 use gridarena::train::opponent::ConditionalModels;
 use gridarena::train::plan::{PlanDevice, plan_for};
-use gridarena::train::run_dir::RunDir;
-use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, load_scenario, train};
 
 #[path = "common/runs.rs"]
@@ -22,8 +20,9 @@ mod runs;
 mod sweeps;
 use runs::{deterministic_metrics, params};
 use sweeps::{
-    assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, cpu,
-    single_run_of, target_params, temp, with_sweep,
+    assert_gpu_matches_cpu, assert_resumes_exactly, assert_scores_equal_single_run,
+    check_replicas_equal_single_runs, cpu, models, same_bits, single_run_of, target_params, temp,
+    with_sweep,
 };
 
 /// PR2-IQL with conditional opponent models (`rho` as given) on the two-player climbing game:
@@ -61,19 +60,6 @@ fn sweep_of(base: &RunConfig) -> RunConfig {
     }
 }
 
-/// The newest checkpoint's opponent-model parameters.
-fn models(run: &Path) -> Vec<f32> {
-    let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    match c.extra.iter().find(|(name, _)| name == "models.params") {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no models.params tensor", run.display()),
-    }
-}
-
-fn same(a: &[f32], b: &[f32]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-}
-
 /// Trains the sweep of `base` and checks every replica against its single run: critics,
 /// targets, returns and `eval --replica k` (the shared check), then the models' parameters and
 /// every update's opponent-model scores.
@@ -100,30 +86,11 @@ fn check_pr2_replicas_with_models(name: &str, base: &RunConfig) {
         )
         .unwrap();
         assert!(
-            same(&multi_models[k * per..(k + 1) * per], &models(&single)),
+            same_bits(&multi_models[k * per..(k + 1) * per], &models(&single)),
             "{label}: opponent-model parameters differ from the single run"
         );
         let single_metrics = deterministic_metrics(&single);
-        assert_eq!(multi_metrics.len(), single_metrics.len());
-        let mut scored = 0;
-        for (m, s) in multi_metrics.iter().zip(&single_metrics) {
-            let update = &m["update"];
-            for (multi_key, single_key) in [
-                ("seeds_opponent_accuracy", "opponent_accuracy"),
-                ("seeds_opponent_log_loss", "opponent_log_loss"),
-                ("seeds_opponent_train_loss", "opponent_train_loss"),
-            ] {
-                assert_eq!(
-                    m[multi_key][k], s[single_key],
-                    "{label}, update {update}: {multi_key}"
-                );
-            }
-            scored += usize::from(!s["opponent_accuracy"].is_null());
-            if k == 0 {
-                assert_eq!(m["opponent_log_loss"], s["opponent_log_loss"], "{label}");
-            }
-        }
-        assert!(scored > 0, "{label}: the models were never scored");
+        assert_scores_equal_single_run(&multi_metrics, &single_metrics, k, &label);
         let _ = std::fs::remove_dir_all(single);
     }
     let _ = std::fs::remove_dir_all(multi);
@@ -147,7 +114,7 @@ fn a_pr2_sweep_with_opponent_models_resumes_exactly() {
     // Critics, targets and metrics (scores included) through a resume at update 3.
     let split = assert_resumes_exactly(&cfg, "pr2opp-resume", true);
     assert!(
-        same(&models(&split), &models(&straight)),
+        same_bits(&models(&split), &models(&straight)),
         "opponent models after the resume"
     );
     assert_eq!(target_params(&split), target_params(&straight));

@@ -191,6 +191,16 @@ impl OpponentNetworks for OpponentModels {
     }
 }
 
+/// Refuses models for fewer than two learners per arena (no other learner to predict).
+fn two_learners(learners: usize) -> Result<(), TrainError> {
+    if learners < 2 {
+        return Err(TrainError::Config(
+            "opponent models need at least two learners per arena".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Every replica's seed (seeds x sweep grid points; the run's own seed alone without).
 fn replica_seeds(cfg: &super::config::RunConfig) -> Result<Vec<u64>, TrainError> {
     Ok(cfg
@@ -324,11 +334,7 @@ impl OpponentModels {
         minibatch: usize,
         device: &Chosen,
     ) -> Result<OpponentModels, TrainError> {
-        if learners < 2 {
-            return Err(TrainError::Config(
-                "opponent models need at least two learners per arena".into(),
-            ));
-        }
+        two_learners(learners)?;
         let seeds = replica_seeds(cfg)?;
         let single = StackSpec {
             nets: learners,

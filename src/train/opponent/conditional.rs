@@ -3,6 +3,7 @@
 
 use super::{
     OpponentNetworks, OpponentScores, Tally, replica_seeds, replicas_stack, step_replicas,
+    two_learners,
 };
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::train::config::RunConfig;
@@ -36,11 +37,7 @@ impl ConditionalModels {
         input: usize,
         device: &Chosen,
     ) -> Result<ConditionalModels, TrainError> {
-        if learners < 2 {
-            return Err(TrainError::Config(
-                "opponent models need at least two learners per arena".into(),
-            ));
-        }
+        two_learners(learners)?;
         let seeds = replica_seeds(cfg)?;
         let single = Self::single_spec(cfg, learners, actions, input);
         Ok(ConditionalModels {
