@@ -145,14 +145,6 @@ fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
     }
 }
 
-/// The rows `range` of every replica's order, replica after replica, into `chunk`.
-fn stack_chunks(orders: &[Vec<usize>], range: std::ops::Range<usize>, chunk: &mut Vec<usize>) {
-    chunk.clear();
-    for order in orders {
-        chunk.extend_from_slice(&order[range.clone()]);
-    }
-}
-
 impl Pr2Iql {
     /// One learner step of every replica: sample sequences, targets from the target critics
     /// (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled passes of
@@ -235,7 +227,10 @@ impl Pr2Iql {
             }
             for start in (0..own_train).step_by(per_batch) {
                 let end = (start + per_batch).min(own_train);
-                stack_chunks(&orders, start..end, &mut chunk);
+                chunk.clear();
+                for order in &orders {
+                    chunk.extend_from_slice(&order[start..end]);
+                }
                 mb.gather(&chunk, &input, &nets, &self.step, d, o);
                 let out = self.critic.forward(Input::U8(&mb.input), &mb.nets)?;
                 let s = &mut self.step;
@@ -288,15 +283,16 @@ impl Pr2Iql {
                 let lrs: Vec<f32> = settings.iter().map(|v| v.adam.lr).collect();
                 let mut means: Vec<ScoreMean> =
                     orders.iter().map(|_| ScoreMean::default()).collect();
-                for start in (0..own_train).step_by(per_batch) {
-                    let end = (start + per_batch).min(own_train);
-                    stack_chunks(&orders, start..end, &mut chunk);
+                for c in 0..own_train.div_ceil(per_batch) {
+                    let own = c * per_batch..((c + 1) * per_batch).min(own_train);
+                    chunk.clear();
+                    chunk.extend(orders.iter().flat_map(|order| &order[own.clone()]));
                     mb.gather(&chunk, &input, &nets, &self.step, d, o);
                     let train = vec![true; chunk.len()];
                     let labels = (&mb.own[..], &mb.others[..]);
                     let sc = m.score_and_train(&mb.input, &mb.nets, labels, &train, &lrs)?;
                     for (mean, s) in means.iter_mut().zip(sc) {
-                        mean.add(s, (end - start) as f64);
+                        mean.add(s, own.len() as f64);
                     }
                 }
                 means.into_iter().map(ScoreMean::mean).collect()
