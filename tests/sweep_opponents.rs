@@ -2,14 +2,14 @@
 //! trained on its own rows with its own shuffle stream and learning rate, so replica k's
 //! Q-networks, opponent models and opponent-model scores equal the single run with its grid
 //! point's values and seed bit for bit; `eval --replica k` takes its models; a run with models
-//! and replicas resumes exactly; PR2-IQL and threaded IQL keep refusing models with replicas.
+//! and replicas resumes exactly; threaded IQL keeps refusing models with replicas (PR2-IQL
+//! accepts them: tests/sweep_pr2_opponents.rs).
 
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::{Chosen, Device, choose_device};
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::run_dir::RunDir;
-use gridarena::train::tensors::Tensor;
 use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
 #[path = "common/runs.rs"]
@@ -17,7 +17,7 @@ mod runs;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};
-use sweeps::{single_run_of, with_sweep};
+use sweeps::{assert_scores_equal_single_run, models, same_bits, single_run_of, with_sweep};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-sweepopp-{name}-{}", std::process::id()));
@@ -64,19 +64,6 @@ fn small_iql() -> RunConfig {
     }
 }
 
-/// The newest checkpoint's opponent-model parameters.
-fn models(run: &Path) -> Vec<f32> {
-    let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    match c.extra.iter().find(|(name, _)| name == "models.params") {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no models.params tensor", run.display()),
-    }
-}
-
-fn same(a: &[f32], b: &[f32]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-}
-
 /// The opponent models' predictions of the greedy policy restored from `run` (replica
 /// `replica`'s networks) for a fresh batch of `cfg`'s single-run arenas.
 fn predictions(run: &Path, cfg: &RunConfig, replica: usize) -> Vec<f32> {
@@ -119,14 +106,14 @@ fn check_replicas_equal_single_runs(name: &str, base: &RunConfig, sweep: &RunCon
         let single = temp(&format!("{name}-single-{k}"));
         train(&single_cfg, &single, &TrainOptions::default()).unwrap();
         assert!(
-            same(
+            same_bits(
                 &multi_params[k * per_params..(k + 1) * per_params],
                 &params(&single)
             ),
             "{label}: Q-network parameters differ from the single run"
         );
         assert!(
-            same(
+            same_bits(
                 &multi_models[k * per_models..(k + 1) * per_models],
                 &models(&single)
             ),
@@ -134,32 +121,14 @@ fn check_replicas_equal_single_runs(name: &str, base: &RunConfig, sweep: &RunCon
         );
         let single_metrics = deterministic_metrics(&single);
         assert_eq!(multi_metrics.len(), single_metrics.len());
-        let mut scored = 0;
         for (m, s) in multi_metrics.iter().zip(&single_metrics) {
-            let update = &m["update"];
             assert_eq!(
                 m["seeds_return_per_seed"][k], s["return_mean"],
-                "{label}, update {update}"
+                "{label}, update {}",
+                m["update"]
             );
-            for (multi_key, single_key) in [
-                ("seeds_opponent_accuracy", "opponent_accuracy"),
-                ("seeds_opponent_log_loss", "opponent_log_loss"),
-                ("seeds_opponent_train_loss", "opponent_train_loss"),
-            ] {
-                assert_eq!(
-                    m[multi_key][k], s[single_key],
-                    "{label}, update {update}: {multi_key}"
-                );
-            }
-            if !s["opponent_accuracy"].is_null() {
-                scored += 1;
-            }
-            // Replica 0's scores stay where a single run's are.
-            if k == 0 {
-                assert_eq!(m["opponent_log_loss"], s["opponent_log_loss"], "{label}");
-            }
         }
-        assert!(scored > 0, "{label}: the models were never scored");
+        assert_scores_equal_single_run(&multi_metrics, &single_metrics, k, &label);
         // A greedy policy of replica k acts with (and predicts through) its own models.
         assert_eq!(
             predictions(&multi, &single_cfg, k),
@@ -213,10 +182,13 @@ fn resumes_exactly(cfg: &RunConfig, name: &str) {
     let second = train(cfg, &split, &resume).unwrap();
     assert_eq!(second.resume_note, None, "{name}: the resume was not exact");
     assert!(
-        same(&params(&split), &params(&straight)),
+        same_bits(&params(&split), &params(&straight)),
         "{name}: parameters"
     );
-    assert!(same(&models(&split), &models(&straight)), "{name}: models");
+    assert!(
+        same_bits(&models(&split), &models(&straight)),
+        "{name}: models"
+    );
     assert_eq!(
         deterministic_metrics(&split),
         deterministic_metrics(&straight),
@@ -242,7 +214,7 @@ fn runs_with_opponent_models_and_replicas_resume_exactly() {
 }
 
 #[test]
-fn pr2_and_threaded_iql_still_refuse_opponent_models_with_replicas() {
+fn threaded_iql_still_refuses_opponent_models_with_replicas_and_pr2_accepts_them() {
     let threaded = RunConfig {
         threaded: true,
         ..small_iql()
@@ -255,7 +227,7 @@ fn pr2_and_threaded_iql_still_refuse_opponent_models_with_replicas() {
         seeds: 2,
         ..small_pqn()
     };
-    assert!(pr2.validate().is_err());
+    pr2.validate().unwrap();
     // PQN and IQL accept them.
     for cfg in [small_pqn(), small_iql()] {
         let cfg = RunConfig {

@@ -159,8 +159,9 @@ pub struct RunConfig {
     /// of one per learner.
     pub shared: bool,
     /// Train opponent models beside the learner: each learner predicts every other learner's
-    /// action from its own observation (PR2-IQL: and its own action, the conditional form, one
-    /// seed); accuracy and log-loss are logged, per replica with seeds or a sweep.
+    /// action from its own observation (PR2-IQL: and its own action, the conditional form);
+    /// every replica has its own; accuracy and log-loss are logged, per replica with seeds or a
+    /// sweep.
     pub opponent_models: bool,
     /// PR2-IQL: the critic's form.
     pub critic: CriticForm,
@@ -530,15 +531,10 @@ impl RunConfig {
                 ),
             );
         }
-        // PQN and IQL give every replica its own models; PR2's conditional models and the
-        // threaded learner have one replica's only.
-        let replicas = self.replica_count() > 1;
-        if self.opponent_models && (self.threaded || (replicas && self.algo == Algo::Pr2Iql)) {
-            return bad(
-                "opponent_models",
-                "true needs threaded false, and with algo pr2_iql seeds 1 and no sweep (for now)"
-                    .into(),
-            );
+        // PQN, IQL and PR2-IQL give every replica its own models; the threaded learner has
+        // no models.
+        if self.opponent_models && self.threaded {
+            return bad("opponent_models", "true needs threaded false".into());
         }
         if self.algo == Algo::Pr2Iql {
             if self.threaded || self.shared {

@@ -8,7 +8,8 @@
 //! Seeds and sweeps (PQN, IQL): every replica has its own models, the r-th block of learners
 //! networks in the same stack, initialised from its own seed, trained only on its own rows with
 //! its own shuffle stream and learning rate and scored on its own, so replica k's models are
-//! exactly a single run's (see `train::sweep`).
+//! exactly a single run's (see `train::sweep`). PR2's conditional models ([`ConditionalModels`]) stack
+//! their replicas the same way.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -20,6 +21,10 @@ use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::loss::{Loss, loss_and_grad};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, NetOptim, StackSpec};
 use crate::rng::below;
+
+mod conditional;
+
+pub use conditional::ConditionalModels;
 
 /// Softmax over every `width` consecutive values.
 fn softmax_rows(out: &mut [f32], width: usize) {
@@ -186,14 +191,73 @@ impl OpponentNetworks for OpponentModels {
     }
 }
 
-impl OpponentNetworks for ConditionalModels {
-    fn networks(&mut self) -> &mut Critic {
-        &mut self.critic
+/// Refuses models for fewer than two learners per arena (no other learner to predict).
+fn two_learners(learners: usize) -> Result<(), TrainError> {
+    if learners < 2 {
+        return Err(TrainError::Config(
+            "opponent models need at least two learners per arena".into(),
+        ));
     }
+    Ok(())
+}
 
-    fn group_width(&self) -> usize {
-        self.actions
+/// Every replica's seed (seeds x sweep grid points; the run's own seed alone without).
+fn replica_seeds(cfg: &super::config::RunConfig) -> Result<Vec<u64>, TrainError> {
+    Ok(cfg
+        .replicas()
+        .map_err(|e| TrainError::Config(e.to_string()))?
+        .iter()
+        .map(|r| r.cfg.seed)
+        .collect())
+}
+
+/// The models' stack of every replica: replica r's networks the r-th block of `single`'s,
+/// initialised from its seed `seeds[r] ^ salt` exactly as a single run's (one replica: the
+/// single run's stack).
+fn replicas_stack(
+    single: StackSpec,
+    (seeds, salt): (&[u64], u64),
+    device: &Chosen,
+) -> Result<Critic, TrainError> {
+    let spec = StackSpec {
+        nets: single.nets * seeds.len(),
+        ..single
+    };
+    let first = seeds.first().copied().unwrap_or_default();
+    let mut critic = Critic::new(spec, first ^ salt, device)?;
+    if seeds.len() > 1 {
+        let params: Vec<f32> = seeds
+            .iter()
+            .flat_map(|&s| crate::critic::init_params(&single, s ^ salt))
+            .collect();
+        critic.set_params(&params)?;
     }
+    Ok(critic)
+}
+
+/// The models' optimiser step after a backward: the default Adam at `lrs[0]` with one replica,
+/// else each replica's `learners` networks (replica after replica) at its rate `lrs[r]`.
+fn step_replicas(critic: &mut Critic, lrs: &[f32], learners: usize) -> Result<(), TrainError> {
+    let adam = AdamConfig {
+        lr: lrs[0],
+        ..AdamConfig::default()
+    };
+    if lrs.len() == 1 {
+        critic.step(&adam);
+        return Ok(());
+    }
+    let per_net: Vec<NetOptim> = lrs
+        .iter()
+        .flat_map(|&lr| {
+            let net = NetOptim {
+                lr,
+                max_grad_norm: adam.max_grad_norm,
+            };
+            std::iter::repeat_n(net, learners)
+        })
+        .collect();
+    critic.step_nets(&adam, &per_net)?;
+    Ok(())
 }
 
 /// Scores of one rollout, before training on it.
@@ -270,17 +334,8 @@ impl OpponentModels {
         minibatch: usize,
         device: &Chosen,
     ) -> Result<OpponentModels, TrainError> {
-        if learners < 2 {
-            return Err(TrainError::Config(
-                "opponent models need at least two learners per arena".into(),
-            ));
-        }
-        let seeds: Vec<u64> = cfg
-            .replicas()
-            .map_err(|e| TrainError::Config(e.to_string()))?
-            .iter()
-            .map(|r| r.cfg.seed)
-            .collect();
+        two_learners(learners)?;
+        let seeds = replica_seeds(cfg)?;
         let single = StackSpec {
             nets: learners,
             input,
@@ -288,19 +343,7 @@ impl OpponentModels {
             layers: cfg.layers,
             head: (learners - 1) * actions,
         };
-        let spec = StackSpec {
-            nets: learners * seeds.len(),
-            ..single
-        };
-        let init_seed = |seed: u64| seed ^ 0x6f70_706f;
-        let mut critic = Critic::new(spec, init_seed(cfg.seed), device)?;
-        if seeds.len() > 1 {
-            let params: Vec<f32> = seeds
-                .iter()
-                .flat_map(|&s| crate::critic::init_params(&single, init_seed(s)))
-                .collect();
-            critic.set_params(&params)?;
-        }
+        let critic = replicas_stack(single, (&seeds, 0x6f70_706f), device)?;
         Ok(OpponentModels {
             critic,
             learners,
@@ -444,10 +487,6 @@ impl OpponentModels {
         lrs: &[f32],
     ) -> Result<Vec<f32>, TrainError> {
         let (reps, groups) = (lrs.len(), self.learners - 1);
-        let adam = AdamConfig {
-            lr: lrs[0],
-            ..AdamConfig::default()
-        };
         let finite = |value: f32| {
             if value.is_finite() {
                 Ok(value)
@@ -467,7 +506,7 @@ impl OpponentModels {
                 mask: None,
             })?;
             let value = finite(self.critic.last_loss()?)?;
-            self.critic.step(&adam);
+            step_replicas(&mut self.critic, lrs, self.learners)?;
             return Ok(vec![value]);
         }
         let (width, size) = (groups * self.actions, nets.len() / reps);
@@ -484,17 +523,7 @@ impl OpponentModels {
             losses.push(finite(value)?);
         }
         self.critic.backward(&self.d_out)?;
-        let per_net: Vec<NetOptim> = lrs
-            .iter()
-            .flat_map(|&lr| {
-                let net = NetOptim {
-                    lr,
-                    max_grad_norm: adam.max_grad_norm,
-                };
-                std::iter::repeat_n(net, self.learners)
-            })
-            .collect();
-        self.critic.step_nets(&adam, &per_net)?;
+        step_replicas(&mut self.critic, lrs, self.learners)?;
         Ok(losses)
     }
 }
@@ -550,117 +579,5 @@ impl ScoreMean {
             t.train_loss = (t.train_loss as f64 / w) as f32;
             t
         })
-    }
-}
-
-/// The conditional opponent models of PR2 (`rho_ij(a_j | o_i, a_i)`): per learner one network
-/// with `(N-1) x A` groups of `A` logits, the group `(j, a_i)` predicting j's action when i takes
-/// `a_i`. Only the group of the action i actually took has a label, so the cross-entropy
-/// gradient is built here and handed to the stack's backward.
-pub struct ConditionalModels {
-    critic: Critic,
-    learners: usize,
-    actions: usize,
-    d_out: Vec<f32>,
-}
-
-impl ConditionalModels {
-    /// One model per learner over `input` bytes.
-    pub fn new(
-        cfg: &super::config::RunConfig,
-        learners: usize,
-        actions: usize,
-        input: usize,
-        device: &Chosen,
-    ) -> Result<ConditionalModels, TrainError> {
-        if learners < 2 {
-            return Err(TrainError::Config(
-                "opponent models need at least two learners per arena".into(),
-            ));
-        }
-        let spec = Self::spec(cfg, learners, actions, input);
-        Ok(ConditionalModels {
-            critic: Critic::new(spec, cfg.seed ^ 0x7268_6f00, device)?,
-            learners,
-            actions,
-            d_out: Vec::new(),
-        })
-    }
-
-    /// The stack's shape.
-    pub fn spec(
-        cfg: &super::config::RunConfig,
-        learners: usize,
-        actions: usize,
-        input: usize,
-    ) -> StackSpec {
-        StackSpec {
-            nets: learners,
-            input,
-            hidden: cfg.hidden,
-            layers: cfg.layers,
-            head: (learners - 1) * actions * actions,
-        }
-    }
-
-    /// Scores on rows `obs` `[R, D]` of learners `nets` that took `own` `[R]` while the others
-    /// took `others` `[R, N-1]`, then takes one cross-entropy step on them. `train` masks rows
-    /// out of the step (still scored).
-    pub fn score_and_train(
-        &mut self,
-        obs: &[u8],
-        nets: &[u32],
-        own: &[u32],
-        others: &[u32],
-        train: &[bool],
-        lr: f32,
-    ) -> Result<OpponentScores, TrainError> {
-        let (n, a) = (self.learners, self.actions);
-        let groups = n - 1;
-        let rows = nets.len();
-        let width = groups * a * a;
-        let out = self.critic.forward(Input::U8(obs), nets)?;
-        self.d_out.clear();
-        self.d_out.resize(out.len(), 0.0);
-        let trained = train.iter().filter(|t| **t).count().max(1) as f32;
-        let mut t = Tally::new(n);
-        let mut loss = 0.0f64;
-        for r in 0..rows {
-            let i = nets[r] as usize;
-            t.count[i] += 1.0;
-            for k in 0..groups {
-                let at = r * width + (k * a + own[r] as usize) * a;
-                let z = &out[at..at + a];
-                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let sum: f32 = z.iter().map(|v| (v - max).exp()).sum();
-                let lse = max + sum.ln();
-                let label = others[r * groups + k] as usize;
-                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                t.correct[i][k] += f64::from(u8::from(best == label));
-                let l = (lse - z[label]) as f64;
-                t.nll[i][k] += l;
-                if train[r] {
-                    loss += l;
-                    for (c, d) in self.d_out[at..at + a].iter_mut().enumerate() {
-                        let p = (z[c] - max).exp() / sum;
-                        *d = (p - f32::from(u8::from(c == label))) / (trained * groups as f32);
-                    }
-                }
-            }
-        }
-        let train_loss = (loss / (trained as f64 * groups as f64)) as f32;
-        if !train_loss.is_finite() {
-            return Err(TrainError::NonFinite {
-                update: 0,
-                tensor: "opponent-model loss".into(),
-                value: train_loss,
-            });
-        }
-        self.critic.backward(&self.d_out)?;
-        self.critic.step(&AdamConfig {
-            lr,
-            ..AdamConfig::default()
-        });
-        Ok(t.scores(a, train_loss))
     }
 }

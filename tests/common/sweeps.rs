@@ -211,3 +211,48 @@ pub fn assert_gpu_matches_cpu(cfg: &RunConfig, name: &str) {
         "the targets trail the online networks"
     );
 }
+
+/// The newest checkpoint's opponent-model parameters (every replica's).
+pub fn models(run: &Path) -> Vec<f32> {
+    let c = RunDir::open(run).unwrap().load_latest().unwrap();
+    match c.extra.iter().find(|(name, _)| name == "models.params") {
+        Some((_, Tensor::F32(t))) => t.clone(),
+        _ => panic!("{}: no models.params tensor", run.display()),
+    }
+}
+
+/// Whether `a` and `b` are equal bit for bit.
+pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Checks replica `k`'s opponent-model scores in every update of the sweep's metrics `multi`
+/// equal the single run's `single` (and replica 0's stay where a single run's are), and that
+/// the models were scored at least once.
+pub fn assert_scores_equal_single_run(
+    multi: &[serde_json::Value],
+    single: &[serde_json::Value],
+    k: usize,
+    label: &str,
+) {
+    assert_eq!(multi.len(), single.len());
+    let mut scored = 0;
+    for (m, s) in multi.iter().zip(single) {
+        let update = &m["update"];
+        for (multi_key, single_key) in [
+            ("seeds_opponent_accuracy", "opponent_accuracy"),
+            ("seeds_opponent_log_loss", "opponent_log_loss"),
+            ("seeds_opponent_train_loss", "opponent_train_loss"),
+        ] {
+            assert_eq!(
+                m[multi_key][k], s[single_key],
+                "{label}, update {update}: {multi_key}"
+            );
+        }
+        scored += usize::from(!s["opponent_accuracy"].is_null());
+        if k == 0 {
+            assert_eq!(m["opponent_log_loss"], s["opponent_log_loss"], "{label}");
+        }
+    }
+    assert!(scored > 0, "{label}: the models were never scored");
+}

@@ -23,8 +23,11 @@
 //! its own rows, its networks stepped with its learning rate and clip (the critic's masked
 //! step: each network counts its own Adam steps, the others' stay untouched) and averaged into
 //! its targets with its `target_tau` (the others' with a factor of 0). So replica k computes
-//! exactly what a single run with its configuration computes. Opponent models train with one
-//! replica only (and refuse replicas that learn at different moments).
+//! exactly what a single run with its configuration computes. Each replica has its own
+//! conditional opponent models (network `r x N + i` of their stack, as of the critics'), trained
+//! on its own rows at its learning rate and scored on its own; `rho: model` reads a row's own
+//! replica's models. The models' stack counts one step for all, so with models the replicas
+//! must learn at the same moments (a rate-limiter sweep is refused).
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
@@ -65,7 +68,7 @@ pub struct Pr2Iql {
     lanes: Vec<Lane>,
     /// The critics of every replica (targets beside them).
     pub critic: Critic,
-    /// The conditional opponent models (`opponent_models: true`, one replica).
+    /// The conditional opponent models (`opponent_models: true`; every replica's).
     pub models: Option<ConditionalModels>,
     /// The whole stack (every replica's networks).
     spec: StackSpec,
@@ -353,8 +356,11 @@ impl Pr2Iql {
         self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
+        let replicas = self.lanes.len();
         let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
-        Ok(values.stats((losses, steps), per_replica.collect(), scores))
+        Ok(values
+            .stats((losses, steps), per_replica.collect(), None)
+            .with_opponents(scores.unwrap_or_default(), replicas))
     }
 }
 

@@ -208,7 +208,7 @@ pub(crate) fn plan(
         tensors.push(PlanTensor {
             name: "conditional opponent models".into(),
             shape: format!(
-                "{n} nets x (N-1) x A x A = {} outputs, {} rows per pass",
+                "{reps} replicas x {n} nets x (N-1) x A x A = {} outputs, {} rows per pass",
                 m.head,
                 fmt(pass_rows)
             ),

@@ -150,13 +150,14 @@ impl Pr2Iql {
     /// One learner step of every replica with `active[r]`: sample sequences, targets from the
     /// target critics (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled
     /// passes of `minibatches` value-loss steps (masked steps of their networks), one pass of
-    /// the opponent models (one replica), a Polyak update of their targets; `settings` holds
-    /// each replica's values. Returns the mean of their losses and the models' scores.
+    /// the opponent models (each replica's on its own rows), a Polyak update of their targets;
+    /// `settings` holds each replica's values. Returns the mean of their losses and each
+    /// replica's opponent-model scores.
     pub(super) fn learn(
         &mut self,
         settings: &[StepValues],
         active: &[bool],
-    ) -> Result<(f32, Option<OpponentScores>), TrainError> {
+    ) -> Result<(f32, Option<Vec<OpponentScores>>), TrainError> {
         models_in_step(self.models.is_some(), active)?;
         let (n, w, a, d) = (
             self.learners,
@@ -283,25 +284,27 @@ impl Pr2Iql {
         }
         masked_target_update(&mut self.critic, (settings, active), n)?;
 
-        // The opponent models (one replica): one pass over the same rows, scored before each
-        // step.
+        // The opponent models: one pass over the same rows, minibatch c the c-th chunk of
+        // every replica's last order, each replica's rows scored before each step and training
+        // its own models at its learning rate.
         let scores = match &mut self.models {
             Some(m) => {
-                let mut mean = ScoreMean::default();
-                for chunk in orders[0].chunks(per_batch) {
-                    mb.gather(chunk, &input, &nets, &self.step, d, o);
+                let lrs: Vec<f32> = settings.iter().map(|v| v.adam.lr).collect();
+                let mut means: Vec<ScoreMean> =
+                    orders.iter().map(|_| ScoreMean::default()).collect();
+                for c in 0..own_train.div_ceil(per_batch) {
+                    let own = c * per_batch..((c + 1) * per_batch).min(own_train);
+                    chunk.clear();
+                    chunk.extend(orders.iter().flat_map(|order| &order[own.clone()]));
+                    mb.gather(&chunk, &input, &nets, &self.step, d, o);
                     let train = vec![true; chunk.len()];
-                    let sc = m.score_and_train(
-                        &mb.input,
-                        &mb.nets,
-                        &mb.own,
-                        &mb.others,
-                        &train,
-                        settings[0].adam.lr,
-                    )?;
-                    mean.add(sc, chunk.len() as f64);
+                    let labels = (&mb.own[..], &mb.others[..]);
+                    let sc = m.score_and_train(&mb.input, &mb.nets, labels, &train, &lrs)?;
+                    for (mean, s) in means.iter_mut().zip(sc) {
+                        mean.add(s, own.len() as f64);
+                    }
                 }
-                mean.mean()
+                means.into_iter().map(ScoreMean::mean).collect()
             }
             None => None,
         };
