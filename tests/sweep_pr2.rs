@@ -21,8 +21,8 @@ mod runs;
 mod sweeps;
 use runs::{deterministic_metrics, params};
 use sweeps::{
-    assert_gpu_matches_cpu, assert_resumes_exactly, check_replicas_equal_single_runs, plan_total,
-    replica_steps, target_params, temp, with_sweep,
+    assert_gpu_matches_cpu, assert_resumes_exactly, check_every_replica,
+    check_replicas_equal_single_runs, plan_total, replica_steps, target_params, temp, with_sweep,
 };
 
 /// PR2-IQL on the two-player climbing game, small enough that learner steps start in the
@@ -116,25 +116,6 @@ fn a_pr2_sweep_resumes_exactly() {
     let _ = std::fs::remove_dir_all(split);
 }
 
-/// Trains `sweep` (of `small_pr2()`) and checks every replica equals its single run bit for
-/// bit (parameters, targets, returns, greedy evaluation); returns each replica's Adam step
-/// count.
-fn check_every_pr2_replica(name: &str, (base, sweep): (&RunConfig, &RunConfig)) -> Vec<u64> {
-    let replicas = sweep.replicas().unwrap();
-    let multi = temp(name);
-    train(sweep, &multi, &TrainOptions::default()).unwrap();
-    let ks: Vec<usize> = (0..replicas.len()).collect();
-    check_replicas_equal_single_runs(&multi, (base, &replicas), &ks, true);
-    let metrics = deterministic_metrics(&multi);
-    assert!(metrics.last().unwrap()["loss"].as_f64().unwrap() > 0.0);
-    let all = params(&multi);
-    let per = all.len() / replicas.len();
-    assert_ne!(all[..per], all[per..2 * per], "the replicas differ");
-    let steps = replica_steps(&multi, replicas.len());
-    let _ = std::fs::remove_dir_all(multi);
-    steps
-}
-
 #[test]
 fn pr2_replicas_with_their_own_rate_limiters_equal_their_single_runs_bit_for_bit() {
     // Four samples per insert learn four times as often as one; a larger min_replay starts
@@ -147,7 +128,7 @@ fn pr2_replicas_with_their_own_rate_limiters_equal_their_single_runs_bit_for_bit
             &["samples_per_insert=[1.0, 4.0]", "min_replay=[16, 32]"],
         )
     };
-    let steps = check_every_pr2_replica("pr2-spi", (&base, &sweep));
+    let steps = check_every_replica("pr2-spi", (&base, &sweep));
     // min_replay (first key by name) varies slowest, then samples_per_insert, then the seed.
     let (early_fast, late_fast) = (steps[2], steps[6]);
     assert!(
@@ -164,7 +145,7 @@ fn pr2_replicas_with_their_own_rate_limiters_equal_their_single_runs_bit_for_bit
             &["rate_error_buffer=[0.0, 40.0]", "samples_per_insert=[2.0]"],
         )
     };
-    let steps = check_every_pr2_replica("pr2-buffer", (&base, &sweep));
+    let steps = check_every_replica("pr2-buffer", (&base, &sweep));
     assert_ne!(steps[0], steps[steps.len() - 1], "{steps:?}");
 }
 
@@ -175,14 +156,14 @@ fn pr2_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
         base.clone(),
         &["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"],
     );
-    check_every_pr2_replica("pr2-loss", (&base, &sweep));
+    check_every_replica("pr2-loss", (&base, &sweep));
     let hl = RunConfig {
         loss: ValueLoss::HlGauss,
         bins: 11,
         ..base
     };
     let sweep = with_sweep(hl.clone(), &["v_max=[12.0, 3.0]", "sigma=[0.0, 0.5]"]);
-    check_every_pr2_replica("pr2-hl", (&hl, &sweep));
+    check_every_replica("pr2-hl", (&hl, &sweep));
 }
 
 #[test]

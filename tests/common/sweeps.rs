@@ -256,3 +256,22 @@ pub fn assert_scores_equal_single_run(
     }
     assert!(scored > 0, "{label}: the models were never scored");
 }
+
+/// Trains `sweep` (of `base`) and checks every replica equals its single run bit for
+/// bit (parameters, targets, returns, greedy evaluation); returns each replica's Adam step
+/// count.
+pub fn check_every_replica(name: &str, (base, sweep): (&RunConfig, &RunConfig)) -> Vec<u64> {
+    let replicas = sweep.replicas().unwrap();
+    let multi = temp(name);
+    train(sweep, &multi, &TrainOptions::default()).unwrap();
+    let ks: Vec<usize> = (0..replicas.len()).collect();
+    check_replicas_equal_single_runs(&multi, (base, &replicas), &ks, true);
+    let metrics = deterministic_metrics(&multi);
+    assert!(metrics.last().unwrap()["loss"].as_f64().unwrap() > 0.0);
+    let all = params(&multi);
+    let per = all.len() / replicas.len();
+    assert_ne!(all[..per], all[per..2 * per], "the replicas differ");
+    let steps = replica_steps(&multi, replicas.len());
+    let _ = std::fs::remove_dir_all(multi);
+    steps
+}
