@@ -16,8 +16,38 @@
 
 use super::config::{Algo, ConfigError, RunConfig};
 
+/// The value loss's keys (every learner sweeps them).
+const LOSS_KEYS: [(&str, &str); 5] = [
+    (
+        "loss",
+        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
+    ),
+    ("huber_delta", "the replica's Huber threshold"),
+    ("v_min", "the replica's HL-Gauss support"),
+    ("v_max", "the replica's HL-Gauss support"),
+    ("sigma", "the replica's HL-Gauss smoothing"),
+];
+
+/// `a` then `b` (`N` = their lengths' sum, checked when the constant is built).
+const fn concat<const A: usize, const B: usize, const N: usize>(
+    a: [(&'static str, &'static str); A],
+    b: [(&'static str, &'static str); B],
+) -> [(&'static str, &'static str); N] {
+    assert!(A + B == N);
+    let mut out = [("", ""); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
+    }
+    out
+}
+
 /// The keys a PQN sweep may vary, with what each is per replica.
-pub const SWEEPABLE: [(&str, &str); 13] = [
+pub const SWEEPABLE: [(&str, &str); 13] = concat(PQN_KEYS, LOSS_KEYS);
+
+/// PQN's own keys (beside the value loss's).
+const PQN_KEYS: [(&str, &str); 8] = [
     ("lr", "learning rate (network-wise Adam step)"),
     ("lr_decay", "linear decay of the learning rate"),
     ("gamma", "discount of the replica's lambda-returns"),
@@ -29,18 +59,13 @@ pub const SWEEPABLE: [(&str, &str); 13] = [
         "fraction of the run the exploration decays over",
     ),
     ("max_grad_norm", "per-network gradient clip"),
-    (
-        "loss",
-        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
-    ),
-    ("huber_delta", "the replica's Huber threshold"),
-    ("v_min", "the replica's HL-Gauss support"),
-    ("v_max", "the replica's HL-Gauss support"),
-    ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
 /// The keys an IQL sweep may vary, with what each is per replica.
-pub const IQL_SWEEPABLE: [(&str, &str); 17] = [
+pub const IQL_SWEEPABLE: [(&str, &str); 17] = concat(IQL_KEYS, LOSS_KEYS);
+
+/// IQL's own keys (beside the value loss's).
+const IQL_KEYS: [(&str, &str); 12] = [
     ("lr", "learning rate (network-wise Adam step)"),
     ("lr_decay", "linear decay of the learning rate"),
     ("gamma", "discount of the replica's TD targets"),
@@ -72,14 +97,6 @@ pub const IQL_SWEEPABLE: [(&str, &str); 17] = [
         "rate_error_buffer",
         "the replica's rate limiter: slack around samples_per_insert",
     ),
-    (
-        "loss",
-        "the replica's value loss (every point's head as wide: mse and huber, or hl_gauss)",
-    ),
-    ("huber_delta", "the replica's Huber threshold"),
-    ("v_min", "the replica's HL-Gauss support"),
-    ("v_max", "the replica's HL-Gauss support"),
-    ("sigma", "the replica's HL-Gauss smoothing"),
 ];
 
 /// The keys a PR2-IQL sweep may vary: IQL's (`cer` puts the replica's newest sequence in every
