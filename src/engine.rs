@@ -56,6 +56,18 @@ pub struct EnvBatch {
 impl EnvBatch {
     /// Spawns `arenas` arenas seeded from `seed` and resets them all.
     pub fn new(loaded: &LoadedScenario, arenas: usize, seed: u64) -> Result<EnvBatch, EngineError> {
+        EnvBatch::new_from(loaded, arenas, seed, 0)
+    }
+
+    /// [`EnvBatch::new`] for arenas `first..first + arenas` of a larger batch: arena `a` draws
+    /// from the streams of arena `first + a` (a rank of a data-parallel job steps its slice of
+    /// the job's arenas).
+    pub fn new_from(
+        loaded: &LoadedScenario,
+        arenas: usize,
+        seed: u64,
+        first: u64,
+    ) -> Result<EnvBatch, EngineError> {
         if arenas == 0 {
             return Err(EngineError::NoArenas);
         }
@@ -77,7 +89,7 @@ impl EnvBatch {
         world.spawn_batch((0..arenas).map(|a| {
             (
                 ArenaId(a as u32),
-                crate::rng::arena_streams(seed, a as u64),
+                crate::rng::arena_streams(seed, first + a as u64),
                 SpawnDeck(layout.deck_template.clone()),
                 EpisodeClock::default(),
                 Counters(vec![0; layout.counter_names.len()]),

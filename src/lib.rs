@@ -46,6 +46,7 @@ pub(crate) mod atomic;
 pub mod bench;
 pub mod components;
 pub mod critic;
+pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod layout;

@@ -30,6 +30,14 @@ pub(crate) struct PlanArgs {
     /// default a software adapter (lavapipe) gets the host budget and any other adapter 8 GiB.
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     gpu_memory: Option<u64>,
+    /// Plan one rank of an MPI job of this many ranks (`mpirun -np N`): the table is one
+    /// rank's, against the node's budget split over `--ranks-per-node`, followed by the node's
+    /// and the whole job's totals.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    ranks: u64,
+    /// Ranks sharing one node's memory (default: all of them, one node).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    ranks_per_node: Option<u64>,
     /// Print one JSON object: tensors [{name, shape, bytes}], total_bytes, budget_bytes, fits,
     /// figures, and gpu (the device half, or null).
     #[arg(long)]
@@ -49,7 +57,9 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
     cfg.validate()?;
     cfg.replicas()?;
     let loaded = load_scenario(&cfg)?;
-    let budget = args.memory_budget.unwrap_or_else(plan::default_budget);
+    let ranks = args.ranks as usize;
+    let per_node = args.ranks_per_node.map_or(ranks, |l| l as usize).min(ranks);
+    let budget = args.memory_budget.unwrap_or_else(plan::default_budget) / per_node as u64;
     if let Some(method) = args.nashconv {
         let model = gridarena::analysis::TransitionModel::new(&loaded, None)?;
         let p = gridarena::analysis::plan::plan(
@@ -81,9 +91,18 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
     };
     let p = plan::plan_for(&cfg, &loaded, target, budget, args.gpu_memory);
     if args.json {
-        println!("{}", serde_json::to_string(&p)?);
+        let mut v = serde_json::to_value(&p)?;
+        if ranks > 1 {
+            v["ranks"] = ranks.into();
+            v["ranks_per_node"] = per_node.into();
+            v["job_total_bytes"] = p.total_bytes.saturating_mul(ranks as u64).into();
+        }
+        println!("{v}");
     } else {
         print!("{}", p.table());
+        if ranks > 1 {
+            print!("{}", p.job_lines(&cfg, ranks, per_node));
+        }
         if let Some(r) = p.refusal() {
             eprintln!("error: {r}");
         }

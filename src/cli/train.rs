@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use clap::Args;
 
+use gridarena::dist::Job;
 use gridarena::scenario::DEFAULT_SCENARIO_NAME;
 use gridarena::train::config::RunConfig;
 use gridarena::train::{TrainOptions, TrainSummary};
@@ -58,11 +59,45 @@ pub(crate) struct TrainArgs {
     /// other adapter 8 GiB.
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     gpu_memory: Option<u64>,
+    /// Worker threads of this process (default: one per core; under MPI give each rank its
+    /// share, e.g. 1 with 2 ranks on 2 cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Under MPI: compare the ranks' parameter checksums every this many updates (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    checksum_every: Option<u64>,
+}
+
+/// Trains as one process, or as one rank of the MPI job that started this process (the `mpi`
+/// feature): rank 0 prints; an error on any rank ends the whole job (MPI_Abort), so no rank is
+/// left waiting for it.
+pub(crate) fn run(args: TrainArgs) -> Result<()> {
+    if Job::launched_without_mpi() {
+        anyhow::bail!(
+            "started by an MPI launcher with several ranks, but this gridarena was built \
+             without MPI: every rank would train alone into the same run directory; build with \
+             `cargo build --release --features mpi` (see the README's Clusters section)"
+        );
+    }
+    let job = Job::from_launcher()?;
+    let result = run_in(args, &job);
+    if let Err(e) = &result
+        && job.size() > 1
+    {
+        // Rank 0's message comes first; the others only speak if it did not end the job.
+        if !job.is_root() {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        eprintln!("error (rank {} of {}): {e:#}", job.rank(), job.size());
+        job.abort(1);
+    }
+    result
 }
 
 /// Resolves the config (file or resumed run, then flags, then `--set`), trains and prints a
 /// summary of the run.
-pub(crate) fn run(args: TrainArgs) -> Result<()> {
+fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
+    let root = job.is_root();
     let (mut cfg, resume) = match &args.resume {
         Some(run) => {
             let cfg = RunConfig::load(&run.join("config.ron"))
@@ -88,7 +123,23 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         .map_or(DEFAULT_SCENARIO_NAME.to_string(), |p| {
             p.display().to_string()
         });
-    println!(
+    if job.size() > 1 && root {
+        println!(
+            "{}: rank 0 of {} prints; arenas and total_steps are per rank, the job's batch is \
+             {} ranks x {} arenas = {} arenas",
+            job.describe(),
+            job.size(),
+            job.size(),
+            cfg.arenas,
+            job.size() * cfg.arenas
+        );
+    }
+    let say = |line: String| {
+        if root {
+            println!("{line}");
+        }
+    };
+    say(format!(
         "training {:?} on {scenario}: {} env steps ({} updates of {} arenas x {} steps){}",
         cfg.algo,
         cfg.total_steps,
@@ -96,24 +147,24 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         cfg.arenas,
         cfg.rollout,
         if resume { ", resuming" } else { "" }
-    );
+    ));
     if cfg.lr_scale != gridarena::train::config::LrScale::None {
-        println!(
+        say(format!(
             "learning rate {} scaled {:?} with the effective batch {} against {}: {}",
             cfg.lr,
             cfg.lr_scale,
             cfg.effective_batch(),
             cfg.reference_batch,
             gridarena::train::schedule::resolved_lr(&cfg)
-        );
+        ));
     }
     let replicas = cfg.replica_count();
     if replicas > 1 {
-        println!(
+        say(format!(
             "{replicas} replicas in one stack ({} grid points x {} seeds); env steps below are per replica",
             replicas / cfg.seeds.max(1),
             cfg.seeds.max(1)
-        );
+        ));
     }
     let opts = TrainOptions {
         resume,
@@ -122,10 +173,14 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
         until_update: None,
         memory_budget: args.memory_budget,
         gpu_memory: args.gpu_memory,
+        checksum_every: args.checksum_every,
     };
-    let summary = with_pool(None, || {
-        gridarena::train::train(&cfg, &out, &opts).map_err(anyhow::Error::from)
+    let summary = with_pool(args.threads, || {
+        gridarena::train::train_in(&cfg, &out, &opts, job).map_err(anyhow::Error::from)
     })??;
+    if !root {
+        return Ok(());
+    }
     print_summary(&summary);
     if let Some(table) = &summary.sweep {
         println!(
@@ -206,6 +261,12 @@ fn print_summary(summary: &TrainSummary) {
         100.0 * summary.learn_seconds / total,
         summary.device
     );
+    if summary.ranks > 1 {
+        println!(
+            "{} ranks: env steps and env steps/s are the job's, summed over ranks",
+            summary.ranks
+        );
+    }
     if summary.replicas > 1 {
         println!(
             "{} replicas: {} env steps in all, {:.0} env steps/s over all replicas",

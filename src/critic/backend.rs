@@ -79,6 +79,13 @@ pub trait CriticBackend: Send {
     /// Replaces all parameters.
     fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError>;
 
+    /// The gradients of the last backward pass, network-major like the parameters.
+    fn grads(&mut self) -> Result<Vec<f32>, CriticError>;
+
+    /// Replaces the gradients the next step applies (data-parallel training averages them
+    /// over ranks in between).
+    fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError>;
+
     /// Adam's moments (m, v) and its step count (the largest network's; every network's is
     /// [`CriticBackend::net_steps`]).
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError>;

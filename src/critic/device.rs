@@ -137,6 +137,21 @@ impl Critic {
         };
         Ok(Critic { backend })
     }
+
+    /// This critic with every optimiser step averaged over `job`'s ranks first (data-parallel
+    /// training); unchanged with one rank, so a one-rank job computes exactly what a run
+    /// without a job does.
+    pub fn data_parallel(self, job: &crate::dist::Job) -> Critic {
+        if job.size() == 1 {
+            return self;
+        }
+        Critic {
+            backend: Box::new(crate::dist::reduce::AllReduced::new(
+                self.backend,
+                job.clone(),
+            )),
+        }
+    }
 }
 
 impl std::ops::Deref for Critic {

@@ -8,13 +8,14 @@ use super::learner::BoxedLearner;
 use super::sizing::{GpuSizing, PlanTensor};
 use super::{iql, pqn, pr2, sizing};
 use crate::critic::{Backend, Chosen};
+use crate::dist::Job;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 
 /// How to build an algorithm's learner and size its tensors before it allocates them.
 pub(crate) struct Algorithm {
     /// A fresh learner.
-    pub new: fn(&RunConfig, &LoadedScenario, &Chosen) -> Result<BoxedLearner, TrainError>,
+    pub new: fn(&RunConfig, &LoadedScenario, &Chosen, &Job) -> Result<BoxedLearner, TrainError>,
     /// The memory preflight's tensors of a run.
     pub plan: fn(&RunConfig, &LoadedScenario, &Layout, Backend) -> Vec<PlanTensor>,
     /// The stacks it keeps on a GPU, for the device half of the preflight.
@@ -42,11 +43,22 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
     }
 }
 
-/// A fresh learner for the configuration's algorithm.
+/// A fresh learner for the configuration's algorithm (one process).
 pub fn new_learner(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
     device: &Chosen,
 ) -> Result<BoxedLearner, TrainError> {
-    (algorithm(cfg.algo).new)(cfg, loaded, device)
+    new_learner_in(cfg, loaded, device, &Job::single())
+}
+
+/// A fresh learner for rank `job.rank()` of a data-parallel job: its arenas are the job's
+/// arenas `rank x arenas ..`, and its optimiser steps average the gradients over the ranks.
+pub fn new_learner_in(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    device: &Chosen,
+    job: &Job,
+) -> Result<BoxedLearner, TrainError> {
+    (algorithm(cfg.algo).new)(cfg, loaded, device, job)
 }

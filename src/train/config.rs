@@ -331,8 +331,10 @@ impl RunConfig {
         &self,
         loaded: &crate::scenario::LoadedScenario,
         seed: u64,
+        job: &crate::dist::Job,
     ) -> Result<crate::engine::EnvBatch, crate::error::EngineError> {
-        let mut batch = crate::engine::EnvBatch::new(loaded, self.arenas, seed)?;
+        let first = job.first_arena(self.arenas);
+        let mut batch = crate::engine::EnvBatch::new_from(loaded, self.arenas, seed, first)?;
         if self.desync_episodes {
             batch.desync_clocks();
         }

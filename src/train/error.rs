@@ -27,6 +27,20 @@ pub enum TrainError {
         /// The offending value.
         value: f32,
     },
+    /// The ranks of a data-parallel job no longer hold the same parameters.
+    #[error(
+        "after update {update} the parameters of rank(s) {ranks} differ from rank 0's \
+         (checksums by rank: {checksums}); the ranks no longer train one model, so the run stops \
+         (the last good checkpoint is kept)"
+    )]
+    Diverged {
+        /// The update after which they were compared.
+        update: u64,
+        /// The ranks whose checksum differs from rank 0's.
+        ranks: String,
+        /// Every rank's checksum, in rank order.
+        checksums: String,
+    },
     /// A frozen policy acting for some slots failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),

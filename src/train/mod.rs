@@ -10,11 +10,13 @@
 //! resume may change in `resume_check`; a
 //! trained run's greedy [`Policy`](crate::policy::Policy) in `greedy`.
 
+pub(crate) mod across_ranks;
 mod algorithms;
 pub mod config;
 mod error;
 pub mod eval;
 pub(crate) mod explore;
+pub(crate) mod faults;
 pub mod gpu_plan;
 mod greedy;
 pub mod iql;
@@ -33,6 +35,7 @@ mod resume_check;
 mod returns;
 pub mod run_dir;
 pub mod schedule;
+pub mod shards;
 pub(crate) mod sizing;
 pub(crate) mod stats;
 pub mod sweep;
@@ -40,7 +43,7 @@ pub mod sweep_report;
 pub mod tensorboard;
 pub mod tensors;
 
-pub use algorithms::new_learner;
+pub use algorithms::{new_learner, new_learner_in};
 pub use error::TrainError;
 pub use greedy::{GreedyPolicy, load_policy};
 pub use learner::{BoxedLearner, Learner, Progress};
@@ -59,6 +62,7 @@ use config::RunConfig;
 use run_dir::{RunDir, RunDirError};
 
 use crate::critic::{Chosen, CriticError, choose_device};
+use crate::dist::Job;
 use crate::error::ScenarioError;
 use crate::scenario::{LoadedScenario, Scenario};
 
@@ -86,6 +90,12 @@ pub enum RunError {
     /// The preflight refused the run.
     #[error("memory preflight: {0} (see `gridarena plan`)")]
     Memory(String),
+    /// A job of several ranks cannot run this configuration.
+    #[error("{0}")]
+    Ranks(String),
+    /// `GRIDARENA_FAULT` (the multi-rank tests' fault injection) does not parse.
+    #[error("{0}")]
+    Fault(String),
     /// A checkpoint that does not fit this run.
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {
@@ -115,8 +125,10 @@ pub struct TrainSummary {
     pub run: PathBuf,
     /// Updates done in total.
     pub updates: u64,
-    /// Environment steps done in total.
+    /// Environment steps done in total (summed over the ranks of a data-parallel job).
     pub env_steps: u64,
+    /// Ranks of the job (1 without MPI).
+    pub ranks: usize,
     /// Wall-clock seconds of this invocation.
     pub seconds: f64,
     /// Stopped by Ctrl-C (a checkpoint was saved).
@@ -145,8 +157,14 @@ pub fn load_scenario(cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
     }
 }
 
-/// Saves `learner`'s checkpoint into `dir`, keeping the newest `keep`.
-fn checkpoint(learner: &mut dyn Learner, dir: &RunDir, keep: usize) -> Result<PathBuf, RunError> {
+/// Saves `learner`'s checkpoint into `dir` (this rank's part of it in a job of several ranks),
+/// keeping the newest `keep`.
+fn checkpoint(
+    learner: &mut dyn Learner,
+    dir: &RunDir,
+    keep: usize,
+    ranks: (&Job, &faults::Fault),
+) -> Result<PathBuf, RunError> {
     let c = learner.checkpoint().map_err(|e| match e {
         TrainError::State(e) => RunError::Checkpoint {
             path: dir.path.clone(),
@@ -154,14 +172,24 @@ fn checkpoint(learner: &mut dyn Learner, dir: &RunDir, keep: usize) -> Result<Pa
         },
         e => RunError::Train(e),
     })?;
-    Ok(dir.save_checkpoint(&c, keep)?)
+    Ok(shards::save(dir, &c, keep, ranks)?)
 }
 
 /// Restores the newest checkpoint of `dir` into `learner`: the update it was taken after and
 /// whether the run continues exactly ([`Resume`]). Every length and range is checked before
 /// use; a checkpoint that does not fit is refused naming the field.
 pub fn restore(learner: &mut dyn Learner, dir: &RunDir) -> Result<(u64, Resume), RunError> {
-    let c = dir.load_latest()?;
+    restore_in(learner, dir, &Job::single())
+}
+
+/// [`restore`] for one rank of a job: rank 0's parameters and Adam, this rank's own arenas and
+/// replay; refused when the checkpoint was written by another number of ranks.
+pub fn restore_in(
+    learner: &mut dyn Learner,
+    dir: &RunDir,
+    job: &Job,
+) -> Result<(u64, Resume), RunError> {
+    let c = shards::load_latest(dir, job)?;
     let bad = |reason: String| RunError::Checkpoint {
         path: dir.path.clone(),
         reason,
@@ -199,7 +227,13 @@ pub struct TrainOptions {
     /// Device memory budget for the preflight's GPU half (default:
     /// [`gpu_plan::GPU_MEMORY_RULE`]).
     pub gpu_memory: Option<u64>,
+    /// In a job of several ranks, compare the ranks' parameter checksums every this many
+    /// updates (default [`CHECKSUM_EVERY`]).
+    pub checksum_every: Option<u64>,
 }
+
+/// Updates between two parameter-checksum comparisons of a multi-rank job, by default.
+pub const CHECKSUM_EVERY: u64 = 10;
 
 /// Trains (or resumes) the run in `out`: the memory preflight, the run directory (`config.ron`,
 /// `scenario.ron`, `metrics.jsonl`, `tensorboard/replica_<r>/`, checkpoints, the learning
@@ -237,62 +271,94 @@ pub struct TrainOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSummary, RunError> {
-    let (resume, progress, stop) = (opts.resume, opts.progress, opts.stop.clone());
+    train_in(cfg, out, opts, &Job::single())
+}
+
+/// [`train`] as rank `job.rank()` of a data-parallel job (every rank calls it with the same
+/// configuration and options). Each rank steps its own `arenas` arenas (the job's global batch
+/// is `arenas x ranks`) and averages its gradients with the others' before every optimiser
+/// step, so all ranks hold the same networks (checked every
+/// [`TrainOptions::checksum_every`] updates). Rank 0 alone prints and writes the run's files,
+/// with metrics over every rank's episodes; every rank writes its own shard of each
+/// checkpoint (see [`shards`]). An error on one rank leaves the others waiting in a
+/// collective: the caller ends the job ([`Job::abort`]), as the `gridarena` binary does.
+pub fn train_in(
+    cfg: &RunConfig,
+    out: &Path,
+    opts: &TrainOptions,
+    job: &Job,
+) -> Result<TrainSummary, RunError> {
+    let (resume, stop) = (opts.resume, opts.stop.clone());
+    let progress = opts.progress && job.is_root();
     cfg.validate()?;
     // Every grid point of a sweep is a configuration of its own: checked before anything runs.
     cfg.replicas()?;
+    refuse_across_ranks(cfg, job)?;
+    let fault = faults::Fault::from_env().map_err(RunError::Fault)?;
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
-    let budget = opts.memory_budget.unwrap_or_else(plan::default_budget);
+    // Ranks on one node share its memory.
+    let budget = opts
+        .memory_budget
+        .unwrap_or_else(|| plan::default_budget() / crate::dist::local_ranks() as u64);
     let preflight = plan::PlanDevice::Chosen(&device);
     if let Some(refusal) =
         plan::plan_for(cfg, &loaded, preflight, budget, opts.gpu_memory).refusal()
     {
         return Err(RunError::Memory(refusal));
     }
-    let dir = if resume {
-        RunDir::open(out)?
-    } else {
-        RunDir::create(out)?
-    };
+    let dir = open_run_dir(out, resume, job)?;
     if resume {
         resume_check::refuse_changes(&dir, cfg, &loaded)?;
     }
-    let mut learner = new_learner(cfg, &loaded, &device)?;
+    let mut learner = algorithms::new_learner_in(cfg, &loaded, &device, job)?;
     // A resumed run's files are rewritten only once its checkpoint has been restored: a
     // failed resume leaves the run directory exactly as it was.
     let restored = if resume {
-        Some(restore(learner.as_mut(), &dir)?)
+        Some(restore_in(learner.as_mut(), &dir, job)?)
     } else {
         None
     };
     let resume_note = match &restored {
         Some((_, Resume::Approximate(why))) => {
             let note = format!("this resume is approximate: {why}");
-            eprintln!("warning: {note}");
+            if job.is_root() {
+                eprintln!("warning: {note}");
+            }
             Some(note)
         }
         _ => None,
     };
-    dir.write("config.ron", cfg.to_ron().as_bytes())?;
-    dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
-    if let Some((update, _)) = restored {
-        dir.truncate_metrics(update)?;
+    let ranks = job.size() as u64;
+    let mut board = None;
+    if job.is_root() {
+        dir.write("config.ron", cfg.to_ron().as_bytes())?;
+        dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
+        if let Some((update, _)) = restored {
+            dir.truncate_metrics(update)?;
+        }
+        let resumed_at = restored.as_ref().map(|_| learner.env_steps() * ranks);
+        let counters = &learner.batch().layout().counter_names;
+        board = Some(tensorboard::RunBoard::new(
+            &dir.path,
+            &cfg.replicas()?,
+            counters,
+            resumed_at,
+        ));
     }
-    let resumed_at = restored.as_ref().map(|_| learner.env_steps());
-    let counters = &learner.batch().layout().counter_names;
-    let mut board = tensorboard::RunBoard::new(&dir.path, &cfg.replicas()?, counters, resumed_at);
     let updates = cfg.updates();
-    let bar = progress_bar(progress, cfg.total_steps);
-    bar.set_position(learner.env_steps());
+    let bar = progress_bar(progress, cfg.total_steps * ranks);
+    bar.set_position(learner.env_steps() * ranks);
     let start = Instant::now();
     // Mean returns of the last 20 updates with finished episodes, for the progress bar.
     let mut recent: VecDeque<f64> = VecDeque::new();
     let mut interrupted = false;
     let (mut sim, mut learn) = (0.0, 0.0);
     let last = opts.until_update.map_or(updates, |u| u.min(updates));
+    let checksum_every = opts.checksum_every.unwrap_or(CHECKSUM_EVERY).max(1);
+    let ranked = (job, &fault);
     while learner.updates_done() < last {
-        if stop.load(Ordering::SeqCst) {
+        if across_ranks::any_stop(job, stop.load(Ordering::SeqCst)) {
             interrupted = true;
             break;
         }
@@ -308,11 +374,34 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         let (s, l) = learner.take_timing();
         sim += s;
         learn += l;
-        let sps = cfg.steps_per_update() as f64 / secs.max(1e-9);
-        let done = (learner.updates_done(), learner.env_steps());
+        let update = learner.updates_done();
+        if fault.perturbs(job.rank(), update) {
+            let mut p = learner.critic().params()?;
+            p[0] += 1e-3;
+            learner.critic().set_params(&p)?;
+        }
+        if job.size() > 1 && update % checksum_every == 0 {
+            let params = learner.critic().params()?;
+            across_ranks::check_checksums(job, &params, update)?;
+        }
+        let traffic = job.take_traffic();
+        let Some(stats) = across_ranks::gather_stats(job, stats)? else {
+            if update % cfg.checkpoint_every == 0 {
+                checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
+            }
+            continue;
+        };
+        let sps = (cfg.steps_per_update() * ranks) as f64 / secs.max(1e-9);
+        let done = (update, learner.env_steps() * ranks);
         let layout = learner.batch().layout();
         let seconds = start.elapsed().as_secs_f64();
-        let (line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
+        let (mut line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
+        if ranks > 1 {
+            line["ranks"] = ranks.into();
+            line["allreduce_seconds"] = traffic.seconds.into();
+            line["allreduce_bytes"] = traffic.bytes.into();
+            line["allreduce_calls"] = traffic.calls.into();
+        }
         if let Some(r) = mean_return {
             recent.push_back(r);
             if recent.len() > 20 {
@@ -320,43 +409,35 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
             }
         }
         dir.append_metrics(&line.to_string())?;
-        board.log(&stats, layout.learners, done.1, sps)?;
+        if let Some(board) = &mut board {
+            board.log(&stats, layout.learners, done.1, sps)?;
+        }
         let recent_mean = if recent.is_empty() {
             f64::NAN
         } else {
             recent.iter().sum::<f64>() / recent.len() as f64
         };
-        bar.set_position(learner.env_steps());
+        bar.set_position(done.1);
         bar.set_message(format!(
             "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
             stats.loss
         ));
-        if learner.updates_done() % cfg.checkpoint_every == 0 {
-            checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints)?;
+        if update % cfg.checkpoint_every == 0 {
+            checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
         }
     }
-    checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints)?;
+    checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
     bar.finish_and_clear();
-    if let Err(e) = plot::plot_run(&dir.path) {
-        eprintln!("warning: no learning-curve plot: {e}");
-    }
-    let sweep = if cfg.sweep.is_empty() {
-        None
+    let sweep = if job.is_root() {
+        finish_files(cfg, &dir)?
     } else {
-        let table = sweep_report::rank_run(&dir.path).map_err(|reason| RunError::Checkpoint {
-            path: dir.path.clone(),
-            reason: format!("sweep ranking: {reason}"),
-        })?;
-        dir.write("sweep.csv", table.to_csv().as_bytes())?;
-        if let Err(e) = plot::plot_sweep(&dir.path) {
-            eprintln!("warning: no sweep plot: {e}");
-        }
-        Some(table)
+        None
     };
     Ok(TrainSummary {
         run: dir.path.clone(),
         updates: learner.updates_done(),
-        env_steps: learner.env_steps(),
+        env_steps: learner.env_steps() * ranks,
+        ranks: job.size(),
         seconds: start.elapsed().as_secs_f64(),
         interrupted,
         device: device.to_string(),
@@ -366,6 +447,71 @@ pub fn train(cfg: &RunConfig, out: &Path, opts: &TrainOptions) -> Result<TrainSu
         replicas: cfg.replica_count(),
         sweep,
     })
+}
+
+/// What a job of several ranks refuses: replicas (seeds, sweeps) are not split over ranks
+/// yet, and the threaded IQL learner steps on its own thread, out of the ranks' lockstep.
+fn refuse_across_ranks(cfg: &RunConfig, job: &Job) -> Result<(), RunError> {
+    let n = job.size();
+    if n == 1 {
+        return Ok(());
+    }
+    if cfg.replica_count() > 1 {
+        return Err(RunError::Ranks(format!(
+            "{} replicas (seeds x sweep points) on {n} ranks: replicas are not split over ranks \
+             yet; run them in one process, or run one job per seed",
+            cfg.replica_count()
+        )));
+    }
+    if cfg.threaded {
+        return Err(RunError::Ranks(format!(
+            "threaded: true on {n} ranks: the threaded learner steps on its own schedule, so ranks \
+             could not average their gradients in step; use threaded: false"
+        )));
+    }
+    Ok(())
+}
+
+/// The run directory, created (or opened to resume) by rank 0; the other ranks wait for it
+/// and never write outside their checkpoint shards.
+fn open_run_dir(out: &Path, resume: bool, job: &Job) -> Result<RunDir, RunError> {
+    let dir = if job.is_root() {
+        Some(if resume {
+            RunDir::open(out)?
+        } else {
+            RunDir::create(out)?
+        })
+    } else {
+        None
+    };
+    job.barrier();
+    match dir {
+        Some(d) => Ok(d),
+        None if resume => Ok(RunDir::open_read_only(out)?),
+        None => Ok(RunDir::at(out)),
+    }
+}
+
+/// Rank 0's files at the end of a run: the learning curve, and a sweep's ranking.
+fn finish_files(
+    cfg: &RunConfig,
+    dir: &RunDir,
+) -> Result<Option<sweep_report::SweepTable>, RunError> {
+    if let Err(e) = plot::plot_run(&dir.path) {
+        eprintln!("warning: no learning-curve plot: {e}");
+    }
+    if cfg.sweep.is_empty() {
+        return Ok(None);
+    }
+    let table = sweep_report::rank_run(&dir.path).map_err(|reason| RunError::Checkpoint {
+        path: dir.path.clone(),
+        reason: format!("sweep ranking: {reason}"),
+    })?;
+    dir.write("sweep.csv", table.to_csv().as_bytes())?;
+    if let Err(e) = plot::plot_sweep(&dir.path) {
+        eprintln!("warning: no sweep plot: {e}");
+    }
+    Ok(Some(table))
 }
 
 /// The run's progress bar over environment steps (hidden unless `show`).

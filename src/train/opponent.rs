@@ -20,6 +20,7 @@ use super::run_dir::Resume;
 use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::loss::{Loss, loss_and_grad};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, NetOptim, StackSpec};
+use crate::dist::Job;
 use crate::rng::below;
 
 mod conditional;
@@ -217,14 +218,14 @@ fn replica_seeds(cfg: &super::config::RunConfig) -> Result<Vec<u64>, TrainError>
 fn replicas_stack(
     single: StackSpec,
     (seeds, salt): (&[u64], u64),
-    device: &Chosen,
+    (device, job): (&Chosen, &Job),
 ) -> Result<Critic, TrainError> {
     let spec = StackSpec {
         nets: single.nets * seeds.len(),
         ..single
     };
     let first = seeds.first().copied().unwrap_or_default();
-    let mut critic = Critic::new(spec, first ^ salt, device)?;
+    let mut critic = Critic::new(spec, first ^ salt, device)?.data_parallel(job);
     if seeds.len() > 1 {
         let params: Vec<f32> = seeds
             .iter()
@@ -332,7 +333,7 @@ impl OpponentModels {
         actions: usize,
         input: usize,
         minibatch: usize,
-        device: &Chosen,
+        (device, job): (&Chosen, &Job),
     ) -> Result<OpponentModels, TrainError> {
         two_learners(learners)?;
         let seeds = replica_seeds(cfg)?;
@@ -343,7 +344,7 @@ impl OpponentModels {
             layers: cfg.layers,
             head: (learners - 1) * actions,
         };
-        let critic = replicas_stack(single, (&seeds, 0x6f70_706f), device)?;
+        let critic = replicas_stack(single, (&seeds, 0x6f70_706f), (device, job))?;
         Ok(OpponentModels {
             critic,
             learners,
@@ -351,7 +352,10 @@ impl OpponentModels {
             minibatch: minibatch.max(1),
             shuffle: seeds
                 .iter()
-                .map(|&s| crate::rng::stream(s, u64::MAX >> 9, crate::rng::Purpose::Policy))
+                .map(|&s| {
+                    let key = job.rank_key(u64::MAX >> 9);
+                    crate::rng::stream(s, key, crate::rng::Purpose::Policy)
+                })
                 .collect(),
             d_out: Vec::new(),
         })

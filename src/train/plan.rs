@@ -138,6 +138,41 @@ impl Plan {
         out
     }
 
+    /// How a job of `ranks` ranks, `per_node` of them on each node, maps onto this plan (which
+    /// is one rank's): each rank's arenas, the job's batch, and the memory of one node and of the
+    /// whole job.
+    pub fn job_lines(&self, cfg: &RunConfig, ranks: usize, per_node: usize) -> String {
+        let (n, l) = (ranks.max(1) as u64, per_node.clamp(1, ranks.max(1)) as u64);
+        let a = cfg.arenas as u64;
+        let mut out = format!(
+            "ranks: {n} ({l} per node); rank r steps the job's arenas r x {a} .. r x {a} + {}, \
+             the job's batch is {n} x {a} = {} arenas; every rank holds all {} replica(s) and \
+             the same networks (gradients averaged over ranks)\n",
+            a - 1,
+            n * a,
+            cfg.replica_count()
+        );
+        out.push_str(&format!(
+            "{:<52} {:>11}   node budget {} split over {l} ranks\n",
+            format!("per node ({l} ranks)"),
+            human_bytes(self.total_bytes.saturating_mul(l)),
+            human_bytes(self.budget_bytes.saturating_mul(l)),
+        ));
+        out.push_str(&format!(
+            "{:<52} {:>11}\n",
+            format!("job ({n} ranks)"),
+            human_bytes(self.total_bytes.saturating_mul(n))
+        ));
+        if let Some(g) = &self.gpu {
+            out.push_str(&format!(
+                "{:<52} {:>11}   (one GPU per rank)\n",
+                format!("device, job ({n} ranks)"),
+                human_bytes(g.total_bytes.saturating_mul(n))
+            ));
+        }
+        out
+    }
+
     /// Whether the host total fits its budget.
     fn host_fits(&self) -> bool {
         self.total_bytes <= self.budget_bytes

@@ -44,6 +44,7 @@ use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::loss::loss_and_grad;
 use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, NetOptim, StackSpec};
+use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
 use crate::layout::Layout;
@@ -160,6 +161,17 @@ impl Pqn {
         loaded: &LoadedScenario,
         device: &Chosen,
     ) -> Result<Pqn, TrainError> {
+        Pqn::new_in(cfg, loaded, device, &Job::single())
+    }
+
+    /// [`Pqn::new`] for one rank of a data-parallel job (see
+    /// [`new_learner_in`](crate::train::new_learner_in)).
+    pub fn new_in(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+        job: &Job,
+    ) -> Result<Pqn, TrainError> {
         let reps: Vec<RunConfig> = cfg
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?
@@ -172,7 +184,7 @@ impl Pqn {
             nets: single.nets * replicas,
             ..single
         };
-        let mut critic = Critic::new(spec, cfg.seed, device)?;
+        let mut critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
         if replicas > 1 {
             let params: Vec<f32> = reps
                 .iter()
@@ -182,7 +194,7 @@ impl Pqn {
         }
         let mut batches = Vec::with_capacity(replicas);
         for r in &reps {
-            let mut b = cfg.training_batch(loaded, r.seed)?;
+            let mut b = cfg.training_batch(loaded, r.seed, job)?;
             b.start_episode_log(1 << 16);
             batches.push(b);
         }
@@ -201,7 +213,7 @@ impl Pqn {
                 actions,
                 obs_len,
                 (cfg.rollout * per / cfg.minibatches).max(1),
-                device,
+                (device, job),
             )?)
         } else {
             None
@@ -221,12 +233,13 @@ impl Pqn {
             explore: reps
                 .iter()
                 .flat_map(|r| {
-                    (0..cfg.arenas).map(move |a| stream(r.seed, a as u64, Purpose::Policy))
+                    let first = job.first_arena(cfg.arenas);
+                    (0..cfg.arenas).map(move |a| stream(r.seed, first + a as u64, Purpose::Policy))
                 })
                 .collect(),
             shuffle: reps
                 .iter()
-                .map(|r| stream(r.seed, u64::MAX >> 8, Purpose::Policy))
+                .map(|r| stream(r.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy))
                 .collect(),
             progress: Progress::default(),
             obs: vec![0; cfg.rollout * rows * obs_len],
@@ -259,8 +272,9 @@ impl Pqn {
         cfg: &RunConfig,
         loaded: &LoadedScenario,
         device: &Chosen,
+        job: &Job,
     ) -> Result<BoxedLearner, TrainError> {
-        Ok(Box::new(Pqn::new(cfg, loaded, device)?))
+        Ok(Box::new(Pqn::new_in(cfg, loaded, device, job)?))
     }
 
     /// The network stack's shape.

@@ -14,6 +14,7 @@ use super::rate_limiter::{RateLimiter, RateLimiterConfig};
 use super::run_dir::Resume;
 use super::tensors::{Column, NamedTensors, Tensor, f32s, find};
 use crate::critic::Critic;
+use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
 use crate::rng::{Purpose, stream};
@@ -236,7 +237,18 @@ pub struct ReplayState {
 impl ReplayCore {
     /// Streams keyed by the run's seed and a limiter for `inserted` items per insert and
     /// `sampled` per learner step, refused when the loop would deadlock.
+    #[cfg(test)]
     pub fn new(cfg: &RunConfig, inserted: u64, sampled: u64) -> Result<ReplayCore, TrainError> {
+        ReplayCore::new_in(cfg, (inserted, sampled), &Job::single())
+    }
+
+    /// [`ReplayCore::new`] for one rank of a job: its arenas' exploration streams are those of
+    /// its slice of the job's arenas, its sampler its own.
+    pub fn new_in(
+        cfg: &RunConfig,
+        (inserted, sampled): (u64, u64),
+        job: &Job,
+    ) -> Result<ReplayCore, TrainError> {
         let limits = limiter_config(cfg, inserted, sampled);
         let refuse = |e: String| TrainError::Config(format!("rate limiter: {e}"));
         limits
@@ -244,9 +256,15 @@ impl ReplayCore {
             .map_err(|e| refuse(e.to_string()))?;
         Ok(ReplayCore {
             explore: (0..cfg.arenas)
-                .map(|a| stream(cfg.seed, a as u64, Purpose::Policy))
+                .map(|a| {
+                    stream(
+                        cfg.seed,
+                        job.first_arena(cfg.arenas) + a as u64,
+                        Purpose::Policy,
+                    )
+                })
                 .collect(),
-            sampler: stream(cfg.seed, u64::MAX >> 8, Purpose::Policy),
+            sampler: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             limiter: RateLimiter::new(limits).map_err(|e| refuse(e.to_string()))?,
             learner_steps: 0,
             checkpoint_replay: cfg.checkpoint_replay,

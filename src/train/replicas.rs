@@ -18,6 +18,7 @@ use super::stats::UpdateStats;
 use super::sweep::Replica;
 use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::{AdamConfig, Chosen, Critic, NetOptim, StackSpec};
+use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::error::BadField;
 use crate::metrics::EpisodeSummary;
@@ -33,13 +34,13 @@ use crate::metrics::EpisodeSummary;
 pub(crate) fn replicas_critic(
     single: StackSpec,
     (seed, reps): (u64, &[Replica]),
-    device: &Chosen,
+    (device, job): (&Chosen, &Job),
 ) -> Result<(Critic, StackSpec), TrainError> {
     let spec = StackSpec {
         nets: single.nets * reps.len(),
         ..single
     };
-    let mut critic = Critic::new(spec, seed, device)?;
+    let mut critic = Critic::new(spec, seed, device)?.data_parallel(job);
     if reps.len() > 1 {
         let params: Vec<f32> = reps
             .iter()

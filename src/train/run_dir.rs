@@ -42,9 +42,22 @@ pub enum RunDirError {
         /// Why.
         reason: String,
     },
+    /// A resume under another number of ranks than the checkpoint was written by.
+    #[error(
+        "{path} was written by a job of {saved} rank(s); this job has {now}: resume it with \
+         `mpirun -np {saved}` (each rank's arenas and replay are in its own shard)"
+    )]
+    Ranks {
+        /// The checkpoint.
+        path: PathBuf,
+        /// Ranks that wrote it.
+        saved: usize,
+        /// Ranks of this job.
+        now: usize,
+    },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
     move |error| RunDirError::Io {
         path: path.to_path_buf(),
         error,
@@ -124,6 +137,22 @@ impl RunDir {
         Ok(dir)
     }
 
+    /// An existing run opened without the write probe (a data-parallel rank other than 0,
+    /// which reads it while rank 0 writes).
+    pub(crate) fn open_read_only(path: &Path) -> Result<RunDir, RunDirError> {
+        if !path.join("config.ron").exists() {
+            return Err(RunDirError::NotARun(path.to_path_buf()));
+        }
+        Ok(RunDir::at(path))
+    }
+
+    /// The run directory at `path`, unchecked (rank 0 created it).
+    pub(crate) fn at(path: &Path) -> RunDir {
+        RunDir {
+            path: path.to_path_buf(),
+        }
+    }
+
     /// Writes and removes a 1 MiB file, so an unwritable directory or a full disk is reported
     /// before training starts.
     fn probe(&self) -> Result<(), RunDirError> {
@@ -175,58 +204,33 @@ impl RunDir {
     /// Saves a checkpoint atomically (a temporary directory renamed into place) and deletes
     /// all but the newest `keep`.
     pub fn save_checkpoint(&self, c: &Checkpoint, keep: usize) -> Result<PathBuf, RunDirError> {
-        let root = self.path.join("checkpoints");
-        let name = format!("update_{:08}", c.update);
-        let tmp = root.join(format!(".{name}.tmp-{}", std::process::id()));
+        let name = checkpoint_name(c.update);
+        let tmp = self
+            .path
+            .join("checkpoints")
+            .join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        let damaged = |e: safetensors::SafeTensorError| RunDirError::Damaged {
-            path: tmp.clone(),
-            reason: e.to_string(),
-        };
-        let own = [
-            ("params", &c.params),
-            ("adam_m", &c.adam_m),
-            ("adam_v", &c.adam_v),
-        ];
-        let own = own.iter().map(|(n, v)| {
-            let bytes: &[u8] = bytemuck::cast_slice(v.as_slice());
-            (n.to_string(), Dtype::F32, v.len(), bytes)
-        });
-        let extra = c.extra.iter().map(|(n, t)| {
-            let dtype = match t {
-                Tensor::F32(_) => Dtype::F32,
-                Tensor::U8(_) => Dtype::U8,
-                Tensor::U32(_) => Dtype::U32,
-            };
-            (n.clone(), dtype, t.len(), t.bytes())
-        });
-        let mut views: Vec<(String, TensorView)> = Vec::new();
-        for (name, dtype, len, bytes) in own.chain(extra) {
-            views.push((
-                name,
-                TensorView::new(dtype, vec![len], bytes).map_err(damaged)?,
-            ));
-        }
-        let mut meta = std::collections::HashMap::new();
-        meta.insert("update".to_string(), c.update.to_string());
-        meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
-        // Streamed into the file (no second copy of the tensors in memory), then synced.
-        let tensors = tmp.join("params.safetensors");
-        safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
-        fs::File::open(&tensors)
-            .and_then(|f| f.sync_all())
-            .map_err(io(&tensors))?;
-        let state = tmp.join("state.json");
-        let mut f = fs::File::create(&state).map_err(io(&state))?;
-        f.write_all(c.state.as_bytes()).map_err(io(&state))?;
-        f.sync_all().map_err(io(&state))?;
-        fs::File::open(&tmp)
+        write_checkpoint_files(&tmp, c, true)?;
+        self.publish(&tmp, c.update, keep)
+    }
+
+    /// Renames the finished temporary directory `tmp` into place as the checkpoint of
+    /// `update` (the one atomic step: before it the checkpoint is absent, after it complete)
+    /// and deletes all but the newest `keep`.
+    pub(crate) fn publish(
+        &self,
+        tmp: &Path,
+        update: u64,
+        keep: usize,
+    ) -> Result<PathBuf, RunDirError> {
+        fs::File::open(tmp)
             .and_then(|d| d.sync_all())
-            .map_err(io(&tmp))?;
-        let dest = root.join(&name);
+            .map_err(io(tmp))?;
+        let root = self.path.join("checkpoints");
+        let dest = root.join(checkpoint_name(update));
         let _ = fs::remove_dir_all(&dest);
-        fs::rename(&tmp, &dest).map_err(io(&dest))?;
+        fs::rename(tmp, &dest).map_err(io(&dest))?;
         fs::File::open(&root)
             .and_then(|d| d.sync_all())
             .map_err(io(&root))?;
@@ -265,6 +269,67 @@ impl RunDir {
             .ok_or_else(|| RunDirError::NoCheckpoint(self.path.clone()))?;
         load_checkpoint(&path)
     }
+}
+
+/// The directory name of the checkpoint taken after `update`.
+pub(crate) fn checkpoint_name(update: u64) -> String {
+    format!("update_{update:08}")
+}
+
+/// Writes `c` into the directory `tmp` (`params.safetensors` with the parameters, Adam and
+/// the extra tensors, `state.json`), each file synced. Without `own`, the parameters and Adam
+/// are written empty (a data-parallel rank's shard: rank 0 holds them).
+pub(crate) fn write_checkpoint_files(
+    tmp: &Path,
+    c: &Checkpoint,
+    own: bool,
+) -> Result<(), RunDirError> {
+    let damaged = |e: safetensors::SafeTensorError| RunDirError::Damaged {
+        path: tmp.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let keep = if own { usize::MAX } else { 0 };
+    let own = [
+        ("params", &c.params[..c.params.len().min(keep)]),
+        ("adam_m", &c.adam_m[..c.adam_m.len().min(keep)]),
+        ("adam_v", &c.adam_v[..c.adam_v.len().min(keep)]),
+    ];
+    let own = own.iter().map(|&(n, v)| {
+        let bytes: &[u8] = bytemuck::cast_slice(v);
+        (n.to_string(), Dtype::F32, v.len(), bytes)
+    });
+    let extra = c.extra.iter().map(|(n, t)| {
+        let dtype = match t {
+            Tensor::F32(_) => Dtype::F32,
+            Tensor::U8(_) => Dtype::U8,
+            Tensor::U32(_) => Dtype::U32,
+        };
+        (n.clone(), dtype, t.len(), t.bytes())
+    });
+    let mut views: Vec<(String, TensorView)> = Vec::new();
+    for (name, dtype, len, bytes) in own.chain(extra) {
+        views.push((
+            name,
+            TensorView::new(dtype, vec![len], bytes).map_err(damaged)?,
+        ));
+    }
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("update".to_string(), c.update.to_string());
+    meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
+    // Streamed into the file (no second copy of the tensors in memory), then synced.
+    let tensors = tmp.join("params.safetensors");
+    safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
+    fs::File::open(&tensors)
+        .and_then(|f| f.sync_all())
+        .map_err(io(&tensors))?;
+    write_synced(&tmp.join("state.json"), c.state.as_bytes())
+}
+
+/// Writes `bytes` to `path` and syncs it.
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+    let mut f = fs::File::create(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
+    f.sync_all().map_err(io(path))
 }
 
 /// Reads one checkpoint directory.

@@ -612,6 +612,12 @@ impl CriticBackend for CpuCritic {
     fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
         CpuCritic::set_params(self, params)
     }
+    fn grads(&mut self) -> Result<Vec<f32>, CriticError> {
+        Ok(CpuCritic::grads(self).to_vec())
+    }
+    fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
+        CpuCritic::set_grads(self, grads)
+    }
 
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
         let (m, v, steps) = CpuCritic::adam_state(self);

@@ -247,6 +247,12 @@ impl CriticBackend for GpuCritic {
     fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
         GpuCritic::set_params(self, params)
     }
+    fn grads(&mut self) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::grads(self)
+    }
+    fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
+        GpuCritic::set_grads(self, grads)
+    }
 
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
         GpuCritic::adam_state(self)

@@ -48,6 +48,7 @@ use super::sizing::{
 };
 use super::stats::UpdateStats;
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
+use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
@@ -108,11 +109,23 @@ impl Iql {
         loaded: &LoadedScenario,
         device: &Chosen,
     ) -> Result<Iql, TrainError> {
+        Iql::new_in(cfg, loaded, device, &Job::single())
+    }
+
+    /// [`Iql::new`] for one rank of a data-parallel job (see
+    /// [`new_learner_in`](crate::train::new_learner_in)): its own arenas, replay and rate
+    /// limiter, its learner steps averaged over the ranks.
+    pub fn new_in(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+        job: &Job,
+    ) -> Result<Iql, TrainError> {
         let reps = cfg
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
-        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
+        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), (device, job))?;
         // Replica 0's head acts for the Learner seam; every replica's has the same width (the
         // sweep refuses others).
         let heads: Vec<QHead> = reps.iter().map(|r| QHead::of(&r.cfg)).collect();
@@ -127,7 +140,7 @@ impl Iql {
                 actions,
                 spec.input,
                 cfg.batch_size,
-                device,
+                (device, job),
             )?)
         } else {
             None
@@ -136,11 +149,15 @@ impl Iql {
         let scores = reps.iter().map(|_| ScoreMean::default()).collect();
         let mut lanes = Vec::with_capacity(reps.len());
         for r in reps {
-            let mut batch = cfg.training_batch(loaded, r.cfg.seed)?;
+            let mut batch = cfg.training_batch(loaded, r.cfg.seed, job)?;
             batch.start_episode_log(1 << 16);
             let sizes = (actions, single.nets);
             lanes.push(Lane {
-                core: ReplayCore::new(&r.cfg, rows_per_step as u64, cfg.batch_size as u64)?,
+                core: ReplayCore::new_in(
+                    &r.cfg,
+                    (rows_per_step as u64, cfg.batch_size as u64),
+                    job,
+                )?,
                 replay: Replay::new(cfg.replay_capacity, spec.input, groups, sizes),
                 mb: Minibatch::default(),
                 batch,
@@ -175,8 +192,9 @@ impl Iql {
         cfg: &RunConfig,
         loaded: &LoadedScenario,
         device: &Chosen,
+        job: &Job,
     ) -> Result<BoxedLearner, TrainError> {
-        Ok(Box::new(Iql::new(cfg, loaded, device)?))
+        Ok(Box::new(Iql::new_in(cfg, loaded, device, job)?))
     }
 
     /// The network stack's shape (every replica's networks).

@@ -6,6 +6,7 @@ use super::{
     two_learners,
 };
 use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::dist::Job;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
 
@@ -35,13 +36,13 @@ impl ConditionalModels {
         learners: usize,
         actions: usize,
         input: usize,
-        device: &Chosen,
+        (device, job): (&Chosen, &Job),
     ) -> Result<ConditionalModels, TrainError> {
         two_learners(learners)?;
         let seeds = replica_seeds(cfg)?;
         let single = Self::single_spec(cfg, learners, actions, input);
         Ok(ConditionalModels {
-            critic: replicas_stack(single, (&seeds, 0x7268_6f00), device)?,
+            critic: replicas_stack(single, (&seeds, 0x7268_6f00), (device, job))?,
             learners,
             actions,
             replicas: seeds.len(),

@@ -45,6 +45,7 @@ pub(crate) use sizing::{gpu as gpu_sizing, plan};
 use crate::critic::pr2::Pr2Head;
 use crate::critic::pr2_loss::{Pr2Loss, Scratch};
 use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{RhoForm, RunConfig};
@@ -102,6 +103,18 @@ impl Pr2Iql {
         loaded: &LoadedScenario,
         device: &Chosen,
     ) -> Result<Pr2Iql, TrainError> {
+        Pr2Iql::new_in(cfg, loaded, device, &Job::single())
+    }
+
+    /// [`Pr2Iql::new`] for one rank of a data-parallel job (see
+    /// [`new_learner_in`](crate::train::new_learner_in)): its own arenas, replay and rate
+    /// limiter, its learner steps (critics and models) averaged over the ranks.
+    pub fn new_in(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+        job: &Job,
+    ) -> Result<Pr2Iql, TrainError> {
         let learners = loaded.scenario.learners_per_arena();
         if learners < 2 {
             return Err(TrainError::Config(format!(
@@ -121,14 +134,14 @@ impl Pr2Iql {
             .replicas()
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
-        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), device)?;
+        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), (device, job))?;
         let models = if cfg.opponent_models {
             Some(ConditionalModels::new(
                 cfg,
                 learners,
                 actions,
                 single.input,
-                device,
+                (device, job),
             )?)
         } else {
             None
@@ -138,7 +151,11 @@ impl Pr2Iql {
             .collect();
         let mut lanes = Vec::with_capacity(reps.len());
         for r in reps {
-            lanes.push(Lane::new(r.cfg, loaded, (learners, actions, single.input))?);
+            lanes.push(Lane::new(
+                r.cfg,
+                (loaded, job),
+                (learners, actions, single.input),
+            )?);
         }
         let per = cfg.arenas * learners;
         let nets = (0..lanes.len() * per)
@@ -165,8 +182,9 @@ impl Pr2Iql {
         cfg: &RunConfig,
         loaded: &LoadedScenario,
         device: &Chosen,
+        job: &Job,
     ) -> Result<BoxedLearner, TrainError> {
-        Ok(Box::new(Pr2Iql::new(cfg, loaded, device)?))
+        Ok(Box::new(Pr2Iql::new_in(cfg, loaded, device, job)?))
     }
 
     /// The critic stack's shape.
@@ -371,15 +389,15 @@ impl Lane {
     /// actions and observations of `d` bytes.
     fn new(
         cfg: RunConfig,
-        loaded: &LoadedScenario,
+        (loaded, job): (&LoadedScenario, &Job),
         (learners, actions, d): (usize, usize, usize),
     ) -> Result<Lane, TrainError> {
         let (insert, sample) = (
             (cfg.arenas * cfg.rollout) as u64,
             (cfg.buffer_batch_size * cfg.rollout) as u64,
         );
-        let core = ReplayCore::new(&cfg, insert, sample)?;
-        let mut batch = cfg.training_batch(loaded, cfg.seed)?;
+        let core = ReplayCore::new_in(&cfg, (insert, sample), job)?;
+        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
         let (t, b) = (cfg.rollout, cfg.arenas);
         let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);

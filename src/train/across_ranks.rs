@@ -1,0 +1,156 @@
+//! What the training loop of a data-parallel job does across ranks besides averaging
+//! gradients: one report per update at rank 0 (every rank's episodes, the mean loss), the
+//! periodic parameter checksum that proves the ranks still hold the same networks, and the
+//! agreement to stop (Ctrl-C reaches ranks at different moments; they stop at the same update).
+//! With one rank every function is the identity.
+
+use super::error::TrainError;
+use super::opponent::OpponentScores;
+use super::stats::UpdateStats;
+use crate::dist::Job;
+
+/// The update report of the whole job at rank 0: every rank's finished episodes (so returns
+/// are averaged over all episodes of all ranks), the loss and opponent scores averaged over
+/// ranks, rank 0's exploration and learning rates; `None` on the other ranks.
+pub(crate) fn gather_stats(
+    job: &Job,
+    stats: UpdateStats,
+) -> Result<Option<UpdateStats>, TrainError> {
+    if job.size() == 1 {
+        return Ok(Some(stats));
+    }
+    let bytes = serde_json::to_vec(&stats).map_err(|e| TrainError::Config(e.to_string()))?;
+    let all = job.gather_bytes(&bytes);
+    if !job.is_root() {
+        return Ok(None);
+    }
+    let mut reports = Vec::with_capacity(all.len());
+    for b in all {
+        let s: UpdateStats = serde_json::from_slice(&b).map_err(|e| {
+            TrainError::Config(format!("a rank's update report does not parse: {e}"))
+        })?;
+        reports.push(s);
+    }
+    Ok(Some(merge(reports)))
+}
+
+/// Every rank's report as one (rank order).
+fn merge(mut reports: Vec<UpdateStats>) -> UpdateStats {
+    let n = reports.len().max(1) as f32;
+    let loss = reports.iter().map(|s| s.loss).sum::<f32>() / n;
+    let scores: Vec<OpponentScores> = reports.iter().filter_map(|s| s.opponents.clone()).collect();
+    let opponents = mean_scores(&scores);
+    let mut out = reports.remove(0);
+    for s in reports {
+        out.episodes.extend(s.episodes);
+        for (mine, theirs) in out.per_replica.iter_mut().zip(s.per_replica) {
+            mine.extend(theirs);
+        }
+    }
+    out.loss = loss;
+    out.opponents = opponents;
+    out
+}
+
+/// The element-wise mean of opponent-model scores (`None` when there are none).
+fn mean_scores(scores: &[OpponentScores]) -> Option<OpponentScores> {
+    let first = scores.first()?;
+    let n = scores.len() as f64;
+    let mean = |f: fn(&OpponentScores) -> &Vec<Vec<f64>>| -> Vec<Vec<f64>> {
+        let mut acc = f(first).clone();
+        for s in &scores[1..] {
+            for (row, other) in acc.iter_mut().zip(f(s)) {
+                for (a, b) in row.iter_mut().zip(other) {
+                    *a += b;
+                }
+            }
+        }
+        acc.iter_mut().flatten().for_each(|a| *a /= n);
+        acc
+    };
+    Some(OpponentScores {
+        accuracy: mean(|s| &s.accuracy),
+        log_loss: mean(|s| &s.log_loss),
+        uniform_log_loss: first.uniform_log_loss,
+        train_loss: (scores.iter().map(|s| s.train_loss as f64).sum::<f64>() / n) as f32,
+    })
+}
+
+/// A 64-bit checksum of parameters (CRC-64 of their bits): equal on two ranks exactly when
+/// the parameters are bit-identical, up to CRC collisions.
+pub(crate) fn checksum(params: &[f32]) -> u64 {
+    let crc = crc::Crc::<u64>::new(&crc::CRC_64_ECMA_182);
+    crc.checksum(bytemuck::cast_slice(params))
+}
+
+/// Compares every rank's parameter checksum after `update`; a mismatch stops the run naming the
+/// ranks that differ from rank 0 (every rank sees the same answer, so all stop together).
+pub(crate) fn check_checksums(job: &Job, params: &[f32], update: u64) -> Result<(), TrainError> {
+    if job.size() == 1 {
+        return Ok(());
+    }
+    let all = job.all_gather_u64(checksum(params));
+    disagreement(&all, update).map_or(Ok(()), Err)
+}
+
+/// The error for checksums `all` (rank order) that are not all equal.
+fn disagreement(all: &[u64], update: u64) -> Option<TrainError> {
+    let differ: Vec<usize> = (1..all.len()).filter(|&r| all[r] != all[0]).collect();
+    if differ.is_empty() {
+        return None;
+    }
+    let ranks: Vec<String> = differ.iter().map(|r| r.to_string()).collect();
+    let sums: Vec<String> = all.iter().map(|c| format!("{c:016x}")).collect();
+    Some(TrainError::Diverged {
+        update,
+        ranks: ranks.join(", "),
+        checksums: sums.join(" "),
+    })
+}
+
+/// True on every rank when any rank was asked to stop.
+pub(crate) fn any_stop(job: &Job, mine: bool) -> bool {
+    if job.size() == 1 {
+        return mine;
+    }
+    job.all_gather_u64(u64::from(mine)).iter().any(|&s| s != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{checksum, disagreement, merge};
+    use crate::train::stats::UpdateStats;
+
+    fn report(loss: f32, episodes: usize) -> UpdateStats {
+        let mut s = UpdateStats::replay((0.0, 0), (0.1, 0.001), Vec::new(), None);
+        s.loss = loss;
+        let e = crate::metrics::EpisodeSummary {
+            arena: 0,
+            episode: 0,
+            length: 3,
+            terminated: true,
+            returns: vec![1.0],
+            counters: Vec::new(),
+        };
+        s.episodes = vec![e; episodes];
+        s
+    }
+
+    #[test]
+    fn the_report_holds_every_ranks_episodes_and_the_mean_loss() {
+        let merged = merge(vec![report(1.0, 2), report(3.0, 5), report(2.0, 0)]);
+        assert_eq!(merged.episodes.len(), 7);
+        assert_eq!(merged.loss, 2.0);
+        assert_eq!(merged.epsilon, 0.1);
+    }
+
+    #[test]
+    fn a_checksum_mismatch_names_the_ranks_that_differ_from_rank_0() {
+        let a = checksum(&[1.0, 2.0]);
+        let b = checksum(&[1.0, 2.000_001]);
+        assert_ne!(a, b);
+        assert!(disagreement(&[a, a, a], 4).is_none());
+        let e = disagreement(&[a, b, a, b], 4).unwrap().to_string();
+        assert!(e.contains("rank(s) 1, 3") && e.contains("update 4"), "{e}");
+    }
+}

@@ -1,0 +1,543 @@
+//! Data-parallel training on MPI (`cargo test --features mpi --test mpi`; needs Open MPI's
+//! `mpirun`). A test binary of its own (`harness = false`): run normally it launches itself
+//! under `mpirun -np 2` (and `-np 3`) for the checks that run inside the ranks, then drives the
+//! `gridarena` binary under `mpirun` for the command-line checks.
+//!
+//! Inside the ranks: 2 ranks x B/2 arenas give the gradient of one process over the same B
+//! arenas' rows; PQN, IQL and PR2-IQL (with opponent models) hold bit-identical parameters on
+//! every rank after every update, and not those of a rank training alone; a run stopped and
+//! resumed across 2 ranks continues exactly; only rank 0 writes metrics, over every rank's
+//! steps. Through the binary: one rank under MPI is bit for bit a run without MPI; a rank killed
+//! while writing a checkpoint leaves the previous one complete, loadable and resumable; a
+//! resume under another number of ranks is refused with both numbers; a rank whose parameters
+//! drift is named by the checksum.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gridarena::critic::loss::Loss;
+use gridarena::critic::{AdamConfig, Chosen, Critic, Device, Input, StackSpec};
+use gridarena::dist::Job;
+use gridarena::engine::EnvBatch;
+use gridarena::scenario::{LoadedScenario, Scenario};
+use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::run_dir::load_checkpoint;
+use gridarena::train::{TrainOptions, new_learner, new_learner_in, train_in};
+
+const RANK_MODE: &str = "GRIDARENA_MPI_TEST_RANK_MODE";
+const DIR_VAR: &str = "GRIDARENA_MPI_TEST_DIR";
+const BIN: &str = env!("CARGO_BIN_EXE_gridarena");
+
+fn main() {
+    if let Ok(mode) = std::env::var(RANK_MODE) {
+        return rank_mode(&mode);
+    }
+    let base = std::env::temp_dir().join(format!("gridarena-mpi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let checks: [(&str, fn(&Path)); 6] = [
+        (
+            "ranks: gradients, identical parameters, resume, metrics (-np 2)",
+            |b| ranks(2, "all", b),
+        ),
+        ("ranks: gradients and identical parameters (-np 3)", |b| {
+            ranks(3, "three", b)
+        }),
+        (
+            "one rank under MPI is bit for bit a run without MPI",
+            one_rank_is_no_mpi,
+        ),
+        (
+            "a rank killed mid-checkpoint leaves a loadable checkpoint",
+            killed_rank,
+        ),
+        (
+            "a resume under another number of ranks is refused",
+            other_rank_count,
+        ),
+        ("a drifting rank is named by the checksum", drifting_rank),
+    ];
+    let mut failed = Vec::new();
+    for (name, check) in checks {
+        let dir = base.join(name.split(':').next().unwrap().replace(' ', "_"));
+        std::fs::create_dir_all(&dir).unwrap();
+        print!("test {name} ... ");
+        match std::panic::catch_unwind(|| check(&dir)) {
+            Ok(()) => println!("ok"),
+            Err(_) => {
+                println!("FAILED");
+                failed.push(name);
+            }
+        }
+    }
+    if failed.is_empty() {
+        let _ = std::fs::remove_dir_all(&base);
+        println!("\nmpi: {} checks passed", checks.len());
+    } else {
+        println!(
+            "\nmpi: failed: {failed:?} (files kept in {})",
+            base.display()
+        );
+        std::process::exit(1);
+    }
+}
+
+/// `mpirun` as root, oversubscribing the 2 cores, with `vars` exported to every rank.
+fn mpirun(np: usize, vars: &[(&str, &str)]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ]);
+    for (k, v) in vars {
+        c.args(["-x", &format!("{k}={v}")]);
+    }
+    c.env("RAYON_NUM_THREADS", "1")
+        .args(["-x", "RAYON_NUM_THREADS"]);
+    c
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs this test binary in rank mode `mode` on `np` ranks.
+fn ranks(np: usize, mode: &str, dir: &Path) {
+    let exe = std::env::current_exe().unwrap();
+    let out = mpirun(np, &[(RANK_MODE, mode), (DIR_VAR, dir.to_str().unwrap())])
+        .arg(exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+// ------------------------------------------------------------------------------------------
+// Inside the ranks
+// ------------------------------------------------------------------------------------------
+
+fn rank_mode(mode: &str) {
+    // A failed assertion on one rank must end the job, not leave the others in a collective.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("rank panicked: {info}");
+        std::process::abort();
+    }));
+    let job = Job::from_launcher().unwrap();
+    assert!(
+        job.size() > 1,
+        "rank mode runs under mpirun with several ranks"
+    );
+    let dir = PathBuf::from(std::env::var(DIR_VAR).unwrap());
+    gradients_match(&job);
+    for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql] {
+        identical_parameters(&job, algo);
+    }
+    if mode == "all" {
+        resume_is_exact(&job, &dir);
+    }
+    job.barrier();
+}
+
+fn cpu() -> Chosen {
+    Chosen::Cpu {
+        reason: "test".into(),
+    }
+}
+
+/// Rank r over arenas r*B/N.. of the job and one process over all B arenas see the same rows,
+/// and the averaged gradient of the ranks is the one process's gradient (1e-5 relative).
+fn gradients_match(job: &Job) {
+    let loaded = Scenario::default_pursuit();
+    let (per, n) = (4usize, job.size());
+    let full = EnvBatch::new(&loaded, per * n, 11).unwrap();
+    let mine = EnvBatch::new_from(&loaded, per, 11, job.first_arena(per)).unwrap();
+    let (obs_full, obs_mine) = (&full.buffers().obs, &mine.buffers().obs);
+    let slice = obs_mine.len();
+    assert_eq!(
+        &obs_full[job.rank() * slice..(job.rank() + 1) * slice],
+        &obs_mine[..],
+        "rank {}'s arenas are not the job's arenas {}..",
+        job.rank(),
+        job.first_arena(per)
+    );
+    let learners = loaded.scenario.learners_per_arena();
+    let input = full.layout().obs_len;
+    let spec = StackSpec {
+        nets: learners,
+        input,
+        hidden: 32,
+        layers: 2,
+        head: 5,
+    };
+    let rows_full = per * n * learners;
+    let rows = per * learners;
+    let nets = |r: usize| -> Vec<u32> { (0..r).map(|i| (i % learners) as u32).collect() };
+    let actions = |first: usize, r: usize| -> Vec<u32> {
+        (first..first + r).map(|i| ((i * 3) % 5) as u32).collect()
+    };
+    let targets = |first: usize, r: usize| -> Vec<f32> {
+        (first..first + r)
+            .map(|i| ((i * 7) % 11) as f32 / 10.0)
+            .collect()
+    };
+    // One process over every row.
+    let mut one = Critic::new(spec, 3, &cpu()).unwrap();
+    one.forward(Input::U8(obs_full), &nets(rows_full)).unwrap();
+    let (a, t) = (actions(0, rows_full), targets(0, rows_full));
+    one.loss_backward(&Loss::Mse {
+        actions: &a,
+        targets: &t,
+        mask: None,
+    })
+    .unwrap();
+    let want = one.grads().unwrap();
+    // This rank over its rows, averaged over the ranks by the step.
+    let first = job.rank() * rows;
+    let mut dp = Critic::new(spec, 3, &cpu()).unwrap().data_parallel(job);
+    dp.forward(Input::U8(obs_mine), &nets(rows)).unwrap();
+    let (a, t) = (actions(first, rows), targets(first, rows));
+    dp.loss_backward(&Loss::Mse {
+        actions: &a,
+        targets: &t,
+        mask: None,
+    })
+    .unwrap();
+    let local = dp.grads().unwrap();
+    dp.step(&AdamConfig::default());
+    dp.step_stats().unwrap();
+    let got = dp.grads().unwrap();
+    let scale = want.iter().fold(0f32, |m, g| m.max(g.abs()));
+    let worst = got
+        .iter()
+        .zip(&want)
+        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+    assert!(scale > 0.0);
+    assert!(
+        worst <= 1e-5 * scale,
+        "averaged gradient off by {worst} (largest gradient {scale})"
+    );
+    // The rank's own gradient is not the job's (the test would pass without averaging
+    // otherwise).
+    let own_diff = local
+        .iter()
+        .zip(&want)
+        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+    assert!(
+        own_diff > 1e-3 * scale,
+        "rank {}: own gradient already equal",
+        job.rank()
+    );
+}
+
+fn pursuit_3() -> (RunConfig, LoadedScenario) {
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
+        device: Device::Cpu,
+        arenas: 4,
+        hidden: 16,
+        layers: 1,
+        opponent_models: true,
+        checkpoint_every: 100,
+        rollout: 8,
+        minibatches: 2,
+        total_steps: 4 * 8 * 4,
+        ..RunConfig::default()
+    };
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    (cfg, loaded)
+}
+
+/// A small run of `algo` with opponent models that takes learner steps from the first update.
+fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
+    let (pqn, _) = pursuit_3();
+    let cfg = match algo {
+        Algo::Pqn => pqn,
+        Algo::Iql => RunConfig {
+            algo,
+            lr: 1e-3,
+            lr_decay: false,
+            batch_size: 16,
+            cer: 2,
+            replay_capacity: 200,
+            min_replay: 32,
+            ..pqn
+        },
+        Algo::Pr2Iql => RunConfig {
+            algo,
+            scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
+            rollout: 4,
+            buffer_batch_size: 2,
+            replay_capacity: 40,
+            min_replay: 16,
+            target_tau: 0.05,
+            total_steps: 4 * 4 * 4,
+            ..pqn
+        },
+    };
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    (cfg, loaded)
+}
+
+/// Every rank's `params`, equal bit for bit (checked at rank 0; every rank learns the answer).
+fn assert_all_equal(job: &Job, params: &[f32], what: &str) {
+    let bytes: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
+    let all = job.gather_bytes(&bytes);
+    let same = u64::from(all.iter().all(|b| *b == all[0]));
+    let agreed = job.all_gather_u64(if job.is_root() { same } else { 1 });
+    assert_eq!(agreed[0], 1, "{what}: the ranks' parameters differ");
+}
+
+/// After every update every rank holds the same parameters, and rank 0's are not those of
+/// rank 0 training alone on its own arenas.
+fn identical_parameters(job: &Job, algo: Algo) {
+    let (cfg, loaded) = config(algo);
+    let mut learner = new_learner_in(&cfg, &loaded, &cpu(), job).unwrap();
+    let mut alone = new_learner(&cfg, &loaded, &cpu()).unwrap();
+    for u in 1..=cfg.updates() {
+        learner.update().unwrap();
+        alone.update().unwrap();
+        let p = learner.critic().params().unwrap();
+        assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
+    }
+    let p = learner.critic().params().unwrap();
+    if job.is_root() {
+        assert_ne!(
+            p,
+            alone.critic().params().unwrap(),
+            "{algo:?}: the ranks did not exchange gradients"
+        );
+    }
+}
+
+/// A run trained straight and one stopped after 2 updates and resumed, across the ranks, end
+/// with the same parameters, Adam and state on every rank; rank 0 alone wrote the metrics.
+fn resume_is_exact(job: &Job, dir: &Path) {
+    let (cfg, _) = config(Algo::Iql);
+    let straight = dir.join("straight");
+    let split = dir.join("split");
+    let opts = TrainOptions {
+        checksum_every: Some(1),
+        ..TrainOptions::default()
+    };
+    let done = train_in(&cfg, &straight, &opts, job).unwrap();
+    assert_eq!(done.env_steps, cfg.total_steps * job.size() as u64);
+    let first = TrainOptions {
+        until_update: Some(2),
+        ..opts.clone()
+    };
+    train_in(&cfg, &split, &first, job).unwrap();
+    let again = TrainOptions {
+        resume: true,
+        ..opts
+    };
+    let resumed = train_in(&cfg, &split, &again, job).unwrap();
+    assert_eq!(resumed.resume_note, None);
+    job.barrier();
+    if !job.is_root() {
+        return;
+    }
+    let last = |run: &Path| run.join(format!("checkpoints/update_{:08}", cfg.updates()));
+    let (a, b) = (last(&straight), last(&split));
+    let (ca, cb) = (load_checkpoint(&a).unwrap(), load_checkpoint(&b).unwrap());
+    assert_eq!(ca.params, cb.params);
+    assert_eq!((ca.adam_m, ca.adam_v), (cb.adam_m, cb.adam_v));
+    assert_eq!(ca.state, cb.state);
+    for r in 1..job.size() {
+        let shard = |c: &Path| load_checkpoint(&c.join(format!("rank_{r}"))).unwrap();
+        let (sa, sb) = (shard(&a), shard(&b));
+        assert_eq!(sa.state, sb.state, "rank {r}'s shard");
+        assert_eq!(sa.extra, sb.extra, "rank {r}'s replay");
+        assert_ne!(sa.state, ca.state, "rank {r} saved rank 0's state");
+    }
+    let manifest = std::fs::read_to_string(a.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains(&format!("\"ranks\": {}", job.size())),
+        "{manifest}"
+    );
+    // Only rank 0 writes metrics: one line per update, with the job's steps.
+    let metrics = std::fs::read_to_string(straight.join("metrics.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = metrics
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as u64, cfg.updates());
+    let per_update = cfg.steps_per_update() * job.size() as u64;
+    for (u, l) in lines.iter().enumerate() {
+        assert_eq!(l["env_steps"], (u as u64 + 1) * per_update);
+        assert_eq!(l["ranks"], job.size());
+        assert!(l["allreduce_bytes"].as_u64().unwrap() > 0);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Through the binary
+// ------------------------------------------------------------------------------------------
+
+/// A small PQN run's command-line arguments into `out`.
+fn pqn_args(out: &Path, updates: u64) -> Vec<String> {
+    let steps = 4 * 8 * updates;
+    [
+        "train",
+        "--out",
+        out.to_str().unwrap(),
+        "--scenario",
+        "assets/scenarios/pursuit_3.ron",
+        "--device",
+        "cpu",
+        "--steps",
+        &steps.to_string(),
+        "--set",
+        "arenas=4",
+        "--set",
+        "rollout=8",
+        "--set",
+        "hidden=16",
+        "--set",
+        "layers=1",
+        "--set",
+        "checkpoint_every=1",
+        "--set",
+        "keep_checkpoints=5",
+        "--set",
+        "opponent_models=true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn final_params(run: &Path) -> Vec<f32> {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("update_")
+        })
+        .collect();
+    all.sort();
+    load_checkpoint(all.last().unwrap()).unwrap().params
+}
+
+fn one_rank_is_no_mpi(dir: &Path) {
+    let plain = dir.join("plain");
+    let o = Command::new(BIN)
+        .args(pqn_args(&plain, 3))
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let ranked = dir.join("mpi");
+    let o = mpirun(1, &[])
+        .arg(BIN)
+        .args(pqn_args(&ranked, 3))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(final_params(&plain), final_params(&ranked));
+}
+
+fn killed_rank(dir: &Path) {
+    let run = dir.join("run");
+    let o = mpirun(2, &[("GRIDARENA_FAULT", "kill-in-checkpoint:1:2")])
+        .arg(BIN)
+        .args(pqn_args(&run, 4))
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "the job survived a killed rank: {}",
+        show(&o)
+    );
+    let ckpts = run.join("checkpoints");
+    let names: Vec<String> = std::fs::read_dir(&ckpts)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"update_00000001".to_string()), "{names:?}");
+    assert!(!names.contains(&"update_00000002".to_string()), "{names:?}");
+    // The newest complete checkpoint evaluates in one process...
+    let o = Command::new(BIN)
+        .args([
+            "eval",
+            "--run",
+            run.to_str().unwrap(),
+            "--episodes",
+            "2",
+            "--device",
+            "cpu",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    // ... and the job resumes from it.
+    let o = mpirun(2, &[])
+        .arg(BIN)
+        .args(["train", "--resume", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(ckpts.join("update_00000004/manifest.json").is_file());
+}
+
+fn other_rank_count(dir: &Path) {
+    let run = dir.join("run");
+    let o = mpirun(2, &[])
+        .arg(BIN)
+        .args(pqn_args(&run, 2))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let before = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    let o = mpirun(3, &[])
+        .arg(BIN)
+        .args(["train", "--resume", run.to_str().unwrap(), "--steps", "128"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("written by a job of 2 rank(s); this job has 3"),
+        "{}",
+        show(&o)
+    );
+    let o = Command::new(BIN)
+        .args(["train", "--resume", run.to_str().unwrap(), "--steps", "128"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("written by a job of 2 rank(s); this job has 1"),
+        "{err}"
+    );
+    // The refusals left the run as it was.
+    let after = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    assert_eq!(before, after);
+}
+
+fn drifting_rank(dir: &Path) {
+    let run = dir.join("run");
+    let o = mpirun(2, &[("GRIDARENA_FAULT", "perturb:1:2")])
+        .arg(BIN)
+        .args(pqn_args(&run, 4))
+        .args(["--checksum-every", "1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("after update 2 the parameters of rank(s) 1 differ from rank 0's"),
+        "{}",
+        show(&o)
+    );
+}
