@@ -89,7 +89,13 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
         Some(d) => plan::PlanDevice::Chosen(d),
         None => plan::PlanDevice::MissingGpu(&missing),
     };
-    let p = plan::plan_for(&cfg, &loaded, target, budget, args.gpu_memory);
+    // Replicas split over ranks: one rank holds its block of them (the largest).
+    let mut mine = cfg.clone();
+    if ranks > 1 && cfg.replica_count() > 1 {
+        let blocks = gridarena::dist::replica_blocks(cfg.replica_count(), ranks);
+        mine.replica_shard = blocks.into_iter().max_by_key(|(a, b)| b - a);
+    }
+    let p = plan::plan_for(&mine, &loaded, target, budget, args.gpu_memory);
     if args.json {
         let mut v = serde_json::to_value(&p)?;
         if ranks > 1 {

@@ -246,6 +246,16 @@ impl Job {
     }
 }
 
+/// How `replicas` replicas split over `ranks` ranks when a job shards its replicas (seeds,
+/// sweep grid points): contiguous blocks `first..end` in rank order, sizes differing by at most
+/// one, every rank at least one replica (`ranks <= replicas`).
+pub fn replica_blocks(replicas: usize, ranks: usize) -> Vec<(usize, usize)> {
+    let ranks = ranks.max(1);
+    (0..ranks)
+        .map(|r| (r * replicas / ranks, (r + 1) * replicas / ranks))
+        .collect()
+}
+
 /// Ranks of this job on this node, from the launcher's environment (Open MPI's
 /// `OMPI_COMM_WORLD_LOCAL_SIZE`, MPICH's `MPI_LOCALNRANKS`, Slurm's `SLURM_NTASKS_PER_NODE`);
 /// 1 when none says. The memory preflight divides the node's budget by it.
@@ -273,7 +283,27 @@ pub(crate) fn local_ranks_from(get: impl Fn(&str) -> Option<String>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Job, local_ranks_from};
+    use super::{Job, local_ranks_from, replica_blocks};
+
+    proptest::proptest! {
+        #[test]
+        fn replica_blocks_cover_every_replica_once_and_evenly(
+            replicas in 1usize..300,
+            ranks in 1usize..64,
+        ) {
+            proptest::prop_assume!(ranks <= replicas);
+            let blocks = replica_blocks(replicas, ranks);
+            proptest::prop_assert_eq!(blocks.len(), ranks);
+            proptest::prop_assert_eq!(blocks[0].0, 0);
+            proptest::prop_assert_eq!(blocks[ranks - 1].1, replicas);
+            for w in blocks.windows(2) {
+                proptest::prop_assert_eq!(w[0].1, w[1].0);
+            }
+            let sizes: Vec<usize> = blocks.iter().map(|(a, b)| b - a).collect();
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            proptest::prop_assert!(*lo >= 1 && hi - lo <= 1);
+        }
+    }
 
     #[test]
     fn local_ranks_read_the_launchers_variables() {

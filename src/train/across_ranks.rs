@@ -12,9 +12,14 @@ use crate::dist::Job;
 /// The update report of the whole job at rank 0: every rank's finished episodes (so returns
 /// are averaged over all episodes of all ranks), the loss and opponent scores averaged over
 /// ranks, rank 0's exploration and learning rates; `None` on the other ranks.
+///
+/// With `replicas` (a job that shards its replicas over ranks), each rank's replicas are a
+/// block of the run's, in rank order: their per-replica lists are concatenated, and the
+/// single-replica fields are replica 0's (rank 0's).
 pub(crate) fn gather_stats(
     job: &Job,
     stats: UpdateStats,
+    replicas: bool,
 ) -> Result<Option<UpdateStats>, TrainError> {
     if job.size() == 1 {
         return Ok(Some(stats));
@@ -31,7 +36,33 @@ pub(crate) fn gather_stats(
         })?;
         reports.push(s);
     }
-    Ok(Some(merge(reports)))
+    Ok(Some(if replicas {
+        concat_replicas(reports)
+    } else {
+        merge(reports)
+    }))
+}
+
+/// The reports of ranks holding consecutive blocks of replicas as one report of every replica.
+fn concat_replicas(reports: Vec<UpdateStats>) -> UpdateStats {
+    let mut parts = reports.into_iter().map(|mut s| {
+        // A rank with one replica reports it as a single run.
+        if s.per_replica.is_empty() {
+            s.per_replica = vec![s.episodes.clone()];
+            s.replica_scalars = vec![(s.epsilon, s.lr)];
+            s.opponents_per_replica = s.opponents.clone().into_iter().collect();
+        }
+        s
+    });
+    let Some(mut out) = parts.next() else {
+        return UpdateStats::replay((0.0, 0), (0.0, 0.0), Vec::new(), None);
+    };
+    for s in parts {
+        out.per_replica.extend(s.per_replica);
+        out.replica_scalars.extend(s.replica_scalars);
+        out.opponents_per_replica.extend(s.opponents_per_replica);
+    }
+    out
 }
 
 /// Every rank's report as one (rank order).
@@ -118,7 +149,7 @@ pub(crate) fn any_stop(job: &Job, mine: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{checksum, disagreement, merge};
+    use super::{checksum, concat_replicas, disagreement, merge};
     use crate::train::stats::UpdateStats;
 
     fn report(loss: f32, episodes: usize) -> UpdateStats {
@@ -142,6 +173,21 @@ mod tests {
         assert_eq!(merged.episodes.len(), 7);
         assert_eq!(merged.loss, 2.0);
         assert_eq!(merged.epsilon, 0.1);
+    }
+
+    #[test]
+    fn sharded_replicas_report_every_replica_in_rank_order() {
+        // Rank 0 holds replicas 0 and 1, rank 1 holds replica 2 alone.
+        let mut r0 = report(1.0, 1);
+        r0.per_replica = vec![r0.episodes.clone(), Vec::new()];
+        r0.replica_scalars = vec![(0.1, 0.001), (0.2, 0.002)];
+        let mut r1 = report(5.0, 3);
+        r1.epsilon = 0.3;
+        let all = concat_replicas(vec![r0, r1]);
+        let lens: Vec<usize> = all.per_replica.iter().map(Vec::len).collect();
+        assert_eq!(lens, [1, 0, 3]);
+        assert_eq!(all.replica_scalars[2], (0.3, 0.001));
+        assert_eq!((all.episodes.len(), all.loss), (1, 1.0));
     }
 
     #[test]

@@ -95,6 +95,11 @@ pub struct RunConfig {
     /// `sweep: {"lr": [1e-3, 5e-4], "gamma": [0.99, 0.95]}`; every combination x `seeds` is a
     /// replica of one network stack (see `train::sweep`). Empty: no sweep.
     pub sweep: Sweep,
+    /// Replicas `first..end` of the run's (grid points x seeds) only: one rank's share of a
+    /// job that splits its replicas over ranks. Set by training; never read from or written to
+    /// a file.
+    #[serde(skip)]
+    pub replica_shard: Option<(usize, usize)>,
     /// Compute device for the critic.
     pub device: Device,
     /// Environment steps to train for (arena-steps: arenas x steps per rollout x updates).
@@ -215,6 +220,7 @@ impl Default for RunConfig {
             seed: 0,
             seeds: 1,
             sweep: Sweep::new(),
+            replica_shard: None,
             device: Device::Auto,
             total_steps: 4_000_000,
             arenas: 256,
@@ -693,6 +699,14 @@ impl RunConfig {
     /// Derived: replicas trained together (sweep grid points x seeds, saturating; see
     /// `train::sweep`).
     pub fn replica_count(&self) -> usize {
+        match self.replica_shard {
+            Some((first, end)) => end.saturating_sub(first),
+            None => self.all_replica_count(),
+        }
+    }
+
+    /// Derived: replicas of the whole run, whatever share [`RunConfig::replica_shard`] takes.
+    pub fn all_replica_count(&self) -> usize {
         self.sweep
             .values()
             .fold(self.seeds.max(1), |n, v| n.saturating_mul(v.len()))

@@ -163,7 +163,7 @@ fn checkpoint(
     learner: &mut dyn Learner,
     dir: &RunDir,
     keep: usize,
-    ranks: (&Job, &faults::Fault),
+    (job, fault, blocks): (&Job, &faults::Fault, Option<&[(usize, usize)]>),
 ) -> Result<PathBuf, RunError> {
     let c = learner.checkpoint().map_err(|e| match e {
         TrainError::State(e) => RunError::Checkpoint {
@@ -172,7 +172,7 @@ fn checkpoint(
         },
         e => RunError::Train(e),
     })?;
-    Ok(shards::save(dir, &c, keep, ranks)?)
+    Ok(shards::save(dir, &c, keep, (job, fault), blocks)?)
 }
 
 /// Restores the newest checkpoint of `dir` into `learner`: the update it was taken after and
@@ -295,6 +295,20 @@ pub fn train_in(
     cfg.replicas()?;
     refuse_across_ranks(cfg, job)?;
     let fault = faults::Fault::from_env().map_err(RunError::Fault)?;
+    // Several replicas on several ranks: each rank trains its block of whole replicas, with no
+    // gradient exchange (a rank is then a one-process learner of its replicas).
+    let blocks = (job.size() > 1 && cfg.replica_count() > 1)
+        .then(|| crate::dist::replica_blocks(cfg.replica_count(), job.size()));
+    let (mine, learner_job) = match &blocks {
+        Some(b) => (
+            RunConfig {
+                replica_shard: Some(b[job.rank()]),
+                ..cfg.clone()
+            },
+            Job::single(),
+        ),
+        None => (cfg.clone(), job.clone()),
+    };
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
     // Ranks on one node share its memory.
@@ -303,7 +317,7 @@ pub fn train_in(
         .unwrap_or_else(|| plan::default_budget() / crate::dist::local_ranks() as u64);
     let preflight = plan::PlanDevice::Chosen(&device);
     if let Some(refusal) =
-        plan::plan_for(cfg, &loaded, preflight, budget, opts.gpu_memory).refusal()
+        plan::plan_for(&mine, &loaded, preflight, budget, opts.gpu_memory).refusal()
     {
         return Err(RunError::Memory(refusal));
     }
@@ -311,7 +325,7 @@ pub fn train_in(
     if resume {
         resume_check::refuse_changes(&dir, cfg, &loaded)?;
     }
-    let mut learner = algorithms::new_learner_in(cfg, &loaded, &device, job)?;
+    let mut learner = algorithms::new_learner_in(&mine, &loaded, &device, &learner_job)?;
     // A resumed run's files are rewritten only once its checkpoint has been restored: a
     // failed resume leaves the run directory exactly as it was.
     let restored = if resume {
@@ -329,7 +343,13 @@ pub fn train_in(
         }
         _ => None,
     };
-    let ranks = job.size() as u64;
+    // The job's env steps: every rank's arenas with data parallelism; one replica's (each
+    // replica steps its own) with replicas split over ranks.
+    let ranks = if blocks.is_some() {
+        1
+    } else {
+        job.size() as u64
+    };
     let mut board = None;
     if job.is_root() {
         dir.write("config.ron", cfg.to_ron().as_bytes())?;
@@ -356,7 +376,7 @@ pub fn train_in(
     let (mut sim, mut learn) = (0.0, 0.0);
     let last = opts.until_update.map_or(updates, |u| u.min(updates));
     let checksum_every = opts.checksum_every.unwrap_or(CHECKSUM_EVERY).max(1);
-    let ranked = (job, &fault);
+    let ranked = (job, &fault, blocks.as_deref());
     while learner.updates_done() < last {
         if across_ranks::any_stop(job, stop.load(Ordering::SeqCst)) {
             interrupted = true;
@@ -380,12 +400,12 @@ pub fn train_in(
             p[0] += 1e-3;
             learner.critic().set_params(&p)?;
         }
-        if job.size() > 1 && update % checksum_every == 0 {
+        if job.size() > 1 && blocks.is_none() && update % checksum_every == 0 {
             let params = learner.critic().params()?;
             across_ranks::check_checksums(job, &params, update)?;
         }
         let traffic = job.take_traffic();
-        let Some(stats) = across_ranks::gather_stats(job, stats)? else {
+        let Some(stats) = across_ranks::gather_stats(job, stats, blocks.is_some())? else {
             if update % cfg.checkpoint_every == 0 {
                 checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
             }
@@ -396,8 +416,8 @@ pub fn train_in(
         let layout = learner.batch().layout();
         let seconds = start.elapsed().as_secs_f64();
         let (mut line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
-        if ranks > 1 {
-            line["ranks"] = ranks.into();
+        if job.size() > 1 {
+            line["ranks"] = job.size().into();
             line["allreduce_seconds"] = traffic.seconds.into();
             line["allreduce_bytes"] = traffic.bytes.into();
             line["allreduce_calls"] = traffic.calls.into();
@@ -449,18 +469,20 @@ pub fn train_in(
     })
 }
 
-/// What a job of several ranks refuses: replicas (seeds, sweeps) are not split over ranks
-/// yet, and the threaded IQL learner steps on its own thread, out of the ranks' lockstep.
+/// What a job of several ranks refuses: fewer replicas than ranks when it splits replicas
+/// over ranks, and the threaded IQL learner, which steps on its own thread, out of the ranks'
+/// lockstep.
 fn refuse_across_ranks(cfg: &RunConfig, job: &Job) -> Result<(), RunError> {
     let n = job.size();
     if n == 1 {
         return Ok(());
     }
-    if cfg.replica_count() > 1 {
+    let replicas = cfg.replica_count();
+    if replicas > 1 && replicas < n {
         return Err(RunError::Ranks(format!(
-            "{} replicas (seeds x sweep points) on {n} ranks: replicas are not split over ranks \
-             yet; run them in one process, or run one job per seed",
-            cfg.replica_count()
+            "{replicas} replicas (grid points x seeds) on {n} ranks: a job splits whole replicas \
+             over its ranks, so every rank needs one; use at most {replicas} ranks, or one replica \
+             (seeds: 1, no sweep) to train it data-parallel on {n} ranks"
         )));
     }
     if cfg.threaded {

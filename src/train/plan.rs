@@ -144,14 +144,29 @@ impl Plan {
     pub fn job_lines(&self, cfg: &RunConfig, ranks: usize, per_node: usize) -> String {
         let (n, l) = (ranks.max(1) as u64, per_node.clamp(1, ranks.max(1)) as u64);
         let a = cfg.arenas as u64;
-        let mut out = format!(
-            "ranks: {n} ({l} per node); rank r steps the job's arenas r x {a} .. r x {a} + {}, \
-             the job's batch is {n} x {a} = {} arenas; every rank holds all {} replica(s) and \
-             the same networks (gradients averaged over ranks)\n",
-            a - 1,
-            n * a,
-            cfg.replica_count()
-        );
+        let replicas = cfg.all_replica_count();
+        let mut out = if replicas > 1 {
+            let blocks = crate::dist::replica_blocks(replicas, ranks.max(1));
+            let shares: Vec<String> = blocks
+                .iter()
+                .enumerate()
+                .map(|(r, (first, end))| format!("rank {r}: {first}..{end}"))
+                .collect();
+            format!(
+                "ranks: {n} ({l} per node); the {replicas} replicas are split over the ranks in \
+                 blocks ({}), each rank trains its own with no gradient exchange; every replica \
+                 steps {a} arenas; the table is the largest block's\n",
+                shares.join(", ")
+            )
+        } else {
+            format!(
+                "ranks: {n} ({l} per node); rank r steps the job's arenas r x {a} .. r x {a} + {}, \
+                 the job's batch is {n} x {a} = {} arenas; every rank holds the same networks \
+                 (gradients averaged over ranks)\n",
+                a - 1,
+                n * a
+            )
+        };
         out.push_str(&format!(
             "{:<52} {:>11}   node budget {} split over {l} ranks\n",
             format!("per node ({l} ranks)"),

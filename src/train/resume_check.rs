@@ -94,6 +94,8 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
                 keep_checkpoints: _,
                 wait_seconds: _,
                 checkpoint_replay: _,
+                // Never in a file: a rank's share of the run, set by training.
+                replica_shard: _,
                 $($field),*
             } = saved;
             $(

@@ -5,8 +5,13 @@
 //! A checkpoint is therefore complete or absent: a rank killed while writing leaves only a
 //! temporary directory, which loading ignores, and the newest complete checkpoint stays.
 //!
+//! A job that splits its replicas (seeds, sweep grid points) over ranks holds different networks
+//! on every rank: each rank, rank 0 included, writes its whole checkpoint as its shard (that is
+//! what it resumes from), and rank 0 assembles the run's networks (every replica's block, in
+//! order) into the top-level files.
+//!
 //! A one-rank job writes exactly a one-process checkpoint (no manifest). Evaluation, the viewer
-//! and `load_policy` read rank 0's files and never need the shards.
+//! and `load_policy` read the top-level files and never need the shards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +23,7 @@ use super::run_dir::{
     Checkpoint, RunDir, RunDirError, checkpoint_name, io, load_checkpoint, write_checkpoint_files,
     write_synced,
 };
+use super::tensors::{NamedTensors, Tensor, find};
 use crate::dist::Job;
 
 /// The file naming a multi-rank checkpoint's shards.
@@ -30,9 +36,12 @@ pub struct Manifest {
     pub ranks: usize,
     /// The update it was taken after.
     pub update: u64,
-    /// The shard directories of ranks 1.., in rank order (rank 0's state is the checkpoint's
-    /// own `state.json`).
+    /// The shard directories in rank order: ranks 1.. (rank 0's state is the checkpoint's own
+    /// `state.json`), or every rank's when the replicas are split over ranks.
     pub shards: Vec<String>,
+    /// With the replicas split over ranks: each rank's replicas `first..end`, in rank order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_blocks: Option<Vec<(usize, usize)>>,
 }
 
 /// The shard directory of rank `r`.
@@ -40,27 +49,40 @@ fn shard_name(rank: usize) -> String {
     format!("rank_{rank}")
 }
 
-/// Ranks that wrote the checkpoint at `path`: its manifest's, 1 without one.
-pub fn checkpoint_ranks(path: &Path) -> Result<usize, RunDirError> {
+/// The manifest of the checkpoint at `path` (`None`: written by one process).
+pub fn read_manifest(path: &Path) -> Result<Option<Manifest>, RunDirError> {
     let file = path.join(MANIFEST);
     if !file.exists() {
-        return Ok(1);
+        return Ok(None);
     }
     let text = fs::read_to_string(&file).map_err(io(&file))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Damaged {
         path: file.clone(),
         reason: e.to_string(),
     })?;
-    Ok(m.ranks)
+    Ok(Some(m))
+}
+
+/// Every rank's `values` concatenated in rank order at rank 0 (empty elsewhere).
+fn gather_f32(job: &Job, values: &[f32]) -> Vec<f32> {
+    job.gather_bytes(bytemuck::cast_slice(values))
+        .iter()
+        .flat_map(|b| {
+            b.chunks_exact(4)
+                .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        })
+        .collect()
 }
 
 /// Saves this rank's part of the checkpoint `c` (every rank calls it, with the same update)
-/// and returns the published directory. One rank: [`RunDir::save_checkpoint`].
+/// and returns the published directory. One rank: [`RunDir::save_checkpoint`]. `blocks`: the
+/// ranks' replicas when a job splits them over ranks.
 pub(crate) fn save(
     dir: &RunDir,
     c: &Checkpoint,
     keep: usize,
     (job, fault): (&Job, &Fault),
+    blocks: Option<&[(usize, usize)]>,
 ) -> Result<PathBuf, RunDirError> {
     if job.size() == 1 {
         return dir.save_checkpoint(c, keep);
@@ -77,10 +99,15 @@ pub(crate) fn save(
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
     }
     job.barrier();
-    if job.is_root() {
+    let shard = tmp.join(shard_name(job.rank()));
+    if blocks.is_some() {
+        fs::create_dir_all(&shard).map_err(io(&shard))?;
+        fault.in_checkpoint(job.rank(), &shard);
+        write_checkpoint_files(&shard, c, true)?;
+        assemble(&tmp, c, job)?;
+    } else if job.is_root() {
         write_checkpoint_files(&tmp, c, true)?;
     } else {
-        let shard = tmp.join(shard_name(job.rank()));
         fs::create_dir_all(&shard).map_err(io(&shard))?;
         fault.in_checkpoint(job.rank(), &shard);
         // The shard holds this rank's state and extra tensors; the parameters and Adam are
@@ -90,10 +117,12 @@ pub(crate) fn save(
     job.barrier();
     let dest = dir.path.join("checkpoints").join(&name);
     if job.is_root() {
+        let first = if blocks.is_some() { 0 } else { 1 };
         let manifest = Manifest {
             ranks: job.size(),
             update: c.update,
-            shards: (1..job.size()).map(shard_name).collect(),
+            shards: (first..job.size()).map(shard_name).collect(),
+            replica_blocks: blocks.map(<[_]>::to_vec),
         };
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
         write_synced(&tmp.join(MANIFEST), text.as_bytes())?;
@@ -104,6 +133,36 @@ pub(crate) fn save(
     Ok(dest)
 }
 
+/// Rank 0 writes the run's networks (every rank's replicas, in rank order) into `tmp`'s own
+/// files, for one-process readers; every rank takes part.
+fn assemble(tmp: &Path, c: &Checkpoint, job: &Job) -> Result<(), RunDirError> {
+    let params = gather_f32(job, &c.params);
+    let adam_m = gather_f32(job, &c.adam_m);
+    let adam_v = gather_f32(job, &c.adam_v);
+    let models = match find(&c.extra, "models.params") {
+        Some(Tensor::F32(m)) => m.as_slice(),
+        _ => &[],
+    };
+    let models = gather_f32(job, models);
+    if !job.is_root() {
+        return Ok(());
+    }
+    let mut extra = NamedTensors::new();
+    if !models.is_empty() {
+        extra.push(("models.params".into(), Tensor::F32(models)));
+    }
+    let whole = Checkpoint {
+        update: c.update,
+        params,
+        adam_m,
+        adam_v,
+        adam_steps: c.adam_steps,
+        state: c.state.clone(),
+        extra,
+    };
+    write_checkpoint_files(tmp, &whole, true)
+}
+
 /// Loads this rank's part of the newest complete checkpoint: rank 0's parameters and Adam,
 /// and this rank's state (its shard on ranks 1..). Refused when another number of ranks wrote
 /// it.
@@ -112,13 +171,18 @@ pub(crate) fn load_latest(dir: &RunDir, job: &Job) -> Result<Checkpoint, RunDirE
         .checkpoints()?
         .pop()
         .ok_or_else(|| RunDirError::NoCheckpoint(dir.path.clone()))?;
-    let saved = checkpoint_ranks(&path)?;
+    let manifest = read_manifest(&path)?;
+    let saved = manifest.as_ref().map_or(1, |m| m.ranks);
     if saved != job.size() {
         return Err(RunDirError::Ranks {
             path,
             saved,
             now: job.size(),
         });
+    }
+    // Replicas split over ranks: each rank's whole checkpoint is its shard.
+    if manifest.is_some_and(|m| m.replica_blocks.is_some()) {
+        return load_checkpoint(&path.join(shard_name(job.rank())));
     }
     let mut c = load_checkpoint(&path)?;
     if !job.is_root() {

@@ -293,7 +293,7 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
             )));
         }
     }
-    let count = replica_count(cfg);
+    let count = cfg.all_replica_count();
     if count > MAX_REPLICAS {
         return Err(bad(format!(
             "{count} replicas (grid points x seeds); at most {MAX_REPLICAS}"
@@ -305,6 +305,7 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         let mut base = RunConfig {
             seeds: 1,
             sweep: Sweep::new(),
+            replica_shard: None,
             ..cfg.clone()
         };
         let mut values = Vec::new();
@@ -346,6 +347,21 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
             width(&r.cfg),
             width(cfg)
         )));
+    }
+    // One rank's share: its replicas keep their seeds and values, renumbered from 0 in its
+    // stack.
+    if let Some((first, end)) = cfg.replica_shard {
+        if first >= end || end > out.len() {
+            return Err(bad(format!(
+                "replica share {first}..{end} of a run with {} replicas",
+                out.len()
+            )));
+        }
+        out.truncate(end);
+        out.drain(..first);
+        for (k, r) in out.iter_mut().enumerate() {
+            r.index = k;
+        }
     }
     Ok(out)
 }
