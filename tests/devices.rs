@@ -10,13 +10,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// The binary with every launcher variable removed (the tests set the ones they need).
-fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridarena"));
+mod common;
+
+/// `cmd` with every launcher variable removed (the tests set the ones they need).
+fn without_launcher(mut cmd: Command) -> Command {
     for var in gridarena::critic::LOCAL_RANK_VARS {
         cmd.env_remove(var);
     }
     cmd
+}
+
+fn bin() -> Command {
+    without_launcher(Command::new(env!("CARGO_BIN_EXE_gridarena")))
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -58,30 +63,10 @@ fn adapters_or_skip(what: &str) -> Option<Vec<Value>> {
     None
 }
 
-/// A tiny training run on `device` (`--device` as given) into `dir/run`.
+/// A tiny training run on `device` (`--device` as given) into `dir/run`, without launcher
+/// variables.
 fn train(dir: &std::path::Path, device: &str) -> Command {
-    let mut cmd = bin();
-    cmd.args([
-        "train",
-        "--scenario",
-        "tests/data/chase.ron",
-        "--device",
-        device,
-        "--steps",
-        "64",
-        "--out",
-    ])
-    .arg(dir.join("run"));
-    for s in [
-        "arenas=8",
-        "rollout=4",
-        "minibatches=2",
-        "hidden=16",
-        "layers=1",
-    ] {
-        cmd.args(["--set", s]);
-    }
-    cmd
+    without_launcher(common::tiny_train(device, 64, &dir.join("run")))
 }
 
 #[test]

@@ -108,6 +108,9 @@ pub fn choose_device_in(
         Device::Auto | Device::Gpu => local_rank(env)?,
         Device::Cpu | Device::GpuIndex(_) => None,
     };
+    // Without the GPU backend there is no adapter to pick: the local rank is only checked.
+    #[cfg(not(feature = "gpu"))]
+    let _ = local;
     match device {
         Device::Cpu => Ok(Chosen::Cpu {
             reason: "asked for".into(),
