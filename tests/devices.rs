@@ -37,7 +37,11 @@ fn text(bytes: &[u8]) -> String {
 
 fn ok(mut cmd: Command) -> Output {
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{cmd:?} failed:\n{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        text(&out.stderr)
+    );
     out
 }
 
@@ -92,8 +96,14 @@ fn devices_lists_adapters_the_cpu_and_what_auto_and_gpu_take() {
         }
         assert!(a["software"].is_boolean(), "{a}");
         assert!(a["max_buffer_size"].as_u64().unwrap() > 0, "{a}");
-        assert!(a["max_storage_buffer_binding_size"].as_u64().unwrap() > 0, "{a}");
-        assert!(out.contains(a["name"].as_str().unwrap()), "text lists {a}:\n{out}");
+        assert!(
+            a["max_storage_buffer_binding_size"].as_u64().unwrap() > 0,
+            "{a}"
+        );
+        assert!(
+            out.contains(a["name"].as_str().unwrap()),
+            "text lists {a}:\n{out}"
+        );
     }
     assert!(json["cpu"]["threads"].as_u64().unwrap() >= 1, "{json}");
     assert_eq!(json["local_rank"], Value::Null, "{json}");
@@ -109,7 +119,10 @@ fn devices_lists_adapters_the_cpu_and_what_auto_and_gpu_take() {
 fn a_launcher_local_rank_picks_the_adapter_and_says_why() {
     let json = devices_json(&[("OMPI_COMM_WORLD_LOCAL_RANK", "5")]);
     assert_eq!(json["local_rank"]["rank"], 5, "{json}");
-    assert_eq!(json["local_rank"]["var"], "OMPI_COMM_WORLD_LOCAL_RANK", "{json}");
+    assert_eq!(
+        json["local_rank"]["var"], "OMPI_COMM_WORLD_LOCAL_RANK",
+        "{json}"
+    );
     let adapters = json["adapters"].as_array().unwrap();
     if !adapters.is_empty() {
         let reason = json["gpu"]["reason"].as_str().unwrap();
@@ -131,7 +144,11 @@ fn a_launcher_local_rank_picks_the_adapter_and_says_why() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("SLURM_LOCALID"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("SLURM_LOCALID"),
+        "{}",
+        text(&out.stderr)
+    );
     // `cpu` does not read it.
     let mut cpu = train(&dir, "cpu");
     cpu.env("SLURM_LOCALID", "first");
@@ -145,7 +162,10 @@ fn malformed_device_values_are_usage_errors_naming_the_value() {
         let out = train(&dir, bad).output().unwrap();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
-        assert!(err.contains(&format!("invalid value '{bad}' for '--device")), "{err}");
+        assert!(
+            err.contains(&format!("invalid value '{bad}' for '--device")),
+            "{err}"
+        );
         assert!(err.contains("gpu:K"), "{err}");
     }
 }

@@ -89,18 +89,18 @@ impl std::fmt::Display for Chosen {
     }
 }
 
-/// Resolves `--device` against the adapters present and the launcher's environment (see
-/// [`choose_device_in`]).
+/// Resolves `--device` against the adapters present and the launcher's environment: `auto`
+/// takes a hardware GPU when one exists and the CPU when the only adapter is a software one or
+/// there is none; `gpu` insists on an adapter; `gpu:K` on adapter K. Under a launcher (a
+/// node-local rank in [`LOCAL_RANK_VARS`]), `gpu` and `auto` take hardware adapter
+/// `local rank % hardware adapters` (any adapter when none is hardware, for `gpu`); a
+/// malformed local rank is an error naming its variable.
 pub fn choose_device(device: Device) -> Result<Chosen, CriticError> {
     choose_device_in(device, |k| std::env::var(k).ok())
 }
 
-/// Resolves `--device` with `env` as the environment: `auto` takes a hardware GPU when one
-/// exists and the CPU when the only adapter is a software one or there is none; `gpu` insists
-/// on an adapter; `gpu:K` on adapter K. Under a launcher (a node-local rank in `env`), `gpu`
-/// and `auto` take hardware adapter `local rank % hardware adapters` (any adapter when none is
-/// hardware, for `gpu`); a malformed local rank is an error naming its variable.
-pub fn choose_device_in(
+/// [`choose_device`] with `env` as the environment.
+pub(crate) fn choose_device_in(
     device: Device,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Chosen, CriticError> {
@@ -143,12 +143,14 @@ pub fn choose_device_in(
         #[cfg(feature = "gpu")]
         Device::Auto => {
             let adapters = gpu::adapters();
-            Ok(pick_gpu(&adapters, local, true).unwrap_or_else(|| Chosen::Cpu {
-                reason: match gpu::preferred(&adapters) {
-                    Some(info) => format!("the only GPU is software: {}", info.describe()),
-                    None => gpu::NO_ADAPTER.into(),
-                },
-            }))
+            Ok(
+                pick_gpu(&adapters, local, true).unwrap_or_else(|| Chosen::Cpu {
+                    reason: match gpu::preferred(&adapters) {
+                        Some(info) => format!("the only GPU is software: {}", info.describe()),
+                        None => gpu::NO_ADAPTER.into(),
+                    },
+                }),
+            )
         }
         #[cfg(not(feature = "gpu"))]
         Device::Auto => Ok(Chosen::Cpu {
@@ -288,7 +290,13 @@ mod tests {
         for device in [Device::Gpu, Device::Auto] {
             let err = choose_device_in(device, env).unwrap_err();
             assert!(
-                matches!(&err, CriticError::LocalRank { var: "OMPI_COMM_WORLD_LOCAL_RANK", .. }),
+                matches!(
+                    &err,
+                    CriticError::LocalRank {
+                        var: "OMPI_COMM_WORLD_LOCAL_RANK",
+                        ..
+                    }
+                ),
                 "{device}: {err:?}"
             );
         }

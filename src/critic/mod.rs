@@ -20,8 +20,8 @@ pub mod pr2_loss;
 
 pub use backend::CriticBackend;
 pub use device::{
-    Chosen, Critic, Device, DeviceParseError, GpuLimits, LOCAL_RANK_VARS, LocalRank,
-    choose_device, choose_device_in, local_rank,
+    Chosen, Critic, Device, DeviceParseError, GpuLimits, LOCAL_RANK_VARS, LocalRank, choose_device,
+    local_rank,
 };
 
 use serde::{Deserialize, Serialize};

@@ -113,9 +113,15 @@ pub fn assert_close(what: &str, gpu: &[f32], cpu: &[f32], tol: f32) {
 /// `--set`s after these.
 pub fn tiny_train(device: &str, steps: u64, out: &std::path::Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gridarena"));
-    cmd.args(["train", "--scenario", "tests/data/chase.ron", "--device", device])
-        .args(["--steps", &steps.to_string(), "--out"])
-        .arg(out);
+    cmd.args([
+        "train",
+        "--scenario",
+        "tests/data/chase.ron",
+        "--device",
+        device,
+    ])
+    .args(["--steps", &steps.to_string(), "--out"])
+    .arg(out);
     for s in [
         "arenas=8",
         "rollout=4",

@@ -58,13 +58,20 @@ mod tests {
     use proptest::prelude::*;
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn no_launcher_variable_means_no_local_rank() {
         assert_eq!(local_rank(env(&[])).unwrap(), None);
-        assert_eq!(local_rank(env(&[("OMPI_COMM_WORLD_RANK", "3")])).unwrap(), None);
+        assert_eq!(
+            local_rank(env(&[("OMPI_COMM_WORLD_RANK", "3")])).unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use super::Device;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceParseError {
     /// Not one of the device names.
-    #[error("unknown device `{0}`: expected auto, cpu, gpu or gpu:K (K an adapter index from `gridarena devices`)")]
+    #[error(
+        "unknown device `{0}`: expected auto, cpu, gpu or gpu:K (K an adapter index from `gridarena devices`)"
+    )]
     Unknown(String),
     /// `gpu:` followed by something that is not an adapter index.
     #[error("`{0}`: K in gpu:K is an adapter index, 0, 1, 2, ... (see `gridarena devices`)")]
@@ -123,7 +125,14 @@ mod tests {
             assert_eq!(err, DeviceParseError::Unknown(bad.into()));
             assert!(err.to_string().contains("auto, cpu, gpu or gpu:K"), "{err}");
         }
-        for bad in ["gpu:x", "gpu:-1", "gpu:+1", "gpu:", "gpu:1.5", "gpu:99999999999999999999999"] {
+        for bad in [
+            "gpu:x",
+            "gpu:-1",
+            "gpu:+1",
+            "gpu:",
+            "gpu:1.5",
+            "gpu:99999999999999999999999",
+        ] {
             let err = bad.parse::<Device>().unwrap_err();
             assert_eq!(err, DeviceParseError::BadIndex(bad.into()));
             assert!(err.to_string().contains("adapter index"), "{err}");

@@ -74,7 +74,7 @@ pub fn adapters() -> Vec<GpuInfo> {
 
 /// The adapter wgpu's `request_adapter` takes for high performance: the first of the most
 /// preferred device type (discrete, integrated, other, virtual, then software).
-pub fn preferred(adapters: &[GpuInfo]) -> Option<&GpuInfo> {
+pub(crate) fn preferred(adapters: &[GpuInfo]) -> Option<&GpuInfo> {
     adapters.iter().min_by_key(|a| a.preference)
 }
 
@@ -87,7 +87,8 @@ pub fn probe() -> Result<GpuInfo, CriticError> {
 }
 
 /// Why there is no GPU when the enumeration is empty.
-pub(crate) const NO_ADAPTER: &str = "no adapter found (Vulkan, Metal or DX12); `gridarena devices` lists what is present";
+pub(crate) const NO_ADAPTER: &str =
+    "no adapter found (Vulkan, Metal or DX12); `gridarena devices` lists what is present";
 
 /// wgpu's order for `PowerPreference::HighPerformance` (wgpu-core's `request_adapter`).
 fn preference(device_type: wgpu::DeviceType) -> u8 {
@@ -178,7 +179,10 @@ mod tests {
         };
         assert_eq!(pick(&[]), None);
         assert_eq!(pick(&[Cpu]), Some(0));
-        assert_eq!(pick(&[Cpu, IntegratedGpu, DiscreteGpu, DiscreteGpu]), Some(2));
+        assert_eq!(
+            pick(&[Cpu, IntegratedGpu, DiscreteGpu, DiscreteGpu]),
+            Some(2)
+        );
         assert_eq!(pick(&[Cpu, Other, IntegratedGpu]), Some(2));
         assert_eq!(pick(&[Cpu, Other]), Some(1));
     }

@@ -20,10 +20,10 @@ mod readback;
 
 use wgpu::util::DeviceExt;
 
-pub use self::device::{GpuInfo, adapters, preferred, probe};
-pub(crate) use self::device::NO_ADAPTER;
 #[cfg(test)]
 pub(crate) use self::device::fake;
+pub use self::device::{GpuInfo, adapters, probe};
+pub(crate) use self::device::{NO_ADAPTER, preferred};
 pub use self::kernels::SHADERS;
 
 use self::buffers::{RowBuffers, storage};
