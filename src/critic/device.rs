@@ -300,10 +300,15 @@ mod tests {
                 "{device}: {err:?}"
             );
         }
-        // `cpu` and an explicit `gpu:K` do not read it.
+        // `cpu` and an explicit `gpu:K` (the same K on every rank) do not read it.
         assert!(matches!(
             choose_device_in(Device::Cpu, env),
             Ok(Chosen::Cpu { .. })
+        ));
+        #[cfg(feature = "gpu")]
+        assert!(matches!(
+            choose_device_in(Device::GpuIndex(100_000), env),
+            Err(CriticError::NoSuchAdapter { index: 100_000, .. })
         ));
     }
 
