@@ -47,6 +47,9 @@ enum Command {
         /// Scenario file (RON).
         scenario: PathBuf,
     },
+    /// List the GPU adapters (`--device gpu:K`), the CPU backend, and what `--device auto`
+    /// and `--device gpu` would take here.
+    Devices(cli::devices::DevicesArgs),
     /// Throughput benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -79,6 +82,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),
         Command::Check { scenario } => Ok(cli::check::run(&scenario)),
+        Command::Devices(args) => done(cli::devices::run(args)),
         Command::Bench(command) => done(cli::bench::run(command)),
         Command::Rollout(args) => done(cli::rollout::run(args)),
         #[cfg(feature = "gpu")]

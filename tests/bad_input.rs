@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gridarena"))
 }
@@ -20,31 +22,10 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A tiny CPU training run with the given overrides.
+/// A tiny training run on `device` with the given overrides.
 fn train(name: &str, device: &str, sets: &[&str]) -> Command {
-    let dir = temp_dir(name);
-    let mut cmd = bin();
-    cmd.args([
-        "train",
-        "--scenario",
-        "tests/data/chase.ron",
-        "--device",
-        device,
-        "--steps",
-        "64",
-        "--out",
-    ])
-    .arg(dir.join("run"));
-    for s in [
-        "arenas=8",
-        "rollout=4",
-        "minibatches=2",
-        "hidden=16",
-        "layers=1",
-    ]
-    .iter()
-    .chain(sets)
-    {
+    let mut cmd = common::tiny_train(device, 64, &temp_dir(name).join("run"));
+    for s in sets {
         cmd.args(["--set", s]);
     }
     cmd

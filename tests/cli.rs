@@ -7,6 +7,8 @@ use std::process::Command;
 use gridarena::error::ArtifactError;
 use gridarena::rollout::{ROLLOUT_VERSION, Rollout};
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gridarena"))
 }
@@ -191,33 +193,17 @@ fn a_run_survives_being_killed_at_any_moment() {
     let mut loaded = 0;
     let mut first_loaded = None;
     for round in 0..12 {
-        let mut cmd = bin();
-        if round == 0 {
-            cmd.args([
-                "train",
-                "--scenario",
-                "tests/data/chase.ron",
-                "--device",
-                "cpu",
-                "--steps",
-                "100000000",
-                "--out",
-            ])
-            .arg(&run);
-            for s in [
-                "arenas=8",
-                "rollout=4",
-                "minibatches=2",
-                "hidden=16",
-                "layers=1",
-                "checkpoint_every=1",
-                "keep_checkpoints=2",
-            ] {
+        let mut cmd = if round == 0 {
+            let mut cmd = common::tiny_train("cpu", 100_000_000, &run);
+            for s in ["checkpoint_every=1", "keep_checkpoints=2"] {
                 cmd.args(["--set", s]);
             }
+            cmd
         } else {
+            let mut cmd = bin();
             cmd.args(["train", "--device", "cpu", "--resume"]).arg(&run);
-        }
+            cmd
+        };
         let mut child = cmd
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

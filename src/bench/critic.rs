@@ -166,11 +166,15 @@ pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, Cr
     })
 }
 
-/// Times full updates on the GPU backend (waiting for the device at the end of each repeat).
+/// Times full updates on the GPU backend, on adapter `adapter` of the enumeration (waiting for
+/// the device at the end of each repeat).
 #[cfg(feature = "gpu")]
-pub fn bench_critic_gpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, CriticError> {
+pub fn bench_critic_gpu(
+    cfg: &CriticBenchConfig,
+    adapter: usize,
+) -> Result<CriticBenchResult, CriticError> {
     use crate::critic::gpu::GpuCritic;
-    let mut critic = GpuCritic::new(cfg.spec, 0)?;
+    let mut critic = GpuCritic::on_adapter(cfg.spec, 0, adapter)?;
     let batch = CriticBatch::with_density(&cfg.spec, cfg.rows, cfg.density);
     let (adam, loss) = (AdamConfig::default(), batch.loss());
     let update = |c: &mut GpuCritic| -> Result<(), CriticError> {

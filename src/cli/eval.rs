@@ -23,8 +23,8 @@ pub(crate) struct EvalArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
-    /// Critic device.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// Critic device: auto, cpu, gpu or gpu:K (adapter K of `gridarena devices`).
+    #[arg(long, default_value = "auto")]
     device: gridarena::critic::Device,
     /// Evaluate replica K of a multi-seed or sweep run (default 0; `gridarena train` prints
     /// the grid, `sweep.csv` lists each point's replicas).

@@ -7,6 +7,7 @@
 pub(crate) mod bench;
 pub(crate) mod check;
 pub(crate) mod common;
+pub(crate) mod devices;
 pub(crate) mod eval;
 pub(crate) mod nashconv;
 pub(crate) mod plan;

@@ -24,7 +24,8 @@ pub(crate) struct PlanArgs {
     memory_budget: Option<u64>,
     /// Critic device (overrides the config's). With a GPU the plan adds the device buffers,
     /// checked against the adapter's limits and the --gpu-memory budget.
-    #[arg(long, value_enum)]
+    /// auto, cpu, gpu or gpu:K (adapter K of `gridarena devices`).
+    #[arg(long)]
     device: Option<gridarena::critic::Device>,
     /// Device memory budget with a GPU critic, e.g. 24GiB. wgpu reports no memory size, so by
     /// default a software adapter (lavapipe) gets the host budget and any other adapter 8 GiB.
@@ -82,7 +83,7 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
     // adapter's limits unknown.
     let (device, missing) = match gridarena::critic::choose_device(cfg.device) {
         Ok(d) => (Some(d), String::new()),
-        Err(e) if cfg.device == gridarena::critic::Device::Gpu => (None, e.to_string()),
+        Err(e) if cfg.device.wants_gpu() => (None, e.to_string()),
         Err(e) => return Err(e.into()),
     };
     let target = match &device {

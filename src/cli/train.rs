@@ -35,8 +35,9 @@ pub(crate) struct TrainArgs {
     /// Train this many independent replicas (seeds seed..seed + S) in one process.
     #[arg(long)]
     seeds: Option<usize>,
-    /// Critic device (overrides the config's).
-    #[arg(long, value_enum)]
+    /// Critic device (overrides the config's): auto, cpu, gpu or gpu:K (adapter K of
+    /// `gridarena devices`). Under MPI or Slurm, `gpu` takes the rank's node-local GPU.
+    #[arg(long)]
     device: Option<gridarena::critic::Device>,
     /// Run directory (default runs/<name>).
     #[arg(long)]

@@ -19,7 +19,10 @@ pub mod pr2;
 pub mod pr2_loss;
 
 pub use backend::CriticBackend;
-pub use device::{Chosen, Critic, Device, GpuLimits, choose_device};
+pub use device::{
+    Chosen, Critic, Device, DeviceParseError, GpuLimits, LOCAL_RANK_VARS, LocalRank, choose_device,
+    local_rank,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -551,6 +554,26 @@ pub enum CriticError {
         expected: f64,
         /// The sum the ranks gave.
         got: f64,
+    },
+    /// `--device gpu:K` names an adapter past the last one present.
+    #[error(
+        "device gpu:{index}: there is no adapter {index}, {count} found (`gridarena devices` lists them)"
+    )]
+    NoSuchAdapter {
+        /// The index asked for.
+        index: usize,
+        /// Adapters present.
+        count: usize,
+    },
+    /// A launcher's node-local rank variable that is not a rank.
+    #[error(
+        "{var}={value:?} is not a node-local rank (0, 1, 2, ...); `--device gpu` under MPI or Slurm picks the adapter from it"
+    )]
+    LocalRank {
+        /// The variable (`OMPI_COMM_WORLD_LOCAL_RANK`, `SLURM_LOCALID`, `MPI_LOCALRANKID`).
+        var: &'static str,
+        /// Its value.
+        value: String,
     },
 }
 

@@ -106,6 +106,7 @@ fn gpu_target(device: PlanDevice) -> Option<(String, bool, Option<crate::critic:
             adapter,
             software,
             limits,
+            ..
         }) => Some((adapter.clone(), *software, Some(*limits))),
         PlanDevice::MissingGpu(reason) => Some((format!("no adapter ({reason})"), false, None)),
     }

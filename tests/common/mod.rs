@@ -107,3 +107,29 @@ pub fn assert_close(what: &str, gpu: &[f32], cpu: &[f32], tol: f32) {
         );
     }
 }
+
+/// `gridarena train` of a tiny run on `device` for `steps` env steps into `out`: the chase test
+/// scenario, 8 arenas x 4 steps per update, one 16-wide hidden layer. Callers add their own
+/// `--set`s after these.
+pub fn tiny_train(device: &str, steps: u64, out: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gridarena"));
+    cmd.args([
+        "train",
+        "--scenario",
+        "tests/data/chase.ron",
+        "--device",
+        device,
+    ])
+    .args(["--steps", &steps.to_string(), "--out"])
+    .arg(out);
+    for s in [
+        "arenas=8",
+        "rollout=4",
+        "minibatches=2",
+        "hidden=16",
+        "layers=1",
+    ] {
+        cmd.args(["--set", s]);
+    }
+    cmd
+}

@@ -29,7 +29,8 @@ pub(crate) struct BenchCriticArgs {
     /// Head width.
     #[arg(long, default_value_t = 5)]
     head: usize,
-    /// Compute device: auto (a hardware GPU if there is one, else the CPU), cpu or gpu.
+    /// Compute device: auto (a hardware GPU if there is one, else the CPU), cpu, gpu or gpu:K
+    /// (adapter K of `gridarena devices`).
     #[arg(long, default_value = "auto")]
     device: gridarena::critic::Device,
     /// Timed updates per repeat.
@@ -97,7 +98,7 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
     let result = match &chosen {
         Chosen::Cpu { .. } => with_pool(args.threads, || bench_critic_cpu(&cfg))??,
         #[cfg(feature = "gpu")]
-        Chosen::Gpu { .. } => gridarena::bench::bench_critic_gpu(&cfg)?,
+        Chosen::Gpu { index, .. } => gridarena::bench::bench_critic_gpu(&cfg, *index)?,
     };
     let rates: Vec<String> = result
         .rows_per_s

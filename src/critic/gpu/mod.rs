@@ -20,7 +20,10 @@ mod readback;
 
 use wgpu::util::DeviceExt;
 
-pub use self::device::{GpuInfo, probe};
+#[cfg(test)]
+pub(crate) use self::device::fake;
+pub use self::device::{GpuInfo, adapters, probe};
+pub(crate) use self::device::{NO_ADAPTER, preferred};
 pub use self::kernels::SHADERS;
 
 use self::buffers::{RowBuffers, storage};
@@ -62,9 +65,24 @@ pub struct GpuCritic {
 }
 
 impl GpuCritic {
-    /// Opens the adapter, compiles the pipelines and uploads PyTorch-style initial parameters
-    /// from `seed` (the same values as the CPU backend's).
+    /// [`GpuCritic::on_adapter`] on the adapter wgpu prefers (what `--device gpu` takes
+    /// outside MPI).
     pub fn new(spec: StackSpec, seed: u64) -> Result<GpuCritic, CriticError> {
+        Self::on(spec, seed, device::preferred_adapter)
+    }
+
+    /// Opens adapter `index` of the enumeration (`gridarena devices`, `--device gpu:K`),
+    /// compiles the pipelines and uploads PyTorch-style initial parameters from `seed` (the
+    /// same values as the CPU backend's).
+    pub fn on_adapter(spec: StackSpec, seed: u64, index: usize) -> Result<GpuCritic, CriticError> {
+        Self::on(spec, seed, || device::adapter(index))
+    }
+
+    fn on(
+        spec: StackSpec,
+        seed: u64,
+        adapter: impl FnOnce() -> Result<(GpuInfo, wgpu::Adapter), CriticError>,
+    ) -> Result<GpuCritic, CriticError> {
         spec.validate().map_err(CriticError::Spec)?;
         let dispatches = kernels::max_dispatches(spec.layers);
         if dispatches > kernels::SLOTS {
@@ -80,8 +98,7 @@ impl GpuCritic {
                 u32::MAX
             )));
         }
-        let adapter = device::adapter()?;
-        let info = device::info_of(&adapter);
+        let (info, adapter) = adapter()?;
         let (device, queue) = device::open(&adapter)?;
         let kernels = Kernels::new(&device);
         let init = init_params(&spec, seed);
