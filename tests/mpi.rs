@@ -22,7 +22,7 @@ use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::run_dir::load_checkpoint;
-use gridarena::train::{TrainOptions, new_learner, new_learner_in, train_in};
+use gridarena::train::{TrainOptions, new_learner, new_learner_in, train, train_in};
 
 const RANK_MODE: &str = "GRIDARENA_MPI_TEST_RANK_MODE";
 const DIR_VAR: &str = "GRIDARENA_MPI_TEST_DIR";
@@ -140,6 +140,7 @@ fn rank_mode(mode: &str) {
     }
     if mode == "all" {
         resume_is_exact(&job, &dir);
+        replicas_split_over_ranks(&job, &dir);
     }
     job.barrier();
 }
@@ -373,6 +374,76 @@ fn resume_is_exact(job: &Job, dir: &Path) {
         assert_eq!(l["ranks"], job.size());
         assert!(l["allreduce_bytes"].as_u64().unwrap() > 0);
     }
+}
+
+/// Three seeds on two ranks (rank 0 trains seed 0, rank 1 seeds 1 and 2, no gradient exchange)
+/// train exactly what one process trains with the three stacked: the same networks, assembled
+/// in the checkpoint, and the same per-seed returns in the metrics; stopped and resumed, the job
+/// continues exactly.
+fn replicas_split_over_ranks(job: &Job, dir: &Path) {
+    let (pqn, _) = config(Algo::Pqn);
+    let cfg = RunConfig { seeds: 3, ..pqn };
+    let (split, stopped) = (dir.join("seeds-split"), dir.join("seeds-stopped"));
+    let summary = train_in(&cfg, &split, &TrainOptions::default(), job).unwrap();
+    assert_eq!(
+        summary.env_steps, cfg.total_steps,
+        "env steps are per replica"
+    );
+    let first = TrainOptions {
+        until_update: Some(2),
+        ..TrainOptions::default()
+    };
+    train_in(&cfg, &stopped, &first, job).unwrap();
+    let again = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    train_in(&cfg, &stopped, &again, job).unwrap();
+    if job.is_root() {
+        let one = dir.join("seeds-one-process");
+        train(&cfg, &one, &TrainOptions::default()).unwrap();
+        let last = |run: &Path| {
+            load_checkpoint(&run.join(format!("checkpoints/update_{:08}", cfg.updates()))).unwrap()
+        };
+        let (a, b, c) = (last(&split), last(&one), last(&stopped));
+        assert_eq!(
+            a.params, b.params,
+            "the assembled stack is not one process's"
+        );
+        assert_eq!(
+            a.params, c.params,
+            "the resumed job is not the straight one"
+        );
+        let find = |c: &gridarena::train::run_dir::Checkpoint| {
+            c.extra
+                .iter()
+                .find(|(n, _)| n == "models.params")
+                .map(|(_, t)| t.clone())
+        };
+        assert_eq!(find(&a), find(&b), "the opponent models");
+        let per_seed = |run: &Path| -> Vec<serde_json::Value> {
+            std::fs::read_to_string(run.join("metrics.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    serde_json::json!([v["env_steps"], v["seeds_return_per_seed"]])
+                })
+                .collect()
+        };
+        assert_eq!(per_seed(&split), per_seed(&one));
+        let seeds = per_seed(&split);
+        assert_eq!(seeds.len() as u64, cfg.updates());
+        assert!(
+            seeds
+                .iter()
+                .any(|v| v[1].as_array().is_some_and(|a| a.len() == 3))
+        );
+        // One process evaluates any replica of the job's checkpoint.
+        let report = gridarena::train::eval::evaluate_replica(&split, 2, &cpu(), 2).unwrap();
+        assert_eq!(report.episodes, 2);
+    }
+    job.barrier();
 }
 
 // ------------------------------------------------------------------------------------------
