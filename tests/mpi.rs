@@ -569,27 +569,14 @@ fn other_rank_count(dir: &Path) {
         .unwrap();
     assert!(o.status.success(), "{}", show(&o));
     let before = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
-    let o = mpirun(3, &[])
-        .arg(BIN)
-        .args(["train", "--resume", run.to_str().unwrap(), "--steps", "128"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("written by a job of 2 rank(s); this job has 3"),
-        "{}",
-        show(&o)
+    let resume = ["train", "--resume", run.to_str().unwrap(), "--steps", "128"];
+    fails_with(
+        mpirun(3, &[]).arg(BIN).args(resume),
+        "written by a job of 2 rank(s); this job has 3",
     );
-    let o = Command::new(BIN)
-        .args(["train", "--resume", run.to_str().unwrap(), "--steps", "128"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("written by a job of 2 rank(s); this job has 1"),
-        "{err}"
+    fails_with(
+        Command::new(BIN).args(resume),
+        "written by a job of 2 rank(s); this job has 1",
     );
     // The refusals left the run as it was.
     let after = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
@@ -598,17 +585,19 @@ fn other_rank_count(dir: &Path) {
 
 fn drifting_rank(dir: &Path) {
     let run = dir.join("run");
-    let o = mpirun(2, &[("GRIDARENA_FAULT", "perturb:1:2")])
-        .arg(BIN)
-        .args(pqn_args(&run, 4))
-        .args(["--checksum-every", "1"])
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("after update 2 the parameters of rank(s) 1 differ from rank 0's"),
-        "{}",
-        show(&o)
+    fails_with(
+        mpirun(2, &[("GRIDARENA_FAULT", "perturb:1:2")])
+            .arg(BIN)
+            .args(pqn_args(&run, 4))
+            .args(["--checksum-every", "1"]),
+        "after update 2 the parameters of rank(s) 1 differ from rank 0's",
     );
+}
+
+/// Runs `cmd`, which must fail saying `text` on stderr.
+fn fails_with(cmd: &mut Command, text: &str) {
+    let o = cmd.output().unwrap();
+    assert!(!o.status.success(), "it succeeded: {}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(text), "no `{text}` in: {}", show(&o));
 }
