@@ -96,6 +96,9 @@ fn mpirun(np: usize, vars: &[(&str, &str)]) -> Command {
     }
     c.env("RAYON_NUM_THREADS", "1")
         .args(["-x", "RAYON_NUM_THREADS"]);
+    // Containers often forbid the cross-memory attach Open MPI's shared-memory transport tries
+    // first; plain copies work everywhere.
+    c.env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
     c
 }
 

@@ -30,7 +30,13 @@ impl MpiComm {
         }
         let world = universe.world();
         let version = mpi::environment::library_version().unwrap_or_else(|_| "MPI".into());
-        let version = version.lines().next().unwrap_or("MPI").trim().to_string();
+        // "Open MPI v4.1.4, package: Debian OpenMPI, ident: ..., repo rev: ...": the first part.
+        let version = version
+            .split([',', '\n'])
+            .next()
+            .unwrap_or("MPI")
+            .trim()
+            .to_string();
         Ok(MpiComm {
             rank: world.rank() as usize,
             size: world.size() as usize,

@@ -316,10 +316,21 @@ pub fn train_in(
         .memory_budget
         .unwrap_or_else(|| plan::default_budget() / crate::dist::local_ranks() as u64);
     let preflight = plan::PlanDevice::Chosen(&device);
-    if let Some(refusal) =
-        plan::plan_for(&mine, &loaded, preflight, budget, opts.gpu_memory).refusal()
-    {
+    let planned = plan::plan_for(&mine, &loaded, preflight, budget, opts.gpu_memory);
+    if let Some(refusal) = planned.refusal() {
         return Err(RunError::Memory(refusal));
+    }
+    if job.size() > 1 && job.is_root() {
+        let n = job.size() as u64;
+        let human = crate::error::human_bytes;
+        println!(
+            "memory preflight: {} per rank (budget {}: this node's over {} rank(s) on it), {} for \
+             the job's {n} ranks",
+            human(planned.total_bytes),
+            human(planned.budget_bytes),
+            crate::dist::local_ranks(),
+            human(planned.total_bytes.saturating_mul(n))
+        );
     }
     let dir = open_run_dir(out, resume, job)?;
     if resume {
