@@ -40,9 +40,10 @@ fn main() {
             "ranks: gradients, identical parameters, resume, metrics (-np 2)",
             |b| ranks(2, "all", b),
         ),
-        ("ranks: gradients and identical parameters (-np 3)", |b| {
-            ranks(3, "three", b)
-        }),
+        (
+            "ranks: gradients, identical parameters, 4 seeds (-np 3)",
+            |b| ranks(3, "three", b),
+        ),
         (
             "one rank under MPI is bit for bit a run without MPI",
             one_rank_is_no_mpi,
@@ -58,8 +59,8 @@ fn main() {
         ("a drifting rank is named by the checksum", drifting_rank),
     ];
     let mut failed = Vec::new();
-    for (name, check) in checks {
-        let dir = base.join(name.split(':').next().unwrap().replace(' ', "_"));
+    for (i, (name, check)) in checks.into_iter().enumerate() {
+        let dir = base.join(format!("check_{i}"));
         std::fs::create_dir_all(&dir).unwrap();
         print!("test {name} ... ");
         match std::panic::catch_unwind(|| check(&dir)) {
@@ -149,7 +150,10 @@ fn rank_mode(mode: &str) {
     }
     if mode == "all" {
         resume_is_exact(&job, &dir);
-        replicas_split_over_ranks(&job, &dir);
+        replicas_split_over_ranks(&job, &dir, 3);
+    } else {
+        // 4 seeds on 3 ranks: rank 1 trains replica 1 alone (seeded seed + 1, not seed).
+        replicas_split_over_ranks(&job, &dir, 4);
     }
     job.barrier();
 }
@@ -315,6 +319,17 @@ fn identical_parameters(job: &Job, algo: Algo) {
         alone.update().unwrap();
         let p = learner.critic().params().unwrap();
         assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
+        // The opponent models are averaged the same way.
+        let c = learner.checkpoint().unwrap();
+        let models = c.extra.iter().find(|(n, _)| n == "models.params");
+        let Some((_, gridarena::train::tensors::Tensor::F32(m))) = models else {
+            panic!("{algo:?}: no opponent models in the checkpoint");
+        };
+        assert_all_equal(
+            job,
+            m,
+            &format!("{algo:?}'s opponent models after update {u}"),
+        );
     }
     let p = learner.critic().params().unwrap();
     if job.is_root() {
@@ -386,13 +401,13 @@ fn resume_is_exact(job: &Job, dir: &Path) {
     }
 }
 
-/// Three seeds on two ranks (rank 0 trains seed 0, rank 1 seeds 1 and 2, no gradient exchange)
-/// train exactly what one process trains with the three stacked: the same networks, assembled
-/// in the checkpoint, and the same per-seed returns in the metrics; stopped and resumed, the job
-/// continues exactly.
-fn replicas_split_over_ranks(job: &Job, dir: &Path) {
+/// `seeds` seeds split over the ranks (with 3 on 2 ranks, rank 0 trains seed 0 and rank 1 seeds
+/// 1 and 2; no gradient exchange) train exactly what one process trains with them stacked: the
+/// same networks, assembled in the checkpoint, and the same per-seed returns in the metrics;
+/// stopped and resumed, the job continues exactly.
+fn replicas_split_over_ranks(job: &Job, dir: &Path, seeds: usize) {
     let (pqn, _) = config(Algo::Pqn);
-    let cfg = RunConfig { seeds: 3, ..pqn };
+    let cfg = RunConfig { seeds, ..pqn };
     let (split, stopped) = (dir.join("seeds-split"), dir.join("seeds-stopped"));
     let summary = train_in(&cfg, &split, &TrainOptions::default(), job).unwrap();
     assert_eq!(
@@ -447,7 +462,7 @@ fn replicas_split_over_ranks(job: &Job, dir: &Path) {
         assert!(
             seeds
                 .iter()
-                .any(|v| v[1].as_array().is_some_and(|a| a.len() == 3))
+                .any(|v| v[1].as_array().is_some_and(|a| a.len() == cfg.seeds))
         );
         // One process evaluates any replica of the job's checkpoint.
         let report = gridarena::train::eval::evaluate_replica(&split, 2, &cpu(), 2).unwrap();

@@ -37,6 +37,8 @@ SHAPES = {
     "pursuit": (147, 128, 2, 5, 8, 32, 2),
     "coin": (36, 128, 2, 5, 2, 32, 2),
 }
+# Minibatches per epoch (optimiser steps per update = epochs x minibatches).
+MINIBATCHES = {"pursuit": 8, "coin": 4}
 
 
 def learner_flops(shape, arenas):
@@ -150,18 +152,35 @@ def main():
         gpu = flops / (a.gpu_tflops * 1e12)
         eff = gpu / (gpu + comm)
         eff_rd = gpu / (gpu + comm_rd)
-        # Parameters (f32) at which the update's allreduces (bandwidth term) equal that compute.
-        s_star = max(gpu - calls * 2 * 63 * a.latency, 0.0) / calls / (2 * 63 / 64 / a.bandwidth) / 4
+        # Where communication would dominate. The bandwidth term grows with the stack's
+        # parameters; the compute grows with the parameters of one network times the rows. So:
+        # (a) with today's compute, the bandwidth term alone equals it at s_star parameters (a
+        # stack that grows without more arithmetic per row: more networks on the same rows);
+        # (b) a wider network grows both alike: the bandwidth share stays bw / gpu, and the
+        # bandwidth term equals the compute when an optimiser step has fewer than rows_star rows
+        # per rank; (c) the latency term is fixed per allreduce.
+        bw = calls * ring_seconds(per_call, 64, a.bandwidth, 0.0)
+        s_star = gpu / calls / (2 * 63 / 64 / a.bandwidth) / 4
+        d, h, layers, head, learners, rollout, epochs = SHAPES[name]
+        rows_step = 3125 * rollout * learners / MINIBATCHES[name]
+        rows_star = rows_step * bw / gpu
         proj[name].update({"learner_gflop": flops / 1e9, "learner_s": gpu, "efficiency_at_least": eff,
-                           "params_at_parity": s_star, "comm_s_recursive_doubling": comm_rd,
+                           "params_at_parity": s_star, "bandwidth_share": bw / gpu,
+                           "rows_per_step_at_parity": rows_star, "rows_per_step": rows_step,
+                           "comm_s_recursive_doubling": comm_rd,
                            "efficiency_at_least_recursive_doubling": eff_rd})
         print(f"{name}: {per_call / 1e6:.2f} MB x {calls:.0f} allreduces per update take "
               f"{comm * 1e3:.2f} ms on 64 ranks; efficiency {'; '.join(line)}")
         print(f"{name}: at 3,125 arenas per rank an update is {flops / 1e9:.0f} GFLOP of learner "
               f"arithmetic, {gpu * 1e3:.1f} ms at {a.gpu_tflops:.0f} TFLOP/s: efficiency at least "
               f"{100 * eff:.1f}%, {64 * 3125 * 32 / (gpu + comm) / 1e6:.1f}M env steps/s for the job "
-              f"at most; communication would equal that compute at {s_star / 1e6:.2f}M parameters "
-              f"(today {per_call / 4 / 1e6:.3f}M; 0 means the ring's latency alone exceeds it)")
+              f"at most")
+        print(f"{name}: the ring's bandwidth term is {bw * 1e3:.2f} ms, {100 * bw / gpu:.0f}% of "
+              f"that compute; it alone would equal it at {s_star / 1e6:.2f}M parameters with "
+              f"today's arithmetic per row (today {per_call / 4 / 1e6:.3f}M); a wider network "
+              f"keeps the share, which reaches 100% below {rows_star:,.0f} rows per optimiser "
+              f"step per rank (today {rows_step:,.0f}); the latency term is "
+              f"{2 * 63 * a.latency * 1e3:.2f} ms per allreduce whatever the size")
         print(f"{name}: with recursive doubling's latency (2 log2 64 = 12 steps) the allreduces take "
               f"{comm_rd * 1e3:.2f} ms: efficiency at least {100 * eff_rd:.1f}%")
     results["projection"] = proj

@@ -73,15 +73,39 @@ pub(crate) struct TrainArgs {
 /// feature): rank 0 prints; an error on any rank ends the whole job (MPI_Abort), so no rank is
 /// left waiting for it.
 pub(crate) fn run(args: TrainArgs) -> Result<()> {
-    if Job::launched_without_mpi() {
+    let job = Job::from_launcher()?;
+    if let Some(tasks) = Job::launcher_tasks()
+        && tasks > 1
+        && job.size() == 1
+    {
+        let why = if cfg!(feature = "mpi") {
+            "MPI did not join them (under srun, pass --mpi=pmix or --mpi=pmi2)"
+        } else {
+            "this gridarena was built without MPI (`cargo build --release --features mpi`)"
+        };
         anyhow::bail!(
-            "started by an MPI launcher with several ranks, but this gridarena was built \
-             without MPI: every rank would train alone into the same run directory; build with \
-             `cargo build --release --features mpi` (see the README's Clusters section)"
+            "started as one of {tasks} tasks, but {why}: every task would train alone into the \
+             same run directory (see the README's Clusters and MPI section)"
         );
     }
-    let job = Job::from_launcher()?;
-    let result = run_in(args, &job);
+    // A panic must end the whole job too: unwinding would drop the job, and MPI_Finalize waits
+    // for ranks that are themselves waiting for this one.
+    let result = if job.size() > 1 {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_in(args, &job))) {
+            Ok(r) => r,
+            Err(_) => {
+                eprintln!(
+                    "error (rank {} of {}): panicked; ending the job",
+                    job.rank(),
+                    job.size()
+                );
+                job.abort(1);
+                anyhow::bail!("panicked")
+            }
+        }
+    } else {
+        run_in(args, &job)
+    };
     if let Err(e) = &result
         && job.size() > 1
     {

@@ -542,19 +542,6 @@ pub enum CriticError {
     /// A GPU operation failed.
     #[error("GPU: {0}")]
     Gpu(String),
-    /// The ranks of a data-parallel job no longer take their optimiser steps together.
-    #[error(
-        "the ranks are out of step at optimiser step {step}: the step numbers summed over ranks \
-         give {got}, not {expected} (a rank took a step the others did not)"
-    )]
-    Desync {
-        /// This rank's step number.
-        step: u64,
-        /// The sum every rank in step would give.
-        expected: f64,
-        /// The sum the ranks gave.
-        got: f64,
-    },
     /// `--device gpu:K` names an adapter past the last one present.
     #[error(
         "device gpu:{index}: there is no adapter {index}, {count} found (`gridarena devices` lists them)"

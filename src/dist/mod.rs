@@ -72,6 +72,8 @@ struct Traffic {
     nanos: AtomicU64,
     bytes: AtomicU64,
     calls: AtomicU64,
+    /// Gradient allreduces since the job started (never reset).
+    total: AtomicU64,
 }
 
 /// What the gradient allreduces cost since [`Job::take_traffic`] was last called.
@@ -155,14 +157,13 @@ impl Job {
         }
     }
 
-    /// True when a launcher started this process but the build cannot join its job (no `mpi`
-    /// feature): every rank would train alone.
-    pub fn launched_without_mpi() -> bool {
-        !cfg!(feature = "mpi")
-            && ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
-                .iter()
-                .filter_map(|v| std::env::var(v).ok())
-                .any(|n| n.trim() != "1")
+    /// The tasks a launcher started together with this process, when it says (Open MPI's
+    /// `OMPI_COMM_WORLD_SIZE`, PMI's `PMI_SIZE`, Slurm's `SLURM_STEP_NUM_TASKS` under `srun`).
+    /// More than one while this process is a one-rank job means the tasks are not joined (a
+    /// build without the `mpi` feature, or `srun` without `--mpi=pmix|pmi2`): every task would
+    /// train alone into the same run directory.
+    pub fn launcher_tasks() -> Option<usize> {
+        launcher_tasks_from(|v| std::env::var(v).ok())
     }
 
     /// This process's rank.
@@ -210,6 +211,13 @@ impl Job {
         t.bytes
             .fetch_add(std::mem::size_of_val(buf) as u64, Ordering::Relaxed);
         t.calls.fetch_add(1, Ordering::Relaxed);
+        t.total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Gradient allreduces this rank has taken part in since the job started: equal on every
+    /// rank while the ranks step together.
+    pub fn allreduces(&self) -> u64 {
+        self.traffic.total.load(Ordering::Relaxed)
     }
 
     /// Every rank's value, in rank order.
@@ -246,6 +254,17 @@ impl Job {
     }
 }
 
+/// [`Job::launcher_tasks`] from the variables `get` returns.
+pub(crate) fn launcher_tasks_from(get: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    let slurm = get("SLURM_PROCID").is_some();
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"]
+        .iter()
+        .filter(|v| slurm || **v != "SLURM_STEP_NUM_TASKS")
+        .filter_map(|v| get(v))
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+        .max()
+}
+
 /// How `replicas` replicas split over `ranks` ranks when a job shards its replicas (seeds,
 /// sweep grid points): contiguous blocks `first..end` in rank order, sizes differing by at most
 /// one, every rank at least one replica (`ranks <= replicas`).
@@ -257,7 +276,8 @@ pub fn replica_blocks(replicas: usize, ranks: usize) -> Vec<(usize, usize)> {
 }
 
 /// Ranks of this job on this node, from the launcher's environment (Open MPI's
-/// `OMPI_COMM_WORLD_LOCAL_SIZE`, MPICH's `MPI_LOCALNRANKS`, Slurm's `SLURM_NTASKS_PER_NODE`);
+/// `OMPI_COMM_WORLD_LOCAL_SIZE`, MPICH's `MPI_LOCALNRANKS`, Slurm's
+/// `SLURM_STEP_TASKS_PER_NODE` or `SLURM_NTASKS_PER_NODE`);
 /// 1 when none says. The memory preflight divides the node's budget by it.
 pub fn local_ranks() -> usize {
     local_ranks_from(|v| std::env::var(v).ok())
@@ -268,6 +288,9 @@ pub(crate) fn local_ranks_from(get: impl Fn(&str) -> Option<String>) -> usize {
     [
         "OMPI_COMM_WORLD_LOCAL_SIZE",
         "MPI_LOCALNRANKS",
+        // The job step's tasks per node before the allocation's (`srun -n1` inside a larger
+        // allocation is one task).
+        "SLURM_STEP_TASKS_PER_NODE",
         "SLURM_NTASKS_PER_NODE",
     ]
     .iter()
@@ -283,7 +306,31 @@ pub(crate) fn local_ranks_from(get: impl Fn(&str) -> Option<String>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Job, local_ranks_from, replica_blocks};
+    use super::{Job, launcher_tasks_from, local_ranks_from, replica_blocks};
+
+    #[test]
+    fn the_launchers_task_count_is_read_from_mpi_and_srun() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(launcher_tasks_from(env(&[])), None);
+        assert_eq!(
+            launcher_tasks_from(env(&[("OMPI_COMM_WORLD_SIZE", "4")])),
+            Some(4)
+        );
+        // Slurm's step size counts only inside a task srun started.
+        assert_eq!(
+            launcher_tasks_from(env(&[("SLURM_STEP_NUM_TASKS", "8")])),
+            None
+        );
+        let srun = env(&[("SLURM_PROCID", "3"), ("SLURM_STEP_NUM_TASKS", "8")]);
+        assert_eq!(launcher_tasks_from(srun), Some(8));
+    }
 
     proptest::proptest! {
         #[test]

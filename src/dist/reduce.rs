@@ -8,9 +8,10 @@
 //! samples the same batch). Clipping and Adam then run on the averaged gradient, identically on
 //! every rank.
 //!
-//! The buffer carries one more slot: the step's sequence number. Its sum over ranks must be
-//! `ranks x number`; anything else means the ranks no longer step together (a rank skipped
-//! or added a step), which is reported instead of averaging unrelated gradients.
+//! The ranks call it in lockstep by construction: every rank runs the same learner on equally
+//! many arenas, and the rate limiters of the replay learners count only inserts and samples,
+//! so every rank takes the same optimiser steps. The training loop compares the ranks'
+//! allreduce counts after every update and the parameters' checksums every few updates.
 
 use super::Job;
 use crate::critic::loss::Loss;
@@ -22,10 +23,8 @@ use crate::critic::{
 pub(crate) struct AllReduced {
     inner: Box<dyn CriticBackend>,
     job: Job,
-    /// Gradients plus the sequence slot, reused every step.
+    /// The gradients, reused every step.
     buf: Vec<f32>,
-    /// Steps taken (the sequence slot's value, modulo 2^16 so it stays exact in f32).
-    seq: u64,
     /// An averaging failure during an infallible [`CriticBackend::step`], reported by the
     /// next fallible call.
     failed: Option<CriticError>,
@@ -38,7 +37,6 @@ impl AllReduced {
             inner,
             job,
             buf: Vec::new(),
-            seq: 0,
             failed: None,
         }
     }
@@ -47,20 +45,9 @@ impl AllReduced {
     fn average(&mut self) -> Result<(), CriticError> {
         let grads = self.inner.grads()?;
         let ranks = self.job.size();
-        self.seq += 1;
-        let seq = (self.seq % 65_536) as f32;
         self.buf.clear();
         self.buf.extend_from_slice(&grads);
-        self.buf.push(seq);
         self.job.allreduce_sum_f32(&mut self.buf);
-        let got = self.buf.pop().unwrap_or(f32::NAN);
-        if got != seq * ranks as f32 {
-            return Err(CriticError::Desync {
-                step: self.seq,
-                expected: seq as f64 * ranks as f64,
-                got: got as f64,
-            });
-        }
         let inv = 1.0 / ranks as f32;
         self.buf.iter_mut().for_each(|g| *g *= inv);
         self.inner.set_grads(&self.buf)

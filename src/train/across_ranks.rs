@@ -24,14 +24,18 @@ pub(crate) fn gather_stats(
     if job.size() == 1 {
         return Ok(Some(stats));
     }
-    let bytes = serde_json::to_vec(&stats).map_err(|e| TrainError::Config(e.to_string()))?;
+    // RON keeps NaN and infinities (a diverging loss is reported, not a parse failure).
+    let bytes = ron::to_string(&stats)
+        .map_err(|e| TrainError::Config(e.to_string()))?
+        .into_bytes();
     let all = job.gather_bytes(&bytes);
     if !job.is_root() {
         return Ok(None);
     }
     let mut reports = Vec::with_capacity(all.len());
     for b in all {
-        let s: UpdateStats = serde_json::from_slice(&b).map_err(|e| {
+        let text = String::from_utf8_lossy(&b);
+        let s: UpdateStats = ron::from_str(&text).map_err(|e| {
             TrainError::Config(format!("a rank's update report does not parse: {e}"))
         })?;
         reports.push(s);
@@ -57,11 +61,15 @@ fn concat_replicas(reports: Vec<UpdateStats>) -> UpdateStats {
     let Some(mut out) = parts.next() else {
         return UpdateStats::replay((0.0, 0), (0.0, 0.0), Vec::new(), None);
     };
+    // The loss over every replica: each rank's mean weighted by its replicas.
+    let mut weighted = out.loss as f64 * out.per_replica.len() as f64;
     for s in parts {
+        weighted += s.loss as f64 * s.per_replica.len() as f64;
         out.per_replica.extend(s.per_replica);
         out.replica_scalars.extend(s.replica_scalars);
         out.opponents_per_replica.extend(s.opponents_per_replica);
     }
+    out.loss = (weighted / out.per_replica.len().max(1) as f64) as f32;
     out
 }
 
@@ -139,12 +147,27 @@ fn disagreement(all: &[u64], update: u64) -> Option<TrainError> {
     })
 }
 
-/// True on every rank when any rank was asked to stop.
-pub(crate) fn any_stop(job: &Job, mine: bool) -> bool {
+/// Whether any rank was asked to stop (true on every rank then), after checking that every
+/// rank has taken the same number of gradient allreduces (`update` updates done): ranks out of
+/// step are named instead of averaging unrelated gradients from then on.
+pub(crate) fn agree(job: &Job, stop: bool, update: u64) -> Result<bool, TrainError> {
     if job.size() == 1 {
-        return mine;
+        return Ok(stop);
     }
-    job.all_gather_u64(u64::from(mine)).iter().any(|&s| s != 0)
+    let all = job.all_gather_u64(job.allreduces() << 1 | u64::from(stop));
+    let steps: Vec<u64> = all.iter().map(|v| v >> 1).collect();
+    let differ: Vec<String> = (1..steps.len())
+        .filter(|&r| steps[r] != steps[0])
+        .map(|r| r.to_string())
+        .collect();
+    if !differ.is_empty() {
+        return Err(TrainError::Config(format!(
+            "after update {update} rank(s) {} took another number of optimiser steps than \
+             rank 0 (allreduces by rank: {steps:?}); the ranks no longer train one model",
+            differ.join(", ")
+        )));
+    }
+    Ok(all.iter().any(|v| v & 1 == 1))
 }
 
 #[cfg(test)]
@@ -187,7 +210,8 @@ mod tests {
         let lens: Vec<usize> = all.per_replica.iter().map(Vec::len).collect();
         assert_eq!(lens, [1, 0, 3]);
         assert_eq!(all.replica_scalars[2], (0.3, 0.001));
-        assert_eq!((all.episodes.len(), all.loss), (1, 1.0));
+        // Replica 0's episodes; the loss over the three replicas: (2 x 1 + 1 x 5) / 3.
+        assert_eq!((all.episodes.len(), all.loss), (1, 7.0 / 3.0));
     }
 
     #[test]

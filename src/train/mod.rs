@@ -311,10 +311,15 @@ pub fn train_in(
     };
     let loaded = load_scenario(cfg)?;
     let device: Chosen = choose_device(cfg.device)?;
-    // Ranks on one node share its memory.
+    // Ranks on one node share its memory (a one-rank job keeps the whole budget).
+    let share = if job.size() > 1 {
+        crate::dist::local_ranks() as u64
+    } else {
+        1
+    };
     let budget = opts
         .memory_budget
-        .unwrap_or_else(|| plan::default_budget() / crate::dist::local_ranks() as u64);
+        .unwrap_or_else(|| plan::default_budget() / share);
     let preflight = plan::PlanDevice::Chosen(&device);
     let planned = plan::plan_for(&mine, &loaded, preflight, budget, opts.gpu_memory);
     if let Some(refusal) = planned.refusal() {
@@ -389,7 +394,8 @@ pub fn train_in(
     let checksum_every = opts.checksum_every.unwrap_or(CHECKSUM_EVERY).max(1);
     let ranked = (job, &fault, blocks.as_deref());
     while learner.updates_done() < last {
-        if across_ranks::any_stop(job, stop.load(Ordering::SeqCst)) {
+        let done = learner.updates_done();
+        if across_ranks::agree(job, stop.load(Ordering::SeqCst), done)? {
             interrupted = true;
             break;
         }
@@ -517,7 +523,32 @@ fn open_run_dir(out: &Path, resume: bool, job: &Job) -> Result<RunDir, RunError>
     } else {
         None
     };
+    // Every rank writes its checkpoint shard into the run directory: it must be the same
+    // directory on every node. Rank 0 leaves a token the others must see.
+    let token = out.join(".job-token");
+    if job.size() > 1 && job.is_root() {
+        std::fs::write(&token, b"rank 0")
+            .map_err(|e| RunError::Ranks(format!("{}: {e}", token.display())))?;
+    }
     job.barrier();
+    if job.size() > 1 {
+        let seen = job.all_gather_u64(u64::from(token.exists()));
+        if job.is_root() {
+            let _ = std::fs::remove_file(&token);
+        }
+        let blind: Vec<String> = (0..seen.len())
+            .filter(|&r| seen[r] == 0)
+            .map(|r| r.to_string())
+            .collect();
+        if !blind.is_empty() {
+            return Err(RunError::Ranks(format!(
+                "rank(s) {} cannot see the run directory {} rank 0 created: every rank writes \
+                 its checkpoint shard there, so it must be on a filesystem all nodes share",
+                blind.join(", "),
+                out.display()
+            )));
+        }
+    }
     match dir {
         Some(d) => Ok(d),
         None if resume => Ok(RunDir::open_read_only(out)?),

@@ -146,19 +146,28 @@ impl Plan {
         let (n, l) = (ranks.max(1) as u64, per_node.clamp(1, ranks.max(1)) as u64);
         let a = cfg.arenas as u64;
         let replicas = cfg.all_replica_count();
-        let mut out = if replicas > 1 {
+        let mut out = if cfg.threaded {
+            format!("ranks: {n}: train refuses threaded: true on several ranks\n")
+        } else if replicas > 1 {
             let blocks = crate::dist::replica_blocks(replicas, ranks.max(1));
             let shares: Vec<String> = blocks
                 .iter()
                 .enumerate()
                 .map(|(r, (first, end))| format!("rank {r}: {first}..{end}"))
                 .collect();
-            format!(
-                "ranks: {n} ({l} per node); the {replicas} replicas are split over the ranks in \
-                 blocks ({}), each rank trains its own with no gradient exchange; every replica \
-                 steps {a} arenas; the table is the largest block's\n",
-                shares.join(", ")
-            )
+            if (replicas as u64) < n {
+                format!(
+                    "ranks: {n}: train refuses {replicas} replicas on {n} ranks (each rank needs a \
+                     whole replica); use at most {replicas} ranks\n"
+                )
+            } else {
+                format!(
+                    "ranks: {n} ({l} per node); the {replicas} replicas are split over the ranks in \
+                     blocks ({}), each rank trains its own with no gradient exchange; every \
+                     replica steps {a} arenas; the table is the largest block's\n",
+                    shares.join(", ")
+                )
+            }
         } else {
             format!(
                 "ranks: {n} ({l} per node); rank r steps the job's arenas r x {a} .. r x {a} + {}, \

@@ -184,7 +184,9 @@ impl Pqn {
             nets: single.nets * replicas,
             ..single
         };
-        let mut critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
+        // One replica: its own seed (a rank's one-replica share of a split run may be replica
+        // k > 0, seeded `seed + k`; a plain run's replica 0 has the run's seed).
+        let mut critic = Critic::new(spec, reps[0].seed, device)?.data_parallel(job);
         if replicas > 1 {
             let params: Vec<f32> = reps
                 .iter()

@@ -40,6 +40,8 @@ pub(crate) fn replicas_critic(
         nets: single.nets * reps.len(),
         ..single
     };
+    // One replica: its own seed (a rank's one-replica share of a split run may be replica k > 0).
+    let seed = reps.first().map_or(seed, |r| r.cfg.seed);
     let mut critic = Critic::new(spec, seed, device)?.data_parallel(job);
     if reps.len() > 1 {
         let params: Vec<f32> = reps

@@ -100,15 +100,18 @@ pub(crate) fn save(
     }
     job.barrier();
     let shard = tmp.join(shard_name(job.rank()));
+    // `create_dir`, not `create_dir_all`: the temporary directory is rank 0's, and a rank that
+    // does not see it must fail, not write its shard elsewhere.
     if blocks.is_some() {
-        fs::create_dir_all(&shard).map_err(io(&shard))?;
+        fs::create_dir(&shard).map_err(io(&shard))?;
         fault.in_checkpoint(job.rank(), &shard);
         write_checkpoint_files(&shard, c, true)?;
         assemble(&tmp, c, job)?;
     } else if job.is_root() {
+        fault.in_checkpoint(job.rank(), &tmp);
         write_checkpoint_files(&tmp, c, true)?;
     } else {
-        fs::create_dir_all(&shard).map_err(io(&shard))?;
+        fs::create_dir(&shard).map_err(io(&shard))?;
         fault.in_checkpoint(job.rank(), &shard);
         // The shard holds this rank's state and extra tensors; the parameters and Adam are
         // rank 0's (every rank holds the same).
@@ -178,6 +181,14 @@ pub(crate) fn load_latest(dir: &RunDir, job: &Job) -> Result<Checkpoint, RunDirE
             path,
             saved,
             now: job.size(),
+        });
+    }
+    if let Some(m) = &manifest
+        && let Some(missing) = m.shards.iter().find(|s| !path.join(s).is_dir())
+    {
+        return Err(RunDirError::Damaged {
+            path: path.clone(),
+            reason: format!("the manifest names shard {missing}, which is not there"),
         });
     }
     // Replicas split over ranks: each rank's whole checkpoint is its shard.
