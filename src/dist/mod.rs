@@ -308,16 +308,18 @@ pub(crate) fn local_ranks_from(get: impl Fn(&str) -> Option<String>) -> usize {
 mod tests {
     use super::{Job, launcher_tasks_from, local_ranks_from, replica_blocks};
 
+    /// An environment holding only `pairs`.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
     #[test]
     fn the_launchers_task_count_is_read_from_mpi_and_srun() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         assert_eq!(launcher_tasks_from(env(&[])), None);
         assert_eq!(
             launcher_tasks_from(env(&[("OMPI_COMM_WORLD_SIZE", "4")])),
@@ -354,14 +356,6 @@ mod tests {
 
     #[test]
     fn local_ranks_read_the_launchers_variables() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         assert_eq!(local_ranks_from(env(&[])), 1);
         assert_eq!(
             local_ranks_from(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "4")])),
