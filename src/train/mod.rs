@@ -349,6 +349,9 @@ pub fn train_in(
     } else {
         None
     };
+    if let Some((update, _)) = &restored {
+        same_checkpoint(job, *update, &dir)?;
+    }
     let resume_note = match &restored {
         Some((_, Resume::Approximate(why))) => {
             let note = format!("this resume is approximate: {why}");
@@ -509,6 +512,23 @@ fn refuse_across_ranks(cfg: &RunConfig, job: &Job) -> Result<(), RunError> {
         )));
     }
     Ok(())
+}
+
+/// Every rank resumed from the checkpoint of the same update (a filesystem that shows ranks
+/// different directory listings would otherwise let them continue from different places).
+fn same_checkpoint(job: &Job, update: u64, dir: &RunDir) -> Result<(), RunError> {
+    if job.size() == 1 {
+        return Ok(());
+    }
+    let all = job.all_gather_u64(update);
+    if all.iter().all(|&u| u == all[0]) {
+        return Ok(());
+    }
+    Err(RunError::Ranks(format!(
+        "the ranks found different newest checkpoints in {} (update by rank: {all:?}); is the \
+         run directory on one shared filesystem?",
+        dir.path.display()
+    )))
 }
 
 /// The run directory, created (or opened to resume) by rank 0; the other ranks wait for it
