@@ -224,9 +224,23 @@ fn gradients_match(job: &Job, device: &Chosen) {
     })
     .unwrap();
     let local = dp.grads().unwrap();
-    dp.step(&AdamConfig::default());
+    // RAdam's first step is plain SGD with momentum: p - lr x gradient, so the step itself
+    // shows which gradient it applied.
+    let sgd = AdamConfig {
+        lr: 1.0,
+        max_grad_norm: None,
+        radam: true,
+        ..AdamConfig::default()
+    };
+    let before = dp.params().unwrap();
+    dp.step(&sgd);
     dp.step_stats().unwrap();
     let got = dp.grads().unwrap();
+    let applied: Vec<f32> = before
+        .iter()
+        .zip(dp.params().unwrap())
+        .map(|(b, a)| b - a)
+        .collect();
     let scale = want.iter().fold(0f32, |m, g| m.max(g.abs()));
     let worst = got
         .iter()
@@ -236,6 +250,15 @@ fn gradients_match(job: &Job, device: &Chosen) {
     assert!(
         worst <= 1e-5 * scale,
         "averaged gradient off by {worst} (largest gradient {scale})"
+    );
+    // The step applied the averaged gradient (up to the rounding of p - g).
+    let off = applied
+        .iter()
+        .zip(&want)
+        .fold(0f32, |m, (d, w)| m.max((d - w).abs()));
+    assert!(
+        off <= 1e-5 * scale + 1e-6,
+        "the step applied a gradient off by {off} (largest gradient {scale})"
     );
     // The rank's own gradient is not the job's (the test would pass without averaging
     // otherwise).
