@@ -325,7 +325,7 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
 /// Every rank's `params`, equal bit for bit (checked at rank 0; every rank learns the answer).
 fn assert_all_equal(job: &Job, params: &[f32], what: &str) {
     let bytes: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    let all = job.gather_bytes(&bytes);
+    let all = job.gather_bytes(&bytes).unwrap();
     let same = u64::from(all.iter().all(|b| *b == all[0]));
     let agreed = job.all_gather_u64(if job.is_root() { same } else { 1 });
     assert_eq!(agreed[0], 1, "{what}: the ranks' parameters differ");

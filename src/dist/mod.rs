@@ -114,6 +114,12 @@ pub enum JobError {
         "MPI could not be initialised (was it already, or is the launcher's environment broken?)"
     )]
     Init,
+    /// A gather of more bytes than MPI's 32-bit counts address.
+    #[error("gathering {bytes} bytes at rank 0: MPI counts address at most 2 GiB in one gather")]
+    TooLarge {
+        /// The bytes of every rank together.
+        bytes: u64,
+    },
     /// MPI gave less thread support than training needs.
     #[error(
         "the MPI library supports only {0} threading; training needs `serialized` (one thread at a time)"
@@ -225,9 +231,16 @@ impl Job {
         self.comm.all_gather_u64(value)
     }
 
-    /// Every rank's bytes at rank 0 (empty elsewhere).
-    pub fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
-        self.comm.gather_bytes(bytes)
+    /// Every rank's bytes at rank 0 (empty elsewhere). MPI counts in 32-bit integers: more
+    /// than 2 GiB in all is refused, on every rank alike.
+    pub fn gather_bytes(&self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, JobError> {
+        if self.size() > 1 {
+            let total: u64 = self.all_gather_u64(bytes.len() as u64).iter().sum();
+            if total > i32::MAX as u64 {
+                return Err(JobError::TooLarge { bytes: total });
+            }
+        }
+        Ok(self.comm.gather_bytes(bytes))
     }
 
     /// Waits for every rank.

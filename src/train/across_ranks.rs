@@ -28,7 +28,9 @@ pub(crate) fn gather_stats(
     let bytes = ron::to_string(&stats)
         .map_err(|e| TrainError::Config(e.to_string()))?
         .into_bytes();
-    let all = job.gather_bytes(&bytes);
+    let all = job
+        .gather_bytes(&bytes)
+        .map_err(|e| TrainError::Config(e.to_string()))?;
     if !job.is_root() {
         return Ok(None);
     }

@@ -64,14 +64,20 @@ pub fn read_manifest(path: &Path) -> Result<Option<Manifest>, RunDirError> {
 }
 
 /// Every rank's `values` concatenated in rank order at rank 0 (empty elsewhere).
-fn gather_f32(job: &Job, values: &[f32]) -> Vec<f32> {
-    job.gather_bytes(bytemuck::cast_slice(values))
+fn gather_f32(job: &Job, values: &[f32], tmp: &Path) -> Result<Vec<f32>, RunDirError> {
+    let all = job
+        .gather_bytes(bytemuck::cast_slice(values))
+        .map_err(|e| RunDirError::Damaged {
+            path: tmp.to_path_buf(),
+            reason: format!("cannot assemble every replica's networks: {e}"),
+        })?;
+    Ok(all
         .iter()
         .flat_map(|b| {
             b.chunks_exact(4)
                 .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         })
-        .collect()
+        .collect())
 }
 
 /// Saves this rank's part of the checkpoint `c` (every rank calls it, with the same update)
@@ -139,14 +145,14 @@ pub(crate) fn save(
 /// Rank 0 writes the run's networks (every rank's replicas, in rank order) into `tmp`'s own
 /// files, for one-process readers; every rank takes part.
 fn assemble(tmp: &Path, c: &Checkpoint, job: &Job) -> Result<(), RunDirError> {
-    let params = gather_f32(job, &c.params);
-    let adam_m = gather_f32(job, &c.adam_m);
-    let adam_v = gather_f32(job, &c.adam_v);
+    let params = gather_f32(job, &c.params, tmp)?;
+    let adam_m = gather_f32(job, &c.adam_m, tmp)?;
+    let adam_v = gather_f32(job, &c.adam_v, tmp)?;
     let models = match find(&c.extra, "models.params") {
         Some(Tensor::F32(m)) => m.as_slice(),
         _ => &[],
     };
-    let models = gather_f32(job, models);
+    let models = gather_f32(job, models, tmp)?;
     if !job.is_root() {
         return Ok(());
     }
