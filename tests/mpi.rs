@@ -201,29 +201,24 @@ fn gradients_match(job: &Job, device: &Chosen) {
             .map(|i| ((i * 7) % 11) as f32 / 10.0)
             .collect()
     };
+    // The MSE gradient of `critic` over rows `first..first + r` (observations `obs`).
+    let backward = |critic: &mut Critic, obs: &[u8], first: usize, r: usize| {
+        critic.forward(Input::U8(obs), &nets(r)).unwrap();
+        let (a, t) = (actions(first, r), targets(first, r));
+        let loss = Loss::Mse {
+            actions: &a,
+            targets: &t,
+            mask: None,
+        };
+        critic.loss_backward(&loss).unwrap();
+        critic.grads().unwrap()
+    };
     // One process over every row.
     let mut one = Critic::new(spec, 3, device).unwrap();
-    one.forward(Input::U8(obs_full), &nets(rows_full)).unwrap();
-    let (a, t) = (actions(0, rows_full), targets(0, rows_full));
-    one.loss_backward(&Loss::Mse {
-        actions: &a,
-        targets: &t,
-        mask: None,
-    })
-    .unwrap();
-    let want = one.grads().unwrap();
+    let want = backward(&mut one, obs_full, 0, rows_full);
     // This rank over its rows, averaged over the ranks by the step.
-    let first = job.rank() * rows;
     let mut dp = Critic::new(spec, 3, device).unwrap().data_parallel(job);
-    dp.forward(Input::U8(obs_mine), &nets(rows)).unwrap();
-    let (a, t) = (actions(first, rows), targets(first, rows));
-    dp.loss_backward(&Loss::Mse {
-        actions: &a,
-        targets: &t,
-        mask: None,
-    })
-    .unwrap();
-    let local = dp.grads().unwrap();
+    let local = backward(&mut dp, obs_mine, job.rank() * rows, rows);
     // RAdam's first step is plain SGD with momentum: p - lr x gradient, so the step itself
     // shows which gradient it applied.
     let sgd = AdamConfig {
@@ -242,35 +237,31 @@ fn gradients_match(job: &Job, device: &Chosen) {
         .map(|(b, a)| b - a)
         .collect();
     let scale = want.iter().fold(0f32, |m, g| m.max(g.abs()));
-    let worst = got
-        .iter()
-        .zip(&want)
-        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+    let worst = max_diff(&got, &want);
     assert!(scale > 0.0);
     assert!(
         worst <= 1e-5 * scale,
         "averaged gradient off by {worst} (largest gradient {scale})"
     );
     // The step applied the averaged gradient (up to the rounding of p - g).
-    let off = applied
-        .iter()
-        .zip(&want)
-        .fold(0f32, |m, (d, w)| m.max((d - w).abs()));
+    let off = max_diff(&applied, &want);
     assert!(
         off <= 1e-5 * scale + 1e-6,
         "the step applied a gradient off by {off} (largest gradient {scale})"
     );
     // The rank's own gradient is not the job's (the test would pass without averaging
     // otherwise).
-    let own_diff = local
-        .iter()
-        .zip(&want)
-        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+    let own_diff = max_diff(&local, &want);
     assert!(
         own_diff > 1e-3 * scale,
         "rank {}: own gradient already equal",
         job.rank()
     );
+}
+
+/// The largest element-wise difference of `a` and `b`.
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
 }
 
 fn pursuit_3() -> (RunConfig, LoadedScenario) {

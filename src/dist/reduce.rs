@@ -23,8 +23,6 @@ use crate::critic::{
 pub(crate) struct AllReduced {
     inner: Box<dyn CriticBackend>,
     job: Job,
-    /// The gradients, reused every step.
-    buf: Vec<f32>,
     /// An averaging failure during an infallible [`CriticBackend::step`], reported by the
     /// next fallible call.
     failed: Option<CriticError>,
@@ -36,21 +34,18 @@ impl AllReduced {
         AllReduced {
             inner,
             job,
-            buf: Vec::new(),
             failed: None,
         }
     }
 
     /// Replaces the gradients by their mean over ranks.
     fn average(&mut self) -> Result<(), CriticError> {
-        let grads = self.inner.grads()?;
-        let ranks = self.job.size();
-        self.buf.clear();
-        self.buf.extend_from_slice(&grads);
-        self.job.allreduce_sum_f32(&mut self.buf);
-        let inv = 1.0 / ranks as f32;
-        self.buf.iter_mut().for_each(|g| *g *= inv);
-        self.inner.set_grads(&self.buf)
+        // The backend's copy of its gradients is the buffer that is summed and written back.
+        let mut grads = self.inner.grads()?;
+        self.job.allreduce_sum_f32(&mut grads);
+        let inv = 1.0 / self.job.size() as f32;
+        grads.iter_mut().for_each(|g| *g *= inv);
+        self.inner.set_grads(&grads)
     }
 
     fn pending(&mut self) -> Result<(), CriticError> {

@@ -425,43 +425,40 @@ pub fn train_in(
             across_ranks::check_checksums(job, &params, update)?;
         }
         let traffic = job.take_traffic();
-        let Some(stats) = across_ranks::gather_stats(job, stats, blocks.is_some())? else {
-            if update % cfg.checkpoint_every == 0 {
-                checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
+        // Rank 0 reports the job's update; the other ranks' reports went to it.
+        if let Some(stats) = across_ranks::gather_stats(job, stats, blocks.is_some())? {
+            let sps = (cfg.steps_per_update() * ranks) as f64 / secs.max(1e-9);
+            let done = (update, learner.env_steps() * ranks);
+            let layout = learner.batch().layout();
+            let seconds = start.elapsed().as_secs_f64();
+            let (mut line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
+            if job.size() > 1 {
+                line["ranks"] = job.size().into();
+                line["allreduce_seconds"] = traffic.seconds.into();
+                line["allreduce_bytes"] = traffic.bytes.into();
+                line["allreduce_calls"] = traffic.calls.into();
             }
-            continue;
-        };
-        let sps = (cfg.steps_per_update() * ranks) as f64 / secs.max(1e-9);
-        let done = (update, learner.env_steps() * ranks);
-        let layout = learner.batch().layout();
-        let seconds = start.elapsed().as_secs_f64();
-        let (mut line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
-        if job.size() > 1 {
-            line["ranks"] = job.size().into();
-            line["allreduce_seconds"] = traffic.seconds.into();
-            line["allreduce_bytes"] = traffic.bytes.into();
-            line["allreduce_calls"] = traffic.calls.into();
-        }
-        if let Some(r) = mean_return {
-            recent.push_back(r);
-            if recent.len() > 20 {
-                recent.pop_front();
+            if let Some(r) = mean_return {
+                recent.push_back(r);
+                if recent.len() > 20 {
+                    recent.pop_front();
+                }
             }
+            dir.append_metrics(&line.to_string())?;
+            if let Some(board) = &mut board {
+                board.log(&stats, layout.learners, done.1, sps)?;
+            }
+            let recent_mean = if recent.is_empty() {
+                f64::NAN
+            } else {
+                recent.iter().sum::<f64>() / recent.len() as f64
+            };
+            bar.set_position(done.1);
+            bar.set_message(format!(
+                "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
+                stats.loss
+            ));
         }
-        dir.append_metrics(&line.to_string())?;
-        if let Some(board) = &mut board {
-            board.log(&stats, layout.learners, done.1, sps)?;
-        }
-        let recent_mean = if recent.is_empty() {
-            f64::NAN
-        } else {
-            recent.iter().sum::<f64>() / recent.len() as f64
-        };
-        bar.set_position(done.1);
-        bar.set_message(format!(
-            "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
-            stats.loss
-        ));
         if update % cfg.checkpoint_every == 0 {
             checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
         }

@@ -391,7 +391,7 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
 }
 
 /// Little-endian 4-byte words of a tensor's data.
-fn le_words(data: &[u8]) -> impl Iterator<Item = [u8; 4]> + '_ {
+pub(crate) fn le_words(data: &[u8]) -> impl Iterator<Item = [u8; 4]> + '_ {
     data.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]])
 }
 

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use super::faults::Fault;
 use super::run_dir::{
-    Checkpoint, RunDir, RunDirError, checkpoint_name, io, load_checkpoint, write_checkpoint_files,
-    write_synced,
+    Checkpoint, RunDir, RunDirError, checkpoint_name, io, le_words, load_checkpoint,
+    write_checkpoint_files, write_synced,
 };
 use super::tensors::{NamedTensors, Tensor, find};
 use crate::dist::Job;
@@ -73,10 +73,7 @@ fn gather_f32(job: &Job, values: &[f32], tmp: &Path) -> Result<Vec<f32>, RunDirE
         })?;
     Ok(all
         .iter()
-        .flat_map(|b| {
-            b.chunks_exact(4)
-                .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        })
+        .flat_map(|b| le_words(b).map(f32::from_le_bytes))
         .collect())
 }
 
