@@ -1,0 +1,45 @@
+"""VecEnv: the engine's buffers as live, read-only numpy views; bad input refused."""
+
+import numpy as np
+import pytest
+
+import gridarena
+
+
+def test_views_are_the_engines_buffers_and_follow_each_step():
+    env = gridarena.VecEnv("pursuit", 16, seed=3, threads=1)
+    obs = env.obs
+    assert obs.shape == (16, env.num_agents, env.obs_len) == (16, 8, 147)
+    assert obs.dtype == np.uint8 and not obs.flags.writeable and not obs.flags.owndata
+    before = obs.copy()
+    rewards, terminated, truncated = env.step(np.zeros((16, 8), dtype=np.int64))
+    assert rewards.shape == (16, 8) and terminated.shape == truncated.shape == (16,)
+    # The same memory, now showing the new step.
+    assert np.shares_memory(obs, env.obs)
+    assert (obs != before).any()
+
+
+def test_same_seed_and_actions_give_the_same_observations():
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 5, size=(8, 8)) for _ in range(50)]
+    runs = []
+    for threads in (1, 2):
+        env = gridarena.VecEnv("pursuit", 8, seed=11, threads=threads)
+        seen = [env.obs.copy()]
+        for a in actions:
+            env.step(a)
+            seen.append(env.obs.copy())
+        runs.append(np.stack(seen))
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_bad_input_is_refused_with_a_message():
+    env = gridarena.VecEnv("coin_game", 4, seed=0)
+    with pytest.raises(ValueError, match="actions are 0..5"):
+        env.step(np.full((4, 2), 5))
+    with pytest.raises(ValueError, match=r"needs \[4, 2\]"):
+        env.step(np.zeros((4, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="not a shipped scenario"):
+        gridarena.VecEnv("no_such_scenario", 4)
+    with pytest.raises(ValueError, match="threads"):
+        gridarena.VecEnv("pursuit", 4, threads=0)
