@@ -43,3 +43,29 @@ def test_bad_input_is_refused_with_a_message():
         gridarena.VecEnv("no_such_scenario", 4)
     with pytest.raises(ValueError, match="threads"):
         gridarena.VecEnv("pursuit", 4, threads=0)
+
+
+def test_no_allocation_growth_over_ten_thousand_steps():
+    import tracemalloc
+
+    env = gridarena.VecEnv("pursuit", 64, seed=2, threads=1)
+    rng = np.random.default_rng(1)
+    actions = [rng.integers(0, 5, size=(64, 8)) for _ in range(16)]
+    for i in range(200):  # warm up: first episodes, lazily grown buffers
+        env.step(actions[i % 16])
+    def resident_bytes():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    rss = resident_bytes()
+    tracemalloc.start()
+    base, _ = tracemalloc.get_traced_memory()
+    for i in range(10_000):
+        env.step(actions[i % 16])
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # Python-side memory after 10,000 steps is what it was (each step's views are freed), and
+    # the process (the engine's side included) has not grown.
+    assert current - base < 64 * 1024, f"Python memory grew {current - base} bytes"
+    grown = resident_bytes() - rss
+    assert grown < 4 << 20, f"resident memory grew {grown} bytes"
