@@ -94,6 +94,9 @@ struct VecEnv {
     actions: usize,
 }
 
+/// Finished episodes a `VecEnv` keeps until `episodes()` takes them.
+const EPISODE_LOG: usize = 1 << 16;
+
 /// A numpy view of `data` shaped `shape`, kept alive by `owner` and read-only.
 fn view<'py, T: Element, D: Dimension>(
     owner: &Bound<'py, VecEnv>,
@@ -121,8 +124,11 @@ impl VecEnv {
     #[pyo3(signature = (scenario, num_arenas, seed=0, threads=None))]
     fn new(scenario: &str, num_arenas: usize, seed: u64, threads: Option<usize>) -> PyResult<Self> {
         let loaded = load(scenario)?;
-        let batch = EnvBatch::new(&loaded, num_arenas, seed)
+        let mut batch = EnvBatch::new(&loaded, num_arenas, seed)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        // Finished episodes are kept (at most EPISODE_LOG, the oldest dropped) until
+        // `episodes()` takes them.
+        batch.start_episode_log(EPISODE_LOG);
         let mut pool = rayon::ThreadPoolBuilder::new();
         if let Some(t) = threads {
             if t == 0 {
@@ -259,6 +265,34 @@ impl VecEnv {
     /// Resets every arena (a new episode everywhere).
     fn reset(&mut self) {
         self.batch.reset();
+    }
+
+    /// The names of the scenario's episode counters (e.g. `catches`), in `episodes()` order.
+    #[getter]
+    fn counter_names(&self) -> Vec<String> {
+        self.batch.layout().counter_names.clone()
+    }
+
+    /// The episodes that finished since the last call (at most the newest 65,536), as a list
+    /// of dicts: `arena`, `length`, `terminated`, `returns` (per agent slot, learners first),
+    /// `counters` (name to count).
+    fn episodes<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let names = self.batch.layout().counter_names.clone();
+        let mut out = Vec::new();
+        for e in self.batch.take_episodes() {
+            let d = PyDict::new(py);
+            d.set_item("arena", e.arena)?;
+            d.set_item("length", e.length)?;
+            d.set_item("terminated", e.terminated)?;
+            d.set_item("returns", e.returns)?;
+            let counters = PyDict::new(py);
+            for (n, c) in names.iter().zip(&e.counters) {
+                counters.set_item(n, c)?;
+            }
+            d.set_item("counters", counters)?;
+            out.push(d);
+        }
+        Ok(out)
     }
 }
 
