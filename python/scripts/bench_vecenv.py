@@ -40,11 +40,10 @@ def rust(binary, arenas, steps):
         [binary, "bench", "env", "--arenas", str(arenas), "--steps", str(steps), "--repeat", "1"],
         capture_output=True, text=True, check=True,
     ).stdout
-    m = re.search(r"([\d.,]+)\s*([MK]?)\s*agent-steps/s", out)
+    m = re.search(r"agent-steps/s \(median\):\s*(\d+)", out)
     if not m:
         raise SystemExit(f"cannot read `bench env`'s output:\n{out}")
-    scale = {"M": 1e6, "K": 1e3, "": 1.0}[m.group(2)]
-    return float(m.group(1).replace(",", "")) * scale
+    return float(m.group(1))
 
 
 def pettingzoo(episodes):
