@@ -94,6 +94,47 @@ struct VecEnv {
     actions: usize,
 }
 
+/// The observations `[T + 1, B, N, O]` of `num_arenas` arenas of `scenario` seeded `seed` and
+/// stepped with `actions` `[T, B, N]`, computed by the Rust engine alone and copied out (the
+/// reference `VecEnv`'s views are checked against).
+#[pyfunction]
+fn engine_observations<'py>(
+    py: Python<'py>,
+    scenario: &str,
+    num_arenas: usize,
+    seed: u64,
+    actions: numpy::PyReadonlyArray3<'py, i64>,
+) -> PyResult<Bound<'py, PyArray<u8, numpy::Ix4>>> {
+    let loaded = load(scenario)?;
+    let mut batch = EnvBatch::new(&loaded, num_arenas, seed)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let (n, o) = (batch.layout().learners, batch.layout().obs_len);
+    let shape = actions.shape().to_vec();
+    if shape.len() != 3 || shape[1] != num_arenas || shape[2] != n {
+        return Err(PyValueError::new_err(format!(
+            "actions of shape {shape:?}; need [T, {num_arenas}, {n}]"
+        )));
+    }
+    let t = shape[0];
+    let flat = actions
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("actions must be contiguous"))?;
+    let mut out = Vec::with_capacity((t + 1) * num_arenas * n * o);
+    out.extend_from_slice(&batch.buffers().obs);
+    for step in flat.chunks(num_arenas * n) {
+        for (d, &a) in batch.actions_mut().iter_mut().zip(step) {
+            *d = u8::try_from(a).map_err(|_| PyValueError::new_err(format!("action {a}")))?;
+        }
+        batch
+            .step()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        out.extend_from_slice(&batch.buffers().obs);
+    }
+    let arr = numpy::ndarray::Array4::from_shape_vec((t + 1, num_arenas, n, o), out)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(PyArray::from_owned_array(py, arr))
+}
+
 /// Finished episodes a `VecEnv` keeps until `episodes()` takes them.
 const EPISODE_LOG: usize = 1 << 16;
 
@@ -456,5 +497,6 @@ fn _gridarena(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(load_policy, m)?)?;
     m.add_function(wrap_pyfunction!(eval, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_observations, m)?)?;
     Ok(())
 }

@@ -69,3 +69,18 @@ def test_no_allocation_growth_over_ten_thousand_steps():
     assert current - base < 64 * 1024, f"Python memory grew {current - base} bytes"
     grown = resident_bytes() - rss
     assert grown < 4 << 20, f"resident memory grew {grown} bytes"
+
+
+@pytest.mark.parametrize("scenario", gridarena.scenarios())
+def test_vecenv_observations_equal_the_engines(scenario):
+    from gridarena._gridarena import engine_observations
+
+    env = gridarena.VecEnv(scenario, 6, seed=21, threads=2)
+    rng = np.random.default_rng(5)
+    actions = rng.integers(0, env.num_actions, size=(40, 6, env.num_agents))
+    seen = [env.obs.copy()]
+    for a in actions:
+        env.step(a)
+        seen.append(env.obs.copy())
+    want = engine_observations(scenario, 6, 21, actions)
+    assert np.array_equal(np.stack(seen), want)
