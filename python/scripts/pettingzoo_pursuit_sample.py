@@ -2,7 +2,7 @@
 """PettingZoo's own pursuit_v5 under uniformly random actions: catches per 500-step episode and
 each pursuer's return, written as the JSON sample the fidelity test compares gridarena against.
 
-    python python/scripts/pettingzoo_pursuit_sample.py --episodes 200 --surround true \
+    python python/scripts/pettingzoo_pursuit_sample.py --episodes 400 --surround true \
         --out python/tests/data/pettingzoo_pursuit_surround.json
 
 PettingZoo steps ~2-5 s per episode on a laptop core, so the test reads this committed sample
@@ -12,6 +12,7 @@ Needs `pip install pettingzoo pygame scipy`.
 
 import argparse
 import json
+import os
 import platform
 
 import numpy as np
@@ -43,21 +44,21 @@ def main():
     env = pursuit_v5.parallel_env(surround=a.surround == "true")
     rng = np.random.default_rng(a.seed)
     catches, returns = [], []
+    source = (
+        f"pettingzoo {pettingzoo.__version__} sisl.pursuit_v5, surround={a.surround}, "
+        f"uniform random actions, seed {a.seed}, python {platform.python_version()}"
+    )
     for k in range(a.episodes):
         c, r = episode(env, rng)
         catches.append(c)
         returns.append(r)
         print(f"episode {k + 1}/{a.episodes}: {c} catches", flush=True)
-    json.dump(
-        {
-            "source": f"pettingzoo {pettingzoo.__version__} sisl.pursuit_v5, surround={a.surround}, "
-            f"uniform random actions, seed {a.seed}, python {platform.python_version()}",
-            "catches": catches,
-            "returns": returns,
-        },
-        open(a.out, "w"),
-    )
-
+        if (k + 1) % 10 == 0 or k + 1 == a.episodes:
+            # Written as it goes (atomically): a stopped run keeps the episodes it finished.
+            tmp = a.out + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"source": source, "catches": catches, "returns": returns}, f)
+            os.replace(tmp, a.out)
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,7 @@
 """VecEnv: the engine's buffers as live, read-only numpy views; bad input refused."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,9 @@ def test_vecenv_observations_equal_the_engines(scenario):
         seen.append(env.obs.copy())
     want = engine_observations(scenario, 6, 21, actions)
     assert np.array_equal(np.stack(seen), want)
+
+
+def test_every_asset_is_shipped():
+    assets = pathlib.Path(__file__).parents[2] / "assets" / "scenarios"
+    on_disk = sorted(p.stem for p in assets.glob("*.ron"))
+    assert sorted(gridarena.scenarios()) == on_disk
