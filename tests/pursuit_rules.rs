@@ -358,3 +358,130 @@ fn placing_an_agent_on_a_wall_is_refused() {
         Err(EngineError::BadPosition { slot: 0, .. })
     ));
 }
+
+// ---- move_order: pettingzoo (PettingZoo pursuit_v5's agent cycle) -------------------------
+
+/// Parameters with PettingZoo's move order appended.
+fn pz(params: &str) -> String {
+    format!("{params}, move_order: pettingzoo")
+}
+
+#[test]
+fn pettingzoo_order_judges_catches_before_the_evaders_move() {
+    // Four pursuers hold the evader's neighbours; the evader steps onto a pursuer's cell. A
+    // second evader far away keeps the episode going.
+    let agents = [at(1, 2), at(3, 2), at(2, 1), at(2, 3), at(2, 2), at(4, 4)];
+    let actions = [STAY, STAY, STAY, STAY, LEFT, STAY];
+    let s = pursuit(&OPEN5, NO_SHARE, &roles(4, 2), "");
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &actions);
+    assert!(b.agents(0)[4].1, "simultaneous: the evader moved out first");
+    assert_eq!(b.agents(0)[4].0, GridPos { x: 1, y: 2 });
+
+    let s = pursuit(&OPEN5, &pz(NO_SHARE), &roles(4, 2), "");
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &actions);
+    assert!(!b.agents(0)[4].1, "pettingzoo: caught before it moves");
+    assert_eq!(b.agent_rewards(0), vec![5.0, 5.0, 5.0, 5.0, -5.0, 0.0]);
+    assert_eq!(b.counters(0), vec![1]);
+}
+
+#[test]
+fn pettingzoo_order_pays_tags_after_each_pursuers_move_divided_by_the_pursuers() {
+    let params = "surround: false, n_catch: 9, tag_reward: 0.8, urgency_reward: 0.0";
+    // The evader at (2,2) stays. Pursuer 0 (first to move) steps next to it; pursuer 1 steps
+    // next to it on the second move. PettingZoo pays after each of the two moves, divided
+    // by 2: pursuer 0 is adjacent in both (0.4 + 0.4), pursuer 1 only in the second (0.4).
+    let agents = [at(2, 4), at(0, 2), at(2, 2)];
+    let actions = [UP, RIGHT, STAY];
+    let s = pursuit(
+        &OPEN5,
+        &pz(&format!("{params}, shared_reward: false")),
+        &roles(2, 1),
+        "",
+    );
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &actions);
+    let r = b.agent_rewards(0);
+    assert!(
+        (r[0] - 0.8).abs() < 1e-6 && (r[1] - 0.4).abs() < 1e-6,
+        "{r:?}"
+    );
+
+    let s = pursuit(
+        &OPEN5,
+        &format!("{params}, shared_reward: false"),
+        &roles(2, 1),
+        "",
+    );
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &actions);
+    assert_eq!(
+        &b.agent_rewards(0)[..2],
+        &[0.8, 0.8],
+        "simultaneous: both adjacent after the step"
+    );
+
+    let s = pursuit(
+        &OPEN5,
+        &pz(&format!("{params}, shared_reward: true")),
+        &roles(2, 1),
+        "",
+    );
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &actions);
+    let r = b.agent_rewards(0);
+    assert!(
+        (r[0] - 0.6).abs() < 1e-6 && (r[1] - 0.6).abs() < 1e-6,
+        "shared: the mean, {r:?}"
+    );
+}
+
+#[test]
+fn pettingzoo_order_clamps_tag_neighbours_onto_the_map() {
+    let params = pz(
+        "surround: false, n_catch: 9, tag_reward: 1.0, urgency_reward: 0.0, shared_reward: false",
+    );
+    // One evader on the pursuer's own cell: counted once per neighbour off the map.
+    for (cell, expected) in [
+        (at(2, 2), 0.0),
+        (at(0, 2), 1.0),
+        (at(0, 0), 2.0),
+        (at(4, 4), 2.0),
+    ] {
+        let s = pursuit(&OPEN5, &params, &roles(1, 1), "");
+        let mut b = batch_with(&s, &[cell, cell]);
+        step(&mut b, &[STAY, STAY]);
+        assert_eq!(
+            b.agent_rewards(0)[0],
+            expected,
+            "pursuer and evader at {:?}",
+            cell.0
+        );
+    }
+}
+
+#[test]
+fn pettingzoo_order_credits_a_catching_pursuer_once_per_step() {
+    let params = "surround: false, n_catch: 2, tag_reward: 0.0, catch_reward: 5.0, urgency_reward: 0.0, shared_reward: false";
+    // Two pursuers share a cell with two evaders: both evaders are caught.
+    let agents = [at(2, 2), at(2, 2), at(2, 2), at(2, 2), at(0, 0)];
+    let s = pursuit(&OPEN5, params, &roles(2, 3), "");
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &[STAY; 5]);
+    assert_eq!(
+        &b.agent_rewards(0)[..2],
+        &[10.0, 10.0],
+        "simultaneous: per evader"
+    );
+
+    let s = pursuit(&OPEN5, &pz(params), &roles(2, 3), "");
+    let mut b = batch_with(&s, &agents);
+    step(&mut b, &[STAY; 5]);
+    assert_eq!(
+        b.agent_rewards(0),
+        vec![5.0, 5.0, -5.0, -5.0, 0.0],
+        "pettingzoo: once"
+    );
+    assert_eq!(b.counters(0), vec![2], "both evaders count as catches");
+}

@@ -3,14 +3,11 @@
 
 use std::path::Path;
 
-#[cfg(feature = "gpu")]
 use gridarena::layout::Layout;
 #[cfg(feature = "gpu")]
 use gridarena::render::gpu::Offscreen;
 use gridarena::render::scene::extract;
-#[cfg(feature = "gpu")]
-use gridarena::render::scene::{FLOOR, TOKEN, WALL, palette};
-#[cfg(feature = "gpu")]
+use gridarena::render::scene::{FLOOR, Scene, TOKEN, WALL, palette};
 use gridarena::rollout::Frame;
 use gridarena::scenario::Scenario;
 
@@ -26,7 +23,6 @@ fn offscreen() -> Option<Offscreen> {
     }
 }
 
-#[cfg(feature = "gpu")]
 fn frame(positions: Vec<(i16, i16)>, facing: Vec<u8>, items: Vec<u8>) -> Frame {
     let n = positions.len();
     Frame {
@@ -45,12 +41,14 @@ fn frame(positions: Vec<(i16, i16)>, facing: Vec<u8>, items: Vec<u8>) -> Frame {
 }
 
 /// The RGB at the centre of cell (x, y).
-#[cfg(feature = "gpu")]
 fn at(rgba: &[u8], width: u32, cell: u32, x: u32, y: u32, dx: u32, dy: u32) -> [u8; 3] {
     let (px, py) = (x * cell + dx, y * cell + dy);
     let i = ((py * width + px) * 4) as usize;
     [rgba[i], rgba[i + 1], rgba[i + 2]]
 }
+
+/// A renderer under test: scene and pixels per cell to `(width, height, RGBA)`.
+type Render<'a> = &'a mut dyn FnMut(&Scene, u32) -> (u32, u32, Vec<u8>);
 
 #[cfg(feature = "gpu")]
 #[test]
@@ -58,6 +56,45 @@ fn walls_agents_and_items_have_their_colours_at_their_cells() {
     let Some(mut gpu) = offscreen() else {
         return;
     };
+    check_colours(&mut |s, c| gpu.render(s, c).unwrap());
+}
+
+#[test]
+fn the_cpu_rasterizer_draws_the_same_colours_at_the_same_places() {
+    check_colours(&mut |s, c| gridarena::render::cpu::render(s, c));
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn the_cpu_rasterizer_matches_the_gpu_renderer_pixel_for_pixel_but_edges() {
+    let Some(mut gpu) = offscreen() else {
+        return;
+    };
+    let loaded = Scenario::load(Path::new("assets/scenarios/gift_refinements.ron")).unwrap();
+    let layout = Layout::derive(&loaded);
+    let positions = vec![(5, 5), (6, 5), (7, 5), (8, 5), (9, 5), (10, 5)];
+    let f = frame(
+        positions,
+        vec![0, 1, 2, 3, 0, 1],
+        vec![0; layout.width * layout.height],
+    );
+    let scene = extract(&layout, &f, Some(2));
+    for cell in [7, 16, 33] {
+        let (w, h, g) = gpu.render(&scene, cell).unwrap();
+        let (cw, ch, c) = gridarena::render::cpu::render(&scene, cell);
+        assert_eq!((w, h), (cw, ch));
+        let differ = g.chunks(4).zip(c.chunks(4)).filter(|(a, b)| a != b).count();
+        let share = differ as f64 / (w * h) as f64;
+        assert!(
+            share < 0.005,
+            "cell {cell}: {differ} of {} pixels differ",
+            w * h
+        );
+    }
+}
+
+/// Checks a renderer on known states: walls, floor, agents, a token and facings.
+fn check_colours(render: Render) {
     let cell = 16;
     // pursuit_3: 7x7, obstacles at (1,1), (5,1), (3,3), (1,5), (5,5); 2 pursuers, 1 evader.
     let loaded = Scenario::load(Path::new("assets/scenarios/pursuit_3.ron")).unwrap();
@@ -66,7 +103,7 @@ fn walls_agents_and_items_have_their_colours_at_their_cells() {
     assert_ne!(colors[0], colors[1], "each agent its own colour");
     assert_ne!(colors[0], colors[2]);
     let f = frame(vec![(0, 0), (6, 6), (2, 4)], Vec::new(), Vec::new());
-    let (w, h, rgba) = gpu.render(&extract(&layout, &f, None), cell).unwrap();
+    let (w, h, rgba) = render(&extract(&layout, &f, None), cell);
     assert_eq!((w, h), (7 * cell, 7 * cell));
     let c = cell / 2;
     assert_eq!(at(&rgba, w, cell, 3, 3, c, c), WALL, "obstacle");
@@ -86,7 +123,7 @@ fn walls_agents_and_items_have_their_colours_at_their_cells() {
     items[2 * layout.width + 3] = 1; // token at (3, 2)
     let positions = vec![(5, 5), (6, 5), (7, 5), (8, 5), (9, 5), (10, 5)];
     let f = frame(positions, vec![0, 1, 2, 3, 0, 0], items);
-    let (w, _, rgba) = gpu.render(&extract(&layout, &f, Some(1)), cell).unwrap();
+    let (w, _, rgba) = render(&extract(&layout, &f, Some(1)), cell);
     assert_eq!(at(&rgba, w, cell, 3, 2, c, c), TOKEN, "token");
     assert_eq!(at(&rgba, w, cell, 0, 0, c, c), WALL, "border wall");
     // Agent 0 faces north: the triangle sits above the centre, the disc colour below it.

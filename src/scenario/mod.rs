@@ -10,6 +10,7 @@ mod diagnose;
 pub mod locate;
 pub mod map;
 pub(crate) mod observation;
+pub mod overrides;
 pub(crate) mod role;
 mod validate;
 pub(crate) mod view;

@@ -9,10 +9,10 @@ pub mod rules;
 #[cfg(feature = "viewer")]
 mod viewer;
 
-pub use params::PursuitParams;
+pub use params::{MoveOrder, PursuitParams};
 pub use rules::{
-    MOVES, apply_moves, assign_rewards, resolve_interactions, tally_cells, terminated,
-    write_observations,
+    MOVES, apply_moves, assign_rewards, catch_then_move_evaders, cycle_pursuers,
+    resolve_interactions, tally_cells, terminated, write_observations,
 };
 
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
@@ -72,6 +72,7 @@ impl SubstrateRules for Pursuit {
     fn field_help(field: &str) -> Option<&'static str> {
         Some(match field {
             "substrate.surround" | "substrate.shared_reward" => "true or false",
+            "substrate.move_order" => "simultaneous or pettingzoo",
             "substrate.n_catch" => "a whole number 1..65535",
             "substrate.tag_reward"
             | "substrate.catch_reward"
@@ -165,10 +166,14 @@ impl SubstrateRules for Pursuit {
     }
 
     fn describe(p: &PursuitParams) -> String {
-        if p.surround {
+        let catches = if p.surround {
             "surround catches".to_string()
         } else {
             format!("n_catch {}", p.n_catch)
+        };
+        match p.move_order {
+            MoveOrder::Simultaneous => catches,
+            MoveOrder::Pettingzoo => format!("{catches}, PettingZoo move order"),
         }
     }
 
@@ -202,13 +207,28 @@ impl SubstrateRules for Pursuit {
     }
 
     fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
-        apply_moves(layout, a.pos, a.alive, a.applied);
-        tally_cells(layout, a.pos, a.alive, a.cells);
+        match self.params.move_order {
+            MoveOrder::Simultaneous => {
+                apply_moves(layout, a.pos, a.alive, a.applied);
+                tally_cells(layout, a.pos, a.alive, a.cells);
+            }
+            MoveOrder::Pettingzoo => {
+                let p = &self.params;
+                cycle_pursuers(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward);
+            }
+        }
     }
 
     fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
-        let caught =
-            resolve_interactions(layout, &self.params, a.pos, a.alive, a.cells, a.reward);
+        let p = &self.params;
+        let caught = match p.move_order {
+            MoveOrder::Simultaneous => {
+                resolve_interactions(layout, p, a.pos, a.alive, a.cells, a.reward)
+            }
+            MoveOrder::Pettingzoo => {
+                catch_then_move_evaders(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward)
+            }
+        };
         a.counters[0] += caught as u32;
         *a.ended = terminated(layout, a.alive);
     }

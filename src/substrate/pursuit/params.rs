@@ -28,6 +28,25 @@ pub struct PursuitParams {
     /// Replace each pursuer's reward by the pursuers' mean.
     #[serde(default = "yes")]
     pub shared_reward: bool,
+    /// Who moves when within a step: everyone at once (`simultaneous`, the default), or
+    /// PettingZoo's agent cycle (`pettingzoo`). See [`MoveOrder`].
+    #[serde(default)]
+    pub move_order: MoveOrder,
+}
+
+/// The order of moves, tags and catches within one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveOrder {
+    /// Every agent moves at once; tags, catches and removal are judged on the moved state.
+    #[default]
+    Simultaneous,
+    /// PettingZoo's `pursuit_v5` cycle: pursuers move one at a time in slot order, and after
+    /// each move every pursuer earns its tag reward divided by the number of pursuers (its
+    /// four neighbours clamped to the map, so a pursuer on the border counts its own cell for
+    /// a missing neighbour); catches are judged after the last pursuer moved, before the
+    /// evaders move, and credit each catching pursuer once per step; then the evaders move.
+    Pettingzoo,
 }
 
 impl Default for PursuitParams {
@@ -40,6 +59,7 @@ impl Default for PursuitParams {
             urgency_reward: -0.1,
             escape_reward: 0.0,
             shared_reward: true,
+            move_order: MoveOrder::Simultaneous,
         }
     }
 }

@@ -3,10 +3,12 @@
 //! single decoded state. Given (state, applied actions) everything here is deterministic: all
 //! randomness was drawn before, by `chance`.
 //!
-//! Where we differ from PettingZoo's sequential agent cycle: every agent (pursuers and evaders)
-//! moves at once, then tag rewards, catches and removal are evaluated on the post-move state.
-//! PettingZoo moves pursuers one at a time, checks catches after the last pursuer moved, then
-//! moves evaders; it also divides the tag part of the reward by the number of pursuers.
+//! Two move orders (`MoveOrder`). `simultaneous`: every agent (pursuers and evaders) moves at
+//! once, then tag rewards, catches and removal are evaluated on the post-move state
+//! ([`apply_moves`], [`resolve_interactions`]). `pettingzoo`: PettingZoo's sequential agent
+//! cycle ([`cycle_pursuers`], [`catch_then_move_evaders`]): pursuers move one at a time with
+//! tag rewards after each move, divided by the number of pursuers; catches are checked after
+//! the last pursuer moved; then the evaders move.
 
 use crate::components::{
     Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
@@ -25,14 +27,144 @@ const NEIGHBOURS: [(i16, i16); 4] = [(-1, 0), (1, 0), (0, -1), (0, 1)];
 /// the agent in place. Any number of agents may share a cell.
 pub fn apply_moves(layout: &LayoutCore, pos: &mut [GridPos], alive: &[Alive], act: &[AppliedAction]) {
     for ((p, a), act) in pos.iter_mut().zip(alive).zip(act) {
-        if !a.0 {
+        if a.0 {
+            move_one(layout, p, *act);
+        }
+    }
+}
+
+/// Moves one agent; a move into an obstacle or off the map leaves it in place.
+fn move_one(layout: &LayoutCore, p: &mut GridPos, act: AppliedAction) {
+    let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
+    let (nx, ny) = (p.x + dx, p.y + dy);
+    if layout.is_open(nx as i32, ny as i32) {
+        *p = GridPos { x: nx, y: ny };
+    }
+}
+
+/// PettingZoo order, first phase: the live pursuers move one at a time in slot order. After
+/// each single move every pursuer earns `tag_reward` per evader on its four neighbouring
+/// cells divided by the number of pursuers, so one step pays each pursuer the sum over the N
+/// intermediate states. A neighbour off the map is clamped back onto it, as PettingZoo's
+/// `np.clip` does: a pursuer on the border counts the evaders on its own cell once per missing
+/// neighbour. Evaders have not moved yet; the cell layer is rebuilt for [`catch_then_move_evaders`].
+/// Sets every agent's reward (0 for evaders).
+pub fn cycle_pursuers(
+    layout: &LayoutCore,
+    params: &PursuitParams,
+    pos: &mut [GridPos],
+    alive: &[Alive],
+    act: &[AppliedAction],
+    cells: &mut [u8],
+    reward: &mut [StepReward],
+) {
+    reward.fill(StepReward(0.0));
+    let n = layout.pursuer_slots.len() as f32;
+    let (max_x, max_y) = (layout.width as i16 - 1, layout.height as i16 - 1);
+    for &mover in &layout.pursuer_slots {
+        let mover = mover as usize;
+        if alive[mover].0 {
+            move_one(layout, &mut pos[mover], act[mover]);
+        }
+        for &p in &layout.pursuer_slots {
+            let p = p as usize;
+            if !alive[p].0 {
+                continue;
+            }
+            let evaders: u32 = NEIGHBOURS
+                .iter()
+                .map(|&(dx, dy)| {
+                    let (x, y) = ((pos[p].x + dx).clamp(0, max_x), (pos[p].y + dy).clamp(0, max_y));
+                    cells[layout.cell_index(x, y) + CELL_EVADERS] as u32
+                })
+                .sum();
+            reward[p].0 += params.tag_reward * evaders as f32 / n;
+        }
+    }
+    tally_cells(layout, pos, alive, cells);
+}
+
+/// PettingZoo order, second phase: catches judged on the moved pursuers and the unmoved
+/// evaders (the same catching rule as [`resolve_interactions`]); each pursuer on a catching
+/// cell of at least one caught evader earns `catch_reward` once (PettingZoo credits a boolean
+/// per pursuer), a caught learning evader `-catch_reward`. Caught evaders leave, then the
+/// remaining evaders move and the cell layer is rebuilt. Returns the number caught.
+pub fn catch_then_move_evaders(
+    layout: &LayoutCore,
+    params: &PursuitParams,
+    pos: &mut [GridPos],
+    alive: &mut [Alive],
+    act: &[AppliedAction],
+    cells: &mut [u8],
+    reward: &mut [StepReward],
+) -> u16 {
+    let stride = layout.padded_width * crate::components::CELL_CHANNELS;
+    let offset = |i: usize, dx: i16, dy: i16| -> usize {
+        (i as isize + dy as isize * stride as isize + dx as isize * 3) as usize
+    };
+    // Credit first, while the caught evaders are still alive: a judgement reads only
+    // obstacles and pursuer counts, which removal does not change.
+    let caught_at = |alive: &[Alive], e: usize| {
+        alive[e].0 && is_caught(params, cells, pos[e], layout, &offset)
+    };
+    for &p in &layout.pursuer_slots {
+        let p = p as usize;
+        let catches_any = layout.evader_slots.iter().any(|&e| {
+            on_catching_cell(params, pos[p], pos[e as usize]) && caught_at(alive, e as usize)
+        });
+        if catches_any {
+            reward[p].0 += params.catch_reward;
+        }
+    }
+    let mut caught = 0u16;
+    for &e in &layout.evader_slots {
+        let e = e as usize;
+        if !caught_at(alive, e) {
             continue;
         }
-        let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
-        let (nx, ny) = (p.x + dx, p.y + dy);
-        if layout.is_open(nx as i32, ny as i32) {
-            *p = GridPos { x: nx, y: ny };
+        if layout.slot_control[e] == Control::Learner {
+            reward[e].0 -= params.catch_reward;
         }
+        alive[e] = Alive(false);
+        caught += 1;
+    }
+    for &e in &layout.evader_slots {
+        let e = e as usize;
+        if alive[e].0 {
+            move_one(layout, &mut pos[e], act[e]);
+        }
+    }
+    tally_cells(layout, pos, alive, cells);
+    caught
+}
+
+/// Whether the evader at `at` is caught: with `surround`, every open orthogonal neighbour
+/// holds a pursuer; otherwise its own cell holds at least `n_catch` pursuers.
+fn is_caught(
+    params: &PursuitParams,
+    cells: &[u8],
+    at: GridPos,
+    layout: &LayoutCore,
+    offset: &impl Fn(usize, i16, i16) -> usize,
+) -> bool {
+    let i = layout.cell_index(at.x, at.y);
+    if params.surround {
+        NEIGHBOURS.iter().all(|&(dx, dy)| {
+            let n = offset(i, dx, dy);
+            cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
+        })
+    } else {
+        cells[i + CELL_PURSUERS] as u16 >= params.n_catch
+    }
+}
+
+/// Whether a pursuer at `p` stands on a catching cell of an evader at `e`.
+fn on_catching_cell(params: &PursuitParams, p: GridPos, e: GridPos) -> bool {
+    let (dx, dy) = (p.x - e.x, p.y - e.y);
+    if params.surround {
+        dx.abs() + dy.abs() == 1
+    } else {
+        dx == 0 && dy == 0
     }
 }
 
@@ -93,29 +225,14 @@ pub fn resolve_interactions(
         if !alive[slot].0 {
             continue;
         }
-        let i = layout.cell_index(pos[slot].x, pos[slot].y);
-        let is_caught = if params.surround {
-            NEIGHBOURS.iter().all(|&(dx, dy)| {
-                let n = offset(i, dx, dy);
-                cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
-            })
-        } else {
-            cells[i + CELL_PURSUERS] as u16 >= params.n_catch
-        };
-        if !is_caught {
+        if !is_caught(params, cells, pos[slot], layout, &offset) {
             continue;
         }
         // Credit the pursuers on the catching cells.
-        let (ex, ey) = (pos[slot].x, pos[slot].y);
+        let i = layout.cell_index(pos[slot].x, pos[slot].y);
         for &p in &layout.pursuer_slots {
             let p = p as usize;
-            let (dx, dy) = (pos[p].x - ex, pos[p].y - ey);
-            let on_catching_cell = if params.surround {
-                dx.abs() + dy.abs() == 1
-            } else {
-                dx == 0 && dy == 0
-            };
-            if on_catching_cell {
+            if on_catching_cell(params, pos[p], pos[slot]) {
                 reward[p].0 += params.catch_reward;
             }
         }

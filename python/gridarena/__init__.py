@@ -1,0 +1,25 @@
+"""gridarena from Python: a batched, zero-copy `VecEnv` (the engine's own buffers as numpy views)
+and a PettingZoo ParallelEnv over one arena (`parallel_env`).
+
+Both take a shipped scenario name (`scenarios()`) or a `.ron` path, and keyword overrides of the
+scenario's fields. `VecEnv.render(arena)` and `parallel_env(render_mode="rgb_array")` draw an
+arena as an RGB array (`render_backend()` says on what).
+
+Runs from Python: `train(config=None, out=None, **overrides) -> run_dir`, `load_policy(run_dir)`
+(greedy actions and Q-values), `eval(run_dir, episodes)` (the dict of `gridarena eval --json`).
+"""
+
+from ._gridarena import Policy, VecEnv, eval, load_policy, render_backend, scenarios, train
+from .parallel import GridarenaParallelEnv, parallel_env
+
+__all__ = [
+    "VecEnv",
+    "scenarios",
+    "parallel_env",
+    "GridarenaParallelEnv",
+    "train",
+    "load_policy",
+    "eval",
+    "Policy",
+    "render_backend",
+]

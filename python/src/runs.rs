@@ -1,0 +1,164 @@
+//! Runs from Python: `train` (the command line's `gridarena train`), `load_policy` (a run's
+//! greedy policy as a callable) and `eval` (the dict of `gridarena eval --json`).
+
+use std::path::Path;
+
+use numpy::{PyArray, PyReadonlyArray3, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// A Python value as RON text for `RunConfig::set` (str, bool, int, float).
+fn ron_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = v.extract::<bool>() {
+        return Ok(b.to_string());
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.to_string());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(format!("{f:?}"));
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(format!("{s:?}"));
+    }
+    Err(PyValueError::new_err(format!(
+        "override value {v}: use a str, bool, int or float"
+    )))
+}
+
+/// Trains a run (the `gridarena train` of the command line) and returns its directory.
+/// `config` is a run configuration file (defaults when None); keyword overrides set config
+/// fields (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`). The GIL is released while
+/// training.
+#[pyfunction]
+#[pyo3(signature = (config=None, out=None, **overrides))]
+pub(crate) fn train(
+    py: Python<'_>,
+    config: Option<std::path::PathBuf>,
+    out: Option<std::path::PathBuf>,
+    overrides: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    use gridarena::train::config::RunConfig;
+    let mut cfg = match &config {
+        Some(p) => RunConfig::load(p).map_err(|e| PyValueError::new_err(e.to_string()))?,
+        None => RunConfig::default(),
+    };
+    if let Some(kv) = overrides {
+        for (k, v) in kv.iter() {
+            let key: String = k.extract()?;
+            cfg.set(&format!("{key}={}", ron_text(&v)?))
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
+    }
+    cfg.validate()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = out.unwrap_or_else(|| Path::new("runs").join(&cfg.name));
+    let opts = gridarena::train::TrainOptions::default();
+    let summary = py
+        .detach(|| gridarena::train::train(&cfg, &out, &opts))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(summary.run.display().to_string())
+}
+
+/// A trained run's greedy policy: `policy(obs)` maps `[R, N, O]` u8 observations to `[R, N]`
+/// greedy actions; `policy.q_values(obs)` gives the values it ranks actions by, `[R x N, A]`.
+#[pyclass(unsendable, module = "gridarena._gridarena")]
+pub(crate) struct Policy {
+    inner: gridarena::train::GreedyPolicy,
+    agents: usize,
+    obs_len: usize,
+}
+
+impl Policy {
+    fn rows<'a>(&self, obs: &'a PyReadonlyArray3<'_, u8>) -> PyResult<&'a [u8]> {
+        let shape = obs.shape();
+        if shape.len() != 3 || shape[1] != self.agents || shape[2] != self.obs_len {
+            return Err(PyValueError::new_err(format!(
+                "observations of shape {shape:?}; this policy needs [R, {}, {}]",
+                self.agents, self.obs_len
+            )));
+        }
+        obs.as_slice()
+            .map_err(|_| PyValueError::new_err("observations must be C-contiguous"))
+    }
+}
+
+#[pymethods]
+impl Policy {
+    fn __call__<'py>(
+        &mut self,
+        py: Python<'py>,
+        obs: PyReadonlyArray3<'py, u8>,
+    ) -> PyResult<Bound<'py, PyArray<u8, numpy::Ix2>>> {
+        use gridarena::policy::Policy as _;
+        let rows = self.rows(&obs)?;
+        let r = obs.shape()[0];
+        let mut out = vec![0u8; r * self.agents];
+        self.inner
+            .actions(rows, &mut out)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let arr = numpy::ndarray::Array2::from_shape_vec((r, self.agents), out)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyArray::from_owned_array(py, arr))
+    }
+
+    /// The values `[R x N, A]` the policy ranks actions by.
+    fn q_values<'py>(
+        &mut self,
+        py: Python<'py>,
+        obs: PyReadonlyArray3<'py, u8>,
+    ) -> PyResult<Bound<'py, PyArray<f32, numpy::Ix2>>> {
+        use gridarena::policy::Policy as _;
+        let rows = self.rows(&obs)?.to_vec();
+        let r = obs.shape()[0] * self.agents;
+        let q = self
+            .inner
+            .q_values(&rows)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .unwrap_or_default();
+        let a = q.len() / r.max(1);
+        let arr = numpy::ndarray::Array2::from_shape_vec((r, a), q)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyArray::from_owned_array(py, arr))
+    }
+
+    /// The update of the checkpoint the networks come from.
+    #[getter]
+    fn update(&self) -> u64 {
+        self.inner.update()
+    }
+}
+
+/// The greedy policy of the run in `run_dir` (its newest checkpoint, on the CPU).
+#[pyfunction]
+pub(crate) fn load_policy(run_dir: std::path::PathBuf) -> PyResult<Policy> {
+    let mut inner = gridarena::train::load_policy(&run_dir)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let layout = inner.learner().batch().layout().clone();
+    Ok(Policy {
+        inner,
+        agents: layout.learners,
+        obs_len: layout.obs_len,
+    })
+}
+
+/// Evaluates the run's greedy policy against a random one over `episodes` episodes: the same
+/// dict as `gridarena eval --json`.
+#[pyfunction]
+#[pyo3(signature = (run_dir, episodes=100))]
+pub(crate) fn eval(
+    py: Python<'_>,
+    run_dir: std::path::PathBuf,
+    episodes: usize,
+) -> PyResult<Py<PyAny>> {
+    let device = gridarena::critic::Chosen::Cpu {
+        reason: "python".into(),
+    };
+    let report = py
+        .detach(|| gridarena::train::eval::evaluate(&run_dir, episodes, &device))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let text = serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let json = py.import("json")?;
+    Ok(json.call_method1("loads", (text,))?.unbind())
+}
