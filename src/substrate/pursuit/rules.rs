@@ -98,14 +98,10 @@ pub fn catch_then_move_evaders(
     cells: &mut [u8],
     reward: &mut [StepReward],
 ) -> u16 {
-    let stride = layout.padded_width * crate::components::CELL_CHANNELS;
-    let offset = |i: usize, dx: i16, dy: i16| -> usize {
-        (i as isize + dy as isize * stride as isize + dx as isize * 3) as usize
-    };
     // Credit first, while the caught evaders are still alive: a judgement reads only
     // obstacles and pursuer counts, which removal does not change.
     let caught_at = |alive: &[Alive], e: usize| {
-        alive[e].0 && is_caught(params, cells, pos[e], layout, &offset)
+        alive[e].0 && is_caught(params, cells, pos[e], layout)
     };
     for &p in &layout.pursuer_slots {
         let p = p as usize;
@@ -140,22 +136,24 @@ pub fn catch_then_move_evaders(
 
 /// Whether the evader at `at` is caught: with `surround`, every open orthogonal neighbour
 /// holds a pursuer; otherwise its own cell holds at least `n_catch` pursuers.
-fn is_caught(
-    params: &PursuitParams,
-    cells: &[u8],
-    at: GridPos,
-    layout: &LayoutCore,
-    offset: &impl Fn(usize, i16, i16) -> usize,
-) -> bool {
+fn is_caught(params: &PursuitParams, cells: &[u8], at: GridPos, layout: &LayoutCore) -> bool {
     let i = layout.cell_index(at.x, at.y);
     if params.surround {
         NEIGHBOURS.iter().all(|&(dx, dy)| {
-            let n = offset(i, dx, dy);
+            let n = neighbour(layout, i, dx, dy);
             cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
         })
     } else {
         cells[i + CELL_PURSUERS] as u16 >= params.n_catch
     }
+}
+
+/// The cell-layer index of neighbour `(dx, dy)` of the cell at index `i` (the padding keeps
+/// it in bounds).
+fn neighbour(layout: &LayoutCore, i: usize, dx: i16, dy: i16) -> usize {
+    let channels = crate::components::CELL_CHANNELS as isize;
+    let stride = layout.padded_width as isize * channels;
+    (i as isize + dy as isize * stride + dx as isize * channels) as usize
 }
 
 /// Whether a pursuer at `p` stands on a catching cell of an evader at `e`.
@@ -198,10 +196,6 @@ pub fn resolve_interactions(
     cells: &mut [u8],
     reward: &mut [StepReward],
 ) -> u16 {
-    let stride = layout.padded_width * crate::components::CELL_CHANNELS;
-    let offset = |i: usize, dx: i16, dy: i16| -> usize {
-        (i as isize + dy as isize * stride as isize + dx as isize * 3) as usize
-    };
 
     // Tag rewards from the post-move, pre-removal cell layer.
     reward.fill(StepReward(0.0));
@@ -211,7 +205,7 @@ pub fn resolve_interactions(
             let i = layout.cell_index(pos[slot].x, pos[slot].y);
             let evaders: u32 = NEIGHBOURS
                 .iter()
-                .map(|&(dx, dy)| cells[offset(i, dx, dy) + CELL_EVADERS] as u32)
+                .map(|&(dx, dy)| cells[neighbour(layout, i, dx, dy) + CELL_EVADERS] as u32)
                 .sum();
             reward[slot] = StepReward(params.tag_reward * evaders as f32);
         }
@@ -225,7 +219,7 @@ pub fn resolve_interactions(
         if !alive[slot].0 {
             continue;
         }
-        if !is_caught(params, cells, pos[slot], layout, &offset) {
+        if !is_caught(params, cells, pos[slot], layout) {
             continue;
         }
         // Credit the pursuers on the catching cells.
