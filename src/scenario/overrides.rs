@@ -54,8 +54,11 @@ pub fn apply(
                 names(&tree).join(", "),
             )
         })?;
-        if let Some(slot) = pointer_mut(&mut tree, &path) {
-            *slot = value.clone();
+        // `known` checked that the parent object exists; the key may be new to the tree.
+        if let Some((last, parent)) = path.split_last()
+            && let Some(Value::Object(o)) = pointer_mut(&mut tree, parent)
+        {
+            o.insert(last.clone(), value.clone());
         }
     }
     let scenario: Scenario = serde_json::from_value(tree).map_err(|e| {
@@ -95,20 +98,25 @@ fn resolve(tree: &Value, key: &str) -> Option<Vec<String>> {
     candidates.into_iter().find(|p| known(tree, p))
 }
 
-/// Whether the path exists, or is a field the type knows but the asset left out (an
-/// optional field is `null` or absent in the serialised tree; its parent object exists).
+/// Whether the path names a field: it exists in the tree, or its parent object does and the
+/// types accept a key of that name there (a field the saved form leaves out when it holds
+/// its default, or an optional one; every scenario type refuses unknown fields).
 fn known(tree: &Value, path: &[String]) -> bool {
     let Some((last, parent)) = path.split_last() else {
         return false;
     };
-    let mut at = tree;
-    for p in parent {
-        match at.get(p) {
-            Some(v) => at = v,
-            None => return false,
-        }
+    let mut probe = tree.clone();
+    let Some(Value::Object(o)) = pointer_mut(&mut probe, parent) else {
+        return false;
+    };
+    if o.contains_key(last) {
+        return true;
     }
-    at.as_object().is_some_and(|o| o.contains_key(last))
+    o.insert(last.clone(), Value::Null);
+    match serde_json::from_value::<Scenario>(probe) {
+        Ok(_) => true,
+        Err(e) => !e.to_string().contains(&format!("unknown field `{last}`")),
+    }
 }
 
 /// The substrate's variant name in the tree (`Pursuit`, `MatrixGame`, ...).

@@ -29,8 +29,9 @@ pub struct PursuitParams {
     #[serde(default = "yes")]
     pub shared_reward: bool,
     /// Who moves when within a step: everyone at once (`simultaneous`, the default), or
-    /// PettingZoo's agent cycle (`pettingzoo`). See [`MoveOrder`].
-    #[serde(default)]
+    /// PettingZoo's agent cycle (`pettingzoo`). See [`MoveOrder`]. Left out of the saved
+    /// form when simultaneous, so runs saved before the field existed resume unchanged.
+    #[serde(default, skip_serializing_if = "MoveOrder::is_simultaneous")]
     pub move_order: MoveOrder,
 }
 
@@ -47,6 +48,12 @@ pub enum MoveOrder {
     /// a missing neighbour); catches are judged after the last pursuer moved, before the
     /// evaders move, and credit each catching pursuer once per step; then the evaders move.
     Pettingzoo,
+}
+
+impl MoveOrder {
+    fn is_simultaneous(&self) -> bool {
+        *self == MoveOrder::Simultaneous
+    }
 }
 
 impl Default for PursuitParams {
