@@ -147,7 +147,11 @@ fn memoryless_values(k: u8, l: u16, wrong: f32) -> (Vec<f64>, f64) {
         b.actions_mut().fill(0);
         b.step().unwrap();
     }
-    assert_eq!(seen.len(), k as usize + if l > 2 { 2 } else { 1 }, "{seen:?}");
+    assert_eq!(
+        seen.len(),
+        k as usize + if l > 2 { 2 } else { 1 },
+        "{seen:?}"
+    );
 
     // One episode under `act(observation, remembered cue)`; the value averaged over cues.
     let run = |act: &dyn Fn(&[u8], u8) -> u8| -> f64 {
@@ -185,7 +189,10 @@ fn memoryless_values(k: u8, l: u16, wrong: f32) -> (Vec<f64>, f64) {
                 .map(|j| ((index / u32::from(k).pow(j)) % u32::from(k)) as u8)
                 .collect();
             run(&|o, _| {
-                let j = seen.iter().position(|s| s == o).expect("a listed observation");
+                let j = seen
+                    .iter()
+                    .position(|s| s == o)
+                    .expect("a listed observation");
                 table[j]
             })
         })
@@ -199,10 +206,17 @@ fn every_memoryless_policy_earns_chance_and_remembering_earns_the_optimum() {
     for (k, l, wrong) in [(2u8, 3u16, 0.0f32), (3, 2, 0.0), (3, 4, -0.5)] {
         let (values, remember) = memoryless_values(k, l, wrong);
         let chance = (1.0 + f64::from(k - 1) * f64::from(wrong)) / f64::from(k);
-        assert!(values.len() >= 16, "{k} cues, length {l}: {} policies", values.len());
+        assert!(
+            values.len() >= 16,
+            "{k} cues, length {l}: {} policies",
+            values.len()
+        );
         let best = values.iter().copied().fold(f64::MIN, f64::max);
         for v in &values {
-            assert!((v - chance).abs() < 1e-12, "{k} cues, length {l}: {v} vs {chance}");
+            assert!(
+                (v - chance).abs() < 1e-12,
+                "{k} cues, length {l}: {v} vs {chance}"
+            );
         }
         assert!((best - chance).abs() < 1e-12);
         assert_eq!(remember, 1.0, "{k} cues, length {l}");
@@ -218,12 +232,20 @@ fn the_shipped_asset_remember_the_cue_earns_one_and_random_about_a_quarter() {
     assert_eq!(h[0].0, "remember the cue");
     let remembered = evaluate_policy(&loaded, episodes, 1, h[0].1.as_mut()).unwrap();
     // Every episode pays 1 (the mean over 400 is 1 up to summation rounding).
-    assert!((remembered.mean_return - 1.0).abs() < 1e-9, "{}", remembered.mean_return);
+    assert!(
+        (remembered.mean_return - 1.0).abs() < 1e-9,
+        "{}",
+        remembered.mean_return
+    );
     assert!((remembered.counters["correct"] - 1.0).abs() < 1e-9);
     let mut random = RandomPolicy::new(1, episodes, 4);
     let random = evaluate_policy(&loaded, episodes, 1, &mut random).unwrap();
     // 1/4 expected; the standard error over 400 episodes is 0.022.
-    assert!((random.mean_return - 0.25).abs() < 0.1, "{}", random.mean_return);
+    assert!(
+        (random.mean_return - 0.25).abs() < 0.1,
+        "{}",
+        random.mean_return
+    );
 }
 
 #[test]
@@ -235,6 +257,11 @@ fn bad_parameters_are_located_errors() {
             scenario(3, 8, 0.0, 1).replace("max_steps: 8", "max_steps: 5"),
             "max_steps 5 cuts off the choice at step 8",
             "max_steps",
+        ),
+        (
+            scenario(3, 8, 1.0, 1),
+            "wrong_reward 1 is not below correct_reward 1",
+            "substrate.wrong_reward",
         ),
         (
             scenario(3, 8, 0.0, 1).replace("roles:", "map: [\"*\"],\n    roles:"),

@@ -68,8 +68,13 @@ impl SubstrateRules for Cue {
     }
 
     /// At least two cues (one cue needs no memory), a length of at least 2 (a choice at the
-    /// cue's own step needs none either) within `max_steps`, finite rewards.
-    fn check_params(p: &CueParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
+    /// cue's own step needs none either) within `max_steps`, finite rewards, the cue's action
+    /// paying the most.
+    fn check_params(
+        p: &CueParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
         if p.cues < 2 {
             return Err(c.bad(
@@ -96,7 +101,18 @@ impl SubstrateRules for Cue {
             ));
         }
         c.finite(&sub("correct_reward"), p.correct_reward)?;
-        c.finite(&sub("wrong_reward"), p.wrong_reward)
+        c.finite(&sub("wrong_reward"), p.wrong_reward)?;
+        if p.wrong_reward >= p.correct_reward {
+            return Err(c.bad(
+                &sub("wrong_reward"),
+                format!(
+                    "wrong_reward {} is not below correct_reward {}",
+                    p.wrong_reward, p.correct_reward
+                ),
+                "less than correct_reward (the cue's action must pay the most)",
+            ));
+        }
+        Ok(())
     }
 
     fn observation_len(p: &CueParams, _: &ScenarioView) -> usize {
