@@ -84,6 +84,7 @@ fn positions_point_at_the_offending_text() {
         ("chem_probability.ron", 5, 33, "substrate.groups[0].ground"),
         ("matrix_rows.ron", 6, 9, "substrate.payoffs"),
         ("matrix_row_width.ron", 8, 13, "substrate.payoffs[1]"),
+        ("cue_length.ron", 9, 5, "max_steps"),
     ];
     for (file, line, column, field) in cases {
         let err = Scenario::load(&PathBuf::from("tests/data/bad").join(file)).unwrap_err();

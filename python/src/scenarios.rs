@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The shipped scenarios, embedded so `scenario="coin_game"` works from any directory.
-pub(crate) const SHIPPED: [(&str, &str); 12] = [
+pub(crate) const SHIPPED: [(&str, &str); 13] = [
     (
         "pursuit",
         include_str!("../../assets/scenarios/pursuit.ron"),
@@ -41,6 +41,10 @@ pub(crate) const SHIPPED: [(&str, &str); 12] = [
     (
         "chemistry_three_cycles",
         include_str!("../../assets/scenarios/chemistry_three_cycles.ron"),
+    ),
+    (
+        "cue_memory",
+        include_str!("../../assets/scenarios/cue_memory.ron"),
     ),
     (
         "climbing_game",

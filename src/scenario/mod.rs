@@ -202,6 +202,7 @@ impl Scenario {
             map: &self.map,
             roles: &self.roles,
             observation: &self.observation,
+            max_steps: self.max_steps,
         }
     }
 

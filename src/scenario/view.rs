@@ -5,8 +5,8 @@
 use super::observation::ObservationSpec;
 use super::role::RoleSpec;
 
-/// A scenario seen by its substrate's hooks: the map, the roles and the observation block
-/// (from [`crate::scenario::Scenario::view`]).
+/// A scenario seen by its substrate's hooks: the map, the roles, the observation block and the
+/// episode's step limit (from [`crate::scenario::Scenario::view`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ScenarioView<'a> {
     /// ASCII map, one string per row.
@@ -15,6 +15,8 @@ pub struct ScenarioView<'a> {
     pub roles: &'a [RoleSpec],
     /// What learners observe.
     pub observation: &'a ObservationSpec,
+    /// The episode's step limit.
+    pub max_steps: u32,
 }
 
 impl ScenarioView<'_> {

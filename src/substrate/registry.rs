@@ -37,4 +37,6 @@ substrates! {
     MatrixGame(matrix::MatrixParams) => Matrix(matrix::Matrix) in "matrix/mod.rs",
     /// One-agent walk to a goal cell: the example of docs/new_substrate.md.
     WalkToGoal(goal::GoalParams) => Goal(goal::Goal) in "goal/mod.rs",
+    /// A memory task: a cue at the first step decides which action pays at the last.
+    CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
 }

@@ -1,12 +1,14 @@
 //! Scripted baselines: one simple heuristic per substrate ([`heuristics_for`]), reported by
 //! `gridarena eval` beside the trained and the random policy. Every heuristic reads only the
 //! learners' observations (the layouts of docs/scenarios.md), so it acts wherever a [`Policy`]
-//! does: evaluation, the viewer, the Python API. Ties and "nothing visible" draw from one seeded
+//! does: evaluation, the viewer, the Python API; cue_memory's also remembers the cue its
+//! learners saw earlier in the episode (no memoryless rule beats chance there). Ties and "nothing visible" draw from one seeded
 //! stream per arena, as [`RandomPolicy`](super::RandomPolicy) does: a heuristic is deterministic
 //! given its seed.
 
 mod chemistry;
 mod coin;
+mod cue;
 mod gift;
 mod goal;
 mod matrix;
@@ -54,6 +56,10 @@ pub fn heuristics_for(
                 (matrix::name(p, a), Box::new(policy) as Box<dyn Policy>)
             })
             .collect(),
+        (Substrate::CueMemory(p), ActionSet::Choose(_)) => vec![(
+            cue::NAME.to_string(),
+            Box::new(cue::RememberCue::new(p.cues)) as Box<dyn Policy>,
+        )],
         (Substrate::Chemistry(_), ActionSet::Chemistry8) => vec![(
             chemistry::NAME.to_string(),
             chemistry::policy(loaded, seed, arenas),
