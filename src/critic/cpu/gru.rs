@@ -318,7 +318,7 @@ pub(crate) fn backward(
 mod tests {
     use super::*;
     use crate::critic::gru::init_params;
-    use crate::critic::{LN_EPS, LayerOffsets};
+    use crate::critic::{LN_EPS, LayerOffsets, fill_uniform};
     use rand_core::{Rng, SeedableRng};
 
     const SPEC: GruSpec = GruSpec {
@@ -343,10 +343,11 @@ mod tests {
         dq: Vec<f32>,
     }
 
+    /// `n` draws uniform in `[lo, hi]`.
     fn uniform(rng: &mut impl Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| lo + (hi - lo) * (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32)
-            .collect()
+        let mut v = vec![0.0; n];
+        fill_uniform(rng, &mut v, 0.5 * (hi - lo));
+        v.iter().map(|u| u + 0.5 * (hi + lo)).collect()
     }
 
     fn case(seed: u64) -> Case {
@@ -448,8 +449,8 @@ mod tests {
     /// parameter tensor and of h0, over 9 steps of 3 sequences with a reset inside one and at
     /// the start of another. In f64 with eps = 1e-6 the difference quotient is exact to ~1e-9
     /// (rounding ~1e-16 x |loss| / eps, truncation ~eps^2), so the tolerance only absorbs the
-    /// f32 arithmetic of the code under test: relative error ~1e-6 per operation over ~T
-    /// chained steps and sums of ~T x B terms, well under 1e-3 x max(1, |g|).
+    /// f32 arithmetic of the code under test: relative error ~1e-7 per operation over ~T
+    /// chained steps and sums of ~T x B terms, under 1e-4 x max(1, |g|) (observed: 3e-7).
     #[test]
     fn bptt_matches_finite_differences_of_an_f64_reference() {
         let c = case(3);
@@ -473,7 +474,7 @@ mod tests {
                 let f = fd(k);
                 let err = (a as f64 - f).abs() / f.abs().max(1.0);
                 assert!(
-                    err < 1e-3,
+                    err < 1e-4,
                     "{name}[{k}]: backward {a}, finite differences {f}"
                 );
                 worst = worst.max(err);
