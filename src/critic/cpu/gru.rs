@@ -82,6 +82,56 @@ impl GruCache {
             v.resize(batch * g, 0.0);
         }
     }
+
+    /// The bytes a cache holds once sized for T steps of B sequences (for the memory
+    /// preflight): per row the input, 4 embedding-wide and 12 + 3 hidden-wide f32 buffers, 1/std
+    /// and the reset byte; per sequence 3 hidden states.
+    pub(crate) fn bytes(spec: &GruSpec, steps: usize, batch: usize) -> u64 {
+        let (d, e, g) = (spec.input as u64, spec.embed as u64, spec.hidden as u64);
+        let rows = (steps * batch) as u64;
+        rows * (4 * (d + 4 * e + 15 * g + 1) + 1) + batch as u64 * 4 * 3 * g
+    }
+
+    /// Every f32 buffer.
+    #[cfg(test)]
+    fn float_buffers(&self) -> [&Vec<f32>; 16] {
+        [
+            &self.x,
+            &self.pre,
+            &self.xhat,
+            &self.rstd,
+            &self.u,
+            &self.d_u,
+            &self.gi,
+            &self.gh,
+            &self.d_gh,
+            &self.gates,
+            &self.h_in,
+            &self.h_out,
+            &self.h_last,
+            &self.d_h,
+            &self.carry,
+            &self.direct,
+        ]
+    }
+
+    /// The buffers' addresses and capacities (a reused cache keeps them).
+    #[cfg(test)]
+    fn storage(&self) -> Vec<(usize, usize)> {
+        let floats = self
+            .float_buffers()
+            .map(|v| (v.as_ptr() as usize, v.capacity()));
+        let mut out = floats.to_vec();
+        out.push((self.reset.as_ptr() as usize, self.reset.capacity()));
+        out
+    }
+
+    /// The bytes the buffers hold now.
+    #[cfg(test)]
+    fn held_bytes(&self) -> u64 {
+        let floats: usize = self.float_buffers().iter().map(|v| v.len()).sum();
+        floats as u64 * 4 + self.reset.len() as u64
+    }
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -589,6 +639,28 @@ mod tests {
         for (s, f) in h.iter().zip(&h_last) {
             assert!((s - f).abs() <= 1e-6, "h_T {s} vs {f}");
         }
+    }
+
+    /// A sized cache is reused (no buffer moves for the same or a smaller block), and holds
+    /// the bytes [`GruCache::bytes`] promises.
+    #[test]
+    fn a_sized_cache_is_reused_and_its_size_is_known() {
+        let c = case(8);
+        let mut cache = GruCache::default();
+        let mut q = vec![0.0; T * B * SPEC.head];
+        let mut grads = vec![0.0; SPEC.params_per_net()];
+        forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
+        backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
+        assert_eq!(cache.held_bytes(), GruCache::bytes(&SPEC, T, B));
+        let storage = cache.storage();
+        forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
+        backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
+        let (short, rows) = (4, 4 * B);
+        let mut q_short = vec![0.0; rows * SPEC.head];
+        let (x, reset) = (&c.x[..rows * SPEC.input], &c.reset[..rows]);
+        forward(&SPEC, &c.params, x, &c.h0, reset, &mut q_short, &mut cache).unwrap();
+        assert_eq!(cache.storage(), storage);
+        assert_eq!(cache.held_bytes(), GruCache::bytes(&SPEC, short, B));
     }
 
     #[test]
