@@ -59,7 +59,7 @@ impl FirstInput<'_> {
     fn grads(&self, n: usize, o: &LayerOffsets, dy: &[f32], grad: &mut [f32]) {
         let _t = span(Phase::FirstGrad);
         match *self {
-            FirstInput::Dense(x) => linear_grads(n, o, dy, x, grad),
+            FirstInput::Dense(x) => linear_grads(n, o, dy, x, grad, false),
             FirstInput::Sparse(x, _) => linear_grads_sparse(n, o, dy, x, grad, &mut Vec::new()),
         }
     }
@@ -75,7 +75,7 @@ fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32
 }
 
 /// Linear: `y = x W^T + b` for an `[n, in]` block.
-fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
+pub(super) fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut [f32]) {
     let bias = &net[o.bias..o.bias + o.fan_out];
     for row in y[..n * o.fan_out].chunks_exact_mut(o.fan_out) {
         row.copy_from_slice(bias);
@@ -127,8 +127,9 @@ fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + rest
 }
 
-/// LayerNorm then ReLU, in place on `z` (becomes the activation), keeping x-hat and 1/std.
-fn layernorm_relu(
+/// LayerNorm then ReLU of the linear output `z` into the activation `act`, keeping x-hat and
+/// 1/std for backward.
+pub(super) fn layernorm_relu(
     n: usize,
     o: &LayerOffsets,
     net: &[f32],
@@ -155,6 +156,59 @@ fn layernorm_relu(
             let xh = (zj - mean) * inv;
             *xo = xh;
             *ao = (gj * xh + bj).max(0.0);
+        }
+    }
+}
+
+/// What [`layernorm_relu`] kept for backward over a block of rows.
+pub(super) struct NormSaved<'a> {
+    /// `[n, h]` normalised linear output.
+    pub(super) xhat: &'a [f32],
+    /// `[n]` reciprocal standard deviations.
+    pub(super) rstd: &'a [f32],
+    /// `[n, h]` activation (after ReLU).
+    pub(super) act: &'a [f32],
+}
+
+/// Backward through [`layernorm_relu`] for `n` rows: `g` is the gradient w.r.t. the
+/// activation; writes the gradient w.r.t. the linear output into `dz` and adds the LayerNorm
+/// scale and shift gradients into `grad` (at `o.gamma`, `o.beta`).
+pub(super) fn layernorm_relu_grad(
+    n: usize,
+    o: &LayerOffsets,
+    net: &[f32],
+    saved: NormSaved<'_>,
+    g: &[f32],
+    dz: &mut [f32],
+    grad: &mut [f32],
+) {
+    let h = o.fan_out;
+    let gamma = &net[o.gamma..o.gamma + h];
+    // Through ReLU and LayerNorm's affine part, then LayerNorm's normalisation.
+    let (gw, rest) = grad.split_at_mut(o.beta);
+    let dgamma = &mut gw[o.gamma..o.gamma + h];
+    let dbeta = &mut rest[..h];
+    for r in 0..n {
+        let xh = &saved.xhat[r * h..(r + 1) * h];
+        let a = &saved.act[r * h..(r + 1) * h];
+        let gr = &g[r * h..(r + 1) * h];
+        let dzr = &mut dz[r * h..(r + 1) * h];
+        // Zipped slices (no indexing) so the loop vectorises.
+        let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
+        for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in
+            lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma)))
+        {
+            let dpre = if aj > 0.0 { gj } else { 0.0 };
+            *dg += dpre * xj;
+            *db += dpre;
+            *dzj = dpre * gmj;
+        }
+        let sum = lanes_sum(dzr, |x| x);
+        let sum_x = lanes_dot(dzr, xh);
+        let (mean, mean_x) = (sum / h as f32, sum_x / h as f32);
+        let inv = saved.rstd[r];
+        for (dzj, &xj) in dzr.iter_mut().zip(xh) {
+            *dzj = inv * (*dzj - mean - xj * mean_x);
         }
     }
 }
@@ -221,14 +275,25 @@ pub(super) struct NetBackward<'a> {
     pub(super) d_x0: Option<&'a mut [f32]>,
 }
 
-/// Weight and bias gradients of a linear layer: `dW = dY^T X`, `db = sum_rows dY`.
-fn linear_grads(n: usize, o: &LayerOffsets, dy: &[f32], x: &[f32], grad: &mut [f32]) {
+/// Weight and bias gradients of a linear layer: `dW = dY^T X`, `db = sum_rows dY`, written over
+/// what `grad` held there, or added to it with `accumulate`.
+pub(super) fn linear_grads(
+    n: usize,
+    o: &LayerOffsets,
+    dy: &[f32],
+    x: &[f32],
+    grad: &mut [f32],
+    accumulate: bool,
+) {
     let (w, rest) = grad[o.weight..].split_at_mut(o.fan_out * o.fan_in);
     let mut dw = view_mut(o.fan_out, o.fan_in, w);
     let dy_v = view(n, o.fan_out, dy);
-    general_mat_mul(1.0, &dy_v.t(), &view(n, o.fan_in, x), 0.0, &mut dw);
+    let beta = if accumulate { 1.0 } else { 0.0 };
+    general_mat_mul(1.0, &dy_v.t(), &view(n, o.fan_in, x), beta, &mut dw);
     let db = &mut rest[..o.fan_out];
-    db.fill(0.0);
+    if !accumulate {
+        db.fill(0.0);
+    }
     for row in dy[..n * o.fan_out].chunks_exact(o.fan_out) {
         for (b, v) in db.iter_mut().zip(row) {
             *b += v;
@@ -237,7 +302,13 @@ fn linear_grads(n: usize, o: &LayerOffsets, dy: &[f32], x: &[f32], grad: &mut [f
 }
 
 /// Input gradient of a linear layer: `dX = dY W`.
-fn linear_input_grad(n: usize, o: &LayerOffsets, net: &[f32], dy: &[f32], dx: &mut [f32]) {
+pub(super) fn linear_input_grad(
+    n: usize,
+    o: &LayerOffsets,
+    net: &[f32],
+    dy: &[f32],
+    dx: &mut [f32],
+) {
     let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
     general_mat_mul(
         1.0,
@@ -284,47 +355,25 @@ impl NetBackward<'_> {
         }
         {
             let _t = span(Phase::LinearGrad);
-            linear_grads(n, head, g_out, act[spec.layers - 1], grad);
+            linear_grads(n, head, g_out, act[spec.layers - 1], grad, false);
             linear_input_grad(n, head, net, g_out, g);
         }
         for l in (0..spec.layers).rev() {
             let t_norm = span(Phase::NormReluGrad);
             let o = &offsets[l];
-            let gamma = &net[o.gamma..o.gamma + h];
-            // Through ReLU and LayerNorm's affine part, then LayerNorm's normalisation.
-            let (gw, rest) = grad.split_at_mut(o.beta);
-            let dgamma = &mut gw[o.gamma..o.gamma + h];
-            let dbeta = &mut rest[..h];
-            dgamma.fill(0.0);
-            dbeta.fill(0.0);
-            for r in 0..n {
-                let (xh, a) = (&xhat[l][r * h..(r + 1) * h], &act[l][r * h..(r + 1) * h]);
-                let gr = &g[r * h..(r + 1) * h];
-                let dzr = &mut dz[r * h..(r + 1) * h];
-                // Zipped slices (no indexing) so the loop vectorises.
-                let lanes = dgamma.iter_mut().zip(dbeta.iter_mut()).zip(dzr.iter_mut());
-                for (((dg, db), dzj), ((&gj, &aj), (&xj, &gmj))) in
-                    lanes.zip(gr.iter().zip(a).zip(xh.iter().zip(gamma)))
-                {
-                    let dpre = if aj > 0.0 { gj } else { 0.0 };
-                    *dg += dpre * xj;
-                    *db += dpre;
-                    *dzj = dpre * gmj;
-                }
-                let sum = lanes_sum(dzr, |x| x);
-                let sum_x = lanes_dot(dzr, xh);
-                let (mean, mean_x) = (sum / h as f32, sum_x / h as f32);
-                let inv = rstd[l][r];
-                for (dzj, &xj) in dzr.iter_mut().zip(xh) {
-                    *dzj = inv * (*dzj - mean - xj * mean_x);
-                }
-            }
+            grad[o.gamma..o.beta + h].fill(0.0);
+            let saved = NormSaved {
+                xhat: xhat[l],
+                rstd: rstd[l],
+                act: act[l],
+            };
+            layernorm_relu_grad(n, o, net, saved, g, dz, grad);
             drop(t_norm);
             if l == 0 {
                 x0.grads(n, o, dz, grad);
             } else {
                 let _t = span(Phase::LinearGrad);
-                linear_grads(n, o, dz, act[l - 1], grad);
+                linear_grads(n, o, dz, act[l - 1], grad, false);
             }
             let _t = span(Phase::LinearGrad);
             if l > 0 {
