@@ -258,3 +258,47 @@ fn the_render_system_extracts_the_watched_arena_after_every_step() {
         "stopped: no more extraction"
     );
 }
+
+/// `GRIDARENA_RENDER=cpu` (and a machine with no adapter) renders with the CPU rasterizer:
+/// the same GIF frames, reported as drawn on `cpu`.
+#[test]
+fn render_falls_back_to_the_cpu_rasterizer() {
+    let dir = std::env::temp_dir().join(format!("gridarena-render-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = env!("CARGO_BIN_EXE_gridarena");
+    let rollout = dir.join("r.ron");
+    let ok = std::process::Command::new(bin)
+        .args([
+            "rollout",
+            "--scenario",
+            "assets/scenarios/pursuit_3.ron",
+            "--steps",
+            "5",
+            "--out",
+        ])
+        .arg(&rollout)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let gif = dir.join("r.gif");
+    let out = std::process::Command::new(bin)
+        .env("GRIDARENA_RENDER", "cpu")
+        .arg("render")
+        .arg(&rollout)
+        .arg("--out")
+        .arg(&gif)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("rendered 6 frames") && text.contains("on cpu"),
+        "{text}"
+    );
+    assert_eq!(&std::fs::read(&gif).unwrap()[..6], b"GIF89a");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -315,12 +315,7 @@ static CANVAS: Mutex<Option<Canvas>> = Mutex::new(None);
 
 fn with_canvas<T>(f: impl FnOnce(&mut Canvas) -> T) -> T {
     let mut guard = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
-    f(
-        guard.get_or_insert_with(|| match std::env::var("GRIDARENA_RENDER").as_deref() {
-            Ok("cpu") => Canvas::Cpu,
-            _ => Canvas::detect(),
-        }),
-    )
+    f(guard.get_or_insert_with(Canvas::detect))
 }
 
 /// What `render()` draws with: the GPU adapter, in words, or `cpu`.

@@ -1,6 +1,7 @@
 //! A [`Canvas`] renders scenes to RGBA bytes on whatever this machine has: the wgpu renderer
 //! when an adapter exists (software ones included), the CPU rasterizer ([`super::cpu`])
-//! otherwise. Python's `render()` draws through it.
+//! otherwise, or when `GRIDARENA_RENDER=cpu`. `gridarena render` and Python's `render()` draw
+//! through it.
 
 use super::scene::Scene;
 
@@ -14,8 +15,12 @@ pub enum Canvas {
 }
 
 impl Canvas {
-    /// The GPU renderer when an adapter exists, else the CPU rasterizer.
+    /// The GPU renderer when an adapter exists, else the CPU rasterizer; the CPU also when
+    /// the environment sets `GRIDARENA_RENDER=cpu`.
     pub fn detect() -> Canvas {
+        if std::env::var("GRIDARENA_RENDER").as_deref() == Ok("cpu") {
+            return Canvas::Cpu;
+        }
         #[cfg(feature = "gpu")]
         if let Ok(g) = super::gpu::Offscreen::new() {
             return Canvas::Gpu(Box::new(g));

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::gpu::{Offscreen, RenderError};
+use super::gpu::RenderError;
 use super::scene::extract;
 use crate::layout::Layout;
 use crate::rollout::Rollout;
@@ -74,7 +74,8 @@ pub fn render_rollout(
         crate::substrate::frame::check_frame(&layout, frame)
             .map_err(|reason| RenderError::BadFrame { index, reason })?;
     }
-    let mut gpu = Offscreen::new()?;
+    // The GPU when there is an adapter, else the CPU rasterizer.
+    let mut canvas = super::Canvas::detect();
     let gif = out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gif"));
@@ -87,7 +88,7 @@ pub fn render_rollout(
     for (k, frame) in frames.iter().enumerate() {
         let t0 = std::time::Instant::now();
         let scene = extract(&layout, frame, None);
-        let (w, h, rgba) = gpu.render(&scene, cell)?;
+        let (w, h, rgba) = canvas.render(&scene, cell);
         render_s += t0.elapsed().as_secs_f64();
         size = (w, h);
         let t1 = std::time::Instant::now();
@@ -113,7 +114,7 @@ pub fn render_rollout(
         render_seconds: render_s,
         encode_seconds: encode_s,
         out: out.to_path_buf(),
-        adapter: gpu.adapter.clone(),
+        adapter: canvas.backend(),
     })
 }
 
