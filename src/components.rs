@@ -173,6 +173,18 @@ pub struct StepBuffers {
     pub final_obs: Vec<u8>,
 }
 
+/// `[B, N, g]` every learner's recurrent hidden state (g floats each): the dense buffer of the
+/// agents' recurrent-state component, present while a recurrent policy acts in the batch
+/// (`EnvBatch::set_hidden_width`). `reset_hidden_states` zeroes an arena's rows when its
+/// episode starts; the acting pass reads and replaces them, one pass for the whole batch.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct HiddenStates {
+    /// g: floats per learner.
+    pub width: usize,
+    /// `[B, N, g]`.
+    pub state: Vec<f32>,
+}
+
 /// When set, the next run of the reset schedule respawns every arena.
 #[derive(Resource, Debug, Clone, Copy, Default)]
 pub struct ResetAll(pub bool);

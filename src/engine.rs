@@ -7,8 +7,8 @@ use rand_core::Rng;
 
 use crate::components::{
     AgentId, Alive, AppliedAction, ArenaId, ArenaRng, BatchSize, Carry, Cells, Cooldown, Counters,
-    EpisodeClock, EpisodeReturn, Facing, GridPos, OpponentModel, ResetAll, RulesEnded, SpawnDeck,
-    StepBuffers, StepReward,
+    EpisodeClock, EpisodeReturn, Facing, GridPos, HiddenStates, OpponentModel, ResetAll,
+    RulesEnded, SpawnDeck, StepBuffers, StepReward,
 };
 use crate::error::EngineError;
 use crate::layout::Layout;
@@ -274,6 +274,36 @@ impl EnvBatch {
     pub fn reset(&mut self) {
         self.world.resource_mut::<ResetAll>().0 = true;
         self.reset.run(&mut self.world);
+    }
+
+    /// Gives every learner a recurrent hidden state of `width` floats, zero (the dense buffer
+    /// `[B, N, width]`, zeroed for an arena whenever its episode starts); 0 removes it.
+    pub fn set_hidden_width(&mut self, width: usize) {
+        if width == 0 {
+            self.world.remove_resource::<HiddenStates>();
+            return;
+        }
+        let n = self.layout().learners;
+        self.world.insert_resource(HiddenStates {
+            width,
+            state: vec![0.0; self.arenas * n * width],
+        });
+    }
+
+    /// `[B, N, g]` the learners' hidden states (empty without [`EnvBatch::set_hidden_width`]).
+    pub fn hidden_states(&self) -> &[f32] {
+        self.world
+            .get_resource::<HiddenStates>()
+            .map_or(&[], |h| &h.state)
+    }
+
+    /// The hidden states to read and replace by an acting pass (empty without
+    /// [`EnvBatch::set_hidden_width`]).
+    pub fn hidden_states_mut(&mut self) -> &mut [f32] {
+        match self.world.get_resource_mut::<HiddenStates>() {
+            Some(h) => &mut h.into_inner().state,
+            None => &mut [],
+        }
     }
 
     /// Runs `f` on one arena's state outside the step (inspection and hand edits).

@@ -5,12 +5,13 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
 use bevy_ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
 
+use crate::components::HiddenStates;
 use crate::metrics::EpisodeLog;
 use crate::systems::record::{Recorder, log_episodes, record_reset, record_step};
 use crate::systems::render::{RenderWatch, extract_render};
 use crate::systems::step::{
     apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance,
-    keep_final_observations, resolve_interactions, write_observations,
+    keep_final_observations, reset_hidden_states, resolve_interactions, write_observations,
 };
 
 /// Label of the per-step schedule.
@@ -43,6 +44,8 @@ pub fn step_schedule() -> Schedule {
             log_episodes.run_if(resource_exists::<EpisodeLog>),
             // final observations: what truncated episodes bootstrap from, before the reset.
             keep_final_observations,
+            // recurrent state: zero the hidden state of the learners whose episode starts.
+            reset_hidden_states.run_if(resource_exists::<HiddenStates>),
             // auto-reset: respawn finished arenas and rewrite their observations.
             auto_reset,
             record_reset.run_if(resource_exists::<Recorder>),
@@ -59,6 +62,7 @@ pub fn reset_schedule() -> Schedule {
     let mut schedule = new_schedule(Reset);
     schedule.add_systems(
         (
+            reset_hidden_states.run_if(resource_exists::<HiddenStates>),
             auto_reset,
             extract_render.run_if(resource_exists::<RenderWatch>),
         )

@@ -122,6 +122,7 @@ fn check_gradients_with_head(
     loss_of: impl Fn(usize) -> (Loss<'static>, &'static str),
 ) {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 6,
         hidden: 8,
@@ -263,6 +264,7 @@ fn backward_matches_finite_differences_for_hl_gauss() {
 #[test]
 fn input_gradient_matches_finite_differences() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 5,
         hidden: 6,
@@ -302,6 +304,7 @@ fn input_gradient_matches_finite_differences() {
 #[test]
 fn u8_and_f32_inputs_give_the_same_outputs() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 3,
         input: 7,
         hidden: 8,
@@ -321,6 +324,7 @@ fn u8_and_f32_inputs_give_the_same_outputs() {
 fn rows_use_their_own_network() {
     // Two networks, rows interleaved: each row's output equals a single-network stack's.
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 4,
         hidden: 6,
@@ -349,6 +353,7 @@ fn rows_use_their_own_network() {
 #[test]
 fn adam_step_follows_the_formula() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 1,
         hidden: 1,
@@ -376,6 +381,7 @@ fn adam_step_follows_the_formula() {
 #[test]
 fn clipping_bounds_each_networks_gradient_norm() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 3,
         hidden: 4,
@@ -417,6 +423,7 @@ fn clipping_bounds_each_networks_gradient_norm() {
 fn regression(seed: u64) -> (Vec<f32>, f32, f32) {
     // Targets are a fixed nonlinear function of the input; 4 actions, chosen at random.
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 8,
         hidden: 32,
@@ -472,6 +479,7 @@ fn fits_a_synthetic_regression_and_is_deterministic() {
 fn fits_a_synthetic_classification() {
     // Two opponents (groups), 3 classes each; labels are a fixed function of the input.
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 6,
         hidden: 32,
@@ -524,6 +532,7 @@ fn row_plans_group_rows_by_network_stably() {
 #[test]
 fn sizing_counts_the_parameters_exactly() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 8,
         input: 147,
         hidden: 128,
@@ -548,6 +557,7 @@ fn sizing_counts_the_parameters_exactly() {
 #[test]
 fn polyak_and_copy_update_the_target() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 2,
         hidden: 2,
@@ -572,6 +582,7 @@ fn a_shared_network_split_over_threads_gets_the_same_gradients() {
     // units of a fixed size whose gradients are summed in a fixed order, so the gradients are
     // the same to the bit whatever the pool.
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 10,
         hidden: 16,
@@ -606,6 +617,7 @@ fn a_shared_network_split_over_threads_gets_the_same_gradients() {
 #[test]
 fn backward_before_any_forward_is_an_error_not_a_panic() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 2,
         hidden: 2,

@@ -42,6 +42,7 @@ fn every_shader_validates_with_naga() {
 
 fn parity(nets: usize, u8_input: bool, seed: u64) {
     let spec = StackSpec {
+        network: Default::default(),
         nets,
         input: 37,
         hidden: 48,
@@ -156,6 +157,7 @@ fn the_hl_gauss_loss_and_gradients_match_the_cpu() {
     // 4 actions x 51 bins, targets inside and outside the support, a mask with zeros.
     let (actions_n, bins) = (4usize, 51usize);
     let spec = StackSpec {
+        network: Default::default(),
         nets: 3,
         input: 21,
         hidden: 32,
@@ -212,6 +214,7 @@ fn dispatches_per_update_do_not_depend_on_the_number_of_networks() {
     let mut counts = Vec::new();
     for nets in [1, 3, 8] {
         let spec = StackSpec {
+            network: Default::default(),
             nets,
             input: 20,
             hidden: 16,
@@ -248,6 +251,7 @@ fn dispatches_per_update_do_not_depend_on_the_number_of_networks() {
 #[test]
 fn the_gpu_fits_a_synthetic_regression() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 8,
         hidden: 32,
@@ -292,6 +296,7 @@ fn the_gpu_fits_a_synthetic_regression() {
 #[test]
 fn the_gpu_fits_a_synthetic_classification() {
     let spec = StackSpec {
+        network: Default::default(),
         nets: 2,
         input: 6,
         hidden: 32,
@@ -336,6 +341,7 @@ fn pqn_and_iql_train_on_the_gpu_backend() {
     use gridarena::train::{TrainOptions, train};
     if gpu(
         StackSpec {
+            network: Default::default(),
             nets: 1,
             input: 1,
             hidden: 1,

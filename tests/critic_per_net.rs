@@ -14,6 +14,7 @@ use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, CriticBackend, CriticError, Input, NetOptim, StackSpec};
 
 const SPEC: StackSpec = StackSpec {
+    network: gridarena::critic::Network::Mlp,
     nets: 3,
     input: 11,
     hidden: 16,

@@ -10,6 +10,7 @@ use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, Input, StackSpec};
 
 const SPEC: StackSpec = StackSpec {
+    network: gridarena::critic::Network::Mlp,
     nets: 3,
     input: 40,
     hidden: 24,

@@ -210,6 +210,7 @@ fn a_gpu_critic_opens_the_adapter_it_is_given() {
         return;
     };
     let spec = StackSpec {
+        network: Default::default(),
         nets: 1,
         input: 2,
         hidden: 4,

@@ -6,7 +6,7 @@
 //! Adding a backend = one implementation of the trait and one arm in [`super::Critic::new`].
 
 use super::loss::Loss;
-use super::{AdamConfig, CriticError, Input, NetOptim, StackSpec, StepStats};
+use super::{AdamConfig, CriticError, Input, NetOptim, Sequences, StackSpec, StepStats};
 
 /// A stack of MLPs that learners train: forward passes with online or target parameters,
 /// backward, the optimiser step, and the state a checkpoint holds. CPU and GPU give the same
@@ -18,6 +18,41 @@ pub trait CriticBackend: Send {
     /// Forward pass with the online parameters, keeping activations for backward; returns
     /// `[R, head]` in the caller's row order (`nets[r]` is row r's network).
     fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
+
+    /// Forward over sequences with the online parameters (see [`Sequences`]), keeping what
+    /// backward needs; returns `[T, B, head]`, row `t * B + b` being sequence b at step t.
+    /// [`CriticBackend::backward`] and [`CriticBackend::loss_backward`] then take that row
+    /// order and run backpropagation through time. On an MLP stack every step is an
+    /// independent row: the same as [`CriticBackend::forward`] over the T x B rows.
+    fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        let rows = seq.mlp_rows(self.spec())?;
+        self.forward(seq.input, &rows)
+    }
+
+    /// [`CriticBackend::forward_seq`] with the target parameters (the online activations
+    /// survive, as with [`CriticBackend::forward_target`]).
+    fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        let rows = seq.mlp_rows(self.spec())?;
+        self.forward_target(seq.input, &rows)
+    }
+
+    /// One acting step of B rows with the online parameters: `hidden` `[B, g]` is read as the
+    /// state entering the step and replaced by the state leaving it (empty for an MLP); returns
+    /// `[B, head]`. A recurrent stack leaves the training activations alone (an MLP's acting is
+    /// its forward). The same arithmetic as
+    /// [`CriticBackend::forward_seq`] with T = 1, so acting sees what training recomputes.
+    fn act(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, CriticError> {
+        if self.spec().network.is_recurrent() {
+            return Err(CriticError::Recurrent("this backend's acting pass"));
+        }
+        super::check_len("hidden state of an MLP", 0, hidden.len())?;
+        self.forward(input, nets)
+    }
 
     /// Forward with the target parameters (the online activations survive; on the GPU the
     /// uploaded rows do not, so a target pass goes before the online forward it sits beside).

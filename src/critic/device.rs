@@ -266,6 +266,7 @@ mod tests {
     #[test]
     fn a_cpu_critic_reports_what_its_backend_computes() {
         let spec = StackSpec {
+            network: Default::default(),
             nets: 2,
             input: 3,
             hidden: 4,

@@ -18,7 +18,7 @@
 //! step t is zero. The embedding's LayerNorm is the MLP's (epsilon [`super::LN_EPS`]). The math on the CPU is `cpu::gru`; docs/algorithms.md, "GRU critic", has the
 //! equations of backpropagation through time.
 
-use super::{CriticError, LayerOffsets, Tensor, fill_uniform};
+use super::{Backend, CriticError, LayerOffsets, Sizing, Tensor, fill_uniform};
 
 /// The shape of one GRU network (a stack of them shares it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +174,31 @@ pub(crate) fn init_params(spec: &GruSpec, nets: usize, seed: u64) -> Vec<f32> {
         );
     }
     params
+}
+
+/// The bytes a stack of `nets` GRU networks holds for an update of `rows` rows (T x B; the
+/// memory preflight), `p` being the parameters' bytes. The CPU keeps a cache per work unit for
+/// training, one for target passes and one for acting (see `cpu::gru` for a cache's bytes,
+/// here counted with every row its own sequence, the most per-sequence state), and the
+/// input, outputs and output gradient in the caller's order.
+pub(crate) fn sizing(spec: &GruSpec, nets: usize, p: u64, rows: usize, backend: Backend) -> Sizing {
+    let (d, a, g) = (spec.input as u64, spec.head as u64, spec.hidden as u64);
+    let r = rows as u64;
+    let cache = super::cpu::gru::GruCache::bytes(spec, 1, rows);
+    let caller = r * (4 * d + 3 * 4 * a + 4 * g + 1);
+    let activations = match backend {
+        Backend::Cpu => 2 * cache + caller,
+        // Online and target activations on the device, and the caller-side buffers.
+        Backend::Gpu => 2 * cache + caller,
+    };
+    Sizing {
+        params: p,
+        grads: p,
+        adam: 2 * p,
+        target: p,
+        activations,
+        indices: r * 4 + (nets as u64 + 1) * 8,
+    }
 }
 
 #[cfg(test)]

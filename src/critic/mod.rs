@@ -13,13 +13,6 @@ pub mod cpu;
 mod device;
 #[cfg(feature = "gpu")]
 pub mod gpu;
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "wired into the critic stack by the rest of issue 19"
-    )
-)]
 pub(crate) mod gru;
 pub mod hl_gauss;
 pub mod loss;
@@ -34,6 +27,40 @@ pub use device::{
 
 use serde::{Deserialize, Serialize};
 
+/// Which network every member of a stack is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// `layers` x (Linear -> LayerNorm -> ReLU), then a linear head.
+    #[default]
+    Mlp,
+    /// Linear -> LayerNorm -> ReLU (`hidden` wide), a GRU cell of `hidden` units, then a
+    /// linear head (see `gru.rs`); `layers` must be 1.
+    Gru {
+        /// The GRU cell's hidden-state width.
+        hidden: usize,
+    },
+}
+
+impl Network {
+    /// The hidden-state width a member carries between steps (0 for an MLP).
+    pub fn state_width(&self) -> usize {
+        match self {
+            Network::Mlp => 0,
+            Network::Gru { hidden } => *hidden,
+        }
+    }
+
+    /// True for a recurrent network.
+    pub fn is_recurrent(&self) -> bool {
+        self.state_width() > 0
+    }
+
+    fn is_mlp(&self) -> bool {
+        *self == Network::Mlp
+    }
+}
+
 /// The shape of one network of a stack, and how many networks there are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackSpec {
@@ -47,6 +74,9 @@ pub struct StackSpec {
     pub layers: usize,
     /// Output width of the linear head (actions, or groups x classes).
     pub head: usize,
+    /// MLP or GRU (left out of the saved form for an MLP, so older checkpoints read as MLPs).
+    #[serde(default, skip_serializing_if = "Network::is_mlp")]
+    pub network: Network,
 }
 
 /// One parameter tensor of a network: where it sits inside the network's parameter block.
@@ -90,6 +120,21 @@ impl StackSpec {
         {
             return Err(format!("every dimension must be at least 1: {self:?}"));
         }
+        if let Some(gru) = self.gru() {
+            if self.layers != 1 {
+                return Err(format!(
+                    "a GRU network has one embedding layer before its cell, not {}: set layers: 1",
+                    self.layers
+                ));
+            }
+            gru.validate().map_err(|e| e.to_string())?;
+            return match gru.params_per_net().checked_mul(self.nets) {
+                Some(p) if p <= MAX_PARAMS => Ok(()),
+                _ => Err(format!(
+                    "{self:?} may have more than {MAX_PARAMS} parameters in all"
+                )),
+            };
+        }
         if self.layers > MAX_LAYERS {
             return Err(format!(
                 "{} hidden layers; at most {MAX_LAYERS}",
@@ -114,7 +159,26 @@ impl StackSpec {
         Ok(())
     }
 
-    /// Offsets of the hidden layers then the head (whose `gamma`/`beta` are unused).
+    /// A GRU member's shape (the embedding `hidden` wide), or None for an MLP.
+    pub(crate) fn gru(&self) -> Option<gru::GruSpec> {
+        match self.network {
+            Network::Mlp => None,
+            Network::Gru { hidden } => Some(gru::GruSpec {
+                input: self.input,
+                embed: self.hidden,
+                hidden,
+                head: self.head,
+            }),
+        }
+    }
+
+    /// The hidden-state width each row carries between steps (0 for an MLP).
+    pub fn state_width(&self) -> usize {
+        self.network.state_width()
+    }
+
+    /// Offsets of the hidden layers then the head (whose `gamma`/`beta` are unused); an MLP's
+    /// layout (a GRU member's is in `gru.rs`).
     pub fn layer_offsets(&self) -> Vec<LayerOffsets> {
         let mut out = Vec::with_capacity(self.layers + 1);
         let mut offset = 0;
@@ -142,6 +206,9 @@ impl StackSpec {
 
     /// Parameters of one network.
     pub fn params_per_net(&self) -> usize {
+        if let Some(g) = self.gru() {
+            return g.params_per_net();
+        }
         let last = self.layer_offsets()[self.layers];
         last.bias + last.fan_out
     }
@@ -153,6 +220,9 @@ impl StackSpec {
 
     /// Every tensor of one network, in buffer order.
     pub fn tensors(&self) -> Vec<Tensor> {
+        if let Some(g) = self.gru() {
+            return g.tensors();
+        }
         let mut out = Vec::new();
         for (l, o) in self.layer_offsets().iter().enumerate() {
             let name = if l == self.layers {
@@ -192,6 +262,9 @@ impl StackSpec {
 
     /// Multiply-adds of one forward pass per row.
     pub fn forward_macs_per_row(&self) -> usize {
+        if let Some(g) = self.gru() {
+            return g.input * g.embed + 3 * g.hidden * (g.embed + g.hidden) + g.hidden * g.head;
+        }
         self.layer_offsets()
             .iter()
             .map(|o| o.fan_in * o.fan_out)
@@ -201,6 +274,13 @@ impl StackSpec {
     /// Floating-point operations of one full update per row: forward, the weight gradients and
     /// the input gradients of every layer but the first (2 flops per multiply-add).
     pub fn update_flops_per_row(&self) -> usize {
+        if let Some(g) = self.gru() {
+            // Forward, every weight gradient, and every input gradient but the embedding's
+            // (the gates' input and recurrent halves, the head).
+            let fwd = self.forward_macs_per_row();
+            let d_input = 3 * g.hidden * (g.embed + g.hidden) + g.hidden * g.head;
+            return 2 * (2 * fwd + d_input);
+        }
         let offsets = self.layer_offsets();
         let fwd: usize = offsets.iter().map(|o| o.fan_in * o.fan_out).sum();
         let d_input: usize = offsets[1..].iter().map(|o| o.fan_in * o.fan_out).sum();
@@ -220,6 +300,9 @@ impl StackSpec {
     /// asks for it; the CPU backend then skips its input-width buffers).
     pub fn sizing_for(&self, rows: usize, backend: Backend, input_grad: bool) -> Sizing {
         let p = self.params() as u64 * 4;
+        if let Some(g) = self.gru() {
+            return gru::sizing(&g, self.nets, p, rows, backend);
+        }
         let (h, l, a, d) = (
             self.hidden as u64,
             self.layers as u64,
@@ -335,6 +418,54 @@ impl Input<'_> {
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// B sequences of T steps for a recurrent pass ([`CriticBackend::forward_seq`]). T is
+/// `reset.len() / B`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sequences<'a> {
+    /// `[T, B, input]` time-major: row `t * B + b` is sequence b at step t.
+    pub input: Input<'a>,
+    /// `[B]` each sequence's network.
+    pub nets: &'a [u32],
+    /// `[B, g]` the hidden state entering step 0 (empty for an MLP stack).
+    pub h0: &'a [f32],
+    /// `[T, B]` 1 where the hidden state entering that step is zero (its episode starts there).
+    pub reset: &'a [u8],
+}
+
+impl Sequences<'_> {
+    /// B.
+    pub fn batch(&self) -> usize {
+        self.nets.len()
+    }
+
+    /// T (0 for an empty batch).
+    pub fn steps(&self) -> usize {
+        self.reset.len().checked_div(self.nets.len()).unwrap_or(0)
+    }
+
+    /// Checks the buffers against `spec` and returns (T, B).
+    pub fn shape(&self, spec: &StackSpec) -> Result<(usize, usize), CriticError> {
+        let (t, b) = (self.steps(), self.batch());
+        check_len("reset ([T, B])", t * b, self.reset.len())?;
+        check_len("h0 ([B, state])", b * spec.state_width(), self.h0.len())?;
+        check_len(
+            "input ([T, B, input])",
+            t * b * spec.input,
+            self.input.len(),
+        )?;
+        Ok((t, b))
+    }
+
+    /// The network of every row `t * B + b` for an MLP stack (an error for a recurrent one).
+    pub(crate) fn mlp_rows(&self, spec: &StackSpec) -> Result<Vec<u32>, CriticError> {
+        if spec.network.is_recurrent() {
+            return Err(CriticError::Recurrent("this backend's sequence pass"));
+        }
+        let (t, _) = self.shape(spec)?;
+        Ok(self.nets.repeat(t))
     }
 }
 
@@ -533,6 +664,11 @@ pub enum CriticError {
     /// An invalid stack shape.
     #[error("invalid stack: {0}")]
     Spec(String),
+    /// A row-wise operation on a recurrent stack, or a recurrent one a backend lacks.
+    #[error(
+        "the stack's networks are recurrent (GRU): {0} is not available; recurrent stacks act with `act` and train with `forward_seq`"
+    )]
+    Recurrent(&'static str),
     /// A loss with unusable parameters.
     #[error("invalid loss: {0}")]
     Loss(String),
@@ -575,6 +711,9 @@ pub enum CriticError {
 /// Initial parameters, PyTorch's defaults: weights and biases uniform in
 /// `[-1/sqrt(fan_in), 1/sqrt(fan_in)]`, LayerNorm scale 1 and shift 0; deterministic in `seed`.
 pub fn init_params(spec: &StackSpec, seed: u64) -> Vec<f32> {
+    if let Some(g) = spec.gru() {
+        return gru::init_params(&g, spec.nets, seed);
+    }
     use rand_core::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let per_net = spec.params_per_net();

@@ -16,7 +16,7 @@
 use super::Job;
 use crate::critic::loss::Loss;
 use crate::critic::{
-    AdamConfig, CriticBackend, CriticError, Input, NetOptim, StackSpec, StepStats,
+    AdamConfig, CriticBackend, CriticError, Input, NetOptim, Sequences, StackSpec, StepStats,
 };
 
 /// A backend whose optimiser steps average the gradients over the job's ranks first.
@@ -64,6 +64,23 @@ impl CriticBackend for AllReduced {
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
         self.pending()?;
         self.inner.forward_target(input, nets)
+    }
+    fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        self.pending()?;
+        self.inner.forward_seq(seq)
+    }
+    fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        self.pending()?;
+        self.inner.forward_target_seq(seq)
+    }
+    fn act(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, CriticError> {
+        self.pending()?;
+        self.inner.act(input, nets, hidden)
     }
     fn polyak(&mut self, tau: f32) {
         self.inner.polyak(tau)

@@ -4,7 +4,7 @@
 use bevy_ecs::prelude::*;
 
 use super::Arenas;
-use crate::components::{ResetAll, StepBuffers};
+use crate::components::{HiddenStates, ResetAll, StepBuffers};
 use crate::layout::Layout;
 use crate::substrate;
 
@@ -65,6 +65,30 @@ pub fn keep_final_observations(layout: Res<Layout>, mut buffers: ResMut<StepBuff
     for (k, (&term, &trunc)) in terminated.iter().zip(truncated.iter()).enumerate() {
         if term != 0 || trunc != 0 {
             final_obs[k * per..(k + 1) * per].copy_from_slice(&obs[k * per..(k + 1) * per]);
+        }
+    }
+}
+
+/// Recurrent state: zeroes the hidden state of every learner whose arena starts a new episode
+/// (every arena when `ResetAll` is set), before `auto_reset` clears the flags it reads.
+pub fn reset_hidden_states(
+    buffers: Res<StepBuffers>,
+    reset_all: Res<ResetAll>,
+    mut hidden: ResMut<HiddenStates>,
+) {
+    let hidden = hidden.bypass_change_detection();
+    let per = hidden.state.len() / buffers.terminated.len().max(1);
+    if per == 0 {
+        return;
+    }
+    if reset_all.0 {
+        hidden.state.fill(0.0);
+        return;
+    }
+    let ended = buffers.terminated.iter().zip(&buffers.truncated);
+    for (h, (&term, &trunc)) in hidden.state.chunks_exact_mut(per).zip(ended) {
+        if term != 0 || trunc != 0 {
+            h.fill(0.0);
         }
     }
 }

@@ -60,6 +60,28 @@ pub enum LrScale {
 /// would read them); expanded into replicas by `train::sweep`.
 pub type Sweep = std::collections::BTreeMap<String, Vec<ron::Value>>;
 
+/// The Q-networks' kind (see `docs/algorithms.md`, "GRU critic").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkKind {
+    /// `layers` x (Linear -> LayerNorm -> ReLU), then a linear head.
+    #[default]
+    Mlp,
+    /// Linear -> LayerNorm -> ReLU (`hidden` wide), a GRU cell of `gru_hidden` units carried
+    /// from step to step (zeroed when an episode starts), then a linear head; `layers: 1`.
+    Gru,
+}
+
+impl NetworkKind {
+    fn is_mlp(&self) -> bool {
+        *self == NetworkKind::Mlp
+    }
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
 /// The value loss of PQN and IQL (see `docs/algorithms.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -158,8 +180,25 @@ pub struct RunConfig {
     pub desync_episodes: bool,
     /// Hidden width of the Q-networks.
     pub hidden: usize,
-    /// Hidden layers of the Q-networks.
+    /// Hidden layers of the Q-networks (1 with `network: gru`: its embedding).
     pub layers: usize,
+    /// The Q-networks: `mlp`, or `gru`, a recurrent network whose hidden state each agent
+    /// carries through its episode (see `docs/algorithms.md`, "GRU critic").
+    #[serde(skip_serializing_if = "NetworkKind::is_mlp")]
+    pub network: NetworkKind,
+    /// `network: gru`: the cell's hidden-state width; 0 takes `hidden`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gru_hidden: usize,
+    /// PQN with `network: gru`: the last this many steps of each rollout are kept and replayed
+    /// before the next rollout's steps in training, from the hidden state stored when they were
+    /// acted, to warm the hidden state up (burn-in: no loss on them); at most `rollout`, 0 for
+    /// none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub memory_window: usize,
+    /// IQL and PR2-IQL with `network: gru`: replayed sequences of `rollout` steps start with
+    /// this many burn-in steps that only warm the hidden state up (R2D2); less than `rollout`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub burn_in: usize,
     /// One network shared by every learner (with the learner's index as an extra input) instead
     /// of one per learner.
     pub shared: bool,
@@ -247,6 +286,10 @@ impl Default for RunConfig {
             desync_episodes: true,
             hidden: 128,
             layers: 2,
+            network: NetworkKind::Mlp,
+            gru_hidden: 0,
+            memory_window: 0,
+            burn_in: 0,
             shared: false,
             opponent_models: false,
             critic: CriticForm::Factorized,
@@ -457,6 +500,79 @@ impl RunConfig {
         Ok(())
     }
 
+    /// The GRU cell's hidden-state width (`gru_hidden`, or `hidden` when 0).
+    pub fn gru_width(&self) -> usize {
+        if self.gru_hidden == 0 {
+            self.hidden
+        } else {
+            self.gru_hidden
+        }
+    }
+
+    /// The network's fields: `layers: 1` and a bounded width for a GRU, and the sequence
+    /// fields only where they apply.
+    fn validate_network(&self) -> Result<(), ConfigError> {
+        let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
+        if self.network == NetworkKind::Mlp {
+            for (field, v) in [
+                ("gru_hidden", self.gru_hidden),
+                ("memory_window", self.memory_window),
+                ("burn_in", self.burn_in),
+            ] {
+                if v != 0 {
+                    return bad(field, format!("{v} needs network: gru"));
+                }
+            }
+            return Ok(());
+        }
+        if self.layers != 1 {
+            return bad(
+                "layers",
+                format!(
+                    "{} with network: gru; its one embedding layer feeds the cell: set layers: 1",
+                    self.layers
+                ),
+            );
+        }
+        if self.gru_hidden > MAX_HIDDEN {
+            return bad(
+                "gru_hidden",
+                format!(
+                    "{}; between 1 and {MAX_HIDDEN} (0 takes hidden)",
+                    self.gru_hidden
+                ),
+            );
+        }
+        if self.memory_window > self.rollout {
+            return bad(
+                "memory_window",
+                format!(
+                    "{} is more than rollout {}; the kept window is the end of one rollout",
+                    self.memory_window, self.rollout
+                ),
+            );
+        }
+        if self.memory_window > 0 && self.algo != Algo::Pqn {
+            return bad(
+                "memory_window",
+                format!(
+                    "{} applies to algo pqn; IQL and PR2-IQL warm up with burn_in",
+                    self.memory_window
+                ),
+            );
+        }
+        if self.burn_in > 0 && (self.algo == Algo::Pqn || self.burn_in >= self.rollout) {
+            return bad(
+                "burn_in",
+                format!(
+                    "{}: IQL and PR2-IQL only (PQN uses memory_window), and less than rollout {}",
+                    self.burn_in, self.rollout
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks every value.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
@@ -628,6 +744,7 @@ impl RunConfig {
             );
         }
         self.validate_loss()?;
+        self.validate_network()?;
         if self.total_steps < (self.arenas * self.rollout) as u64 {
             return bad(
                 "total_steps",

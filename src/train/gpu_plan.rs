@@ -481,6 +481,7 @@ mod tests {
     #[test]
     fn the_device_buffers_add_up_to_the_gpu_backends_sizing() {
         let spec = StackSpec {
+            network: Default::default(),
             nets: 6,
             input: 147,
             hidden: 128,
@@ -508,6 +509,7 @@ mod tests {
         use crate::critic::Input;
         use crate::critic::gpu::GpuCritic;
         let spec = StackSpec {
+            network: Default::default(),
             nets: 3,
             input: 5,
             hidden: 8,

@@ -338,6 +338,7 @@ impl OpponentModels {
         two_learners(learners)?;
         let seeds = replica_seeds(cfg)?;
         let single = StackSpec {
+            network: Default::default(),
             nets: learners,
             input,
             hidden: cfg.hidden,

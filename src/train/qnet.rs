@@ -4,10 +4,10 @@
 //! The head has one output per action, or `bins` logits per action with HL-Gauss
 //! ([`QHead`] turns outputs into Q-values).
 
-use super::config::RunConfig;
+use super::config::{NetworkKind, RunConfig};
 use super::error::TrainError;
 use super::q_head::QHead;
-use crate::critic::{Critic, Input, StackSpec};
+use crate::critic::{Critic, Input, Network, StackSpec};
 use crate::scenario::LoadedScenario;
 
 /// The Q-network stack a scenario needs under this configuration.
@@ -15,6 +15,12 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let obs = loaded.scenario.observation_len();
     StackSpec {
+        network: match cfg.network {
+            NetworkKind::Mlp => Network::Mlp,
+            NetworkKind::Gru => Network::Gru {
+                hidden: cfg.gru_width(),
+            },
+        },
         nets: if cfg.shared { 1 } else { learners },
         input: obs + if cfg.shared { learners } else { 0 },
         hidden: cfg.hidden,

@@ -122,6 +122,7 @@ pub(crate) fn qnet_tensors(
 pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> StackSpec {
     let n = layout.learners;
     StackSpec {
+        network: Default::default(),
         nets: n * cfg.replica_count(),
         input,
         hidden: cfg.hidden,

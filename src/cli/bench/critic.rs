@@ -59,6 +59,7 @@ pub(crate) struct BenchCriticArgs {
 /// Times the stack's updates and prints rows/s and GFLOP/s (and the CPU's GEMM peak).
 pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
     let spec = StackSpec {
+        network: Default::default(),
         nets: args.nets,
         input: args.input,
         hidden: args.hidden,

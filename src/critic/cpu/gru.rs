@@ -61,6 +61,11 @@ pub(crate) struct GruCache {
 }
 
 impl GruCache {
+    /// `[B, g]` the hidden state after the last step of the last forward.
+    pub(crate) fn h_last(&self) -> &[f32] {
+        &self.h_last
+    }
+
     /// Sizes the buffers for T steps of B sequences.
     fn size(&mut self, spec: &GruSpec, steps: usize, batch: usize) {
         let r = steps * batch;
@@ -182,7 +187,9 @@ pub(crate) fn forward<'c>(
 /// One step of B sequences for acting: `x` `[B, d]`, the hidden state `h` `[B, g]` read and
 /// replaced by the next one, the Q-values into `q` `[B, A]`. No reset: the caller zeroes a
 /// sequence's `h` when its episode starts. The same arithmetic as [`forward`] (it is forward
-/// with T = 1), so acting step by step sees the values training recomputes.
+/// with T = 1), so acting step by step sees the values training recomputes. The stack's
+/// acting pass runs [`forward`] with T = 1; the tests check the two agree.
+#[cfg(test)]
 pub(crate) fn step(
     spec: &GruSpec,
     params: &[f32],

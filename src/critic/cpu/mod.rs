@@ -4,14 +4,8 @@
 //! are kept in network order between forward and backward; buffers grow to the largest batch
 //! seen and are reused. [`profile`] times the passes on request.
 
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "wired into the critic stack by the rest of issue 19"
-    )
-)]
 pub(crate) mod gru;
+mod gru_stack;
 mod net;
 mod optim;
 pub mod profile;
@@ -25,11 +19,12 @@ pub use self::sparse::SPARSE_DENSITY;
 use self::sparse::{MAX_SPARSE_INPUT, SparseRows, transpose};
 use super::loss::{Loss, loss_and_grad};
 use super::{
-    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, StackSpec,
-    StepStats, check_len, init_params,
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, Sequences,
+    StackSpec, StepStats, check_len, init_params,
 };
+use gru_stack::GruStack;
 
-/// A stack of MLPs on the CPU.
+/// A stack of MLPs or GRU networks ([`StackSpec::network`]) on the CPU.
 pub struct CpuCritic {
     spec: StackSpec,
     offsets: Vec<LayerOffsets>,
@@ -55,6 +50,8 @@ pub struct CpuCritic {
     w1t_target: Vec<f32>,
     w1t_fresh: bool,
     w1t_target_fresh: bool,
+    /// The GRU passes, for a recurrent stack.
+    gru: Option<GruStack>,
 }
 
 /// What forward keeps for backward, in network (sorted) row order.
@@ -192,6 +189,7 @@ impl CpuCritic {
             w1t_target: Vec::new(),
             w1t_fresh: false,
             w1t_target_fresh: false,
+            gru: spec.gru().map(|g| GruStack::new(g, spec.nets)),
         })
     }
 
@@ -276,6 +274,9 @@ impl CpuCritic {
     /// Forward pass with the online parameters; keeps activations for [`CpuCritic::backward`].
     /// Returns `[R, head]` in the caller's row order.
     pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<&[f32], CriticError> {
+        if self.gru.is_some() {
+            return Err(CriticError::Recurrent("a row-wise forward"));
+        }
         let _wall = span(Phase::WallForward);
         check_len("input", nets.len() * self.spec.input, input.len())?;
         let plan = RowPlan::new(nets, self.spec.nets)?;
@@ -398,6 +399,9 @@ impl CpuCritic {
 
     /// Forward with the target parameters (keeps nothing; the online activations survive).
     pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        if self.gru.is_some() {
+            return Err(CriticError::Recurrent("a row-wise target forward"));
+        }
         self.swap_target();
         let saved = std::mem::take(&mut self.acts);
         let result = self.forward(input, nets).map(|o| o.to_vec());
@@ -416,6 +420,13 @@ impl CpuCritic {
     /// Backward from dL/d output (`[R, head]`, caller order) of the last forward; gradients are
     /// overwritten. With `input_grad`, also computes dL/d input (see [`CpuCritic::input_grad`]).
     pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
+        if let Some(g) = &mut self.gru {
+            if input_grad {
+                return Err(CriticError::Recurrent("the input gradient"));
+            }
+            let _wall = span(Phase::WallBackward);
+            return g.backward(&self.params, d_out, &mut self.grads);
+        }
         let _wall = span(Phase::WallBackward);
         let (spec, a) = (self.spec, &mut self.acts);
         let (rows, d, h, head) = (a.rows, spec.input, spec.hidden, spec.head);
@@ -528,6 +539,50 @@ impl CpuCritic {
         Ok(())
     }
 
+    /// Forward over sequences (see [`CriticBackend::forward_seq`]); keeps what backward needs.
+    /// Returns `[T, B, head]`.
+    pub fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        seq.shape(&self.spec)?;
+        match &mut self.gru {
+            Some(g) => {
+                let _wall = span(Phase::WallForward);
+                g.forward(&self.params, &seq).map(<[f32]>::to_vec)
+            }
+            None => {
+                let rows = seq.mlp_rows(&self.spec)?;
+                CpuCritic::forward(self, seq.input, &rows).map(<[f32]>::to_vec)
+            }
+        }
+    }
+
+    /// [`CpuCritic::forward_seq`] with the target parameters; keeps nothing.
+    pub fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        seq.shape(&self.spec)?;
+        match &mut self.gru {
+            Some(g) => g.forward_target(&self.target, &seq),
+            None => {
+                let rows = seq.mlp_rows(&self.spec)?;
+                CpuCritic::forward_target(self, seq.input, &rows)
+            }
+        }
+    }
+
+    /// One acting step (see [`CriticBackend::act`]).
+    pub fn act(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, CriticError> {
+        match &mut self.gru {
+            Some(g) => g.act(&self.params, input, nets, hidden),
+            None => {
+                check_len("hidden state of an MLP", 0, hidden.len())?;
+                CpuCritic::forward(self, input, nets).map(<[f32]>::to_vec)
+            }
+        }
+    }
+
     /// dL/d input of the last backward with `input_grad` (`[R, D]`, caller order).
     pub fn input_grad(&self) -> &[f32] {
         &self.acts.d_input
@@ -535,6 +590,24 @@ impl CpuCritic {
 
     /// Loss of the last forward's output and its gradient; runs backward too. Returns the loss.
     pub fn loss_backward(&mut self, loss: &Loss) -> Result<f32, CriticError> {
+        if let Some(g) = &mut self.gru {
+            let head = self.spec.head;
+            let out = std::mem::take(&mut g.out);
+            let rows = out.len() / head;
+            let checked = loss.check(rows, head);
+            let mut d_out = std::mem::take(&mut self.acts.d_out);
+            d_out.resize(rows * head, 0.0);
+            let value = checked.map(|()| loss_and_grad(loss, &out, head, &mut d_out));
+            g.out = out;
+            let result = value.and_then(|v| {
+                self.backward(&d_out, false)?;
+                Ok(v)
+            });
+            self.acts.d_out = d_out;
+            let value = result?;
+            self.last_loss = value;
+            return Ok(value);
+        }
         let (rows, head) = (self.acts.rows, self.spec.head);
         loss.check(rows, head)?;
         let mut d_out = std::mem::take(&mut self.acts.d_out);
@@ -575,6 +648,23 @@ impl CriticBackend for CpuCritic {
 
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
         CpuCritic::forward_target(self, input, nets)
+    }
+
+    fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        CpuCritic::forward_seq(self, seq)
+    }
+
+    fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        CpuCritic::forward_target_seq(self, seq)
+    }
+
+    fn act(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, CriticError> {
+        CpuCritic::act(self, input, nets, hidden)
     }
 
     fn polyak(&mut self, tau: f32) {

@@ -84,6 +84,9 @@ impl GpuCritic {
         adapter: impl FnOnce() -> Result<(GpuInfo, wgpu::Adapter), CriticError>,
     ) -> Result<GpuCritic, CriticError> {
         spec.validate().map_err(CriticError::Spec)?;
+        if spec.network.is_recurrent() {
+            return Err(CriticError::Recurrent("the GPU backend (use --device cpu)"));
+        }
         let dispatches = kernels::max_dispatches(spec.layers);
         if dispatches > kernels::SLOTS {
             return Err(CriticError::TooManyDispatches {

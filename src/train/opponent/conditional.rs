@@ -62,6 +62,7 @@ impl ConditionalModels {
     /// One replica's models.
     fn single_spec(cfg: &RunConfig, learners: usize, actions: usize, input: usize) -> StackSpec {
         StackSpec {
+            network: Default::default(),
             nets: learners,
             input,
             hidden: cfg.hidden,
