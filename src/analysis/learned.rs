@@ -111,6 +111,11 @@ fn discounted_returns(
         batch
             .step()
             .map_err(|e| RunError::from(TrainError::from(e)))?;
+        let starts = crate::train::eval::episode_starts(&batch);
+        frozen.episodes_start(&starts);
+        if let Some(br) = br.as_deref_mut() {
+            br.episodes_start(&starts);
+        }
         let b = batch.buffers();
         for arena in 0..episodes {
             if running[arena] {

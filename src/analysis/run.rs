@@ -70,6 +70,14 @@ pub fn greedy_actions(
     policy: &mut dyn Policy,
     progress: &indicatif::ProgressBar,
 ) -> Result<Vec<u8>, AnalysisError> {
+    if policy.has_memory() {
+        return Err(AnalysisError::Invalid(
+            "exact analysis tabulates a policy state by state, and this run's networks are \
+             recurrent (network: gru): their actions depend on the episode so far, not on the \
+             state alone; evaluate them with `gridarena eval`"
+                .into(),
+        ));
+    }
     let (n, o) = (model.learners(), model.layout().obs_len);
     let states = model.states() as usize;
     let mut actions = vec![0u8; states * n];

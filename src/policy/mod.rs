@@ -39,6 +39,18 @@ pub trait Policy {
     fn q_values(&mut self, _obs: &[u8]) -> Result<Option<Vec<f32>>, PolicyError> {
         Ok(None)
     }
+
+    /// Tells a policy with memory that the arenas whose `started[r]` is true begin a new
+    /// episode at the next [`Policy::actions`] (their last step ended one): a recurrent policy
+    /// zeroes their hidden state. Callers stepping arenas call it after every step with the
+    /// arenas' `terminated | truncated`; memoryless policies ignore it.
+    fn episodes_start(&mut self, _started: &[bool]) {}
+
+    /// Whether [`Policy::actions`] depends on earlier observations (a recurrent network): such
+    /// a policy acts on consecutive steps of the same arenas only, never on unrelated states.
+    fn has_memory(&self) -> bool {
+        false
+    }
 }
 
 impl Policy for RandomPolicy {

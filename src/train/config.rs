@@ -78,6 +78,10 @@ impl NetworkKind {
     }
 }
 
+/// The fields the saved form leaves out while they hold their default (so that runs saved
+/// before they existed resume unchanged); `--set` still reaches them.
+const OMITTED_WHEN_DEFAULT: [&str; 4] = ["network", "gru_hidden", "memory_window", "burn_in"];
+
 fn is_zero(v: &usize) -> bool {
     *v == 0
 }
@@ -487,6 +491,14 @@ impl RunConfig {
                 }
             })
             .collect();
+        let mut text = text;
+        // Fields left out of the saved form while they hold their default go in as new lines.
+        fields.extend(OMITTED_WHEN_DEFAULT.iter().map(|f| f.to_string()));
+        if !found && OMITTED_WHEN_DEFAULT.contains(&key) {
+            let close = text.len().saturating_sub(1);
+            text.insert(close, format!("    {key}: {},", value.trim()));
+            found = true;
+        }
         if !found {
             return Err(bad(format!(
                 "unknown field; fields are: {}",

@@ -109,6 +109,16 @@ pub fn evaluate_policy(
     Ok(result(&names, &learners_only(&eps, learners)))
 }
 
+/// Per arena, whether its last step ended an episode (the next step starts one).
+pub(crate) fn episode_starts(batch: &EnvBatch) -> Vec<bool> {
+    let b = batch.buffers();
+    b.terminated
+        .iter()
+        .zip(&b.truncated)
+        .map(|(&te, &tr)| te != 0 || tr != 0)
+        .collect()
+}
+
 /// First finished episode of every arena of `batch`, `policy` acting until each arena
 /// finished one.
 fn first_episodes(
@@ -125,6 +135,7 @@ fn first_episodes(
             .map_err(TrainError::from)?;
         batch.actions_mut().copy_from_slice(&actions);
         batch.step().map_err(TrainError::from)?;
+        policy.episodes_start(&episode_starts(batch));
         for e in batch.take_episodes() {
             let slot = &mut first[e.arena as usize];
             if slot.is_none() {

@@ -13,17 +13,31 @@ use crate::critic::{Chosen, Device, choose_device};
 use crate::policy::{Policy, PolicyError};
 use crate::scenario::{LoadedScenario, Scenario};
 
-/// The greedy policy of a learner's networks.
+/// The greedy policy of a learner's networks. With recurrent networks it keeps every acting
+/// row's hidden state (`[R x N, g]` for the R arenas it last acted in), zeroed for the arenas
+/// [`Policy::episodes_start`] names and whenever R changes.
 pub struct GreedyPolicy {
     learner: BoxedLearner,
     update: u64,
+    /// g (0: memoryless networks).
+    width: usize,
+    hidden: Vec<f32>,
+    /// The observations of the last [`Policy::actions`] and their values (what
+    /// [`Policy::q_values`] reports for the same observations without stepping again).
+    last: Option<(Vec<u8>, Vec<f32>)>,
 }
 
 impl GreedyPolicy {
     /// Acts with `learner`'s current networks.
-    pub fn new(learner: BoxedLearner) -> GreedyPolicy {
+    pub fn new(mut learner: BoxedLearner) -> GreedyPolicy {
         let update = learner.updates_done();
-        GreedyPolicy { learner, update }
+        GreedyPolicy {
+            width: learner.state_width(),
+            learner,
+            update,
+            hidden: Vec::new(),
+            last: None,
+        }
     }
 
     /// `learner` with the parameters (and opponent models) of `dir`'s newest checkpoint.
@@ -84,10 +98,9 @@ impl GreedyPolicy {
                 .set_opponent_params(m)
                 .map_err(|e| bad(format!("opponent models do not fit: {e}")))?;
         }
-        Ok(GreedyPolicy {
-            learner,
-            update: c.update,
-        })
+        let mut policy = GreedyPolicy::new(learner);
+        policy.update = c.update;
+        Ok(policy)
     }
 
     /// A learner for `cfg` on `loaded`, restored from the newest checkpoint of the run `run`.
@@ -116,9 +129,39 @@ fn learner_error(e: super::TrainError) -> PolicyError {
     PolicyError::Learner(Box::new(e))
 }
 
+impl GreedyPolicy {
+    /// The hidden states for observation rows `obs` (zeros when the arena count changed).
+    fn hidden_for(&mut self, obs: &[u8]) -> &mut Vec<f32> {
+        let o = self.learner.batch().layout().obs_len;
+        let len = obs.len() / o.max(1) * self.width;
+        if self.hidden.len() != len {
+            self.hidden.clear();
+            self.hidden.resize(len, 0.0);
+        }
+        &mut self.hidden
+    }
+
+    /// The values of `obs`, advancing the hidden states when `step` (a copy otherwise).
+    fn values(&mut self, obs: &[u8], step: bool) -> Result<Vec<f32>, PolicyError> {
+        if self.width == 0 {
+            return self.learner.q_values(obs).map_err(learner_error);
+        }
+        let mut hidden = std::mem::take(self.hidden_for(obs));
+        let q = if step {
+            self.learner.q_values_recurrent(obs, &mut hidden)
+        } else {
+            self.learner.q_values_recurrent(obs, &mut hidden.clone())
+        };
+        self.hidden = hidden;
+        q.map_err(learner_error)
+    }
+}
+
 impl Policy for GreedyPolicy {
     fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
-        let actions = self.learner.greedy_obs(obs).map_err(learner_error)?;
+        let values = self.values(obs, true)?;
+        let a = self.learner.batch().layout().actions;
+        let actions = super::explore::greedy_actions(&values, a);
         if actions.len() != out.len() {
             return Err(PolicyError::Shape {
                 what: "greedy actions",
@@ -127,11 +170,38 @@ impl Policy for GreedyPolicy {
             });
         }
         out.copy_from_slice(&actions);
+        if self.width > 0 {
+            self.last = Some((obs.to_vec(), values));
+        }
         Ok(())
     }
 
+    /// With recurrent networks, the values of the last [`Policy::actions`] when `obs` are its
+    /// observations; otherwise the values the current hidden states give (not advancing them).
     fn q_values(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>, PolicyError> {
-        self.learner.q_values(obs).map(Some).map_err(learner_error)
+        if let Some((seen, values)) = &self.last
+            && seen == obs
+        {
+            return Ok(Some(values.clone()));
+        }
+        self.values(obs, false).map(Some)
+    }
+
+    fn episodes_start(&mut self, started: &[bool]) {
+        if self.width == 0 || started.is_empty() {
+            return;
+        }
+        let per = self.hidden.len() / started.len();
+        for (h, &s) in self.hidden.chunks_exact_mut(per.max(1)).zip(started) {
+            if s {
+                h.fill(0.0);
+            }
+        }
+        self.last = None;
+    }
+
+    fn has_memory(&self) -> bool {
+        self.width > 0
     }
 }
 

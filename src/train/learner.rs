@@ -48,6 +48,25 @@ pub trait Learner {
     /// The values `[R x N, A]` the learner ranks actions by, for observation rows `[R, N, O]`.
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError>;
 
+    /// [`Learner::q_values`] for recurrent networks: `hidden` `[R x N, g]` holds the rows'
+    /// hidden states and is replaced by the next ones (one acting step). Memoryless networks
+    /// take it empty.
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        if hidden.is_empty() {
+            return self.q_values(obs);
+        }
+        Err(crate::critic::CriticError::Recurrent("this learner's recurrent acting").into())
+    }
+
+    /// g: the hidden-state floats each learner carries (0 for memoryless networks).
+    fn state_width(&mut self) -> usize {
+        self.critic().spec().state_width()
+    }
+
     /// What [`Learner::q_values`] are (`Q`, or `E_rho[Q]` for PR2).
     fn q_label(&self) -> &'static str {
         "Q"

@@ -29,6 +29,7 @@ pub mod pr2;
 mod q_head;
 mod qnet;
 pub mod rate_limiter;
+mod recurrent;
 pub(crate) mod replay;
 mod replicas;
 mod resume_check;

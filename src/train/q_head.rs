@@ -5,10 +5,8 @@
 //! bootstrapping, the `Learner` seam's Q-values), so both heads act and bootstrap alike.
 
 use super::config::{Algo, RunConfig, ValueLoss};
-use super::error::TrainError;
 use crate::critic::hl_gauss::Support;
 use crate::critic::loss::Loss;
-use crate::critic::{Critic, Input};
 
 /// The head a run's configuration asks for (`loss`, `huber_delta`, `bins`, `v_min`, `v_max`,
 /// `sigma`).
@@ -51,16 +49,6 @@ impl QHead {
         }
     }
 
-    /// Q-values `[R, A]` of input rows through their networks' online parameters.
-    pub(crate) fn forward(
-        &self,
-        critic: &mut Critic,
-        input: Input,
-        nets: &[u32],
-    ) -> Result<Vec<f32>, TrainError> {
-        Ok(self.q_values(critic.forward(input, nets)?))
-    }
-
     /// Q-values `[R, A]` from network outputs `[R, A x outputs_per_action]`.
     pub(crate) fn q_values(&self, out: Vec<f32>) -> Vec<f32> {
         match self {
@@ -71,17 +59,28 @@ impl QHead {
 
     /// The loss of the chosen `actions` against the value `targets` (one per row).
     pub(crate) fn loss<'a>(&self, actions: &'a [u32], targets: &'a [f32]) -> Loss<'a> {
+        self.masked_loss(actions, targets, None)
+    }
+
+    /// [`QHead::loss`] with a weight per row (0 leaves a row out; the mean is over the
+    /// weights' sum).
+    pub(crate) fn masked_loss<'a>(
+        &self,
+        actions: &'a [u32],
+        targets: &'a [f32],
+        mask: Option<&'a [f32]>,
+    ) -> Loss<'a> {
         match *self {
             QHead::Mse => Loss::Mse {
                 actions,
                 targets,
-                mask: None,
+                mask,
             },
             QHead::Huber(delta) => Loss::Huber {
                 delta,
                 actions,
                 targets,
-                mask: None,
+                mask,
             },
             QHead::HlGauss(s) => Loss::HlGauss {
                 bins: s.bins,
@@ -90,7 +89,7 @@ impl QHead {
                 sigma: s.sigma,
                 actions,
                 targets,
-                mask: None,
+                mask,
             },
         }
     }

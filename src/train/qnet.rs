@@ -59,20 +59,23 @@ pub(crate) fn row_nets(rows: usize, learners: usize, shared: bool) -> Vec<u32> {
 }
 
 /// Q-values `[R x N, A]` of independent or shared Q-networks with head `head` for raw
-/// observation rows `[R, N, O]` (R arenas' learners in slot order).
+/// observation rows `[R, N, O]` (R arenas' learners in slot order). With recurrent networks,
+/// `hidden` `[R x N, g]` holds the rows' hidden states and is replaced by the next ones (one
+/// acting step); memoryless networks take it empty.
 pub(crate) fn q_rows(
     critic: &mut Critic,
     head: &QHead,
     obs: &[u8],
     (learners, obs_len, input): (usize, usize, usize),
+    hidden: &mut [f32],
 ) -> Result<Vec<f32>, TrainError> {
     let rows = obs.len() / obs_len.max(1);
     let shared = input > obs_len;
     let nets = row_nets(rows, learners, shared);
     if !shared {
-        return head.forward(critic, Input::U8(obs), &nets);
+        return Ok(head.q_values(critic.act(Input::U8(obs), &nets, hidden)?));
     }
     let mut x = vec![0u8; rows * input];
     write_input(obs, learners, obs_len, input, &mut x);
-    head.forward(critic, Input::U8(&x), &nets)
+    Ok(head.q_values(critic.act(Input::U8(&x), &nets, hidden)?))
 }

@@ -317,6 +317,8 @@ impl Live {
             .map(|r| r.frames)
             .unwrap_or_default();
         stepped.map_err(train_err)?;
+        let starts = crate::train::eval::episode_starts(self.policy.learner().batch());
+        self.policy.episodes_start(&starts);
         // frames[0] is the state before the step; then the stepped state and, when the
         // episode ended, the respawned one (the batch's current state is the last).
         let new: Vec<Frame> = frames.into_iter().skip(1).collect();

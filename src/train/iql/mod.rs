@@ -381,7 +381,7 @@ impl Learner for Iql {
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.lanes[0].batch.layout().obs_len;
         let shape = (self.learners, o, self.spec.input);
-        q_rows(&mut self.critic, &self.head, obs, shape)
+        q_rows(&mut self.critic, &self.head, obs, shape, &mut [])
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {

@@ -21,6 +21,8 @@
 //! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`, and the value loss's `loss`,
 //! `huber_delta`, `bins`, `v_min`, `v_max`, `sigma` (`q_head.rs`).
 
+mod sequences;
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
@@ -34,6 +36,7 @@ use super::opponent::{
 };
 use super::q_head::{QHead, q_values_by_replica};
 use super::qnet::{q_rows, stack_spec, write_input};
+use super::recurrent::{ended_rows, gather_hidden, scatter_hidden};
 pub use super::returns::{RolloutSteps, lambda_returns, lambda_returns_per_replica};
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
@@ -52,6 +55,8 @@ use crate::metrics::EpisodeSummary;
 use crate::policy::Policy;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
+pub use sequences::{Memory, SeqSaved};
+use sequences::{Rollout, SeqState};
 
 // ------------------------------------------------------------------------------------------
 // State
@@ -103,6 +108,12 @@ pub struct Pqn {
     mb: Minibatch,
     opponents: Option<OpponentModels>,
     frozen: Option<FrozenOthers>,
+    /// With recurrent networks: the rollout's sequences (PQN-RNN).
+    seq: Option<SeqState>,
+    /// `[rows, g]` the hidden states of the current acting pass (gathered from the batches).
+    hidden: Vec<f32>,
+    /// `[rows]` scratch: which rows' episodes ended in the last step.
+    ended: Vec<u8>,
 }
 
 /// A minibatch's rows gathered out of the rollout storage, reused.
@@ -147,6 +158,10 @@ pub struct PqnState {
     /// moments are tensors of the checkpoint).
     #[serde(default)]
     pub models_state: Option<ModelsState>,
+    /// With recurrent networks: the memory's length (its arrays, the episode-start flags and
+    /// the batches' hidden states are tensors of the checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequences: Option<SeqSaved>,
 }
 
 // ------------------------------------------------------------------------------------------
@@ -194,10 +209,12 @@ impl Pqn {
                 .collect();
             critic.set_params(&params)?;
         }
+        let width = spec.state_width();
         let mut batches = Vec::with_capacity(replicas);
         for r in &reps {
             let mut b = cfg.training_batch(loaded, r.seed, job)?;
             b.start_episode_log(1 << 16);
+            b.set_hidden_width(width);
             batches.push(b);
         }
         // Replica 0's head acts for the Learner seam; every replica's has the same width (the
@@ -208,6 +225,15 @@ impl Pqn {
         let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let per = cfg.arenas * learners;
         let rows = replicas * per;
+        if width > 0 && !per.is_multiple_of(cfg.minibatches) {
+            return Err(TrainError::Config(format!(
+                "minibatches {} with network: gru: each minibatch holds whole sequences, one per \
+                 learner of an arena, and {} arenas x {learners} learners = {per} sequences do \
+                 not split into {} equal minibatches",
+                cfg.minibatches, cfg.arenas, cfg.minibatches
+            )));
+        }
+        let seq = (width > 0).then(|| SeqState::new(width, cfg.memory_window, cfg.rollout, rows));
         let opponents = if cfg.opponent_models {
             Some(OpponentModels::new(
                 cfg,
@@ -261,7 +287,14 @@ impl Pqn {
                     (r * single.nets + if cfg.shared { 0 } else { local % learners }) as u32
                 })
                 .collect(),
-            index: vec![(0..(cfg.rollout * per) as u32).collect(); replicas],
+            // The order minibatches are cut from: rows of the rollout, or whole sequences.
+            index: vec![
+                (0..(if width > 0 { per } else { cfg.rollout * per }) as u32).collect();
+                replicas
+            ],
+            seq,
+            hidden: Vec::new(),
+            ended: vec![0; per],
             mb: Minibatch::default(),
             nets_per_replica: single.nets,
             reps,
@@ -358,7 +391,14 @@ impl Pqn {
         let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
             let input = self.current_input().to_vec();
-            let out = self.critic.forward(Input::U8(&input), &nets)?;
+            gather_hidden(&self.batches, &mut self.hidden);
+            if let Some(seq) = &mut self.seq {
+                seq.before_step(t, self.cfg.rollout, &self.hidden);
+            }
+            let out = self
+                .critic
+                .act(Input::U8(&input), &nets, &mut self.hidden)?;
+            scatter_hidden(&self.hidden, &mut self.batches);
             let q = self.q_of_rows(out, &nets);
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (r, batch) in self.batches.iter_mut().enumerate() {
@@ -389,11 +429,24 @@ impl Pqn {
                     self.truncated[at + local] = f32::from(b.truncated[arena] != 0);
                     self.final_q[at + local] = 0.0;
                 }
+                ended_rows(batch, n, &mut self.ended);
+                if let Some(seq) = &mut self.seq {
+                    seq.after_step(r * per, &self.ended);
+                }
+                if let Some(f) = &mut self.frozen {
+                    let starts: Vec<bool> = self.ended.iter().step_by(n).map(|&e| e != 0).collect();
+                    f.policy.episodes_start(&starts);
+                }
             }
             self.score_final_observations(t, &nets)?;
         }
+        // The values of the observations after the last step, from the hidden states they
+        // would be acted with (a copy: the next rollout acts from the states themselves).
         let input = self.current_input().to_vec();
-        let out = self.critic.forward(Input::U8(&input), &nets)?;
+        gather_hidden(&self.batches, &mut self.hidden);
+        let out = self
+            .critic
+            .act(Input::U8(&input), &nets, &mut self.hidden)?;
         let q = self.q_of_rows(out, &nets);
         let last = self.cfg.rollout * rows;
         for (g, row) in q.chunks_exact(a).enumerate() {
@@ -414,6 +467,7 @@ impl Pqn {
         let o = self.batches[0].layout().obs_len;
         self.final_input.clear();
         self.final_nets.clear();
+        let mut final_hidden = Vec::new();
         for (r, batch) in self.batches.iter().enumerate() {
             let b = batch.buffers();
             for arena in (0..self.cfg.arenas).filter(|&k| b.truncated[k] != 0) {
@@ -423,13 +477,19 @@ impl Pqn {
                 write_input(src, n, o, d, &mut self.final_input[at..]);
                 let first = r * per + arena * n;
                 self.final_nets.extend_from_slice(&nets[first..first + n]);
+                // The hidden states the final observations are seen with: those this step's
+                // acting pass left, before the episode's end zeroed them.
+                let g = self.spec.state_width();
+                final_hidden.extend_from_slice(&self.hidden[first * g..(first + n) * g]);
             }
         }
         if self.final_nets.is_empty() {
             return Ok(());
         }
         let input = Input::U8(&self.final_input);
-        let out = self.critic.forward(input, &self.final_nets)?;
+        let out = self
+            .critic
+            .act(input, &self.final_nets, &mut final_hidden)?;
         let q = self.q_of_rows(out, &self.final_nets);
         let mut values = q.chunks_exact(self.actions).map(max_value);
         for (r, batch) in self.batches.iter().enumerate() {
@@ -469,8 +529,8 @@ impl Pqn {
 
     /// Shuffles each replica's row order with its own stream (resuming restores the stream).
     fn shuffle(&mut self) {
-        let total = self.cfg.rollout * self.cfg.arenas * self.learners;
         for (index, rng) in self.index.iter_mut().zip(&mut self.shuffle) {
+            let total = index.len();
             for k in (1..total).rev() {
                 let j = below(rng.next_u32(), k as u32 + 1) as usize;
                 index.swap(k, j);
@@ -527,6 +587,28 @@ impl Pqn {
         Ok(sum / self.replicas as f32)
     }
 
+    /// PQN-RNN's minibatch `mb`: replica r's mb-th slice of its sequence order, each sequence
+    /// replayed whole (see `sequences.rs`). Returns the mean loss.
+    fn sequence_loss(&mut self, mb: usize, size: usize) -> Result<f32, TrainError> {
+        let per = self.cfg.arenas * self.learners;
+        let seqs: Vec<usize> = self
+            .index
+            .iter()
+            .enumerate()
+            .flat_map(|(r, index)| {
+                index[mb * size..(mb + 1) * size]
+                    .iter()
+                    .map(move |&i| r * per + i as usize)
+            })
+            .collect();
+        let view = rollout_view(&self.cfg, self.replicas * per, self.obs_len, &self.obs);
+        let r = view(&self.taken, &self.returns, &self.nets);
+        let Some(seq) = &mut self.seq else {
+            return Ok(0.0);
+        };
+        seq.minibatch_loss(&mut self.critic, &self.heads, &r, &seqs, size)
+    }
+
     /// One PQN update: rollout, lambda-returns, epochs of shuffled minibatches.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let epsilons = self.epsilons();
@@ -561,7 +643,7 @@ impl Pqn {
             None => Vec::new(),
         };
 
-        let size = self.cfg.rollout * self.cfg.arenas * self.learners / self.cfg.minibatches;
+        let size = self.index[0].len() / self.cfg.minibatches;
         let (mut losses, mut count) = (0.0f64, 0);
         for index in &mut self.index {
             for (i, v) in index.iter_mut().enumerate() {
@@ -571,8 +653,13 @@ impl Pqn {
         for _ in 0..self.cfg.epochs {
             self.shuffle();
             for mb in 0..self.cfg.minibatches {
-                self.gather(mb, size);
-                let value = self.minibatch_loss(size)?;
+                let value = match self.seq.is_some() {
+                    true => self.sequence_loss(mb, size)?,
+                    false => {
+                        self.gather(mb, size);
+                        self.minibatch_loss(size)?
+                    }
+                };
                 if !value.is_finite() {
                     return Err(TrainError::NonFinite {
                         update: self.progress.update + 1,
@@ -587,6 +674,11 @@ impl Pqn {
                     None => self.critic.step(&adam),
                 }
             }
+        }
+
+        if let Some(seq) = &mut self.seq {
+            let view = rollout_view(&self.cfg, self.replicas * per, self.obs_len, &self.obs);
+            seq.keep_window(&view(&self.taken, &self.returns, &self.nets));
         }
 
         // --------------------------------------------------------------------------------------
@@ -623,6 +715,25 @@ impl Pqn {
     }
 }
 
+/// A view of the rollout storage for gathering sequences.
+fn rollout_view<'a>(
+    cfg: &RunConfig,
+    rows: usize,
+    input: usize,
+    obs: &'a [u8],
+) -> impl Fn(&'a [u32], &'a [f32], &'a [u32]) -> Rollout<'a> {
+    let steps = cfg.rollout;
+    move |taken, returns, nets| Rollout {
+        steps,
+        rows,
+        input,
+        obs,
+        taken,
+        returns,
+        nets,
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Acting, predictions and checkpoints (the Learner seam)
 // ------------------------------------------------------------------------------------------
@@ -635,9 +746,14 @@ impl Learner for Pqn {
     /// Replica 0's epsilon-greedy actions (its exploration streams).
     fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
         let (input, nets) = self.replica0_input();
-        let q = self
-            .head
-            .forward(&mut self.critic, Input::U8(&input), &nets)?;
+        let out = super::recurrent::act(
+            &mut self.critic,
+            Input::U8(&input),
+            &nets,
+            &mut self.batches[..1],
+            &mut self.hidden,
+        )?;
+        let q = self.head.q_values(out);
         let threshold = crate::rng::threshold(self.epsilon() as f64);
         let mut chosen = vec![0u8; nets.len()];
         let streams = &mut self.explore[..self.cfg.arenas];
@@ -648,7 +764,17 @@ impl Learner for Pqn {
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.batches[0].layout().obs_len;
         let shape = (self.learners, o, self.spec.input);
-        q_rows(&mut self.critic, &self.head, obs, shape)
+        q_rows(&mut self.critic, &self.head, obs, shape, &mut [])
+    }
+
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let o = self.batches[0].layout().obs_len;
+        let shape = (self.learners, o, self.spec.input);
+        q_rows(&mut self.critic, &self.head, obs, shape, hidden)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
@@ -674,7 +800,16 @@ impl Learner for Pqn {
             batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
             models: None,
             models_state: save_models(&mut self.opponents, extra)?,
+            sequences: self.seq.as_ref().map(|seq| seq.save(extra)),
         };
+        for (r, b) in self.batches.iter().enumerate() {
+            if !b.hidden_states().is_empty() {
+                extra.push((
+                    format!("pqn.hidden.{r}"),
+                    Tensor::F32(b.hidden_states().to_vec()),
+                ));
+            }
+        }
         Ok(serde_json::to_string(&state)?)
     }
 
@@ -688,6 +823,25 @@ impl Learner for Pqn {
         }
         let models = s.models_state.as_ref();
         let resume = load_models(&mut self.opponents, models, s.models.as_deref(), extra)?;
+        match (&mut self.seq, &s.sequences) {
+            (Some(seq), Some(saved)) => seq.load(saved, extra, self.obs_len)?,
+            (None, None) => {}
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(BadField::range(
+                    "sequences",
+                    "the recurrent state exactly when network: gru",
+                    "a checkpoint of the other network kind",
+                )
+                .into());
+            }
+        }
+        for (r, b) in self.batches.iter_mut().enumerate() {
+            let h = b.hidden_states_mut();
+            if !h.is_empty() {
+                let name = format!("pqn.hidden.{r}");
+                h.copy_from_slice(super::tensors::f32s(extra, &name, h.len())?);
+            }
+        }
         self.progress.update = s.update;
         self.progress.env_steps = s.env_steps;
         self.explore = s.explore;

@@ -1,0 +1,58 @@
+//! Acting and training with recurrent Q-networks, shared by the learners: the hidden states
+//! live in each batch's recurrent-state buffer (`EnvBatch::hidden_states`, zeroed by the
+//! engine when an episode starts); an acting pass gathers every replica's states into one
+//! `[rows, g]` block, runs one [`crate::critic::CriticBackend::act`] for all of them and puts
+//! the next states back. With an MLP the same calls are a plain forward.
+
+use super::error::TrainError;
+use crate::critic::{Critic, Input};
+use crate::engine::EnvBatch;
+
+/// One acting pass over the learners of every batch (rows batch-major, then arena, then
+/// learner, as `input` and `nets` are): returns the outputs `[rows, head]` and advances the
+/// batches' hidden states. `scratch` is reused between calls.
+pub(crate) fn act(
+    critic: &mut Critic,
+    input: Input,
+    nets: &[u32],
+    batches: &mut [EnvBatch],
+    scratch: &mut Vec<f32>,
+) -> Result<Vec<f32>, TrainError> {
+    if !critic.spec().network.is_recurrent() {
+        return Ok(critic.act(input, nets, &mut [])?);
+    }
+    gather_hidden(batches, scratch);
+    let out = critic.act(input, nets, scratch)?;
+    scatter_hidden(scratch, batches);
+    Ok(out)
+}
+
+/// Every batch's hidden states, one after another, into `out`.
+pub(crate) fn gather_hidden(batches: &[EnvBatch], out: &mut Vec<f32>) {
+    out.clear();
+    for b in batches {
+        out.extend_from_slice(b.hidden_states());
+    }
+}
+
+/// `src` (as [`gather_hidden`] laid it out) back into the batches.
+pub(crate) fn scatter_hidden(src: &[f32], batches: &mut [EnvBatch]) {
+    let mut at = 0;
+    for b in batches {
+        let h = b.hidden_states_mut();
+        h.copy_from_slice(&src[at..at + h.len()]);
+        at += h.len();
+    }
+}
+
+/// 1 for every learner row (arena-major, `learners` per arena) of `batch` whose arena's
+/// episode ended in the last step (its next step starts a new episode), else 0.
+pub(crate) fn ended_rows(batch: &EnvBatch, learners: usize, out: &mut [u8]) {
+    let b = batch.buffers();
+    for (rows, (&term, &trunc)) in out
+        .chunks_exact_mut(learners)
+        .zip(b.terminated.iter().zip(&b.truncated))
+    {
+        rows.fill(u8::from(term != 0 || trunc != 0));
+    }
+}
