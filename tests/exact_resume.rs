@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{Algo, NetworkKind, RunConfig};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, TrainSummary, train};
 
@@ -148,6 +148,22 @@ fn pr2_iql_with_opponent_models_resumes_bit_for_bit() {
 #[test]
 fn pqn_with_opponent_models_resumes_bit_for_bit() {
     exact(pqn(), "pqn");
+}
+
+/// PQN-RNN: the agents' hidden states, the episode-start flags and the carried memory window
+/// cross the resume (the halves split mid-episode: 8-step rollouts in the three-learner
+/// Pursuit's 50-step episodes, whose starts are desynchronised).
+#[test]
+fn pqn_with_gru_networks_and_a_memory_window_resumes_bit_for_bit() {
+    exact(
+        RunConfig {
+            network: NetworkKind::Gru,
+            gru_hidden: 8,
+            memory_window: 3,
+            ..pqn()
+        },
+        "pqn-gru",
+    );
 }
 
 /// Without the replay in the checkpoint the resume says it is approximate, and the resumed

@@ -918,3 +918,6 @@ pub(crate) fn plan(
     tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
     tensors
 }
+
+#[cfg(test)]
+mod tests;

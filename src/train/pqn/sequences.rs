@@ -158,15 +158,9 @@ impl SeqState {
         seqs: &[usize],
         size: usize,
     ) -> Result<f32, TrainError> {
-        self.gather(r, seqs);
+        let out = self.replay(critic, r, seqs)?;
         let m = &mut self.mb;
         let n = seqs.len();
-        let out = critic.forward_seq(Sequences {
-            input: Input::U8(&m.input),
-            nets: &m.nets,
-            h0: &m.h0,
-            reset: &m.reset,
-        })?;
         let a = critic.spec().head;
         let len = m.reset.len() / n.max(1);
         m.d_out.clear();
@@ -195,6 +189,24 @@ impl SeqState {
         }
         critic.backward(&m.d_out)?;
         Ok(sum / heads.len() as f32)
+    }
+
+    /// The training forward of the sequences `seqs` (the memory's steps, then the rollout's,
+    /// from the memory's or the rollout's stored hidden state): outputs `[L, n, head]`.
+    pub(crate) fn replay(
+        &mut self,
+        critic: &mut Critic,
+        r: &Rollout,
+        seqs: &[usize],
+    ) -> Result<Vec<f32>, TrainError> {
+        self.gather(r, seqs);
+        let m = &self.mb;
+        Ok(critic.forward_seq(Sequences {
+            input: Input::U8(&m.input),
+            nets: &m.nets,
+            h0: &m.h0,
+            reset: &m.reset,
+        })?)
     }
 
     /// The minibatch of sequences `seqs`: the memory's steps then the rollout's.
