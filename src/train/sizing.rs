@@ -213,7 +213,9 @@ fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
 /// at least one step's rows (acting).
 pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     let rows_per_step = cfg.replica_count() as u64 * cfg.arenas as u64 * layout.learners as u64;
-    (rows_per_step * cfg.rollout as u64 / cfg.minibatches as u64).max(rows_per_step)
+    // With recurrent networks a minibatch holds whole sequences, the memory's steps included.
+    let steps = cfg.rollout as u64 + cfg.memory_window as u64;
+    (rows_per_step * steps / cfg.minibatches as u64).max(rows_per_step)
 }
 
 /// Rows of IQL's largest critic pass: `replicas x batch_size` (every replica's minibatch
