@@ -63,6 +63,10 @@ pub(crate) fn train(
 
 /// A trained run's greedy policy: `policy(obs)` maps `[R, N, O]` u8 observations to `[R, N]`
 /// greedy actions; `policy.q_values(obs)` gives the values it ranks actions by, `[R x N, A]`.
+/// A recurrent policy (`network: gru`, `policy.recurrent`) carries each row's hidden state from
+/// call to call: call it on consecutive steps of the same R arenas, and after each step call
+/// `policy.episodes_start(terminated | truncated)` so that the arenas that ended start their
+/// next episode from a zero state (a memoryless policy ignores it).
 #[pyclass(unsendable, module = "gridarena._gridarena")]
 pub(crate) struct Policy {
     inner: gridarena::train::GreedyPolicy,
@@ -127,6 +131,21 @@ impl Policy {
     #[getter]
     fn update(&self) -> u64 {
         self.inner.update()
+    }
+
+    /// Whether the policy carries hidden states from step to step (`network: gru`).
+    #[getter]
+    fn recurrent(&self) -> bool {
+        use gridarena::policy::Policy as _;
+        self.inner.has_memory()
+    }
+
+    /// Marks the arenas whose `started[r]` is true (a bool or 0/1 array `[R]`, e.g. the
+    /// `terminated | truncated` of the step just taken) as starting a new episode: a recurrent
+    /// policy zeroes their hidden states.
+    fn episodes_start(&mut self, started: Vec<bool>) {
+        use gridarena::policy::Policy as _;
+        self.inner.episodes_start(&started);
     }
 }
 
