@@ -307,5 +307,9 @@ fn pqn_with_a_gru_network_learns_to_remember_the_cue() {
         "greedy GRU policy: {}",
         report.policy.mean_return
     );
-    assert!(report.random.mean_return < 0.35, "{}", report.random.mean_return);
+    assert!(
+        report.random.mean_return < 0.35,
+        "{}",
+        report.random.mean_return
+    );
 }

@@ -119,6 +119,19 @@ impl GreedyPolicy {
         self.update
     }
 
+    /// The Euclidean norm of each acting row's hidden state, `[R x N]` for the R arenas it last
+    /// acted in (empty for memoryless networks or before the first action): the state the
+    /// next action of each row starts from.
+    pub fn hidden_norms(&self) -> Vec<f32> {
+        if self.width == 0 {
+            return Vec::new();
+        }
+        self.hidden
+            .chunks_exact(self.width)
+            .map(|h| h.iter().map(|v| v * v).sum::<f32>().sqrt())
+            .collect()
+    }
+
     /// The learner behind the policy (its arenas, networks and opponent models).
     pub fn learner(&mut self) -> &mut dyn Learner {
         self.learner.as_mut()

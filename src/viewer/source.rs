@@ -29,6 +29,9 @@ pub struct Details {
     pub q: Vec<Vec<f32>>,
     /// Opponent models' predictions per learner slot (`[N-1, A]` each), empty without models.
     pub predictions: Vec<Vec<f32>>,
+    /// With recurrent networks, the norm of each learner slot's hidden state at this frame
+    /// (the state its next action starts from); empty otherwise.
+    pub hidden_norms: Vec<f32>,
 }
 
 /// One frame of a live arena with what the networks said about it.
@@ -275,11 +278,14 @@ impl Live {
             } else {
                 Vec::new()
             };
+            let mut hidden_norms = self.policy.hidden_norms();
+            hidden_norms.truncate(self.layout.learners);
             Details {
                 obs: Some(obs),
                 obs_exact: true,
                 q: q.map(|q| split_rows(q, a)).unwrap_or_default(),
                 predictions,
+                hidden_norms,
             }
         } else {
             let obs = rebuild_observations(&self.layout, &frame);
@@ -292,6 +298,7 @@ impl Live {
                 obs_exact: false,
                 q: q.map(|q| split_rows(q, a)).unwrap_or_default(),
                 predictions: Vec::new(),
+                hidden_norms: Vec::new(),
             }
         };
         Ok(LiveFrame {
@@ -476,6 +483,24 @@ impl Source {
         }
     }
 
+    /// Learner slot `slot`'s hidden-state norm at every frame up to `i` (live frames of a
+    /// recurrent run; a frame without one, such as a terminal frame, repeats the last known).
+    pub fn hidden_norm_history(&self, slot: usize, i: usize) -> Vec<f32> {
+        let Source::Live(l) = self else {
+            return Vec::new();
+        };
+        let mut last = 0.0;
+        let mut out = Vec::new();
+        for f in l.history.iter().take(i + 1) {
+            if f.details.hidden_norms.is_empty() && out.is_empty() {
+                continue;
+            }
+            last = f.details.hidden_norms.get(slot).copied().unwrap_or(last);
+            out.push(last);
+        }
+        out
+    }
+
     /// Whether frames can be added (live).
     pub fn is_live(&self) -> bool {
         matches!(self, Source::Live(_))
@@ -579,5 +604,50 @@ mod tests {
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// A recurrent run's live frames carry each learner's hidden-state norm: zero at the
+    /// first frame and where an episode starts again, positive while it acts, and the history
+    /// plots one value per frame.
+    #[test]
+    fn live_frames_of_a_gru_run_carry_hidden_state_norms() {
+        let dir = std::env::temp_dir().join(format!("gridarena-viewer-gru-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = RunConfig {
+            scenario: Some("assets/scenarios/cue_memory.ron".into()),
+            device: crate::critic::Device::Cpu,
+            network: crate::train::config::NetworkKind::Gru,
+            arenas: 4,
+            rollout: 4,
+            minibatches: 1,
+            hidden: 8,
+            layers: 1,
+            total_steps: 4 * 4 * 2,
+            ..Default::default()
+        };
+        crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+        let mut live = Live::open(&dir, None, 3).unwrap();
+        assert_eq!(live.history[0].details.hidden_norms, vec![0.0]);
+        // Ten steps: more than an 8-step episode, so one starts from a zero state again.
+        for _ in 0..10 {
+            live.step().unwrap();
+        }
+        // Terminal frames (rebuilt, not acted on) have none.
+        assert!(
+            live.history
+                .iter()
+                .all(|f| f.details.hidden_norms.len() <= 1)
+        );
+        let source = Source::Live(Box::new(live));
+        let frames = source.frames();
+        let history = source.hidden_norm_history(0, frames - 1);
+        assert_eq!(history.len(), frames);
+        assert_eq!(history[0], 0.0);
+        let (zeros, positive) = (
+            history[1..].iter().filter(|&&v| v == 0.0).count(),
+            history.iter().filter(|&&v| v > 0.0).count(),
+        );
+        assert!(zeros >= 1 && positive >= 5, "{history:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

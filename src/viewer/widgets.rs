@@ -169,3 +169,35 @@ pub(super) fn draw_obs(ui: &mut egui::Ui, img: &ObsImage) {
         ui.label(RichText::new(note).small());
     }
 }
+
+/// A small line chart of `values` (oldest left), scaled to their maximum.
+pub(super) fn sparkline(ui: &mut egui::Ui, values: &[f32]) {
+    let width = ui.available_width().clamp(120.0, 300.0);
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, 40.0), Sense::hover());
+    let painter = ui.painter();
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    let top = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0f32, f32::max);
+    if values.len() < 2 || top <= 0.0 {
+        return;
+    }
+    let step = rect.width() / (values.len() - 1) as f32;
+    let points: Vec<egui::Pos2> = values
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            let y = if v.is_finite() { v / top } else { 0.0 };
+            egui::pos2(
+                rect.left() + k as f32 * step,
+                rect.bottom() - y * (rect.height() - 4.0) - 2.0,
+            )
+        })
+        .collect();
+    painter.add(egui::Shape::line(
+        points,
+        egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
+    ));
+}

@@ -912,7 +912,9 @@ pub(crate) fn plan(
             // step and the memory; the memory's inputs; a minibatch's gathered input, starts,
             // actions, targets, mask and its per-replica copies (outputs and gradients are the
             // critic's activations).
-            bytes: 5 * rows * g * 4 + (t + 1 + w) * rows + w * rows * d
+            bytes: 5 * rows * g * 4
+                + (t + 1 + w) * rows
+                + w * rows * d
                 + mb * (d + 1 + 4 * 3 + 4 * 3),
             knobs: "lower gru_hidden, memory_window, arenas or seeds",
         });

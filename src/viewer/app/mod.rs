@@ -13,7 +13,7 @@ use super::obs::obs_image;
 use super::paint::{GridCallback, install};
 use super::source::Source;
 use super::widgets::{
-    action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, swatch,
+    action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, sparkline, swatch,
 };
 use crate::render::scene::palette;
 
@@ -553,6 +553,12 @@ impl ViewerApp {
             ui.label("Q-values not available for this frame");
         } else {
             ui.label(RichText::new("Q-values: live mode only (view --run RUN)").weak());
+        }
+        let norms = self.source.hidden_norm_history(s, self.cursor);
+        if !norms.is_empty() {
+            let now = norms.last().copied().unwrap_or(0.0);
+            ui.label(RichText::new(format!("hidden state |h| over time (now {now:.2})")).strong());
+            sparkline(ui, &norms);
         }
         let missing = match &self.source {
             Source::Replay(_) => "opponent predictions: live mode only",
