@@ -1,5 +1,7 @@
 """A run trained from Python loads and acts from Python, and evaluates like `eval --json`."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -37,3 +39,36 @@ def test_bad_overrides_and_observations_are_refused(tmp_path):
         gridarena.train(out=str(tmp_path / "x"), no_such_field=1)
     with pytest.raises(ValueError, match="use a str, bool, int or float"):
         gridarena.train(out=str(tmp_path / "y"), lr=[1])
+
+
+def test_a_recurrent_policy_carries_its_hidden_state_until_told_an_episode_starts(tmp_path):
+    scenario = str(Path(__file__).resolve().parents[2] / "assets/scenarios/cue_memory.ron")
+    run = gridarena.train(
+        out=str(tmp_path / "gru"),
+        scenario=scenario,
+        device="cpu",
+        network="gru",
+        layers=1,
+        hidden=16,
+        arenas=4,
+        rollout=8,
+        minibatches=2,
+        total_steps=4 * 8 * 2,
+    )
+    policy = gridarena.load_policy(run)
+    assert policy.recurrent
+    env = gridarena.VecEnv("cue_memory", 3, seed=1)
+    fresh = policy.q_values(env.obs)
+    actions = policy(env.obs)
+    # The values of the observations just acted on are those the action was chosen by.
+    np.testing.assert_array_equal(policy.q_values(env.obs), fresh)
+    env.step(actions.astype(np.int64))
+    carried = policy.q_values(env.obs)
+    policy.episodes_start(np.ones(3, dtype=bool))
+    restarted = policy.q_values(env.obs)
+    # The hidden state carried from the first step changes the values; a restart forgets it.
+    assert np.abs(carried - restarted).max() > 1e-4
+    memoryless = gridarena.load_policy(
+        gridarena.train(out=str(tmp_path / "mlp"), device="cpu", arenas=4, rollout=8,
+                        minibatches=2, hidden=16, layers=1, total_steps=4 * 8 * 2))
+    assert not memoryless.recurrent

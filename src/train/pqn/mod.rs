@@ -225,14 +225,6 @@ impl Pqn {
         let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let per = cfg.arenas * learners;
         let rows = replicas * per;
-        if width > 0 && !per.is_multiple_of(cfg.minibatches) {
-            return Err(TrainError::Config(format!(
-                "minibatches {} with network: gru: each minibatch holds whole sequences, one per \
-                 learner of an arena, and {} arenas x {learners} learners = {per} sequences do \
-                 not split into {} equal minibatches",
-                cfg.minibatches, cfg.arenas, cfg.minibatches
-            )));
-        }
         let seq = (width > 0).then(|| SeqState::new(width, cfg.memory_window, cfg.rollout, rows));
         let opponents = if cfg.opponent_models {
             Some(OpponentModels::new(
@@ -644,6 +636,14 @@ impl Pqn {
         };
 
         let size = self.index[0].len() / self.cfg.minibatches;
+        if size == 0 {
+            return Err(TrainError::Config(format!(
+                "minibatches {} with network: gru: a minibatch holds whole sequences, one per \
+                 learner of an arena, and there are only {} (arenas x learners)",
+                self.cfg.minibatches,
+                self.index[0].len()
+            )));
+        }
         let (mut losses, mut count) = (0.0f64, 0);
         for index in &mut self.index {
             for (i, v) in index.iter_mut().enumerate() {

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""PQN with a GRU network against PQN with an MLP, side by side on this machine.
+
+    python benches/recurrent/compare.py cue    [--bin target/release/gridarena] [--seeds 5]
+    python benches/recurrent/compare.py pursuit [--steps 2000000] [--repeats 3]
+
+`cue` trains both networks on assets/scenarios/cue_memory.ron (1M env steps, 5 seeds each in one
+process), evaluates every seed's greedy policy over 1,000 episodes, prints the table and writes
+docs/recurrent_cue.png (mean return per env step, one thin line per seed). `pursuit` trains both
+on the default Pursuit scenario for `--steps` env steps (one seed), `--repeats` times
+interleaved, and prints each run's throughput and the ratio of the medians, then writes
+docs/recurrent_pursuit.png (the learning curves of the first repeat). Needs matplotlib
+(benches/recurrent/requirements.txt). Runs go under --out (default /tmp/gridarena-recurrent).
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NETWORKS = {
+    "cue": {
+        "MLP": ["--set", "hidden=128", "--set", "layers=2"],
+        "GRU": ["--set", "network=gru", "--set", "layers=1", "--set", "hidden=64"],
+    },
+    "pursuit": {
+        "MLP": ["--set", "hidden=128", "--set", "layers=2"],
+        "GRU": ["--set", "network=gru", "--set", "layers=1", "--set", "hidden=128"],
+    },
+}
+
+
+def train(bin_, task, name, args, out):
+    run = out / name
+    cmd = [bin_, "train", "--algo", "pqn", "--device", "cpu", "--out", str(run)] + args
+    if task == "cue":
+        cmd += ["--scenario", "assets/scenarios/cue_memory.ron"]
+    cmd += NETWORKS[task][name.split("_")[0]]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    return run, seconds
+
+
+def curves(run):
+    """(env steps, per-seed returns) of every update that finished episodes."""
+    steps, per_seed = [], []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        if not m.get("episodes"):
+            continue
+        seeds = m.get("seeds_return_per_seed") or [m["return_mean"]]
+        steps.append(m["env_steps"])
+        per_seed.append(seeds)
+    return steps, per_seed
+
+
+def greedy(bin_, run, replica, episodes):
+    text = subprocess.run(
+        [bin_, "eval", "--run", str(run), "--replica", str(replica), "--episodes",
+         str(episodes), "--json", "--device", "cpu"],
+        check=True, capture_output=True, text=True).stdout
+    report = json.loads(text)
+    return report["policy"]["mean_return"], report["random"]["mean_return"]
+
+
+def plot(runs, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (name, run), color in zip(runs.items(), ["tab:orange", "tab:blue"]):
+        steps, per_seed = curves(run)
+        seeds = len(per_seed[0])
+        for s in range(seeds):
+            ax.plot(steps, [r[s] for r in per_seed], color=color, alpha=0.25, lw=0.8)
+        ax.plot(steps, [statistics.mean(r) for r in per_seed], color=color, lw=2,
+                label=f"PQN-{name} (mean of {seeds} seed{'s' if seeds > 1 else ''})")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("mean return per episode (training, epsilon-greedy)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("task", choices=["cue", "pursuit"])
+    p.add_argument("--bin", default="target/release/gridarena")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--episodes", type=int, default=1000)
+    p.add_argument("--out", default="/tmp/gridarena-recurrent")
+    a = p.parse_args()
+    if not Path(a.bin).exists():
+        sys.exit(f"no binary {a.bin} (cargo build --release)")
+    out = Path(a.out) / a.task
+    out.mkdir(parents=True, exist_ok=True)
+    if a.task == "cue":
+        steps = a.steps or 1_000_000
+        runs = {}
+        for name in ["MLP", "GRU"]:
+            run, seconds = train(a.bin, "cue", name, ["--steps", str(steps), "--seeds",
+                                                      str(a.seeds)], out)
+            runs[name] = run
+            results = [greedy(a.bin, run, k, a.episodes) for k in range(a.seeds)]
+            optimal = sum(g >= 0.99 for g, _ in results)
+            print(f"PQN-{name}: {steps} env steps x {a.seeds} seeds in {seconds:.0f} s; "
+                  f"greedy return per seed {[round(g, 3) for g, _ in results]} "
+                  f"(random {statistics.mean(r for _, r in results):.3f}); "
+                  f"optimal (>= 0.99) on {optimal}/{a.seeds} seeds")
+        plot(runs, "docs/recurrent_cue.png", "cue_memory: the cue at step 1, the choice at step 8")
+    else:
+        steps = a.steps or 2_000_000
+        sps = {"MLP": [], "GRU": []}
+        first = {}
+        for r in range(a.repeats):
+            for name in ["MLP", "GRU"]:
+                run, seconds = train(a.bin, "pursuit", f"{name}_{r}", ["--steps", str(steps)], out)
+                first.setdefault(name, run)
+                sps[name].append(steps / seconds)
+                print(f"repeat {r}: PQN-{name} {steps / seconds:,.0f} env steps/s "
+                      f"({seconds:.1f} s, start-up included)")
+        med = {k: statistics.median(v) for k, v in sps.items()}
+        print(f"median env steps/s: MLP {med['MLP']:,.0f}, GRU {med['GRU']:,.0f}, "
+              f"GRU/MLP {med['GRU'] / med['MLP']:.2f}")
+        for name, run in first.items():
+            s, per_seed = curves(run)
+            tail = per_seed[-max(1, len(per_seed) // 10):]
+            print(f"PQN-{name}: mean return over the last 10% of updates "
+                  f"{statistics.mean(statistics.mean(x) for x in tail):.3f}")
+        plot(first, "docs/recurrent_pursuit.png", "Pursuit (default scenario)")
+
+
+if __name__ == "__main__":
+    main()
