@@ -47,8 +47,19 @@ pub(crate) fn train(
     if let Some(kv) = overrides {
         for (k, v) in kv.iter() {
             let key: String = k.extract()?;
-            cfg.set(&format!("{key}={}", ron_text(&v)?))
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            if let Err(quoted) = cfg.set(&format!("{key}={}", ron_text(&v)?)) {
+                // A str naming an enum variant (`network="gru"`, `algo="iql"`) is a RON
+                // identifier, not a string: retried bare, and its error reported then.
+                let ident = |s: &str| {
+                    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                };
+                match v.extract::<String>() {
+                    Ok(s) if ident(&s) => cfg
+                        .set(&format!("{key}={s}"))
+                        .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                    _ => return Err(PyValueError::new_err(quoted.to_string())),
+                }
+            }
         }
     }
     cfg.validate()
@@ -143,9 +154,16 @@ impl Policy {
     /// Marks the arenas whose `started[r]` is true (a bool or 0/1 array `[R]`, e.g. the
     /// `terminated | truncated` of the step just taken) as starting a new episode: a recurrent
     /// policy zeroes their hidden states.
-    fn episodes_start(&mut self, started: Vec<bool>) {
+    fn episodes_start(&mut self, py: Python<'_>, started: &Bound<'_, PyAny>) -> PyResult<()> {
         use gridarena::policy::Policy as _;
+        let flags = py
+            .import("numpy")?
+            .call_method1("asarray", (started, "bool"))?
+            .call_method0("ravel")?
+            .call_method0("tolist")?;
+        let started: Vec<bool> = flags.extract()?;
         self.inner.episodes_start(&started);
+        Ok(())
     }
 }
 

@@ -64,7 +64,7 @@ def test_a_recurrent_policy_carries_its_hidden_state_until_told_an_episode_start
     np.testing.assert_array_equal(policy.q_values(env.obs), fresh)
     env.step(actions.astype(np.int64))
     carried = policy.q_values(env.obs)
-    policy.episodes_start(np.ones(3, dtype=bool))
+    policy.episodes_start(np.ones(3, dtype=np.uint8))  # as `terminated | truncated` come
     restarted = policy.q_values(env.obs)
     # The hidden state carried from the first step changes the values; a restart forgets it.
     assert np.abs(carried - restarted).max() > 1e-4
