@@ -6,15 +6,19 @@
 
 `cue` trains both networks on assets/scenarios/cue_memory.ron (1M env steps, 5 seeds each in one
 process), evaluates every seed's greedy policy over 1,000 episodes, prints the table and writes
-docs/recurrent_cue.png (mean return per env step, one thin line per seed). `pursuit` trains both
-on the default Pursuit scenario for `--steps` env steps (one seed), `--repeats` times
-interleaved, and prints each run's throughput and the ratio of the medians, then writes
-docs/recurrent_pursuit.png (the learning curves of the first repeat). Needs matplotlib
+docs/recurrent_cue.png (mean return per env step, one thin line per seed). `pursuit` first trains both
+on the default Pursuit scenario (8 pursuers, 30 evaders) in the short configuration of
+tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3) for `--steps` env
+steps (default 400k) x `--seeds` seeds, prints the last 10% of updates' mean return and writes
+docs/recurrent_pursuit.png; then it measures training throughput in the default configuration
+(256 arenas, one network per pursuer, hidden 128), `--throughput-steps` env steps per run,
+`--repeats` times interleaved, and prints each run and the medians' ratio. Needs matplotlib
 (benches/recurrent/requirements.txt). Runs go under --out (default /tmp/gridarena-recurrent).
 """
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,14 +31,15 @@ NETWORKS = {
         "GRU": ["--set", "network=gru", "--set", "layers=1", "--set", "hidden=64"],
     },
     "pursuit": {
-        "MLP": ["--set", "hidden=128", "--set", "layers=2"],
-        "GRU": ["--set", "network=gru", "--set", "layers=1", "--set", "hidden=128"],
+        "MLP": ["--set", "layers=2"],
+        "GRU": ["--set", "network=gru", "--set", "layers=1"],
     },
 }
 
 
 def train(bin_, task, name, args, out):
     run = out / name
+    shutil.rmtree(run, ignore_errors=True)
     cmd = [bin_, "train", "--algo", "pqn", "--device", "cpu", "--out", str(run)] + args
     if task == "cue":
         cmd += ["--scenario", "assets/scenarios/cue_memory.ron"]
@@ -53,6 +58,11 @@ def curves(run):
         if not m.get("episodes"):
             continue
         seeds = m.get("seeds_return_per_seed") or [m["return_mean"]]
+        # A seed without a finished episode in this update keeps its last value.
+        last = per_seed[-1] if per_seed else [None] * len(seeds)
+        seeds = [v if v is not None else p for v, p in zip(seeds, last)]
+        if any(v is None for v in seeds):
+            continue
         steps.append(m["env_steps"])
         per_seed.append(seeds)
     return steps, per_seed
@@ -96,6 +106,7 @@ def main():
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--throughput-steps", type=int, default=100_000)
     p.add_argument("--episodes", type=int, default=1000)
     p.add_argument("--out", default="/tmp/gridarena-recurrent")
     a = p.parse_args()
@@ -118,25 +129,34 @@ def main():
                   f"optimal (>= 0.99) on {optimal}/{a.seeds} seeds")
         plot(runs, "docs/recurrent_cue.png", "cue_memory: the cue at step 1, the choice at step 8")
     else:
-        steps = a.steps or 2_000_000
+        steps = a.steps or 400_000
+        short = ["--set", "shared=true", "--set", "arenas=64", "--set", "rollout=16",
+                 "--set", "minibatches=4", "--set", "lr=3e-3", "--set", "hidden=64"]
+        runs = {}
+        for name in ["MLP", "GRU"]:
+            run, seconds = train(a.bin, "pursuit", f"{name}_learn",
+                                 short + ["--steps", str(steps), "--seeds", str(a.seeds)], out)
+            runs[name] = run
+            _, per_seed = curves(run)
+            tail = per_seed[-max(1, len(per_seed) // 10):]
+            seeds = [statistics.mean(x[k] for x in tail) for k in range(len(tail[0]))]
+            print(f"PQN-{name}: {steps} env steps x {a.seeds} seeds ({seconds:.0f} s); mean "
+                  f"return over the last 10% of updates per seed {[round(x, 2) for x in seeds]}, "
+                  f"mean {statistics.mean(seeds):.2f}")
+        plot(runs, "docs/recurrent_pursuit.png",
+             "Pursuit (8 pursuers, 30 evaders), one shared network")
         sps = {"MLP": [], "GRU": []}
-        first = {}
+        t_steps = a.throughput_steps
         for r in range(a.repeats):
             for name in ["MLP", "GRU"]:
-                run, seconds = train(a.bin, "pursuit", f"{name}_{r}", ["--steps", str(steps)], out)
-                first.setdefault(name, run)
-                sps[name].append(steps / seconds)
-                print(f"repeat {r}: PQN-{name} {steps / seconds:,.0f} env steps/s "
+                _, seconds = train(a.bin, "pursuit", f"{name}_{r}", ["--steps", str(t_steps),
+                                   "--set", "hidden=128"], out)
+                sps[name].append(t_steps / seconds)
+                print(f"repeat {r}: PQN-{name} {t_steps / seconds:,.0f} env steps/s "
                       f"({seconds:.1f} s, start-up included)")
         med = {k: statistics.median(v) for k, v in sps.items()}
         print(f"median env steps/s: MLP {med['MLP']:,.0f}, GRU {med['GRU']:,.0f}, "
               f"GRU/MLP {med['GRU'] / med['MLP']:.2f}")
-        for name, run in first.items():
-            s, per_seed = curves(run)
-            tail = per_seed[-max(1, len(per_seed) // 10):]
-            print(f"PQN-{name}: mean return over the last 10% of updates "
-                  f"{statistics.mean(statistics.mean(x) for x in tail):.3f}")
-        plot(first, "docs/recurrent_pursuit.png", "Pursuit (default scenario)")
 
 
 if __name__ == "__main__":
