@@ -35,6 +35,9 @@ impl GpuCritic {
 
     /// The loss of the last [`GpuCritic::loss_backward`] (a readback).
     pub fn read_loss(&mut self) -> Result<f32, CriticError> {
+        if self.gru.is_some() {
+            return self.gru_read_loss();
+        }
         let rb = row_buffers(&self.rows_buf)?;
         let buffer = rb.row_loss.clone();
         let rows = self.read_f32(&buffer, self.rows)?;
@@ -89,7 +92,7 @@ impl GpuCritic {
     }
 
     /// Reads `len` f32s from the start of `buffer`, waiting for the device.
-    fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
         let bytes = (len * 4).max(4) as u64;
         let device = &self.device;
         let staging = match &mut self.staging {
