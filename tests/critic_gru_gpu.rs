@@ -28,13 +28,18 @@ fn gpu(spec: StackSpec, seed: u64) -> Option<GpuCritic> {
 }
 
 fn spec(nets: usize) -> StackSpec {
+    wide(nets, 24)
+}
+
+/// A stack whose GRU cell has `g` units.
+fn wide(nets: usize, g: usize) -> StackSpec {
     StackSpec {
         nets,
         input: 7,
         hidden: 20,
         layers: 1,
         head: 5,
-        network: Network::Gru { hidden: 24 },
+        network: Network::Gru { hidden: g },
     }
 }
 
@@ -88,8 +93,16 @@ fn huber<'a>(actions: &'a [u32], targets: &'a [f32], mask: &'a [f32]) -> Loss<'a
 
 #[test]
 fn sequence_passes_gradients_steps_and_targets_match_the_cpu() {
-    let spec = spec(3);
-    let seed = 5;
+    parity(spec(3), 5);
+}
+
+/// More hidden units than a workgroup has threads: each thread carries several units.
+#[test]
+fn a_cell_wider_than_a_workgroup_matches_the_cpu() {
+    parity(wide(2, 80), 6);
+}
+
+fn parity(spec: StackSpec, seed: u64) {
     let Some(mut g) = gpu(spec, seed) else { return };
     let mut c = CpuCritic::new(spec, seed).unwrap();
     assert_eq!(CriticBackend::params(&mut g).unwrap(), c.params());
@@ -197,6 +210,13 @@ fn f32_input_single_network_and_row_wise_refusals() {
     let spec = spec(1);
     let Some(mut g) = gpu(spec, 9) else { return };
     let mut c = CpuCritic::new(spec, 9).unwrap();
+    // Backward before any sequence forward, and a hidden state of the wrong size.
+    let e = CriticBackend::backward(&mut g, &[0.0; 5]).unwrap_err();
+    assert!(matches!(e, CriticError::Recurrent(_)), "{e}");
+    let mut h = vec![0.0; 3];
+    let x8 = vec![0u8; 2 * spec.input];
+    let e = g.act(Input::U8(&x8), &[0, 0], &mut h).unwrap_err();
+    assert!(matches!(e, CriticError::Shape { .. }), "{e}");
     let data = batch(&spec, 9);
     let x: Vec<f32> = random(T * B * spec.input, 10, 1.5);
     let seq = Sequences {
