@@ -159,12 +159,7 @@ fn parity(spec: StackSpec, seed: u64) {
         g.set_grads(c.grads()).unwrap();
         c.step(&cfg);
         g.step(&cfg);
-        assert_close(
-            "params after a step",
-            &g.params().unwrap(),
-            c.params(),
-            TOL,
-        );
+        assert_close("params after a step", &g.params().unwrap(), c.params(), TOL);
         g.set_params(c.params()).unwrap();
     }
 

@@ -11,11 +11,12 @@
 //! The files follow the concerns: `device` finds the adapter, `kernels` owns the pipelines and
 //! their uniform structs, `buffers` the device buffers and uploads, `ops` the operations (what is
 //! dispatched), `readback` what comes back to the host, `gru` the GRU stacks' sequence passes
-//! and backpropagation through time.
+//! and backpropagation through time, `gru_buffers` their device buffers.
 
 mod buffers;
 mod device;
 mod gru;
+mod gru_buffers;
 mod kernels;
 mod ops;
 mod readback;
@@ -65,7 +66,7 @@ pub struct GpuCritic {
     dispatches: u64,
     staging: Option<wgpu::Buffer>,
     /// The GRU passes' buffers (a GRU stack only).
-    gru: Option<gru::GpuGru>,
+    gru: Option<gru_buffers::GpuGru>,
 }
 
 impl GpuCritic {
@@ -90,7 +91,7 @@ impl GpuCritic {
         spec.validate().map_err(CriticError::Spec)?;
         let gru = spec
             .gru()
-            .map(|g| gru::GpuGru::new(g, spec.nets))
+            .map(|g| gru_buffers::GpuGru::new(g, spec.nets))
             .transpose()?;
         let dispatches = kernels::max_dispatches(spec.layers);
         if dispatches > kernels::SLOTS {

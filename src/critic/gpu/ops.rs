@@ -13,7 +13,12 @@ use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, NetOptim, check_len};
 
 /// The uniforms of a linear kernel over `o` for rows cut into `tiles` row tiles.
-pub(super) fn linear_params(o: &LayerOffsets, mode: u32, per_net: usize, tiles: u32) -> LinearParams {
+pub(super) fn linear_params(
+    o: &LayerOffsets,
+    mode: u32,
+    per_net: usize,
+    tiles: u32,
+) -> LinearParams {
     LinearParams {
         fan_in: o.fan_in as u32,
         fan_out: o.fan_out as u32,

@@ -92,7 +92,11 @@ impl GpuCritic {
     }
 
     /// Reads `len` f32s from the start of `buffer`, waiting for the device.
-    pub(super) fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn read_f32(
+        &mut self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<f32>, CriticError> {
         let bytes = (len * 4).max(4) as u64;
         let device = &self.device;
         let staging = match &mut self.staging {
