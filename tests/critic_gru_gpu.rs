@@ -254,3 +254,37 @@ fn the_device_buffers_are_the_ones_the_gpu_sizing_plans() {
     let planned = spec.sizing(rows, Backend::Gpu).total();
     assert_eq!(g.device_bytes(), planned + unplanned);
 }
+
+/// A sequence forward, a target pass, an acting step and a loss with BPTT issue the same
+/// dispatches whatever K, T and B: the steps run inside one kernel, the networks share every
+/// dispatch.
+#[test]
+fn dispatches_do_not_depend_on_networks_or_steps() {
+    let count = |nets: usize, steps: usize, seqs: usize| -> Option<u64> {
+        let spec = spec(nets);
+        let mut g = gpu(spec, 3)?;
+        let rows = steps * seqs;
+        let x = vec![1u8; rows * spec.input];
+        let nets_of: Vec<u32> = (0..seqs).map(|b| (b % nets) as u32).collect();
+        let h0 = vec![0.1f32; seqs * spec.state_width()];
+        let reset = vec![0u8; rows];
+        let seq = Sequences {
+            input: Input::U8(&x),
+            nets: &nets_of,
+            h0: &h0,
+            reset: &reset,
+        };
+        let before = g.dispatches();
+        g.forward_target_seq(seq).unwrap();
+        g.forward_seq(seq).unwrap();
+        let mut h = h0.clone();
+        g.act(Input::U8(&x[..seqs * spec.input]), &nets_of, &mut h)
+            .unwrap();
+        let (actions, targets, mask) = (vec![0u32; rows], vec![0.5f32; rows], vec![1.0; rows]);
+        CriticBackend::loss_backward(&mut g, &huber(&actions, &targets, &mask)).unwrap();
+        Some(g.dispatches() - before)
+    };
+    let Some(small) = count(1, 2, 3) else { return };
+    assert_eq!(small, 5 + 5 + 5 + 10);
+    assert_eq!(count(4, 12, 40), Some(small));
+}

@@ -247,13 +247,15 @@ impl GpuCritic {
         ])
     }
 
-    /// Uploads `seq` into `slot` and runs the forward with `params` there; returns the output
-    /// `[T, B, A]` in caller order (a readback).
+    /// Uploads `seq` into `slot` and runs the forward there with the online or `target`
+    /// parameters; returns the output `[T, B, A]` in caller order and, for a one-step pass
+    /// given `h_next` `[B, g]`, writes the hidden state leaving the step there (one readback).
     fn gru_forward(
         &mut self,
         seq: &Sequences,
         slot: Slot,
         target: bool,
+        h_next: Option<&mut [f32]>,
     ) -> Result<Vec<f32>, CriticError> {
         seq.shape(&self.spec)?;
         let gru = self
@@ -268,21 +270,22 @@ impl GpuCritic {
             let params = if target { &c.target } else { &c.params };
             c.gru_forward_items(arena, slot, params)
         })?;
-        self.read_pass(slot, true)
-    }
-
-    /// The pass's output (`out`) or its last hidden states (`h_out`, for a one-step pass) in
-    /// caller order (a readback).
-    fn read_pass(&mut self, slot: Slot, out: bool) -> Result<Vec<f32>, CriticError> {
         let gru = self.gru_state()?;
-        let width = if out { gru.spec.head } else { gru.spec.hidden };
+        let (a, g) = (gru.spec.head, gru.spec.hidden);
         let p = gru.pass(slot)?;
-        let buffer = if out { p.out.clone() } else { p.h_out.clone() };
-        let plan = p.plan.clone();
-        let sorted = self.read_f32(&buffer, plan.order.len() * width)?;
-        let mut caller = vec![0.0f32; sorted.len()];
-        plan.scatter(&sorted, width, &mut caller);
-        Ok(caller)
+        let (out, h_out, plan) = (p.out.clone(), p.h_out.clone(), p.plan.clone());
+        let mut parts = vec![(&out, rows * a)];
+        if h_next.is_some() {
+            parts.push((&h_out, rows * g));
+        }
+        let sorted = self.read_parts(&parts)?;
+        let mut q = vec![0.0f32; rows * a];
+        plan.scatter(&sorted[0], a, &mut q);
+        if let (Some(h), Some(sorted_h)) = (h_next, sorted.get(1)) {
+            check_len("next hidden state ([B, g])", rows * g, h.len())?;
+            plan.scatter(sorted_h, g, h);
+        }
+        Ok(q)
     }
 
     /// Forward over sequences with the online parameters, kept for backward (see
@@ -297,7 +300,7 @@ impl GpuCritic {
         if let Some(g) = &mut self.gru {
             g.ready = false;
         }
-        let out = self.gru_forward(&seq, Slot::Train, false)?;
+        let out = self.gru_forward(&seq, Slot::Train, false, None)?;
         if let Some(g) = &mut self.gru {
             g.ready = true;
         }
@@ -310,7 +313,7 @@ impl GpuCritic {
             let rows = seq.mlp_rows(&self.spec)?;
             return self.forward_target(seq.input, &rows);
         }
-        self.gru_forward(&seq, Slot::Scratch, true)
+        self.gru_forward(&seq, Slot::Scratch, true, None)
     }
 
     /// One acting step of B rows (see [`crate::critic::CriticBackend::act`]): `hidden` `[B, g]`
@@ -342,11 +345,7 @@ impl GpuCritic {
             h0: &h0,
             reset: &reset,
         };
-        let out = self.gru_forward(&seq, Slot::Scratch, false)?;
-        if !nets.is_empty() {
-            hidden.copy_from_slice(&self.read_pass(Slot::Scratch, false)?);
-        }
-        Ok(out)
+        self.gru_forward(&seq, Slot::Scratch, false, Some(hidden))
     }
 
     /// Makes sure the gradient buffers hold the training pass's rows.
