@@ -1,6 +1,6 @@
 //! The GRU passes' device buffers: two sets of row buffers (`train`, kept for backward, and
 //! `scratch`, for target passes and acting steps), the gradient buffers of backward and the
-//! loss, and the upload of a batch of sequences (layout: [`super::gru`]).
+//! loss, and the upload of a batch of sequences (the layout is in the `gru` module's notes).
 
 use super::buffers::{storage, write_input, write_plan};
 use super::kernels::MAX_GRU_HIDDEN;
