@@ -288,3 +288,30 @@ fn dispatches_do_not_depend_on_networks_or_steps() {
     assert_eq!(small, 5 + 5 + 5 + 10);
     assert_eq!(count(4, 12, 40), Some(small));
 }
+
+/// No steps (even of many sequences) or no sequences: empty outputs, zero gradients.
+#[test]
+fn empty_batches_run_nothing_and_leave_zero_gradients() {
+    let spec = spec(2);
+    let Some(mut g) = gpu(spec, 4) else { return };
+    let data = batch(&spec, 4);
+    // A real pass first, so the gradients are not zero to begin with.
+    g.forward_seq(data.seq()).unwrap();
+    let d_out = random(T * B * spec.head, 12, 1.0);
+    CriticBackend::backward(&mut g, &d_out).unwrap();
+    assert!(g.grads().unwrap().iter().any(|&v| v != 0.0));
+    let nets = vec![1u32; 300];
+    let h0 = vec![0.5f32; 300 * spec.state_width()];
+    let none = Sequences {
+        input: Input::U8(&[]),
+        nets: &nets,
+        h0: &h0,
+        reset: &[],
+    };
+    assert!(g.forward_seq(none).unwrap().is_empty());
+    assert!(g.forward_target_seq(none).unwrap().is_empty());
+    CriticBackend::backward(&mut g, &[]).unwrap();
+    assert!(g.grads().unwrap().iter().all(|&v| v == 0.0));
+    let mut h: Vec<f32> = Vec::new();
+    assert!(g.act(Input::U8(&[]), &[], &mut h).unwrap().is_empty());
+}

@@ -250,6 +250,12 @@ pub(super) fn upload<'p>(
     let Some(pass) = place.as_mut() else {
         return Err(CriticError::Gpu("no sequence buffers".into()));
     };
+    (pass.rows, pass.steps, pass.batch) = (rows, steps, batch);
+    if rows == 0 {
+        // Nothing to run (and B may exceed the buffers' capacity when T is 0).
+        pass.plan = plan;
+        return Ok(pass);
+    }
     let mut seqs: Vec<[u32; 4]> = Vec::with_capacity(batch);
     for k in 0..nets {
         let (s, e) = (seq_plan.starts[k] as usize, seq_plan.starts[k + 1] as usize);
@@ -269,6 +275,6 @@ pub(super) fn upload<'p>(
     queue.write_buffer(&pass.seqs, 0, bytemuck::cast_slice(&seqs));
     queue.write_buffer(&pass.reset, 0, bytemuck::cast_slice(&reset));
     queue.write_buffer(&pass.h0, 0, bytemuck::cast_slice(seq.h0));
-    (pass.rows, pass.steps, pass.batch, pass.plan) = (rows, steps, batch, plan);
+    pass.plan = plan;
     Ok(pass)
 }
