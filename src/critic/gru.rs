@@ -177,19 +177,46 @@ pub(crate) fn init_params(spec: &GruSpec, nets: usize, seed: u64) -> Vec<f32> {
 }
 
 /// The bytes a stack of `nets` GRU networks holds for an update of `rows` rows (T x B; the
-/// memory preflight), `p` being the parameters' bytes. The CPU keeps a cache per work unit for
-/// training, one for target passes and one for acting (see `cpu::gru` for a cache's bytes,
-/// here counted with every row its own sequence, the most per-sequence state), and the
-/// input, outputs and output gradient in the caller's order.
+/// memory preflight), `p` being the parameters' bytes.
+///
+/// The CPU keeps a cache per work unit for training, one for target passes and one for acting
+/// (see `cpu::gru` for a cache's bytes, here counted with every row its own sequence, the most
+/// per-sequence state), and the input, outputs and output gradient in the caller's order.
+///
+/// The GPU (`gpu::gru`) holds exactly this, all sized by the row capacity c (`rows` rounded up
+/// to a power of two, at least 64): two passes (training, and target passes and acting), each
+/// the u8 and f32 input, 1/std, the embedding's z, x-hat and u, the gates' input side, the
+/// gates with the recurrent side of n, h_in, h_out and the output, plus the row order, row
+/// network, sequence places (4 words), reset flags, row tiles and network boundaries; for
+/// backward, dL/d output, d h, both gate sides' gradients, d u, d z, and the loss's actions,
+/// targets, mask and row losses; the gradient norms and per-network optimiser scalars. The
+/// uniform arena and the readback staging buffer are not counted (as for the MLP stack).
 pub(crate) fn sizing(spec: &GruSpec, nets: usize, p: u64, rows: usize, backend: Backend) -> Sizing {
-    let (d, a, g) = (spec.input as u64, spec.head as u64, spec.hidden as u64);
+    let (d, e, a, g) = (
+        spec.input as u64,
+        spec.embed as u64,
+        spec.head as u64,
+        spec.hidden as u64,
+    );
+    let k = nets as u64;
     let r = rows as u64;
-    let cache = super::cpu::gru::GruCache::bytes(spec, 1, rows);
-    let caller = r * (4 * d + 3 * 4 * a + 4 * g + 1);
-    let activations = match backend {
-        Backend::Cpu => 2 * cache + caller,
-        // Online and target activations on the device, and the caller-side buffers.
-        Backend::Gpu => 2 * cache + caller,
+    let (activations, indices) = match backend {
+        Backend::Cpu => {
+            let cache = super::cpu::gru::GruCache::bytes(spec, 1, rows);
+            let caller = r * (4 * d + 3 * 4 * a + 4 * g + 1);
+            (2 * cache + caller, r * 4 + (k + 1) * 8)
+        }
+        Backend::Gpu => {
+            // A storage buffer is at least 16 bytes.
+            let c = rows.next_power_of_two().max(64) as u64;
+            let pass = c * d + 4 * c * (d + 1 + 3 * e + 10 * g + a);
+            let grads = 4 * c * (2 * a + 7 * g + 2 * e + 3);
+            let pass_indices = 4 * c * 7 + (c / 16 + k + 1) * 16 + ((k + 1) * 4).max(16);
+            (
+                2 * pass + grads,
+                2 * pass_indices + (k * 4).max(16) + k * 32,
+            )
+        }
     };
     Sizing {
         params: p,
@@ -197,7 +224,7 @@ pub(crate) fn sizing(spec: &GruSpec, nets: usize, p: u64, rows: usize, backend: 
         adam: 2 * p,
         target: p,
         activations,
-        indices: r * 4 + (nets as u64 + 1) * 8,
+        indices,
     }
 }
 

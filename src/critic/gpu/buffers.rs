@@ -107,42 +107,9 @@ impl GpuCritic {
         self.rows = nets.len();
         self.ensure_rows(self.rows);
         let rb = row_buffers(&self.rows_buf)?;
-        match input {
-            Input::U8(x) => {
-                let mut padded = x.to_vec();
-                padded.resize(x.len().next_multiple_of(4), 0);
-                self.queue.write_buffer(&rb.input_words, 0, &padded);
-                self.input_mode = 0;
-            }
-            Input::F32(x) => {
-                self.queue
-                    .write_buffer(&rb.input_f32, 0, bytemuck::cast_slice(x));
-                self.input_mode = 1;
-            }
-        }
-        let mut row_net = vec![0u32; self.rows];
-        let mut tiles: Vec<[u32; 4]> = Vec::new();
-        for k in 0..self.spec.nets {
-            let (s, e) = (self.plan.starts[k], self.plan.starts[k + 1]);
-            row_net[s as usize..e as usize].fill(k as u32);
-            let mut t = s;
-            while t < e {
-                tiles.push([k as u32, t, (t + TILE as u32).min(e), 0]);
-                t += TILE as u32;
-            }
-        }
-        if tiles.is_empty() {
-            tiles.push([0, 0, 0, 0]);
-        }
-        self.queue
-            .write_buffer(&rb.order, 0, bytemuck::cast_slice(&self.plan.order));
-        self.queue
-            .write_buffer(&rb.row_net, 0, bytemuck::cast_slice(&row_net));
-        self.queue
-            .write_buffer(&rb.tiles, 0, bytemuck::cast_slice(&tiles));
-        self.queue
-            .write_buffer(&rb.starts, 0, bytemuck::cast_slice(&self.plan.starts));
-        self.tile_count = tiles.len() as u32;
+        self.input_mode = write_input(&self.queue, input, &rb.input_words, &rb.input_f32);
+        let plan_buffers = [&rb.order, &rb.row_net, &rb.tiles, &rb.starts];
+        self.tile_count = write_plan(&self.queue, &self.plan, self.spec.nets, plan_buffers);
         Ok(())
     }
 
@@ -186,6 +153,66 @@ impl GpuCritic {
             .write_buffer(&self.grads, 0, bytemuck::cast_slice(grads));
         Ok(())
     }
+}
+
+/// Uploads rows of input into `words` (u8, packed 4 per word) or `floats` (f32); returns the
+/// linear kernels' input mode (0: u8, 1: f32).
+pub(super) fn write_input(
+    queue: &wgpu::Queue,
+    input: Input,
+    words: &wgpu::Buffer,
+    floats: &wgpu::Buffer,
+) -> u32 {
+    match input {
+        Input::U8(x) => {
+            let mut padded = x.to_vec();
+            padded.resize(x.len().next_multiple_of(4), 0);
+            queue.write_buffer(words, 0, &padded);
+            0
+        }
+        Input::F32(x) => {
+            queue.write_buffer(floats, 0, bytemuck::cast_slice(x));
+            1
+        }
+    }
+}
+
+/// Uploads a row plan: the caller row of each sorted row, each sorted row's network, the row
+/// tiles and the networks' boundaries, into `[order, row_net, tiles, starts]`; returns the
+/// number of tiles.
+pub(super) fn write_plan(
+    queue: &wgpu::Queue,
+    plan: &RowPlan,
+    nets: usize,
+    [order, row_net_buf, tiles_buf, starts]: [&wgpu::Buffer; 4],
+) -> u32 {
+    let (row_net, tiles) = row_tiles(plan, nets);
+    queue.write_buffer(order, 0, bytemuck::cast_slice(&plan.order));
+    queue.write_buffer(row_net_buf, 0, bytemuck::cast_slice(&row_net));
+    queue.write_buffer(tiles_buf, 0, bytemuck::cast_slice(&tiles));
+    queue.write_buffer(starts, 0, bytemuck::cast_slice(&plan.starts));
+    tiles.len() as u32
+}
+
+/// Each sorted row's network and the row tiles `(net, first row, end row, 0)` of at most
+/// [`TILE`] rows of one network (one empty tile when there are no rows).
+fn row_tiles(plan: &RowPlan, nets: usize) -> (Vec<u32>, Vec<[u32; 4]>) {
+    let rows = plan.order.len();
+    let mut row_net = vec![0u32; rows];
+    let mut tiles: Vec<[u32; 4]> = Vec::new();
+    for k in 0..nets {
+        let (s, e) = (plan.starts[k], plan.starts[k + 1]);
+        row_net[s as usize..e as usize].fill(k as u32);
+        let mut t = s;
+        while t < e {
+            tiles.push([k as u32, t, (t + TILE as u32).min(e), 0]);
+            t += TILE as u32;
+        }
+    }
+    if tiles.is_empty() {
+        tiles.push([0, 0, 0, 0]);
+    }
+    (row_net, tiles)
 }
 
 /// The per-row device buffers (a field borrow, so other fields stay usable); an error before the

@@ -12,7 +12,7 @@ pub(super) const TILE: usize = 16;
 pub(super) const MAX_GROUPS: u32 = 65535;
 
 /// The shaders, compiled into the binary.
-pub const SHADERS: [(&str, &str); 10] = [
+pub const SHADERS: [(&str, &str); 12] = [
     (
         "linear_forward",
         include_str!("../../../shaders/linear_forward.wgsl"),
@@ -41,6 +41,14 @@ pub const SHADERS: [(&str, &str); 10] = [
     ("grad_norm", include_str!("../../../shaders/grad_norm.wgsl")),
     ("adam", include_str!("../../../shaders/adam.wgsl")),
     ("polyak", include_str!("../../../shaders/polyak.wgsl")),
+    (
+        "gru_forward",
+        include_str!("../../../shaders/gru_forward.wgsl"),
+    ),
+    (
+        "gru_backward",
+        include_str!("../../../shaders/gru_backward.wgsl"),
+    ),
 ];
 
 /// Mirrors `LinearParams` of the linear kernels.
@@ -119,6 +127,28 @@ pub(super) struct PolyakParams {
 }
 const _: () = assert!(size_of::<PolyakParams>() == 16);
 
+/// Mirrors `GruParams` of gru_forward.wgsl and gru_backward.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(super) struct GruParams {
+    pub(super) hidden: u32,
+    pub(super) steps: u32,
+    pub(super) per_net: u32,
+    /// `W_hh`'s offset in a network's block.
+    pub(super) w_off: u32,
+    /// `b_hh`'s offset in a network's block.
+    pub(super) b_off: u32,
+    /// Sequences (workgroups doing work).
+    pub(super) seqs: u32,
+    pub(super) _pad0: u32,
+    pub(super) _pad1: u32,
+}
+const _: () = assert!(size_of::<GruParams>() == 32);
+
+/// The widest GRU hidden state the kernels take: 64 threads per sequence, each carrying at
+/// most `MAX_SLOTS` (16) units' gradient in gru_backward.wgsl.
+pub(super) const MAX_GRU_HIDDEN: usize = 64 * 16;
+
 /// Mirrors `NetScalars` of adam.wgsl and polyak.wgsl: one network's optimiser scalars, an
 /// element of the `[K]` storage buffer both kernels read.
 #[repr(C)]
@@ -154,6 +184,8 @@ pub(super) struct Kernels {
     pub(super) grad_norm: wgpu::ComputePipeline,
     pub(super) adam: wgpu::ComputePipeline,
     pub(super) polyak: wgpu::ComputePipeline,
+    pub(super) gru_forward: wgpu::ComputePipeline,
+    pub(super) gru_backward: wgpu::ComputePipeline,
 }
 
 impl Kernels {
@@ -188,6 +220,8 @@ impl Kernels {
             grad_norm: make("grad_norm"),
             adam: make("adam"),
             polyak: make("polyak"),
+            gru_forward: make("gru_forward"),
+            gru_backward: make("gru_backward"),
         }
     }
 }
@@ -298,6 +332,28 @@ pub(super) fn bind(
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
     })
+}
+
+/// One dispatch of `pipeline` with `uniform` in the next slot of `arena` and `buffers` bound
+/// from binding 1 on.
+pub(super) fn dispatch<'a, T: Pod>(
+    device: &wgpu::Device,
+    arena: &mut UniformArena,
+    (pipeline, label): (&'a wgpu::ComputePipeline, &str),
+    uniform: &T,
+    buffers: &[&wgpu::Buffer],
+    grid: (u32, u32, u32),
+) -> Result<Item<'a>, CriticError> {
+    let u = arena.push(uniform)?;
+    let group = bind(
+        device,
+        &arena.buffer,
+        pipeline,
+        label,
+        (u, size_of::<T>()),
+        buffers,
+    );
+    Ok((pipeline, group, grid))
 }
 
 /// Splits a workgroup count over (x, y) so neither exceeds the per-dimension limit.

@@ -10,10 +10,13 @@
 //!
 //! The files follow the concerns: `device` finds the adapter, `kernels` owns the pipelines and
 //! their uniform structs, `buffers` the device buffers and uploads, `ops` the operations (what is
-//! dispatched), `readback` what comes back to the host.
+//! dispatched), `readback` what comes back to the host, `gru` the GRU stacks' sequence passes
+//! and backpropagation through time, `gru_buffers` their device buffers.
 
 mod buffers;
 mod device;
+mod gru;
+mod gru_buffers;
 mod kernels;
 mod ops;
 mod readback;
@@ -30,11 +33,11 @@ use self::buffers::{RowBuffers, storage};
 use self::kernels::{Kernels, NetScalars, UniformArena};
 use super::loss::Loss;
 use super::{
-    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, StackSpec,
-    StepStats, check_len, init_params,
+    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, Sequences,
+    StackSpec, StepStats, check_len, init_params,
 };
 
-/// A stack of MLPs on a GPU.
+/// A stack of MLPs or GRU networks on a GPU.
 pub struct GpuCritic {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -62,6 +65,8 @@ pub struct GpuCritic {
     steps: Vec<u64>,
     dispatches: u64,
     staging: Option<wgpu::Buffer>,
+    /// The GRU passes' buffers (a GRU stack only).
+    gru: Option<gru_buffers::GpuGru>,
 }
 
 impl GpuCritic {
@@ -84,9 +89,10 @@ impl GpuCritic {
         adapter: impl FnOnce() -> Result<(GpuInfo, wgpu::Adapter), CriticError>,
     ) -> Result<GpuCritic, CriticError> {
         spec.validate().map_err(CriticError::Spec)?;
-        if spec.network.is_recurrent() {
-            return Err(CriticError::Recurrent("the GPU backend (use --device cpu)"));
-        }
+        let gru = spec
+            .gru()
+            .map(|g| gru_buffers::GpuGru::new(g, spec.nets))
+            .transpose()?;
         let dispatches = kernels::max_dispatches(spec.layers);
         if dispatches > kernels::SLOTS {
             return Err(CriticError::TooManyDispatches {
@@ -155,6 +161,7 @@ impl GpuCritic {
             steps: vec![0; spec.nets],
             dispatches: 0,
             staging: None,
+            gru,
         })
     }
 
@@ -182,6 +189,9 @@ impl GpuCritic {
             &self.uniforms.buffer,
         ];
         buffers.extend(&self.staging);
+        if let Some(g) = &self.gru {
+            buffers.extend(g.device_buffers());
+        }
         if let Some(rb) = &self.rows_buf {
             buffers.extend([
                 &rb.input_words,
@@ -222,6 +232,23 @@ impl CriticBackend for GpuCritic {
 
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
         GpuCritic::forward_target(self, input, nets)
+    }
+
+    fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::forward_seq(self, seq)
+    }
+
+    fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::forward_target_seq(self, seq)
+    }
+
+    fn act(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, CriticError> {
+        GpuCritic::act(self, input, nets, hidden)
     }
 
     fn polyak(&mut self, tau: f32) {

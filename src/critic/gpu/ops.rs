@@ -7,47 +7,78 @@ use super::GpuCritic;
 use super::buffers::row_buffers;
 use super::kernels::{
     AdamParams, FixedSlot, Item, LinearParams, LossParams, MAX_GROUPS, NormParams, PolyakParams,
-    TILE, UniformArena, bind, fold, run,
+    TILE, UniformArena, bind, dispatch, fold, run,
 };
 use crate::critic::loss::Loss;
 use crate::critic::{AdamConfig, CriticError, Input, LN_EPS, LayerOffsets, NetOptim, check_len};
 
+/// The uniforms of a linear kernel over `o` for rows cut into `tiles` row tiles.
+pub(super) fn linear_params(
+    o: &LayerOffsets,
+    mode: u32,
+    per_net: usize,
+    tiles: u32,
+) -> LinearParams {
+    LinearParams {
+        fan_in: o.fan_in as u32,
+        fan_out: o.fan_out as u32,
+        mode,
+        per_net: per_net as u32,
+        w_off: o.weight as u32,
+        b_off: o.bias as u32,
+        tiles,
+        _pad: 0,
+    }
+}
+
+/// The uniforms of a LayerNorm kernel over `o`'s output for `rows` rows.
+pub(super) fn norm_params(o: &LayerOffsets, rows: usize, per_net: usize) -> NormParams {
+    NormParams {
+        width: o.fan_out as u32,
+        rows: rows as u32,
+        per_net: per_net as u32,
+        gamma_off: o.gamma as u32,
+        beta_off: o.beta as u32,
+        eps: LN_EPS,
+        _pad0: 0,
+        _pad1: 0,
+    }
+}
+
+/// The grid of a row-tiled kernel: `columns` in tiles of [`TILE`], the row tiles folded into y
+/// and z.
+pub(super) fn tile_grid(tiles: u32, columns: usize) -> (u32, u32, u32) {
+    let (y, z) = if tiles <= MAX_GROUPS {
+        (tiles.max(1), 1)
+    } else {
+        (MAX_GROUPS, tiles.div_ceil(MAX_GROUPS))
+    };
+    (columns.div_ceil(TILE) as u32, y, z)
+}
+
+/// The buffers the loss kernel reads and writes.
+pub(super) struct LossBuffers<'a> {
+    pub(super) order: &'a wgpu::Buffer,
+    pub(super) out: &'a wgpu::Buffer,
+    pub(super) actions: &'a wgpu::Buffer,
+    pub(super) targets: &'a wgpu::Buffer,
+    pub(super) mask: &'a wgpu::Buffer,
+    pub(super) d_out: &'a wgpu::Buffer,
+    pub(super) row_loss: &'a wgpu::Buffer,
+}
+
 /// Dispatch building and the operations.
 impl GpuCritic {
     fn linear(&self, o: &LayerOffsets, mode: u32) -> LinearParams {
-        LinearParams {
-            fan_in: o.fan_in as u32,
-            fan_out: o.fan_out as u32,
-            mode,
-            per_net: self.spec.params_per_net() as u32,
-            w_off: o.weight as u32,
-            b_off: o.bias as u32,
-            tiles: self.tile_count,
-            _pad: 0,
-        }
+        linear_params(o, mode, self.spec.params_per_net(), self.tile_count)
     }
 
     fn norm(&self, o: &LayerOffsets) -> NormParams {
-        NormParams {
-            width: o.fan_out as u32,
-            rows: self.rows as u32,
-            per_net: self.spec.params_per_net() as u32,
-            gamma_off: o.gamma as u32,
-            beta_off: o.beta as u32,
-            eps: LN_EPS,
-            _pad0: 0,
-            _pad1: 0,
-        }
+        norm_params(o, self.rows, self.spec.params_per_net())
     }
 
     fn tile_grid(&self, columns: usize) -> (u32, u32, u32) {
-        let t = self.tile_count;
-        let (y, z) = if t <= MAX_GROUPS {
-            (t.max(1), 1)
-        } else {
-            (MAX_GROUPS, t.div_ceil(MAX_GROUPS))
-        };
-        (columns.div_ceil(TILE) as u32, y, z)
+        tile_grid(self.tile_count, columns)
     }
 
     /// The forward items over the online or target parameters into their activations.
@@ -227,7 +258,7 @@ impl GpuCritic {
     /// Builds one operation's dispatches against the uniform arena (`build` sees the critic,
     /// borrowed), then encodes them in one compute pass and submits; a failed build submits
     /// nothing.
-    fn submit<E>(
+    pub(super) fn submit<E>(
         &mut self,
         label: &str,
         build: impl for<'a> FnOnce(&'a GpuCritic, &mut UniformArena) -> Result<Vec<Item<'a>>, E>,
@@ -244,6 +275,9 @@ impl GpuCritic {
     /// Forward pass with the online parameters; keeps activations on the device for backward.
     /// Read the output with [`GpuCritic::output`].
     pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<(), CriticError> {
+        if self.gru.is_some() {
+            return Err(CriticError::Recurrent("a row-wise forward"));
+        }
         self.upload_rows(input, nets)?;
         self.submit("forward", |c, u| c.forward_items(u, false))
     }
@@ -251,6 +285,9 @@ impl GpuCritic {
     /// Forward with the target parameters into separate activations (the online ones survive);
     /// returns the output (a readback).
     pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+        if self.gru.is_some() {
+            return Err(CriticError::Recurrent("a row-wise target forward"));
+        }
         self.upload_rows(input, nets)?;
         self.submit("forward target", |c, u| c.forward_items(u, true))?;
         self.read_output(true)
@@ -258,6 +295,12 @@ impl GpuCritic {
 
     /// Backward from dL/d output (`[R, head]`, caller order) of the last forward.
     pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
+        if self.gru.is_some() {
+            if input_grad {
+                return Err(CriticError::Recurrent("the input gradient"));
+            }
+            return self.gru_backward(d_out);
+        }
         let head = self.spec.head;
         check_len("d_output", self.rows * head, d_out.len())?;
         let mut sorted = vec![0.0f32; d_out.len()];
@@ -271,9 +314,39 @@ impl GpuCritic {
     /// Loss of the last forward's output and its gradient on the device, then backward, in one
     /// submission. Read the loss with [`GpuCritic::read_loss`].
     pub fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
-        let (rows, head) = (self.rows, self.spec.head);
-        loss.check(rows, head)?;
+        if self.gru.is_some() {
+            return self.gru_loss_backward(loss);
+        }
+        let rows = self.rows;
         let rb = row_buffers(&self.rows_buf)?;
+        let params = self.upload_loss(loss, rows, (&rb.actions, &rb.targets, &rb.mask))?;
+        self.submit("loss and backward", |c, arena| {
+            let rb = row_buffers(&c.rows_buf)?;
+            let buffers = LossBuffers {
+                order: &rb.order,
+                out: &rb.online.out,
+                actions: &rb.actions,
+                targets: &rb.targets,
+                mask: &rb.mask,
+                d_out: &rb.d_out,
+                row_loss: &rb.row_loss,
+            };
+            let mut items = vec![c.loss_item(arena, &params, rows, &buffers)?];
+            items.extend(c.backward_items(arena, false)?);
+            Ok(items)
+        })
+    }
+
+    /// Checks `loss` against `rows` rows of the head, uploads its actions (or labels), targets
+    /// and mask into `(actions, targets, mask)`, and returns the loss kernel's uniforms.
+    pub(super) fn upload_loss(
+        &self,
+        loss: &Loss,
+        rows: usize,
+        (actions, targets_buf, mask_buf): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    ) -> Result<LossParams, CriticError> {
+        let head = self.spec.head;
+        loss.check(rows, head)?;
         let ones;
         let (kind, groups, delta, labels, targets, mask) = match loss {
             Loss::Mse {
@@ -319,14 +392,14 @@ impl GpuCritic {
         let total: f32 =
             mask.iter().sum::<f32>().max(1.0) * if kind == 2 { groups as f32 } else { 1.0 };
         self.queue
-            .write_buffer(&rb.actions, 0, bytemuck::cast_slice(labels));
+            .write_buffer(actions, 0, bytemuck::cast_slice(labels));
         if let Some(t) = targets {
             self.queue
-                .write_buffer(&rb.targets, 0, bytemuck::cast_slice(t));
+                .write_buffer(targets_buf, 0, bytemuck::cast_slice(t));
         }
         self.queue
-            .write_buffer(&rb.mask, 0, bytemuck::cast_slice(mask));
-        let params = LossParams {
+            .write_buffer(mask_buf, 0, bytemuck::cast_slice(mask));
+        Ok(LossParams {
             rows: rows as u32,
             head: head as u32,
             kind,
@@ -339,32 +412,29 @@ impl GpuCritic {
             _pad0: 0,
             _pad1: 0,
             _pad2: 0,
-        };
-        self.submit("loss and backward", |c, arena| {
-            let rb = row_buffers(&c.rows_buf)?;
-            let u = arena.push(&params)?;
-            let k = &c.kernels;
-            let group = bind(
-                &c.device,
-                &arena.buffer,
-                &k.loss,
-                "loss",
-                (u, size_of::<LossParams>()),
-                &[
-                    &rb.order,
-                    &rb.online.out,
-                    &rb.actions,
-                    &rb.targets,
-                    &rb.mask,
-                    &rb.d_out,
-                    &rb.row_loss,
-                ],
-            );
-            let (x, y) = fold((rows as u32).div_ceil(64));
-            let mut items: Vec<Item> = vec![(&k.loss, group, (x, y, 1))];
-            items.extend(c.backward_items(arena, false)?);
-            Ok(items)
         })
+    }
+
+    /// The loss kernel's dispatch over `rows` rows.
+    pub(super) fn loss_item<'a>(
+        &'a self,
+        arena: &mut UniformArena,
+        params: &LossParams,
+        rows: usize,
+        b: &LossBuffers,
+    ) -> Result<Item<'a>, CriticError> {
+        let k = &self.kernels;
+        let (x, y) = fold((rows as u32).div_ceil(64));
+        dispatch(
+            &self.device,
+            arena,
+            (&k.loss, "loss"),
+            params,
+            &[
+                b.order, b.out, b.actions, b.targets, b.mask, b.d_out, b.row_loss,
+            ],
+            (x, y, 1),
+        )
     }
 
     /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam with each

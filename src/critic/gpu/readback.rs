@@ -35,6 +35,9 @@ impl GpuCritic {
 
     /// The loss of the last [`GpuCritic::loss_backward`] (a readback).
     pub fn read_loss(&mut self) -> Result<f32, CriticError> {
+        if self.gru.is_some() {
+            return self.gru_read_loss();
+        }
         let rb = row_buffers(&self.rows_buf)?;
         let buffer = rb.row_loss.clone();
         let rows = self.read_f32(&buffer, self.rows)?;
@@ -89,8 +92,34 @@ impl GpuCritic {
     }
 
     /// Reads `len` f32s from the start of `buffer`, waiting for the device.
-    fn read_f32(&mut self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, CriticError> {
-        let bytes = (len * 4).max(4) as u64;
+    pub(super) fn read_f32(
+        &mut self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<f32>, CriticError> {
+        let mut parts = self.read_parts(&[(buffer, len)])?;
+        Ok(parts.pop().unwrap_or_default())
+    }
+
+    /// Reads `len` f32s from the start of each buffer in one copy and one wait for the device
+    /// (each part at an 8-byte aligned place of the staging buffer).
+    pub(super) fn read_parts(
+        &mut self,
+        parts: &[(&wgpu::Buffer, usize)],
+    ) -> Result<Vec<Vec<f32>>, CriticError> {
+        let sizes: Vec<u64> = parts
+            .iter()
+            .map(|(_, len)| (*len * 4).max(4) as u64)
+            .collect();
+        let places: Vec<u64> = sizes
+            .iter()
+            .scan(0u64, |at, size| {
+                let place = *at;
+                *at += size.next_multiple_of(8);
+                Some(place)
+            })
+            .collect();
+        let bytes = places.last().zip(sizes.last()).map_or(4, |(p, s)| p + s);
         let device = &self.device;
         let staging = match &mut self.staging {
             Some(s) if s.size() >= bytes => s,
@@ -106,7 +135,9 @@ impl GpuCritic {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("readback"),
             });
-        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, bytes);
+        for ((buffer, _), (&place, &size)) in parts.iter().zip(places.iter().zip(&sizes)) {
+            encoder.copy_buffer_to_buffer(buffer, 0, staging, place, size);
+        }
         self.queue.submit([encoder.finish()]);
         let slice = staging.slice(..bytes);
         slice.map_async(wgpu::MapMode::Read, |_| {});
@@ -120,7 +151,14 @@ impl GpuCritic {
             let view = slice
                 .get_mapped_range()
                 .map_err(|e| CriticError::Gpu(e.to_string()))?;
-            bytemuck::cast_slice::<u8, f32>(&view[..len * 4]).to_vec()
+            parts
+                .iter()
+                .zip(&places)
+                .map(|((_, len), &place)| {
+                    let at = place as usize;
+                    bytemuck::cast_slice::<u8, f32>(&view[at..at + len * 4]).to_vec()
+                })
+                .collect()
         };
         staging.unmap();
         Ok(data)
