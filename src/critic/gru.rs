@@ -176,6 +176,15 @@ pub(crate) fn init_params(spec: &GruSpec, nets: usize, seed: u64) -> Vec<f32> {
     params
 }
 
+/// The bytes a CPU GRU cache holds once sized for T steps of B sequences (`cpu::gru`'s
+/// `GruCache`, whose test checks it): per row the input, 4 embedding-wide and 12 + 3
+/// hidden-wide f32 buffers, 1/std and the reset byte; per sequence 3 hidden states.
+pub(crate) fn cpu_cache_bytes(spec: &GruSpec, steps: usize, batch: usize) -> u64 {
+    let (d, e, g) = (spec.input as u64, spec.embed as u64, spec.hidden as u64);
+    let rows = (steps * batch) as u64;
+    rows * (4 * (d + 4 * e + 15 * g + 1) + 1) + batch as u64 * 4 * 3 * g
+}
+
 /// The bytes a stack of `nets` GRU networks holds for an update of `rows` rows (T x B; the
 /// memory preflight), `p` being the parameters' bytes.
 ///
@@ -202,7 +211,7 @@ pub(crate) fn sizing(spec: &GruSpec, nets: usize, p: u64, rows: usize, backend: 
     let r = rows as u64;
     let (activations, indices) = match backend {
         Backend::Cpu => {
-            let cache = super::cpu::gru::GruCache::bytes(spec, 1, rows);
+            let cache = cpu_cache_bytes(spec, 1, rows);
             let caller = r * (4 * d + 3 * 4 * a + 4 * g + 1);
             (2 * cache + caller, r * 4 + (k + 1) * 8)
         }

@@ -320,6 +320,29 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
         param("adam v"),
         param("target params"),
     ];
+    if let Some(g) = s.gru() {
+        // A GRU stack's row buffers, as `critic::gru::sizing` counts them (two passes, the
+        // gradients and bookkeeping), the widest being the gates' `[rows, 3g]`.
+        let sized = s.sizing(stack.rows as usize, crate::critic::Backend::Gpu);
+        let widest = [3 * g.hidden, g.embed, g.input, g.head]
+            .into_iter()
+            .max()
+            .unwrap_or(0) as u64;
+        let rows_buffers = vec![(
+            "GRU rows",
+            format!(
+                "{fc} rows of embedding {}, gates 3 x {}, head {} (two passes, gradients, bookkeeping)",
+                g.embed, g.hidden, g.head
+            ),
+            sized.activations.saturating_add(sized.indices),
+        )];
+        let mut row_group = group(stack, "GRU row buffers", rows_buffers, true);
+        row_group.largest = rows(widest);
+        return vec![
+            group(stack, "parameters, gradients, Adam, target", params, true),
+            row_group,
+        ];
+    }
     let mut acts = Vec::new();
     for _pass in ["online", "target"] {
         for _layer in 0..l {

@@ -88,15 +88,6 @@ impl GruCache {
         }
     }
 
-    /// The bytes a cache holds once sized for T steps of B sequences (for the memory
-    /// preflight): per row the input, 4 embedding-wide and 12 + 3 hidden-wide f32 buffers, 1/std
-    /// and the reset byte; per sequence 3 hidden states.
-    pub(crate) fn bytes(spec: &GruSpec, steps: usize, batch: usize) -> u64 {
-        let (d, e, g) = (spec.input as u64, spec.embed as u64, spec.hidden as u64);
-        let rows = (steps * batch) as u64;
-        rows * (4 * (d + 4 * e + 15 * g + 1) + 1) + batch as u64 * 4 * 3 * g
-    }
-
     /// Every f32 buffer.
     #[cfg(test)]
     fn float_buffers(&self) -> [&Vec<f32>; 16] {
@@ -649,7 +640,7 @@ mod tests {
     }
 
     /// A sized cache is reused (no buffer moves for the same or a smaller block), and holds
-    /// the bytes [`GruCache::bytes`] promises.
+    /// the bytes `critic::gru::cpu_cache_bytes` promises.
     #[test]
     fn a_sized_cache_is_reused_and_its_size_is_known() {
         let c = case(8);
@@ -658,7 +649,7 @@ mod tests {
         let mut grads = vec![0.0; SPEC.params_per_net()];
         forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
         backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
-        assert_eq!(cache.held_bytes(), GruCache::bytes(&SPEC, T, B));
+        assert_eq!(cache.held_bytes(), crate::critic::gru::cpu_cache_bytes(&SPEC, T, B));
         let storage = cache.storage();
         forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
         backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
@@ -667,7 +658,7 @@ mod tests {
         let (x, reset) = (&c.x[..rows * SPEC.input], &c.reset[..rows]);
         forward(&SPEC, &c.params, x, &c.h0, reset, &mut q_short, &mut cache).unwrap();
         assert_eq!(cache.storage(), storage);
-        assert_eq!(cache.held_bytes(), GruCache::bytes(&SPEC, short, B));
+        assert_eq!(cache.held_bytes(), crate::critic::gru::cpu_cache_bytes(&SPEC, short, B));
     }
 
     #[test]
