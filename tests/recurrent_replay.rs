@@ -12,7 +12,8 @@ use gridarena::train::{load_scenario, new_learner};
 
 /// IQL-GRU on cue_memory (4 cues, the choice 7 steps after the cue; chance 0.25): sequences of
 /// 8 steps over desynchronised episodes, so the cue often lies before a sequence's first step
-/// and reaches the choice only through the stored hidden state; 2 burn-in steps.
+/// and reaches the choice only through the stored hidden state; 2 burn-in steps. 600 updates
+/// (76,800 environment steps): seeds 1 to 5 reach greedy returns 1, 1, 0.81, 1, 1.
 fn cue_iql(seed: u64) -> RunConfig {
     RunConfig {
         algo: Algo::Iql,
@@ -35,7 +36,7 @@ fn cue_iql(seed: u64) -> RunConfig {
         lr_decay: false,
         target_tau: 0.05,
         eps_fraction: 0.3,
-        total_steps: 16 * 8 * 150,
+        total_steps: 16 * 8 * 600,
         ..RunConfig::default()
     }
 }
@@ -58,9 +59,7 @@ fn greedy_return(cfg: &RunConfig) -> f64 {
 #[test]
 fn iql_gru_remembers_the_cue_far_above_chance() {
     let t0 = std::time::Instant::now();
-    let seed: u64 = std::env::var("CUE_SEED").map_or(1, |s| s.parse().unwrap());
-    let updates: u64 = std::env::var("CUE_UPDATES").map_or(150, |s| s.parse().unwrap());
-    let value = greedy_return(&RunConfig { total_steps: 16 * 8 * updates, ..cue_iql(seed) });
+    let value = greedy_return(&cue_iql(1));
     eprintln!(
         "IQL-GRU on cue_memory: greedy return {value:.3} (chance 0.25) in {:.1} s",
         t0.elapsed().as_secs_f64()

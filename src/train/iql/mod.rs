@@ -51,6 +51,7 @@ use super::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic}
 use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+    sequence_replay_tensors,
 };
 use super::stats::UpdateStats;
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
@@ -60,7 +61,7 @@ use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 pub use buffer::td_target;
 use buffer::{Minibatch, Replay};
-use sequences::{SeqBatch, SeqReplay, Store};
+use sequences::{SeqBatch, SeqReplay, Store, sequence_config};
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -531,46 +532,15 @@ impl Learner for Iql {
     crate::train::replicas::replica_learner_plumbing!();
 }
 
-/// Refuses what IQL with `network: gru` does not do, naming the field: the threaded learner
-/// and the opponent models (both learn from single transitions), and a replay too small for
-/// one minibatch of whole sequences.
-fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
-    if cfg.threaded {
-        return Err(TrainError::Config(
-            "threaded: true with network: gru: the threaded learner replays single transitions, \
-             not sequences; use threaded: false"
-                .into(),
-        ));
-    }
-    if cfg.opponent_models {
-        return Err(TrainError::Config(
-            "opponent_models: true with network: gru: IQL's opponent models learn from single \
-             transitions, not replayed sequences; use opponent_models: false"
-                .into(),
-        ));
-    }
-    let sequences = cfg.replay_capacity / cfg.rollout.max(1);
-    if sequences < cfg.batch_size {
-        return Err(TrainError::Config(format!(
-            "replay_capacity: {} rows hold {sequences} sequences of rollout {} steps with \
-             network: gru; a minibatch is batch_size {} whole sequences, so at least {} rows",
-            cfg.replay_capacity,
-            cfg.rollout,
-            cfg.batch_size,
-            cfg.batch_size * cfg.rollout
-        )));
-    }
-    Ok(())
-}
-
 // ------------------------------------------------------------------------------------------
 // Memory plan
 // ------------------------------------------------------------------------------------------
 
 /// IQL's tensors for the memory preflight: the Q-network stack of every replica with a pass of
-/// every replica's minibatch (or of acting on every learner), every replica's replay buffer,
-/// and the opponent models, which score one minibatch per pass and store the others' actions
-/// with every replayed row.
+/// every replica's minibatch (or of acting on every learner), every replica's replay buffer
+/// (of sequences with `network: gru`, with the sequences being acted and the minibatch's
+/// buffers), and the opponent models, which score one minibatch per pass and store the
+/// others' actions with every replayed row.
 pub(crate) fn plan(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
@@ -579,19 +549,26 @@ pub(crate) fn plan(
 ) -> Vec<PlanTensor> {
     let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
     let pass_rows = super::sizing::iql_pass_rows(cfg, layout);
-    let pass = "replicas x batch_size, or replicas x arenas x learners when acting";
+    let pass = "replicas x batch_size (x rollout with network: gru), or replicas x arenas x \
+                learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;
     let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
-    tensors.push(PlanTensor {
-        name: "replay buffer".into(),
-        shape: format!(
-            "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-            fmt(cfg.replay_capacity as u64)
-        ),
-        bytes: replay,
-        knobs: "lower replay_capacity or seeds",
-    });
+    if spec.state_width() > 0 {
+        let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
+        tensors.extend(lines);
+        replay = ring;
+    } else {
+        tensors.push(PlanTensor {
+            name: "replay buffer".into(),
+            shape: format!(
+                "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
+                fmt(cfg.replay_capacity as u64)
+            ),
+            bytes: replay,
+            knobs: "lower replay_capacity or seeds",
+        });
+    }
     let mut models = 0;
     if cfg.opponent_models {
         let rows = replicas * cfg.batch_size as u64;

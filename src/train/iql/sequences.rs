@@ -18,6 +18,7 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
+use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
 use super::super::q_head::{QHead, q_values_by_replica};
@@ -266,6 +267,38 @@ impl SeqReplay {
     }
 }
 
+/// Refuses what IQL with `network: gru` does not do, naming the field: the threaded learner
+/// and the opponent models (both learn from single transitions), and a replay too small for
+/// one minibatch of whole sequences.
+pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
+    if cfg.threaded {
+        return Err(TrainError::Config(
+            "threaded: true with network: gru: the threaded learner replays single transitions, \
+             not sequences; use threaded: false"
+                .into(),
+        ));
+    }
+    if cfg.opponent_models {
+        return Err(TrainError::Config(
+            "opponent_models: true with network: gru: IQL's opponent models learn from single \
+             transitions, not replayed sequences; use opponent_models: false"
+                .into(),
+        ));
+    }
+    let sequences = cfg.replay_capacity / cfg.rollout.max(1);
+    if sequences < cfg.batch_size {
+        return Err(TrainError::Config(format!(
+            "replay_capacity: {} rows hold {sequences} sequences of rollout {} steps with \
+             network: gru; a minibatch is batch_size {} whole sequences, so at least {} rows",
+            cfg.replay_capacity,
+            cfg.rollout,
+            cfg.batch_size,
+            cfg.batch_size * cfg.rollout
+        )));
+    }
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------
 // Minibatch of sequences
 // ------------------------------------------------------------------------------------------
@@ -496,5 +529,60 @@ mod tests {
         assert_eq!(mb.target_reset, [1, 1, 0, 0, 0, 1, 0, 0, 1, 0]);
         // Step t of column j bootstraps from row l * 2 + j.
         assert_eq!(mb.boot, [2, 3, 4, 7, 6, 9]);
+    }
+
+    /// One learner step on two sequences of four steps with `burn_in` 2, the rewards at step
+    /// `changed` raised by 5 in `raised`: the parameters after it.
+    fn params_after_step(changed: usize, raised: bool) -> Vec<f32> {
+        use crate::critic::{AdamConfig, Network, StackSpec, choose_device};
+        let spec = StackSpec {
+            nets: 1,
+            input: 2,
+            hidden: 8,
+            layers: 1,
+            head: 3,
+            network: Network::Gru { hidden: 4 },
+        };
+        let device = choose_device(crate::critic::Device::Cpu).unwrap();
+        let mut critic = Critic::new(spec, 3, &device).unwrap();
+        let mut replay = SeqReplay::new((2, 4), (2, 4), 2, (3, 1));
+        for t in 0..4 {
+            let obs = [t as u8, 1, 2 * t as u8, 0];
+            replay.before_step(t, &obs, &[0.0; 8]);
+            let bonus = if raised && t == changed { 5.0 } else { 0.0 };
+            let b = StepBuffers {
+                rewards: vec![0.5 + bonus, -0.5 + bonus],
+                terminated: vec![0, 0],
+                truncated: vec![0, 0],
+                ..Default::default()
+            };
+            replay.after_step(t, (&[1, t as u8, 0, 2], &[t as u32 % 3, 1]), &b, 1);
+        }
+        replay.finish(&[0, 0]);
+        let mut mb = SeqBatch::default();
+        let picks = [0usize, 1];
+        mb.gather(std::iter::once((0, &replay, &picks[..])), 1, 2);
+        let values = [StepValues {
+            gamma: 0.9,
+            tau: 0.5,
+            adam: AdamConfig::default(),
+        }];
+        let heads = [QHead::Huber(1.0)];
+        mb.train(&mut critic, (&values, &[true]), (3, 1, &heads), 0)
+            .unwrap();
+        critic.params().unwrap()
+    }
+
+    /// The first `burn_in` steps carry no loss: raising their rewards changes nothing, raising
+    /// a trained step's does.
+    #[test]
+    fn burn_in_steps_carry_no_loss() {
+        let base = params_after_step(0, false);
+        for t in 0..2 {
+            assert_eq!(params_after_step(t, true), base, "burn-in step {t} moved the step");
+        }
+        for t in 2..4 {
+            assert_ne!(params_after_step(t, true), base, "trained step {t} did not count");
+        }
     }
 }
