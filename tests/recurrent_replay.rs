@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use gridarena::critic::{Device, choose_device};
+use gridarena::train::GreedyPolicy;
 use gridarena::train::config::{Algo, NetworkKind, RunConfig};
 use gridarena::train::eval::evaluate_policy;
-use gridarena::train::GreedyPolicy;
 use gridarena::train::{load_scenario, new_learner};
 
 /// IQL-GRU on cue_memory (4 cues, the choice 7 steps after the cue; chance 0.25): sequences of

@@ -370,7 +370,11 @@ impl Iql {
 
     /// [`Iql::learn`] with a recurrent network: each active replica samples whole sequences,
     /// all stacked into one sequence pass (see `sequences.rs`).
-    fn learn_sequences(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
+    fn learn_sequences(
+        &mut self,
+        values: &[StepValues],
+        active: &[bool],
+    ) -> Result<f32, TrainError> {
         let sizes = (self.cfg.batch_size, self.cfg.cer);
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             if let Some(seqs) = &lane.replay.seqs {
@@ -385,7 +389,9 @@ impl Iql {
         let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
         let update = self.progress.update;
         let critic = &mut self.critic;
-        let value = self.seq_batch.train(critic, (values, active), sizes, update)?;
+        let value = self
+            .seq_batch
+            .train(critic, (values, active), sizes, update)?;
         let sampled = self.sampled_items();
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.core.limiter.sample(sampled);

@@ -239,7 +239,8 @@ impl SeqReplay {
             let i = self.ring.head();
             for t in 0..steps {
                 let d = self.width;
-                self.stored.copy_step(i * steps + t, &self.acting, t * rows + r, d);
+                self.stored
+                    .copy_step(i * steps + t, &self.acting, t * rows + r, d);
             }
             self.h0[i * g..(i + 1) * g].copy_from_slice(&self.acting_h0[r * g..(r + 1) * g]);
             self.net[i] = net;
@@ -323,9 +324,9 @@ pub(super) struct SeqBatch {
     part: Part,
 }
 
-/// One replica's rows of a minibatch, gathered for its loss.
+/// One replica's rows of a sequence minibatch, gathered for its loss (reused).
 #[derive(Debug, Default)]
-struct Part {
+pub(crate) struct Part {
     out: Vec<f32>,
     d: Vec<f32>,
     actions: Vec<u32>,
@@ -365,7 +366,8 @@ impl SeqBatch {
         self.mask.clear();
         for t in 0..steps {
             for &(_, replay, i) in &columns {
-                self.steps.copy_step(self.mask.len(), &replay.stored, i * steps + t, d);
+                self.steps
+                    .copy_step(self.mask.len(), &replay.stored, i * steps + t, d);
                 self.mask.push(f32::from(u8::from(t >= burn_in)));
             }
         }
@@ -401,7 +403,13 @@ impl SeqBatch {
             for t in 0..steps {
                 let k = t * n + j;
                 let obs = &s.obs[k * d..(k + 1) * d];
-                put(l, obs, s.reset[k], &mut self.target_input, &mut self.target_reset);
+                put(
+                    l,
+                    obs,
+                    s.reset[k],
+                    &mut self.target_input,
+                    &mut self.target_reset,
+                );
                 l += 1;
                 if inserted(j, t) {
                     let next = &s.next[k * d..(k + 1) * d];
@@ -456,33 +464,15 @@ impl SeqBatch {
             reset: &s.reset,
         })?;
         let width = out.len() / s.action.len().max(1);
-        self.d_out.clear();
-        self.d_out.resize(out.len(), 0.0);
-        let mut sum = 0.0;
-        for (b, &r) in blocks.iter().enumerate() {
-            let rows: Vec<usize> = (0..s.action.len())
-                .filter(|k| (k % n) / cols.max(1) == b)
-                .collect();
-            let p = &mut self.part;
-            p.out.clear();
-            p.actions.clear();
-            p.targets.clear();
-            p.mask.clear();
-            for &k in &rows {
-                p.out.extend_from_slice(&out[k * width..(k + 1) * width]);
-                p.actions.push(s.action[k]);
-                p.targets.push(self.targets[k]);
-                p.mask.push(self.mask[k]);
-            }
-            p.d.clear();
-            p.d.resize(p.out.len(), 0.0);
-            let loss = heads[r].masked_loss(&p.actions, &p.targets, Some(&p.mask));
-            sum += loss_and_grad(&loss, &p.out, width, &mut p.d);
-            for (i, &k) in rows.iter().enumerate() {
-                self.d_out[k * width..(k + 1) * width]
-                    .copy_from_slice(&p.d[i * width..(i + 1) * width]);
-            }
-        }
+        let block_heads = blocks.iter().map(|&r| heads[r]);
+        let rows = (&s.action[..], &self.targets[..], &self.mask[..]);
+        let sum = masked_loss_by_blocks(
+            (&out, width, n),
+            rows,
+            block_heads,
+            &mut self.part,
+            &mut self.d_out,
+        );
         critic.backward(&self.d_out)?;
         let value = sum / blocks.len().max(1) as f32;
         if !value.is_finite() {
@@ -495,6 +485,45 @@ impl SeqBatch {
         step_and_average(critic, (values, active), nets_per_replica)?;
         Ok(value)
     }
+}
+
+/// The value loss of a sequence pass's outputs `out` (`[L, n, width]`, time-major) whose n
+/// columns are equal blocks, one per replica in order, each with its head from `heads`: each
+/// block's masked loss (`QHead::masked_loss` on `rows`' actions, targets and weights, `[L, n]`)
+/// averaged over its own rows, its gradient written into `d_out` (resized to `out`). Returns
+/// the sum of the blocks' losses. (PQN-RNN's minibatches have the same shape.)
+pub(crate) fn masked_loss_by_blocks(
+    (out, width, n): (&[f32], usize, usize),
+    (actions, targets, mask): (&[u32], &[f32], &[f32]),
+    heads: impl ExactSizeIterator<Item = QHead>,
+    p: &mut Part,
+    d_out: &mut Vec<f32>,
+) -> f32 {
+    let cols = n / heads.len().max(1);
+    d_out.clear();
+    d_out.resize(out.len(), 0.0);
+    let mut sum = 0.0;
+    for (b, head) in heads.enumerate() {
+        let rows = || (0..actions.len()).filter(move |k| (k % n) / cols.max(1) == b);
+        p.out.clear();
+        p.actions.clear();
+        p.targets.clear();
+        p.mask.clear();
+        for k in rows() {
+            p.out.extend_from_slice(&out[k * width..(k + 1) * width]);
+            p.actions.push(actions[k]);
+            p.targets.push(targets[k]);
+            p.mask.push(mask[k]);
+        }
+        p.d.clear();
+        p.d.resize(p.out.len(), 0.0);
+        let loss = head.masked_loss(&p.actions, &p.targets, Some(&p.mask));
+        sum += loss_and_grad(&loss, &p.out, width, &mut p.d);
+        for (i, k) in rows().enumerate() {
+            d_out[k * width..(k + 1) * width].copy_from_slice(&p.d[i * width..(i + 1) * width]);
+        }
+    }
+    sum
 }
 
 #[cfg(test)]
@@ -579,10 +608,18 @@ mod tests {
     fn burn_in_steps_carry_no_loss() {
         let base = params_after_step(0, false);
         for t in 0..2 {
-            assert_eq!(params_after_step(t, true), base, "burn-in step {t} moved the step");
+            assert_eq!(
+                params_after_step(t, true),
+                base,
+                "burn-in step {t} moved the step"
+            );
         }
         for t in 2..4 {
-            assert_ne!(params_after_step(t, true), base, "trained step {t} did not count");
+            assert_ne!(
+                params_after_step(t, true),
+                base,
+                "trained step {t} did not count"
+            );
         }
     }
 }
