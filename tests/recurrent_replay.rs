@@ -1,6 +1,7 @@
 //! IQL with recurrent networks (`network: gru`): sequence replay with stored hidden states and
-//! burn-in learns the memory task a memoryless learner cannot beat chance on, and the
-//! combinations it does not support are refused naming the field.
+//! burn-in learns the memory task a memoryless learner cannot beat chance on, replica k of a
+//! sweep is the single run with its values bit for bit, and the combinations it does not
+//! support are refused naming the field.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,13 @@ use gridarena::critic::{Device, choose_device};
 use gridarena::train::GreedyPolicy;
 use gridarena::train::config::{Algo, NetworkKind, RunConfig};
 use gridarena::train::eval::evaluate_policy;
-use gridarena::train::{load_scenario, new_learner};
+use gridarena::train::{TrainOptions, load_scenario, new_learner, train};
+
+#[path = "common/runs.rs"]
+mod runs;
+#[path = "common/sweeps.rs"]
+mod sweeps;
+use sweeps::{check_replicas_equal_single_runs, temp, with_sweep};
 
 /// IQL-GRU on cue_memory (4 cues, the choice 7 steps after the cue; chance 0.25): sequences of
 /// 8 steps over desynchronised episodes, so the cue often lies before a sequence's first step
@@ -118,4 +125,46 @@ fn unsupported_combinations_with_gru_are_refused_naming_the_field() {
         let message = refusal(&cfg);
         assert!(message.contains(expected), "{message}");
     }
+}
+
+/// Every value an IQL-GRU replica reads on its own differs between some replicas: the
+/// learning rate, gamma, the newest sequences in its minibatches (its own replay) and its rate
+/// limiter (so the replicas learn at different moments: the masked step).
+#[test]
+fn iql_gru_replica_k_of_a_sweep_equals_the_single_run_bit_for_bit() {
+    let base = RunConfig {
+        algo: Algo::Iql,
+        scenario: Some(PathBuf::from("tests/data/chase.ron")),
+        device: Device::Cpu,
+        network: NetworkKind::Gru,
+        layers: 1,
+        hidden: 16,
+        arenas: 4,
+        rollout: 8,
+        burn_in: 2,
+        batch_size: 4,
+        cer: 1,
+        replay_capacity: 8 * 40,
+        min_replay: 64,
+        lr: 3e-3,
+        lr_decay: false,
+        seed: 11,
+        total_steps: 4 * 8 * 5,
+        checkpoint_every: 1,
+        ..RunConfig::default()
+    };
+    let axes = [
+        "lr=[3e-3, 1e-3]",
+        "gamma=[0.9, 0.99]",
+        "cer=[1, 0]",
+        "samples_per_insert=[1.0, 2.0]",
+    ];
+    let sweep = with_sweep(base.clone(), &axes);
+    let replicas = sweep.replicas().unwrap();
+    assert_eq!(replicas.len(), 16);
+    let multi = temp("iql-gru-multi");
+    train(&sweep, &multi, &TrainOptions::default()).unwrap();
+    // Keys in name order, the last varies fastest: cer, gamma, lr, samples_per_insert.
+    check_replicas_equal_single_runs(&multi, (&base, &replicas), &[0, 1, 2, 8, 15], true);
+    let _ = std::fs::remove_dir_all(multi);
 }

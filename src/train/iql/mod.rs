@@ -375,8 +375,9 @@ impl Iql {
         values: &[StepValues],
         active: &[bool],
     ) -> Result<f32, TrainError> {
-        let sizes = (self.cfg.batch_size, self.cfg.cer);
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
+            // Each replica's own `cer` (a sweep may vary it).
+            let sizes = (lane.cfg.batch_size, lane.cfg.cer);
             if let Some(seqs) = &lane.replay.seqs {
                 seqs.sample(&mut lane.core.sampler, sizes, &mut lane.picks);
             }
