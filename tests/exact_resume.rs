@@ -52,6 +52,21 @@ fn iql() -> RunConfig {
     }
 }
 
+/// IQL with GRU networks on the three-learner Pursuit: sequence replay (evicting within the
+/// run), burn-in, the arenas' hidden states and the episode-start flags carry over a resume.
+fn iql_gru() -> RunConfig {
+    RunConfig {
+        network: gridarena::train::config::NetworkKind::Gru,
+        opponent_models: false,
+        burn_in: 2,
+        batch_size: 4,
+        cer: 1,
+        replay_capacity: 8 * 40,
+        min_replay: 96,
+        ..iql()
+    }
+}
+
 /// PR2-IQL with conditional opponent models on the climbing game.
 fn pr2() -> RunConfig {
     RunConfig {
@@ -138,6 +153,20 @@ fn exact(cfg: RunConfig, name: &str) {
 #[test]
 fn iql_with_opponent_models_resumes_bit_for_bit() {
     exact(iql(), "iql");
+}
+
+#[test]
+fn iql_with_gru_networks_resumes_bit_for_bit() {
+    exact(iql_gru(), "iql-gru");
+}
+
+#[test]
+fn iql_with_gru_networks_and_two_seeds_resumes_bit_for_bit() {
+    let cfg = RunConfig {
+        seeds: 2,
+        ..iql_gru()
+    };
+    exact(cfg, "iql-gru-seeds");
 }
 
 #[test]

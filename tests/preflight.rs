@@ -91,6 +91,16 @@ fn the_preflight_estimate_matches_the_bytes_allocated_within_five_percent() {
         checkpoint_replay: false,
         ..RunConfig::default()
     };
+    // IQL-GRU: a ring of sequences, the sequences being acted, BPTT over sequence batches.
+    let iql_gru = RunConfig {
+        opponent_models: false,
+        network: gridarena::train::config::NetworkKind::Gru,
+        layers: 1,
+        batch_size: 16,
+        cer: 1,
+        burn_in: 8,
+        ..iql.clone()
+    };
     // HL-Gauss widens the head to actions x bins outputs.
     let pqn_hl_gauss = RunConfig {
         loss: gridarena::train::config::ValueLoss::HlGauss,
@@ -101,11 +111,16 @@ fn the_preflight_estimate_matches_the_bytes_allocated_within_five_percent() {
         ("pqn_pursuit", pqn, 2),
         ("pqn_hl_gauss", pqn_hl_gauss, 2),
         ("iql_opponents", iql, 2),
+        ("iql_gru", iql_gru, 2),
     ] {
         let [training, saving] = measured_vs_planned(&cfg, updates);
+        // IQL-GRU's target pass is one step longer than its sequences plus one step per
+        // episode ending inside them, which depends on the episodes; the plan counts the
+        // longest it can be (twice the sequences), so it may overestimate, never by much less.
+        let low = if name == "iql_gru" { 0.8 } else { 0.95 };
         // The checkpoint's JSON text varies with the arenas' values: a wider band.
         let bands = [
-            ("training", training, 0.95, 1.05),
+            ("training", training, low, 1.05),
             ("checkpoint", saving, 0.8, 1.25),
         ];
         for (what, (measured, planned), low, high) in bands {

@@ -97,6 +97,51 @@ pub(crate) trait ReplayColumns {
 
     /// Rate-limiter items per entry (1 per IQL row, `rollout` per PR2 sequence).
     fn items_per_entry(&self) -> u64;
+
+    /// State beside the ring that every checkpoint holds whole, whatever `checkpoint_replay`
+    /// says (a sequence replay's episode-start flags of the sequence being acted): saved as
+    /// `<prefix>live.<name>`. None by default.
+    fn live(&mut self) -> Vec<(&'static str, Column<'_>)> {
+        Vec::new()
+    }
+}
+
+/// Saves `replay`'s live state and the batch's hidden states (recurrent networks) into
+/// `extra`, whole: `<prefix>live.<name>` and `<prefix>hidden`. Nothing for an MLP's replay.
+fn save_live<R: ReplayColumns>(
+    replay: &mut R,
+    batch: &EnvBatch,
+    extra: &mut NamedTensors,
+    prefix: &str,
+) {
+    for (name, column) in replay.live() {
+        extra.push((format!("{prefix}live.{name}"), column.prefix(column.len())));
+    }
+    if !batch.hidden_states().is_empty() {
+        let hidden = Tensor::F32(batch.hidden_states().to_vec());
+        extra.push((format!("{prefix}hidden"), hidden));
+    }
+}
+
+/// Restores what [`save_live`] saved, every length checked against the live buffers.
+fn load_live<R: ReplayColumns>(
+    replay: &mut R,
+    batch: &mut EnvBatch,
+    extra: &[(String, Tensor)],
+    prefix: &str,
+) -> Result<(), BadField> {
+    for (name, mut column) in replay.live() {
+        let field = format!("{prefix}live.{name}");
+        let t = find(extra, &field).ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
+        let n = column.len();
+        column.restore(t, n, &field)?;
+    }
+    let hidden = batch.hidden_states_mut();
+    if !hidden.is_empty() {
+        let field = format!("{prefix}hidden");
+        hidden.copy_from_slice(f32s(extra, &field, hidden.len())?);
+    }
+    Ok(())
 }
 
 /// Saves the filled prefix of every column of `replay` into `extra`
@@ -296,9 +341,10 @@ impl ReplayCore {
         extra: &mut NamedTensors,
         prefix: &str,
     ) -> ReplayState {
-        let replay = self
+        let ring = self
             .checkpoint_replay
             .then(|| save_replay(replay, extra, prefix));
+        save_live(replay, batch, extra, prefix);
         ReplayState {
             update: progress.update,
             env_steps: progress.env_steps,
@@ -309,8 +355,8 @@ impl ReplayCore {
             models: None,
             models_state: None,
             batch: batch.save_state(),
-            limiter: replay.map(|_| self.limiter.clone()),
-            replay,
+            limiter: ring.map(|_| self.limiter.clone()),
+            replay: ring,
         }
     }
 
@@ -353,6 +399,7 @@ impl ReplayCore {
     ) -> Result<Resume, TrainError> {
         BadField::check_len("explore", self.explore.len(), s.explore.len())?;
         batch.load_state(&s.batch)?;
+        load_live(replay, batch, extra, prefix)?;
         let resume = match (&s.replay, &s.limiter) {
             (Some(ring), Some(limiter)) => {
                 load_replay(replay, ring, extra, prefix)?;

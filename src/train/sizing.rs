@@ -219,11 +219,102 @@ pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
 }
 
 /// Rows of IQL's largest critic pass: `replicas x batch_size` (every replica's minibatch
-/// stacked), or `replicas x arenas x learners` when acting.
+/// stacked; x `rollout` with `network: gru`, whose minibatch is `batch_size` sequences), or
+/// `replicas x arenas x learners` when acting.
 pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     let replicas = cfg.replica_count() as u64;
     let rows_per_step = replicas * cfg.arenas as u64 * layout.learners as u64;
-    (replicas * cfg.batch_size as u64).max(rows_per_step)
+    let mlp = cfg.network == super::config::NetworkKind::Mlp;
+    let steps = if mlp { 1 } else { cfg.rollout as u64 };
+    (replicas * cfg.batch_size as u64 * steps).max(rows_per_step)
+}
+
+/// Bytes of one replayed step of a sequence of `input`-byte rows: input and successor, action,
+/// reward, termination, truncation (4 B each) and the episode-start flag.
+fn sequence_step_bytes(input: u64) -> u64 {
+    2 * input + 17
+}
+
+/// IQL's sequence replay with `network: gru` (`iql/sequences.rs`) over `input`-byte rows and
+/// hidden states of `state` floats: every replica's ring of `replay_capacity / rollout`
+/// sequences (each with its hidden state at the start and its network), and the lines beside
+/// it (the sequences being acted with the arenas' hidden states, and the stacked minibatch of
+/// `batch_size` sequences with its target pass, at most twice as long). Returns the lines and
+/// the ring's bytes (what a checkpoint's replay holds).
+pub(crate) fn sequence_replay_tensors(
+    cfg: &RunConfig,
+    layout: &Layout,
+    (spec, backend): (&StackSpec, Backend),
+) -> (Vec<PlanTensor>, u64) {
+    let (input, state, head) = (
+        spec.input as u64,
+        spec.state_width() as u64,
+        spec.head as u64,
+    );
+    let replicas = cfg.replica_count() as u64;
+    let steps = cfg.rollout as u64;
+    let sequences = cfg.replay_capacity as u64 / steps.max(1);
+    let step = sequence_step_bytes(input);
+    let ring = replicas * sequences * (steps * step + 4 * state + 4);
+    let rows = replicas * cfg.arenas as u64 * layout.learners as u64;
+    // The acting record, its start states and flags, the batches' states and the pass's copy.
+    let acting = rows * (steps * step + 3 * 4 * state + 1);
+    let n = replicas * cfg.batch_size as u64;
+    // Per trained step: the step, mask, target and bootstrap row; the outputs, their gradient
+    // and one replica's copies of both; per target step (at most 2T): input, flag, outputs as
+    // values and as Q-values.
+    let minibatch = n * steps * (step + 16 + 4 * 4 * head)
+        + n * 2 * steps * (input + 1 + 2 * 4 * head)
+        + n * (4 * state + 4);
+    // The recurrent critic keeps a pass of its own for the targets and one for acting. The
+    // target pass is one step longer than the sequences plus one step per episode ending
+    // inside them: at most twice as long, what is counted.
+    let passes = [n * 2 * steps, rows].map(|r| {
+        let s = spec.sizing_for(r as usize, backend, false);
+        s.activations + s.indices
+    });
+    let lines = vec![
+        PlanTensor {
+            name: "critic target and acting passes".into(),
+            shape: format!(
+                "{} rows ({} sequences x 2 x rollout at most) and {} rows",
+                fmt(n * 2 * steps),
+                fmt(n),
+                fmt(rows)
+            ),
+            bytes: passes[0] + passes[1],
+            knobs: "lower batch_size, rollout, arenas or gru_hidden",
+        },
+        PlanTensor {
+            name: "replay buffer (sequences)".into(),
+            shape: format!(
+                "{replicas} replicas x {} sequences x ({steps} steps x (2 x {input} B obs + 17 B) + {state} x 4 B state + 4 B)",
+                fmt(sequences)
+            ),
+            bytes: ring,
+            knobs: "lower replay_capacity or seeds",
+        },
+        PlanTensor {
+            name: "sequences being acted, hidden states".into(),
+            shape: format!(
+                "{} rows x ({steps} steps x {step} B + 3 x {state} x 4 B)",
+                fmt(rows)
+            ),
+            bytes: acting,
+            knobs: "lower arenas, rollout, gru_hidden or seeds",
+        },
+        PlanTensor {
+            name: "sequence minibatch and target pass".into(),
+            shape: format!(
+                "{} sequences x ({steps} steps + up to {} target steps)",
+                fmt(n),
+                2 * steps
+            ),
+            bytes: minibatch,
+            knobs: "lower batch_size or rollout",
+        },
+    ];
+    (lines, ring)
 }
 
 /// The stacks PQN or IQL keeps on the device: the Q-networks over `pass_rows`, and the opponent

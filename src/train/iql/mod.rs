@@ -24,13 +24,19 @@
 //! learning rate (see `train::opponent`); the models share one step count, so with models the
 //! replicas must learn at the same moments (the rate limiter's keys are not swept).
 //!
+//! With `network: gru` the replay holds sequences of `rollout` steps instead of transitions
+//! (R2D2-style, `sequences.rs`): acting reads and writes the arenas' hidden states, a
+//! minibatch is `batch_size` whole sequences replayed from their stored hidden states, the
+//! first `burn_in` steps carrying no loss. Not with `threaded` or `opponent_models` (refused).
+//!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
 //! `rate_error_buffer`, `target_tau`, `gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`,
 //! `eps_*`, `shared`, `hidden`, `layers`, `seeds`, `sweep`, `opponent_models`, `threaded`,
-//! `wait_seconds`.
+//! `wait_seconds`, `network`, `gru_hidden`, `burn_in`.
 
 mod buffer;
+mod sequences;
 mod threaded;
 
 use super::config::RunConfig;
@@ -45,6 +51,7 @@ use super::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic}
 use super::schedule::epsilon_by_steps;
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+    sequence_replay_tensors,
 };
 use super::stats::UpdateStats;
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
@@ -54,6 +61,7 @@ use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 pub use buffer::td_target;
 use buffer::{Minibatch, Replay};
+use sequences::{SeqBatch, SeqReplay, Store, sequence_config};
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -87,6 +95,10 @@ pub struct Iql {
     pub models: Option<OpponentModels>,
     /// Each replica's opponent-model scores over the update's learner steps.
     scores: Vec<ScoreMean>,
+    /// With `network: gru`: every learning replica's sequences stacked (reused).
+    seq_batch: SeqBatch,
+    /// `[rows, g]` the hidden states of the current acting pass (gathered from the batches).
+    hidden: Vec<f32>,
 }
 
 /// One replica of an IQL run: its single-run configuration, arenas, replay, streams, limiter
@@ -95,8 +107,10 @@ struct Lane {
     cfg: RunConfig,
     batch: EnvBatch,
     core: ReplayCore,
-    replay: Replay,
+    replay: Store,
     mb: Minibatch,
+    /// With `network: gru`: the sequences of this replica's next minibatch.
+    picks: Vec<usize>,
 }
 
 pub use super::replicas::ReplicasState;
@@ -133,6 +147,13 @@ impl Iql {
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
+        let width = spec.state_width();
+        if width > 0 {
+            sequence_config(cfg)?;
+        }
+        // Rate-limiter items inserted at once and sampled per learner step: rows, or whole
+        // sequences of `rollout` rows.
+        let per_entry = if width > 0 { cfg.rollout } else { 1 };
         let models = if cfg.opponent_models {
             Some(OpponentModels::new(
                 cfg,
@@ -151,15 +172,32 @@ impl Iql {
         for r in reps {
             let mut batch = cfg.training_batch(loaded, r.cfg.seed, job)?;
             batch.start_episode_log(1 << 16);
+            if width > 0 {
+                batch.set_hidden_width(width);
+            }
             let sizes = (actions, single.nets);
+            let items = (rows_per_step * per_entry, cfg.batch_size * per_entry);
+            let (capacity, steps) = (cfg.replay_capacity, cfg.rollout);
+            let replay = match width {
+                0 => Store {
+                    rows: Replay::new(capacity, spec.input, groups, sizes),
+                    seqs: None,
+                },
+                _ => Store {
+                    rows: Replay::new(0, spec.input, groups, sizes),
+                    seqs: Some(SeqReplay::new(
+                        (capacity / steps, steps),
+                        (spec.input, width),
+                        rows_per_step,
+                        sizes,
+                    )),
+                },
+            };
             lanes.push(Lane {
-                core: ReplayCore::new_in(
-                    &r.cfg,
-                    (rows_per_step as u64, cfg.batch_size as u64),
-                    job,
-                )?,
-                replay: Replay::new(cfg.replay_capacity, spec.input, groups, sizes),
+                core: ReplayCore::new_in(&r.cfg, (items.0 as u64, items.1 as u64), job)?,
+                replay,
                 mb: Minibatch::default(),
+                picks: Vec::new(),
                 batch,
                 cfg: r.cfg,
             });
@@ -183,6 +221,8 @@ impl Iql {
             stacked: Minibatch::default(),
             models,
             scores,
+            seq_batch: SeqBatch::default(),
+            hidden: Vec::new(),
             cfg: cfg.clone(),
         })
     }
@@ -226,12 +266,36 @@ impl Iql {
 
     /// Epsilon-greedy actions of the first `thresholds.len()` replicas (one forward for all),
     /// each with its own streams and exploration threshold, into their arenas; returns the
-    /// input rows acted on and each replica's actions.
-    fn act(&mut self, thresholds: &[u64]) -> Result<(Vec<u8>, Vec<Vec<u32>>), TrainError> {
+    /// input rows acted on and each replica's actions. With a recurrent network the pass reads
+    /// and advances the arenas' hidden states; `step` `Some(t)` records step t of the
+    /// sequences being acted (the replay's).
+    fn act(
+        &mut self,
+        thresholds: &[u64],
+        step: Option<usize>,
+    ) -> Result<(Vec<u8>, Vec<Vec<u32>>), TrainError> {
         let obs = self.input(thresholds.len());
         let per = self.local_nets.len();
         let nets = &self.nets[..thresholds.len() * per];
-        let out = self.critic.forward(Input::U8(&obs), nets)?;
+        let out = if self.spec.state_width() == 0 {
+            self.critic.forward(Input::U8(&obs), nets)?
+        } else {
+            let lanes = &mut self.lanes[..thresholds.len()];
+            let (d, g) = (self.spec.input, self.spec.state_width());
+            self.hidden.clear();
+            for (lane, rows) in lanes.iter_mut().zip(obs.chunks_exact(per * d)) {
+                let h = lane.batch.hidden_states();
+                if let (Some(t), Some(seqs)) = (step, &mut lane.replay.seqs) {
+                    seqs.before_step(t, rows, h);
+                }
+                self.hidden.extend_from_slice(h);
+            }
+            let out = self.critic.act(Input::U8(&obs), nets, &mut self.hidden)?;
+            for (lane, h) in lanes.iter_mut().zip(self.hidden.chunks_exact(per * g)) {
+                lane.batch.hidden_states_mut().copy_from_slice(h);
+            }
+            out
+        };
         let q = q_values_by_replica(&self.heads, out, nets, self.nets_per_replica);
         let a = self.actions;
         let mut taken = Vec::with_capacity(thresholds.len());
@@ -244,9 +308,20 @@ impl Iql {
         Ok((obs, taken))
     }
 
+    /// Rate-limiter items a learner step samples: `batch_size` rows, or `batch_size`
+    /// sequences of `rollout` rows with a recurrent network.
+    fn sampled_items(&self) -> u64 {
+        let per_entry = if self.spec.state_width() > 0 {
+            self.cfg.rollout
+        } else {
+            1
+        };
+        (self.cfg.batch_size * per_entry) as u64
+    }
+
     /// The learner steps each replica's rate limiter allows now.
     fn allowed_steps(&self) -> Vec<u64> {
-        let batch = self.cfg.batch_size as u64;
+        let batch = self.sampled_items();
         self.lanes
             .iter()
             .map(|lane| lane.core.limiter.allowed_batches(batch))
@@ -258,10 +333,13 @@ impl Iql {
     /// stacked into one pass that steps their networks only.
     fn learn(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
         let update = self.progress.update;
+        if self.spec.state_width() > 0 {
+            return self.learn_sequences(values, active);
+        }
         models_in_step(self.models.is_some(), active)?;
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             lane.mb
-                .fill(&lane.replay, &mut lane.core.sampler, &lane.cfg);
+                .fill(&lane.replay.rows, &mut lane.core.sampler, &lane.cfg);
         }
         let mb = if self.lanes.len() == 1 {
             &mut self.lanes[0].mb
@@ -290,8 +368,43 @@ impl Iql {
         Ok(value)
     }
 
+    /// [`Iql::learn`] with a recurrent network: each active replica samples whole sequences,
+    /// all stacked into one sequence pass (see `sequences.rs`).
+    fn learn_sequences(
+        &mut self,
+        values: &[StepValues],
+        active: &[bool],
+    ) -> Result<f32, TrainError> {
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
+            // Each replica's own `cer` (a sweep may vary it).
+            let sizes = (lane.cfg.batch_size, lane.cfg.cer);
+            if let Some(seqs) = &lane.replay.seqs {
+                seqs.sample(&mut lane.core.sampler, sizes, &mut lane.picks);
+            }
+        }
+        let parts = (self.lanes.iter().enumerate())
+            .filter(|(r, _)| active[*r])
+            .filter_map(|(r, l)| l.replay.seqs.as_ref().map(|s| (r, s, &l.picks[..])));
+        self.seq_batch
+            .gather(parts, self.nets_per_replica, self.cfg.burn_in);
+        let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
+        let update = self.progress.update;
+        let critic = &mut self.critic;
+        let value = self
+            .seq_batch
+            .train(critic, (values, active), sizes, update)?;
+        let sampled = self.sampled_items();
+        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
+            lane.core.limiter.sample(sampled);
+            lane.core.learner_steps += 1;
+        }
+        Ok(value)
+    }
+
     /// One update: `rollout` environment steps, each followed by the learner steps the rate
-    /// limiter allows (or, `threaded`, an actor and a learner thread side by side).
+    /// limiter allows (or, `threaded`, an actor and a learner thread side by side). With a
+    /// recurrent network every learner row's sequence of the `rollout` steps goes into the
+    /// replay after the last of them.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
         let cfgs = self.lanes.iter().map(|l| &l.cfg);
@@ -311,9 +424,9 @@ impl Iql {
         let (n, d) = (self.learners, self.spec.input);
         let per_input = self.local_nets.len() * d;
         let mut next = Vec::new();
-        for _ in 0..rollout {
+        for t in 0..rollout {
             let t_learn = std::time::Instant::now();
-            let (obs, taken) = self.act(&values.thresholds)?;
+            let (obs, taken) = self.act(&values.thresholds, Some(t))?;
             let acting = t_learn.elapsed().as_secs_f64();
             let t_sim = std::time::Instant::now();
             for lane in &mut self.lanes {
@@ -325,10 +438,24 @@ impl Iql {
             for (r, (lane, taken)) in self.lanes.iter_mut().zip(&taken).enumerate() {
                 let (b, o) = (lane.batch.buffers(), lane.batch.layout().obs_len);
                 successor_input(b, (n, o, d), &mut next);
+                if let Some(seqs) = &mut lane.replay.seqs {
+                    seqs.after_step(t, (&next, taken), b, n);
+                    if t + 1 == rollout {
+                        let evicted = seqs.finish(&self.local_nets);
+                        lane.core.limiter.insert((taken.len() * rollout) as u64);
+                        lane.core.limiter.delete(evicted * rollout as u64);
+                    }
+                    continue;
+                }
                 let obs = &obs[r * per_input..(r + 1) * per_input];
-                let evicted =
-                    lane.replay
-                        .insert_step((obs, &next), taken, b, &self.local_nets, n, opponents);
+                let evicted = lane.replay.rows.insert_step(
+                    (obs, &next),
+                    taken,
+                    b,
+                    &self.local_nets,
+                    n,
+                    opponents,
+                );
                 lane.core.limiter.insert(taken.len() as u64);
                 lane.core.limiter.delete(evicted);
             }
@@ -374,7 +501,7 @@ impl Learner for Iql {
     /// Replica 0's epsilon-greedy actions (its exploration streams).
     fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
         let threshold = crate::rng::threshold(self.epsilon() as f64);
-        let (_, taken) = self.act(&[threshold])?;
+        let (_, taken) = self.act(&[threshold], None)?;
         Ok(taken[0].iter().map(|&a| a as u8).collect())
     }
 
@@ -382,6 +509,16 @@ impl Learner for Iql {
         let o = self.lanes[0].batch.layout().obs_len;
         let shape = (self.learners, o, self.spec.input);
         q_rows(&mut self.critic, &self.head, obs, shape, &mut [])
+    }
+
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let o = self.lanes[0].batch.layout().obs_len;
+        let shape = (self.learners, o, self.spec.input);
+        q_rows(&mut self.critic, &self.head, obs, shape, hidden)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
@@ -407,9 +544,10 @@ impl Learner for Iql {
 // ------------------------------------------------------------------------------------------
 
 /// IQL's tensors for the memory preflight: the Q-network stack of every replica with a pass of
-/// every replica's minibatch (or of acting on every learner), every replica's replay buffer,
-/// and the opponent models, which score one minibatch per pass and store the others' actions
-/// with every replayed row.
+/// every replica's minibatch (or of acting on every learner), every replica's replay buffer
+/// (of sequences with `network: gru`, with the sequences being acted and the minibatch's
+/// buffers), and the opponent models, which score one minibatch per pass and store the
+/// others' actions with every replayed row.
 pub(crate) fn plan(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
@@ -418,19 +556,26 @@ pub(crate) fn plan(
 ) -> Vec<PlanTensor> {
     let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
     let pass_rows = super::sizing::iql_pass_rows(cfg, layout);
-    let pass = "replicas x batch_size, or replicas x arenas x learners when acting";
+    let pass = "replicas x batch_size (x rollout with network: gru), or replicas x arenas x \
+                learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;
     let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
-    tensors.push(PlanTensor {
-        name: "replay buffer".into(),
-        shape: format!(
-            "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-            fmt(cfg.replay_capacity as u64)
-        ),
-        bytes: replay,
-        knobs: "lower replay_capacity or seeds",
-    });
+    if spec.state_width() > 0 {
+        let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
+        tensors.extend(lines);
+        replay = ring;
+    } else {
+        tensors.push(PlanTensor {
+            name: "replay buffer".into(),
+            shape: format!(
+                "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
+                fmt(cfg.replay_capacity as u64)
+            ),
+            bytes: replay,
+            knobs: "lower replay_capacity or seeds",
+        });
+    }
     let mut models = 0;
     if cfg.opponent_models {
         let rows = replicas * cfg.batch_size as u64;

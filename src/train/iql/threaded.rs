@@ -31,7 +31,7 @@ impl Iql {
         let lane = &mut self.lanes[0];
         let limiter = SharedLimiter::new(lane.core.limiter.clone());
         let replay = Mutex::new(std::mem::replace(
-            &mut lane.replay,
+            &mut lane.replay.rows,
             Replay::new(0, 0, 0, (0, 0)),
         ));
         let snapshot = Mutex::new(self.critic.params()?);
@@ -169,7 +169,7 @@ impl Iql {
         progress.sim_seconds += actor_seconds;
         let lane = &mut self.lanes[0];
         lane.core.limiter = limiter.snapshot();
-        lane.replay = replay.into_inner().unwrap_or_else(|p| p.into_inner());
+        lane.replay.rows = replay.into_inner().unwrap_or_else(|p| p.into_inner());
         result
     }
 }

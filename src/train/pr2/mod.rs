@@ -115,6 +115,13 @@ impl Pr2Iql {
         device: &Chosen,
         job: &Job,
     ) -> Result<Pr2Iql, TrainError> {
+        if cfg.network != super::config::NetworkKind::Mlp {
+            return Err(TrainError::Config(
+                "network: gru is not available with algo pr2_iql yet (its critic forms run on \
+                 MLPs only); use network: mlp, or algo iql or pqn for a recurrent agent"
+                    .into(),
+            ));
+        }
         let learners = loaded.scenario.learners_per_arena();
         if learners < 2 {
             return Err(TrainError::Config(format!(
