@@ -225,7 +225,7 @@ pub struct RunConfig {
     /// and the rate limiter in arena-steps (one step of one arena with all its learners), and
     /// holds `replay_capacity / rollout` whole sequences.
     pub replay_capacity: usize,
-    /// IQL: rows per learner step.
+    /// IQL: rows per learner step (with `network: gru`, whole sequences of `rollout` steps).
     pub batch_size: usize,
     /// IQL: samples per inserted row (the rate limiter's SPI).
     pub samples_per_insert: f64,

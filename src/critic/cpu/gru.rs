@@ -649,7 +649,10 @@ mod tests {
         let mut grads = vec![0.0; SPEC.params_per_net()];
         forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
         backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
-        assert_eq!(cache.held_bytes(), crate::critic::gru::cpu_cache_bytes(&SPEC, T, B));
+        assert_eq!(
+            cache.held_bytes(),
+            crate::critic::gru::cpu_cache_bytes(&SPEC, T, B)
+        );
         let storage = cache.storage();
         forward(&SPEC, &c.params, &c.x, &c.h0, &c.reset, &mut q, &mut cache).unwrap();
         backward(&SPEC, &c.params, &mut cache, &c.dq, &mut grads, None).unwrap();
@@ -658,7 +661,10 @@ mod tests {
         let (x, reset) = (&c.x[..rows * SPEC.input], &c.reset[..rows]);
         forward(&SPEC, &c.params, x, &c.h0, reset, &mut q_short, &mut cache).unwrap();
         assert_eq!(cache.storage(), storage);
-        assert_eq!(cache.held_bytes(), crate::critic::gru::cpu_cache_bytes(&SPEC, short, B));
+        assert_eq!(
+            cache.held_bytes(),
+            crate::critic::gru::cpu_cache_bytes(&SPEC, short, B)
+        );
     }
 
     #[test]
