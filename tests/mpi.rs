@@ -184,6 +184,7 @@ fn gradients_match(job: &Job, device: &Chosen) {
     let learners = loaded.scenario.learners_per_arena();
     let input = full.layout().obs_len;
     let spec = StackSpec {
+        network: Default::default(),
         nets: learners,
         input,
         hidden: 32,
