@@ -36,6 +36,7 @@ mod resume_check;
 mod returns;
 pub mod run_dir;
 pub mod schedule;
+mod sequence_loss;
 pub mod shards;
 pub(crate) mod sizing;
 pub(crate) mod stats;

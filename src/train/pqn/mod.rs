@@ -598,7 +598,7 @@ impl Pqn {
         let Some(seq) = &mut self.seq else {
             return Ok(0.0);
         };
-        seq.minibatch_loss(&mut self.critic, &self.heads, &r, &seqs, size)
+        seq.minibatch_loss(&mut self.critic, &self.heads, &r, &seqs)
     }
 
     /// One PQN update: rollout, lambda-returns, epochs of shuffled minibatches.

@@ -12,10 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::critic::loss::loss_and_grad;
 use crate::critic::{Critic, Input, Sequences};
 use crate::train::error::TrainError;
 use crate::train::q_head::QHead;
+use crate::train::sequence_loss::{Part, masked_loss_by_blocks};
 use crate::train::tensors::{NamedTensors, Tensor};
 
 /// The steps carried from one rollout to the next (the burn-in of the next update).
@@ -70,11 +70,7 @@ struct SeqMinibatch {
     mask: Vec<f32>,
     d_out: Vec<f32>,
     /// One replica's rows gathered for its loss.
-    part_out: Vec<f32>,
-    part_d: Vec<f32>,
-    part_actions: Vec<u32>,
-    part_targets: Vec<f32>,
-    part_mask: Vec<f32>,
+    part: Part,
 }
 
 /// What the rollout storage holds, for gathering sequences.
@@ -146,8 +142,8 @@ impl SeqState {
         m.h0.clone_from(&self.h_window);
     }
 
-    /// Forward and BPTT of the sequences `seqs` (rows of the rollout, `size` per replica,
-    /// replica-major): burn-in from the memory, then the rollout's steps with the value loss to
+    /// Forward and BPTT of the sequences `seqs` (rows of the rollout, the same number per
+    /// replica, replica-major; see `sequence_loss`): burn-in from the memory, then the rollout's steps with the value loss to
     /// their returns, each replica's loss averaged over its own trained steps. Returns the mean
     /// of the replicas' losses.
     pub(crate) fn minibatch_loss(
@@ -156,37 +152,17 @@ impl SeqState {
         heads: &[QHead],
         r: &Rollout,
         seqs: &[usize],
-        size: usize,
     ) -> Result<f32, TrainError> {
         let out = self.replay(critic, r, seqs)?;
         let m = &mut self.mb;
-        let n = seqs.len();
         let a = critic.spec().head;
-        let len = m.reset.len() / n.max(1);
-        m.d_out.clear();
-        m.d_out.resize(out.len(), 0.0);
-        let mut sum = 0.0;
-        for (rep, head) in heads.iter().enumerate() {
-            let cols = rep * size..(rep + 1) * size;
-            let rows = || (0..len).flat_map(|l| cols.clone().map(move |j| l * n + j));
-            m.part_out.clear();
-            m.part_actions.clear();
-            m.part_targets.clear();
-            m.part_mask.clear();
-            for i in rows() {
-                m.part_out.extend_from_slice(&out[i * a..(i + 1) * a]);
-                m.part_actions.push(m.actions[i]);
-                m.part_targets.push(m.targets[i]);
-                m.part_mask.push(m.mask[i]);
-            }
-            m.part_d.clear();
-            m.part_d.resize(m.part_out.len(), 0.0);
-            let loss = head.masked_loss(&m.part_actions, &m.part_targets, Some(&m.part_mask));
-            sum += loss_and_grad(&loss, &m.part_out, a, &mut m.part_d);
-            for (k, i) in rows().enumerate() {
-                m.d_out[i * a..(i + 1) * a].copy_from_slice(&m.part_d[k * a..(k + 1) * a]);
-            }
-        }
+        let sum = masked_loss_by_blocks(
+            (&out, a, seqs.len()),
+            (&m.actions, &m.targets, &m.mask),
+            heads.iter().copied(),
+            &mut m.part,
+            &mut m.d_out,
+        );
         critic.backward(&m.d_out)?;
         Ok(sum / heads.len() as f32)
     }
