@@ -71,6 +71,69 @@ fn pr2_iql_finds_the_climbing_game_optimum_where_independent_learners_miscoordin
     assert!(iql_sum / 3.0 < 16.0 * 8.0, "IQL mean {}", iql_sum / 3.0);
 }
 
+/// PR2-IQL with GRU critics on the three-learner Pursuit: sequences replayed from their
+/// stored hidden states train with finite, positive losses, the run acts (the episodes log
+/// returns), and resumes from its checkpoint; opponent models with a GRU are refused by name.
+#[test]
+fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
+    use gridarena::train::config::NetworkKind;
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
+        algo: Algo::Pr2Iql,
+        device: Device::Cpu,
+        network: NetworkKind::Gru,
+        gru_hidden: 8,
+        hidden: 16,
+        layers: 1,
+        burn_in: 2,
+        arenas: 4,
+        rollout: 8,
+        minibatches: 2,
+        buffer_batch_size: 4,
+        replay_capacity: 8 * 16,
+        min_replay: 32,
+        total_steps: 4 * 8 * 4,
+        checkpoint_every: 100,
+        ..RunConfig::default()
+    };
+    let run = temp("gru");
+    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    assert_eq!(summary.updates, 4);
+    let m = metrics(&run);
+    let learned: Vec<f64> = (m.iter())
+        .map(|line| line["loss"].as_f64().unwrap())
+        .filter(|&l| l != 0.0)
+        .collect();
+    assert!(learned.len() >= 2, "{m:?}");
+    assert!(learned.iter().all(|l| l.is_finite() && *l > 0.0), "{learned:?}");
+    let resumed = train(
+        &RunConfig {
+            total_steps: 4 * 8 * 5,
+            ..cfg.clone()
+        },
+        &run,
+        &TrainOptions {
+            resume: true,
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(resumed.updates, 5);
+    let _ = std::fs::remove_dir_all(&run);
+    let refused = train(
+        &RunConfig {
+            opponent_models: true,
+            ..cfg
+        },
+        &temp("gru-models"),
+        &TrainOptions::default(),
+    );
+    let Err(e) = refused else {
+        panic!("opponent models with a GRU were accepted")
+    };
+    assert!(e.to_string().contains("opponent_models"), "{e}");
+}
+
 #[test]
 fn the_six_player_gift_configuration_trains_with_finite_losses_and_opponent_scores() {
     let cfg = RunConfig {

@@ -335,6 +335,7 @@ impl Pr2Iql {
         let per_step = b * n * d;
         for lane in &mut self.lanes {
             lane.rollout.kept.fill(0);
+            lane.rollout.finals.fill(0);
         }
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
