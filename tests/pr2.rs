@@ -134,6 +134,63 @@ fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
     assert!(e.to_string().contains("opponent_models"), "{e}");
 }
 
+/// Two-player cue_memory (docs/scenarios.md): each player's cue is shown at the first step
+/// only and pays at the eighth, so a memoryless critic earns chance (1/4) at best. PR2-IQL with
+/// GRU critics learns to remember it (greedy return well above chance); the same run with MLP
+/// critics stays near chance, so the test fails where the recurrence is lost.
+#[test]
+fn pr2_iql_with_gru_critics_remembers_the_cue_where_mlp_critics_cannot() {
+    use gridarena::train::config::NetworkKind;
+    let dir = temp("cue-scenario");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string("assets/scenarios/cue_memory.ron")
+        .unwrap()
+        .replace("count: 1", "count: 2");
+    let scenario = dir.join("cue_memory_2.ron");
+    std::fs::write(&scenario, text).unwrap();
+    let cfg = |network| RunConfig {
+        scenario: Some(scenario.clone()),
+        algo: Algo::Pr2Iql,
+        device: Device::Cpu,
+        network,
+        layers: 1,
+        hidden: 32,
+        gru_hidden: 32,
+        burn_in: 2,
+        arenas: 16,
+        rollout: 8,
+        minibatches: 1,
+        buffer_batch_size: 16,
+        cer: 1,
+        samples_per_insert: 8.0,
+        replay_capacity: 8 * 16 * 32,
+        min_replay: 8 * 16 * 4,
+        lr: 1e-3,
+        lr_decay: false,
+        target_tau: 0.05,
+        eps_fraction: 0.3,
+        total_steps: 16 * 8 * 600,
+        seed: 1,
+        ..RunConfig::default()
+    };
+    let t0 = std::time::Instant::now();
+    let gru = greedy_return(&cfg(NetworkKind::Gru), "cue-gru");
+    let mlp = greedy_return(
+        &RunConfig {
+            burn_in: 0,
+            ..cfg(NetworkKind::Mlp)
+        },
+        "cue-mlp",
+    );
+    eprintln!(
+        "PR2-IQL on two-player cue_memory: GRU {gru:.3}, MLP {mlp:.3} (chance 0.25) in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(gru > 0.5, "GRU greedy return {gru} (chance 0.25)");
+    assert!(mlp < 0.4, "MLP greedy return {mlp} (chance 0.25)");
+}
+
 #[test]
 fn the_six_player_gift_configuration_trains_with_finite_losses_and_opponent_scores() {
     let cfg = RunConfig {

@@ -500,6 +500,17 @@ impl Learner for Pr2Iql {
         self.values(obs)
     }
 
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        if hidden.is_empty() {
+            return self.values(obs);
+        }
+        self.values_recurrent(obs, hidden)
+    }
+
     fn q_label(&self) -> &'static str {
         "E_rho[Q]"
     }

@@ -213,6 +213,21 @@ impl Pr2Iql {
         Ok(values)
     }
 
+    /// `E_rho[Q_i]` of replica 0's online critics for observation rows `[R, N, O]` entering
+    /// with the hidden states `hidden` `[R x N, g]`, which it advances (greedy evaluation).
+    pub(super) fn values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let rows = obs.len() / self.spec.input.max(1);
+        let nets: Vec<u32> = (0..rows).map(|r| (r % self.learners) as u32).collect();
+        let out = self.critic.act(Input::U8(obs), &nets, hidden)?;
+        let mut values = Vec::new();
+        self.expectations((&out, &nets), None, &mut values);
+        Ok(values)
+    }
+
     /// One learner step of every replica with `active[r]` on a recurrent critic (see the
     /// module's doc); returns the mean of their losses.
     pub(super) fn learn_sequences(
