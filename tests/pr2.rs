@@ -178,6 +178,7 @@ fn pr2_iql_with_gru_critics_remembers_the_cue_where_mlp_critics_cannot() {
     let mlp = greedy_return(
         &RunConfig {
             burn_in: 0,
+            gru_hidden: RunConfig::default().gru_hidden,
             ..cfg(NetworkKind::Mlp)
         },
         "cue-mlp",

@@ -48,7 +48,7 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let actions = loaded.scenario.action_set().len();
     StackSpec {
-        network: Default::default(),
+        network: crate::train::qnet::network(cfg),
         nets: learners,
         input: loaded.scenario.observation_len(),
         hidden: cfg.hidden,
