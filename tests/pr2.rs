@@ -96,6 +96,14 @@ fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
         checkpoint_every: 100,
         ..RunConfig::default()
     };
+    // The memory plan counts the sequences' hidden states and timelines.
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let plan = gridarena::train::plan::plan(&cfg, &loaded, &device, u64::MAX);
+    let line = (plan.tensors.iter())
+        .find(|t| t.name.starts_with("recurrent sequences"))
+        .unwrap_or_else(|| panic!("no recurrent sequences line in\n{}", plan.table()));
+    assert!(line.bytes > 0, "{}", plan.table());
     let run = temp("gru");
     let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
     assert_eq!(summary.updates, 4);
@@ -105,7 +113,10 @@ fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
         .filter(|&l| l != 0.0)
         .collect();
     assert!(learned.len() >= 2, "{m:?}");
-    assert!(learned.iter().all(|l| l.is_finite() && *l > 0.0), "{learned:?}");
+    assert!(
+        learned.iter().all(|l| l.is_finite() && *l > 0.0),
+        "{learned:?}"
+    );
     let resumed = train(
         &RunConfig {
             total_steps: 4 * 8 * 5,

@@ -12,7 +12,7 @@
 
 use super::Pr2Iql;
 use super::sequences::SequenceReplay;
-use super::step::shuffle;
+use super::step::{finite_loss, shuffle};
 use crate::critic::{Input, Sequences};
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
@@ -70,7 +70,13 @@ pub(super) struct SeqStage {
 impl SeqStage {
     /// Appends sequence `c` of `rp` (replica `replica`, its networks from `net0`), its steps
     /// before `burn_in` untrained.
-    fn push(&mut self, rp: &SequenceReplay, c: usize, (replica, net0): (usize, u32), burn_in: usize) {
+    fn push(
+        &mut self,
+        rp: &SequenceReplay,
+        c: usize,
+        (replica, net0): (usize, u32),
+        burn_in: usize,
+    ) {
         let (t_max, n, d, k_max) = (rp.steps, rp.learners, rp.width, rp.finals_per);
         let seq = self.net0.len();
         self.len = t_max + 1 + k_max;
@@ -78,7 +84,9 @@ impl SeqStage {
         self.replica.push(replica);
         let h = n * rp.state;
         self.h0.extend_from_slice(&rp.h0[c * h..(c + 1) * h]);
-        let obs = |t: usize| &rp.obs[((c * (t_max + 1) + t) * n) * d..((c * (t_max + 1) + t + 1) * n) * d];
+        let obs = |t: usize| {
+            &rp.obs[((c * (t_max + 1) + t) * n) * d..((c * (t_max + 1) + t + 1) * n) * d]
+        };
         let mut pos = 0;
         let mut finals = 0;
         let mut pending: Vec<Trained> = Vec::with_capacity(t_max * n);
@@ -117,8 +125,9 @@ impl SeqStage {
         }
         let last = c * t_max + t_max - 1;
         self.input.extend_from_slice(obs(t_max));
-        self.reset
-            .push(u8::from(rp.terminated[last] != 0.0 || rp.truncated[last] != 0.0));
+        self.reset.push(u8::from(
+            rp.terminated[last] != 0.0 || rp.truncated[last] != 0.0,
+        ));
         pos += 1;
         while pos < self.len {
             self.input.extend(std::iter::repeat_n(0, n * d));
@@ -159,7 +168,8 @@ impl Pass {
         self.h0.clear();
         self.nets.clear();
         for &s in seqs {
-            self.h0.extend_from_slice(&st.h0[s * n * g..(s + 1) * n * g]);
+            self.h0
+                .extend_from_slice(&st.h0[s * n * g..(s + 1) * n * g]);
             self.nets.extend((0..n as u32).map(|i| st.net0[s] + i));
         }
         for p in 0..l {
@@ -205,7 +215,11 @@ impl Pr2Iql {
         };
         let out = self.critic.act(Input::U8(&obs), &nets, &mut self.hidden)?;
         let per = self.hidden.len() / lanes.max(1);
-        for (lane, h) in self.lanes.iter_mut().zip(self.hidden.chunks_exact(per.max(1))) {
+        for (lane, h) in self
+            .lanes
+            .iter_mut()
+            .zip(self.hidden.chunks_exact(per.max(1)))
+        {
             lane.batch.hidden_states_mut().copy_from_slice(h);
         }
         let mut values = Vec::new();
@@ -329,15 +343,7 @@ impl Pr2Iql {
                             ) as f64;
                         }
                     }
-                    let loss = (loss / count as f64) as f32;
-                    if !loss.is_finite() {
-                        return Err(TrainError::NonFinite {
-                            update: self.progress.update + 1,
-                            tensor: "PR2 critic loss".into(),
-                            value: loss,
-                        });
-                    }
-                    mean += loss as f64;
+                    mean += finite_loss(loss / count as f64, self.progress.update)? as f64;
                 }
                 drop(out);
                 loss_sum += mean / stepping.len() as f64;

@@ -151,7 +151,11 @@ pub(crate) fn plan(
     let g = spec.state_width() as u64;
     // A recurrent critic's sequences: each stored sequence's entering hidden states and
     // episode starts (in the replay and the checkpoint).
-    let replay_states = if g > 0 { reps * replay_sequences(cfg) as u64 * (n as u64 * g * 4 + t) } else { 0 };
+    let replay_states = if g > 0 {
+        reps * replay_sequences(cfg) as u64 * (n as u64 * g * 4 + t)
+    } else {
+        0
+    };
     let replay = reps * replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8) + replay_states;
     let mut tensors = vec![
         PlanTensor {

@@ -138,6 +138,20 @@ impl Minibatch {
     }
 }
 
+/// A replica's mean critic loss as f32, or the error naming it (in the update after
+/// `update`) where it is not finite.
+pub(super) fn finite_loss(loss: f64, update: u64) -> Result<f32, TrainError> {
+    let loss = loss as f32;
+    if !loss.is_finite() {
+        return Err(TrainError::NonFinite {
+            update: update + 1,
+            tensor: "PR2 critic loss".into(),
+            value: loss,
+        });
+    }
+    Ok(loss)
+}
+
 /// Shuffles `order` in place (Fisher-Yates) with `sampler`.
 pub(super) fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
     for k in (1..order.len()).rev() {
@@ -175,7 +189,8 @@ impl Pr2Iql {
         let mut chosen = Vec::new();
         for &r in &stepping {
             self.sample_sequences(r, &mut chosen);
-            self.step.gather(&self.lanes[r].replay, &chosen, (r * n) as u32);
+            self.step
+                .gather(&self.lanes[r].replay, &chosen, (r * n) as u32);
         }
         let rows = self.step.nets.len();
         let own_rows = rows / replicas;
@@ -260,15 +275,7 @@ impl Pr2Iql {
                             &mut s.d_out[k * w..(k + 1) * w],
                         ) as f64;
                     }
-                    let loss = (loss / own as f64) as f32;
-                    if !loss.is_finite() {
-                        return Err(TrainError::NonFinite {
-                            update: self.progress.update + 1,
-                            tensor: "PR2 critic loss".into(),
-                            value: loss,
-                        });
-                    }
-                    mean += loss as f64;
+                    mean += finite_loss(loss / own as f64, self.progress.update)? as f64;
                 }
                 drop(out);
                 loss_sum += mean / replicas as f64;
