@@ -290,6 +290,11 @@ impl Pr2Iql {
     /// The conditional opponent models' predictions for replica 0's current observations at
     /// each learner's greedy action: `[B x N, N-1, A]`, or `None` without models.
     pub fn predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        if self.models.is_none() {
+            // Without models nothing to predict, and no acting pass (a recurrent critic's
+            // would advance the arenas' hidden states).
+            return Ok(None);
+        }
         let a = self.actions;
         let greedy = greedy_actions(&self.acting_values()?, a);
         let obs = self.lanes[0].batch.buffers().obs.clone();
