@@ -82,6 +82,27 @@ fn pr2() -> RunConfig {
     }
 }
 
+/// PR2-IQL with GRU critics on the three-learner Pursuit: sequence replay with each
+/// sequence's entering hidden states and episode starts (evicting within the run), burn-in,
+/// the arenas' hidden states and the episode-start flags carry over a resume.
+fn pr2_gru() -> RunConfig {
+    RunConfig {
+        algo: Algo::Pr2Iql,
+        network: NetworkKind::Gru,
+        gru_hidden: 8,
+        opponent_models: false,
+        burn_in: 2,
+        rollout: 8,
+        minibatches: 2,
+        buffer_batch_size: 2,
+        replay_capacity: 8 * 10,
+        min_replay: 16,
+        target_tau: 0.05,
+        total_steps: 4 * 8 * 6,
+        ..tiny("assets/scenarios/pursuit_3.ron")
+    }
+}
+
 /// PQN with opponent models on the three-learner Pursuit.
 fn pqn() -> RunConfig {
     RunConfig {
@@ -172,6 +193,11 @@ fn iql_with_gru_networks_and_two_seeds_resumes_bit_for_bit() {
 #[test]
 fn pr2_iql_with_opponent_models_resumes_bit_for_bit() {
     exact(pr2(), "pr2");
+}
+
+#[test]
+fn pr2_iql_with_gru_networks_resumes_bit_for_bit() {
+    exact(pr2_gru(), "pr2-gru");
 }
 
 #[test]

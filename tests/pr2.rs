@@ -71,6 +71,138 @@ fn pr2_iql_finds_the_climbing_game_optimum_where_independent_learners_miscoordin
     assert!(iql_sum / 3.0 < 16.0 * 8.0, "IQL mean {}", iql_sum / 3.0);
 }
 
+/// PR2-IQL with GRU critics on the three-learner Pursuit: sequences replayed from their
+/// stored hidden states train with finite, positive losses, the run acts (the episodes log
+/// returns), and resumes from its checkpoint; opponent models with a GRU are refused by name.
+#[test]
+fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
+    use gridarena::train::config::NetworkKind;
+    let cfg = RunConfig {
+        scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
+        algo: Algo::Pr2Iql,
+        device: Device::Cpu,
+        network: NetworkKind::Gru,
+        gru_hidden: 8,
+        hidden: 16,
+        layers: 1,
+        burn_in: 2,
+        arenas: 4,
+        rollout: 8,
+        minibatches: 2,
+        buffer_batch_size: 4,
+        replay_capacity: 8 * 16,
+        min_replay: 32,
+        total_steps: 4 * 8 * 4,
+        checkpoint_every: 100,
+        ..RunConfig::default()
+    };
+    // The memory plan counts the sequences' hidden states and timelines.
+    let loaded = gridarena::train::load_scenario(&cfg).unwrap();
+    let device = choose_device(Device::Cpu).unwrap();
+    let plan = gridarena::train::plan::plan(&cfg, &loaded, &device, u64::MAX);
+    let line = (plan.tensors.iter())
+        .find(|t| t.name.starts_with("recurrent sequences"))
+        .unwrap_or_else(|| panic!("no recurrent sequences line in\n{}", plan.table()));
+    assert!(line.bytes > 0, "{}", plan.table());
+    let run = temp("gru");
+    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    assert_eq!(summary.updates, 4);
+    let m = metrics(&run);
+    let learned: Vec<f64> = (m.iter())
+        .map(|line| line["loss"].as_f64().unwrap())
+        .filter(|&l| l != 0.0)
+        .collect();
+    assert!(learned.len() >= 2, "{m:?}");
+    assert!(
+        learned.iter().all(|l| l.is_finite() && *l > 0.0),
+        "{learned:?}"
+    );
+    let resumed = train(
+        &RunConfig {
+            total_steps: 4 * 8 * 5,
+            ..cfg.clone()
+        },
+        &run,
+        &TrainOptions {
+            resume: true,
+            ..TrainOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(resumed.updates, 5);
+    let _ = std::fs::remove_dir_all(&run);
+    let refused = train(
+        &RunConfig {
+            opponent_models: true,
+            ..cfg
+        },
+        &temp("gru-models"),
+        &TrainOptions::default(),
+    );
+    let Err(e) = refused else {
+        panic!("opponent models with a GRU were accepted")
+    };
+    assert!(e.to_string().contains("opponent_models"), "{e}");
+}
+
+/// Two-player cue_memory (docs/scenarios.md): each player's cue is shown at the first step
+/// only and pays at the eighth, so a memoryless critic earns chance (1/4) at best. PR2-IQL with
+/// GRU critics learns to remember it (greedy return well above chance); the same run with MLP
+/// critics stays near chance, so the test fails where the recurrence is lost.
+#[test]
+fn pr2_iql_with_gru_critics_remembers_the_cue_where_mlp_critics_cannot() {
+    use gridarena::train::config::NetworkKind;
+    let dir = temp("cue-scenario");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string("assets/scenarios/cue_memory.ron")
+        .unwrap()
+        .replace("count: 1", "count: 2");
+    let scenario = dir.join("cue_memory_2.ron");
+    std::fs::write(&scenario, text).unwrap();
+    let cfg = |network| RunConfig {
+        scenario: Some(scenario.clone()),
+        algo: Algo::Pr2Iql,
+        device: Device::Cpu,
+        network,
+        layers: 1,
+        hidden: 32,
+        gru_hidden: 32,
+        burn_in: 2,
+        arenas: 16,
+        rollout: 8,
+        minibatches: 1,
+        buffer_batch_size: 16,
+        cer: 1,
+        samples_per_insert: 8.0,
+        replay_capacity: 8 * 16 * 32,
+        min_replay: 8 * 16 * 4,
+        lr: 1e-3,
+        lr_decay: false,
+        target_tau: 0.05,
+        eps_fraction: 0.3,
+        total_steps: 16 * 8 * 600,
+        seed: 1,
+        ..RunConfig::default()
+    };
+    let t0 = std::time::Instant::now();
+    let gru = greedy_return(&cfg(NetworkKind::Gru), "cue-gru");
+    let mlp = greedy_return(
+        &RunConfig {
+            burn_in: 0,
+            gru_hidden: RunConfig::default().gru_hidden,
+            ..cfg(NetworkKind::Mlp)
+        },
+        "cue-mlp",
+    );
+    eprintln!(
+        "PR2-IQL on two-player cue_memory: GRU {gru:.3}, MLP {mlp:.3} (chance 0.25) in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(gru > 0.5, "GRU greedy return {gru} (chance 0.25)");
+    assert!(mlp < 0.4, "MLP greedy return {mlp} (chance 0.25)");
+}
+
 #[test]
 fn the_six_player_gift_configuration_trains_with_finite_losses_and_opponent_scores() {
     let cfg = RunConfig {

@@ -116,9 +116,10 @@ fn unsupported_combinations_with_gru_are_refused_naming_the_field() {
                 scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
                 buffer_batch_size: 2,
                 burn_in: 0,
+                opponent_models: true,
                 ..base.clone()
             },
-            "network: gru is not available with algo pr2_iql",
+            "opponent_models: true (or rho: model) with network: gru and algo pr2_iql",
         ),
     ];
     for (cfg, expected) in cases {

@@ -15,17 +15,22 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let obs = loaded.scenario.observation_len();
     StackSpec {
-        network: match cfg.network {
-            NetworkKind::Mlp => Network::Mlp,
-            NetworkKind::Gru => Network::Gru {
-                hidden: cfg.gru_width(),
-            },
-        },
+        network: network(cfg),
         nets: if cfg.shared { 1 } else { learners },
         input: obs + if cfg.shared { learners } else { 0 },
         hidden: cfg.hidden,
         layers: cfg.layers,
         head: loaded.scenario.action_set().len() * QHead::of(cfg).outputs_per_action(),
+    }
+}
+
+/// The network kind `cfg` asks for (`network`, `gru_hidden`).
+pub(crate) fn network(cfg: &RunConfig) -> Network {
+    match cfg.network {
+        NetworkKind::Mlp => Network::Mlp,
+        NetworkKind::Gru => Network::Gru {
+            hidden: cfg.gru_width(),
+        },
     }
 }
 

@@ -32,6 +32,7 @@
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
 
+mod recurrent;
 mod sequences;
 mod sizing;
 mod step;
@@ -80,6 +81,8 @@ pub struct Pr2Iql {
     actions: usize,
     /// Each acting row's network in the stack, `[R x B x N]`.
     nets: Vec<u32>,
+    /// `[rows, g]` the hidden states of the current acting pass (recurrent critic).
+    hidden: Vec<f32>,
     step: StepBuffers,
     scratch: Scratch,
     progress: Progress,
@@ -116,11 +119,7 @@ impl Pr2Iql {
         job: &Job,
     ) -> Result<Pr2Iql, TrainError> {
         if cfg.network != super::config::NetworkKind::Mlp {
-            return Err(TrainError::Config(
-                "network: gru is not available with algo pr2_iql yet (its critic forms run on \
-                 MLPs only); use network: mlp, or algo iql or pqn for a recurrent agent"
-                    .into(),
-            ));
+            recurrent::sequence_config(cfg)?;
         }
         let learners = loaded.scenario.learners_per_arena();
         if learners < 2 {
@@ -161,7 +160,7 @@ impl Pr2Iql {
             lanes.push(Lane::new(
                 r.cfg,
                 (loaded, job),
-                (learners, actions, single.input),
+                (learners, actions, (single.input, single.state_width())),
             )?);
         }
         let per = cfg.arenas * learners;
@@ -177,6 +176,7 @@ impl Pr2Iql {
             learners,
             actions,
             nets,
+            hidden: Vec::new(),
             step: StepBuffers::default(),
             scratch: Scratch::default(),
             progress: Progress::default(),
@@ -257,8 +257,12 @@ impl Pr2Iql {
         Ok(values)
     }
 
-    /// `E_rho[Q_i]` `[B x N, A]` for replica 0's current observations (online critic).
+    /// `E_rho[Q_i]` `[B x N, A]` for replica 0's current observations (online critic; a
+    /// recurrent one reads and advances replica 0's hidden states).
     pub fn acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
+        if self.spec.state_width() > 0 {
+            return self.recurrent_acting_values(1);
+        }
         let obs = self.lanes[0].batch.buffers().obs.clone();
         self.values(&obs)
     }
@@ -266,6 +270,9 @@ impl Pr2Iql {
     /// `E_rho[Q_i]` `[R x B x N, A]` for every replica's current observations, each through
     /// its own networks, in one forward.
     fn all_acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
+        if self.spec.state_width() > 0 {
+            return self.recurrent_acting_values(self.lanes.len());
+        }
         if self.lanes.len() == 1 {
             return self.acting_values();
         }
@@ -283,6 +290,11 @@ impl Pr2Iql {
     /// The conditional opponent models' predictions for replica 0's current observations at
     /// each learner's greedy action: `[B x N, N-1, A]`, or `None` without models.
     pub fn predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        if self.models.is_none() {
+            // Without models nothing to predict, and no acting pass (a recurrent critic's
+            // would advance the arenas' hidden states).
+            return Ok(None);
+        }
         let a = self.actions;
         let greedy = greedy_actions(&self.acting_values()?, a);
         let obs = self.lanes[0].batch.buffers().obs.clone();
@@ -328,9 +340,16 @@ impl Pr2Iql {
         let per_step = b * n * d;
         for lane in &mut self.lanes {
             lane.rollout.kept.fill(0);
+            lane.rollout.finals.fill(0);
         }
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
+            if self.spec.state_width() > 0 {
+                for lane in &mut self.lanes {
+                    let h = lane.batch.hidden_states();
+                    lane.rollout.before_step(t, &lane.replay.next_reset, h);
+                }
+            }
             let q = self.all_acting_values()?;
             for ((lane, q), &threshold) in self
                 .lanes
@@ -350,6 +369,11 @@ impl Pr2Iql {
                 let buf = lane.batch.buffers();
                 lane.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
                 lane.rollout.record_ends(t, buf, n * d);
+                for (r, (&term, &trunc)) in (lane.replay.next_reset.iter_mut())
+                    .zip(buf.terminated.iter().zip(&buf.truncated))
+                {
+                    *r = u8::from(term != 0 || trunc != 0);
+                }
             }
         }
         let t_learn = std::time::Instant::now();
@@ -397,7 +421,7 @@ impl Lane {
     fn new(
         cfg: RunConfig,
         (loaded, job): (&LoadedScenario, &Job),
-        (learners, actions, d): (usize, usize, usize),
+        (learners, actions, (d, g)): (usize, usize, (usize, usize)),
     ) -> Result<Lane, TrainError> {
         let (insert, sample) = (
             (cfg.arenas * cfg.rollout) as u64,
@@ -406,14 +430,18 @@ impl Lane {
         let core = ReplayCore::new_in(&cfg, (insert, sample), job)?;
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
+        if g > 0 {
+            batch.set_hidden_width(g);
+        }
         let (t, b) = (cfg.rollout, cfg.arenas);
         let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
         let replay = SequenceReplay::new(
             replay_sequences(&cfg),
             (t, learners, finals_per),
-            d,
-            actions,
+            (d, g),
+            (actions, b),
         );
+        let recurrent = usize::from(g > 0);
         let rollout = Rollout {
             arenas: b,
             obs: vec![0; (t + 1) * b * learners * d],
@@ -423,6 +451,8 @@ impl Lane {
             truncated: vec![0.0; t * b],
             finals: vec![0; b * finals_per * learners * d],
             kept: vec![0; b],
+            h0: vec![0.0; b * learners * g],
+            reset: vec![0; recurrent * t * b],
         };
         Ok(Lane {
             cfg,
@@ -473,6 +503,17 @@ impl Learner for Pr2Iql {
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         self.values(obs)
+    }
+
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        if hidden.is_empty() {
+            return self.values(obs);
+        }
+        self.values_recurrent(obs, hidden)
     }
 
     fn q_label(&self) -> &'static str {

@@ -9,7 +9,9 @@ use crate::train::tensors::Column;
 /// `[C, T, N]` actions, `rewards` `[C, T, N]`, `terminated` and `truncated` `[C, T]`, and
 /// `finals` `[C, K, N, D]`: the final observations of the sequence's truncated episodes in
 /// order (K = `ceil(T / max_steps)`, the most truncations a sequence can hold), which their
-/// last steps bootstrap from (the observation after a truncation is the reset's).
+/// last steps bootstrap from (the observation after a truncation is the reset's). With a
+/// recurrent critic (`state` g > 0) also `h0` `[C, N, g]`, the hidden states entering each
+/// sequence as acted, and `reset` `[C, T]`, 1 where a step starts an episode.
 pub(super) struct SequenceReplay {
     pub(super) ring: Ring,
     pub(super) steps: usize,
@@ -23,6 +25,13 @@ pub(super) struct SequenceReplay {
     pub(super) terminated: Vec<f32>,
     pub(super) truncated: Vec<f32>,
     pub(super) finals: Vec<u8>,
+    /// g, the hidden-state width (0 for an MLP).
+    pub(super) state: usize,
+    pub(super) h0: Vec<f32>,
+    pub(super) reset: Vec<u8>,
+    /// `[B]` whether each arena's next step acted starts an episode (a recurrent critic's live
+    /// state: 1 before the first step).
+    pub(super) next_reset: Vec<u8>,
     /// Actions per learner (the bound of `actions`, checked on restore).
     pub(super) action_count: u32,
 }
@@ -33,30 +42,46 @@ impl ReplayColumns for SequenceReplay {
     }
 
     fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        vec![
+        let mut columns = vec![
             ("obs", Column::U8(&mut self.obs)),
             ("actions", Column::U32(&mut self.actions, self.action_count)),
             ("rewards", Column::F32(&mut self.rewards)),
             ("terminated", Column::F32(&mut self.terminated)),
             ("truncated", Column::F32(&mut self.truncated)),
             ("finals", Column::U8(&mut self.finals)),
-        ]
+        ];
+        if self.state > 0 {
+            columns.push(("h0", Column::F32(&mut self.h0)));
+            columns.push(("reset", Column::U8(&mut self.reset)));
+        }
+        columns
     }
 
     fn items_per_entry(&self) -> u64 {
         self.steps as u64
     }
+
+    /// Checkpoints fall between updates: a recurrent critic's episode-start flags of the next
+    /// step carry over (the arenas' hidden states are saved beside them).
+    fn live(&mut self) -> Vec<(&'static str, Column<'_>)> {
+        if self.state == 0 {
+            return Vec::new();
+        }
+        vec![("next_reset", Column::U8(&mut self.next_reset))]
+    }
 }
 
 impl SequenceReplay {
     /// An empty replay of `capacity` sequences of `steps` steps of `learners` rows of `width`
-    /// bytes with `finals_per` final observations each, actions below `actions`.
+    /// bytes with `finals_per` final observations each, actions below `actions`, hidden
+    /// states of `state` floats per learner (0 for an MLP) and `arenas` arenas acting.
     pub(super) fn new(
         capacity: usize,
         (steps, learners, finals_per): (usize, usize, usize),
-        width: usize,
-        actions: usize,
+        (width, state): (usize, usize),
+        (actions, arenas): (usize, usize),
     ) -> SequenceReplay {
+        let recurrent = usize::from(state > 0);
         SequenceReplay {
             ring: Ring::new(capacity),
             steps,
@@ -70,6 +95,10 @@ impl SequenceReplay {
             terminated: vec![0.0; capacity * steps],
             truncated: vec![0.0; capacity * steps],
             finals: vec![0; capacity * finals_per * learners * width],
+            state,
+            h0: vec![0.0; capacity * learners * state],
+            reset: vec![0; recurrent * capacity * steps],
+            next_reset: vec![1; recurrent * arenas],
         }
     }
 
@@ -93,13 +122,21 @@ impl SequenceReplay {
         }
         let per = self.finals_per * n * d;
         self.finals[c * per..(c + 1) * per].copy_from_slice(&roll.finals[b * per..(b + 1) * per]);
+        if self.state > 0 {
+            let h = n * self.state;
+            self.h0[c * h..(c + 1) * h].copy_from_slice(&roll.h0[b * h..(b + 1) * h]);
+            for t in 0..t_max {
+                self.reset[c * t_max + t] = roll.reset[t * arenas + b];
+            }
+        }
         self.ring.advance()
     }
 }
 
 /// One rollout of every arena: `obs` `[T+1, B, N, D]`, `actions`/`rewards` `[T, B, N]`,
 /// `terminated`/`truncated` `[T, B]`, `finals` `[B, K, N, D]` with `kept` `[B]` of them
-/// written this rollout.
+/// written this rollout; with a recurrent critic `h0` `[B, N, g]` the hidden states entering
+/// the rollout and `reset` `[T, B]` its episode starts.
 pub(super) struct Rollout {
     pub(super) arenas: usize,
     pub(super) obs: Vec<u8>,
@@ -109,9 +146,21 @@ pub(super) struct Rollout {
     pub(super) truncated: Vec<f32>,
     pub(super) finals: Vec<u8>,
     pub(super) kept: Vec<usize>,
+    pub(super) h0: Vec<f32>,
+    pub(super) reset: Vec<u8>,
 }
 
 impl Rollout {
+    /// Before acting step `t` (recurrent critic): records which arenas start an episode there
+    /// (`next_reset`) and at `t = 0` the hidden states `hidden` `[B, N, g]` entering it.
+    pub(super) fn before_step(&mut self, t: usize, next_reset: &[u8], hidden: &[f32]) {
+        let b = self.arenas;
+        self.reset[t * b..(t + 1) * b].copy_from_slice(next_reset);
+        if t == 0 {
+            self.h0.copy_from_slice(hidden);
+        }
+    }
+
     /// Records step `t`'s episode ends from `buf`, keeping each truncated arena's final
     /// observation (`[N, D]` bytes) in its next free slot of `finals`.
     pub(super) fn record_ends(&mut self, t: usize, buf: &StepBuffers, nd: usize) {

@@ -48,7 +48,7 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let actions = loaded.scenario.action_set().len();
     StackSpec {
-        network: Default::default(),
+        network: crate::train::qnet::network(cfg),
         nets: learners,
         input: loaded.scenario.observation_len(),
         hidden: cfg.hidden,
@@ -148,7 +148,15 @@ pub(crate) fn plan(
             )
         }
     };
-    let replay = reps * replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8);
+    let g = spec.state_width() as u64;
+    // A recurrent critic's sequences: each stored sequence's entering hidden states and
+    // episode starts (in the replay and the checkpoint).
+    let replay_states = if g > 0 {
+        reps * replay_sequences(cfg) as u64 * (n as u64 * g * 4 + t)
+    } else {
+        0
+    };
+    let replay = reps * replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8) + replay_states;
     let mut tensors = vec![
         PlanTensor {
             name: "critic head (outputs, gradients, head weights)".into(),
@@ -203,6 +211,25 @@ pub(crate) fn plan(
             knobs: "lower replay_capacity or seeds",
         },
     ];
+    if g > 0 {
+        // The learner step's timelines (steps, inserted final observations, padding) staged
+        // per sequence and gathered time-major for a pass, with their states; the arenas' and
+        // the rollout's hidden states and episode starts.
+        let k = t.div_ceil(u64::from(layout.max_steps.max(1)));
+        let seqs = reps * s_seq;
+        let timeline = t + 1 + k;
+        let step = 2 * seqs * (timeline * n as u64 * (d + 1) + n as u64 * g * 4);
+        let acting = reps * b * (2 * n as u64 * g * 4 + t + 1);
+        tensors.push(PlanTensor {
+            name: "recurrent sequences (hidden states, episode starts, timelines)".into(),
+            shape: format!(
+                "{} stored sequences x ({n} x {g} floats + {t} flags); 2 x {seqs} sequences x ({timeline} steps x {n} learners x ({d} B + 1) + {n} x {g} floats); {reps} x {b} arenas x {n} learners x {g} floats x 2",
+                fmt(reps * replay_sequences(cfg) as u64),
+            ),
+            bytes: replay_states + step + acting,
+            knobs: "lower gru_hidden, replay_capacity, buffer_batch_size or rollout",
+        });
+    }
     if cfg.opponent_models {
         let m = ConditionalModels::spec(cfg, n.max(2), a, spec.input);
         let ms = m.sizing_for(pass_rows as usize, backend, false);

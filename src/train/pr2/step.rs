@@ -138,8 +138,22 @@ impl Minibatch {
     }
 }
 
+/// A replica's mean critic loss as f32, or the error naming it (in the update after
+/// `update`) where it is not finite.
+pub(super) fn finite_loss(loss: f64, update: u64) -> Result<f32, TrainError> {
+    let loss = loss as f32;
+    if !loss.is_finite() {
+        return Err(TrainError::NonFinite {
+            update: update + 1,
+            tensor: "PR2 critic loss".into(),
+            value: loss,
+        });
+    }
+    Ok(loss)
+}
+
 /// Shuffles `order` in place (Fisher-Yates) with `sampler`.
-fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
+pub(super) fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng) {
     for k in (1..order.len()).rev() {
         let j = below(sampler.next_u32(), k as u32 + 1) as usize;
         order.swap(k, j);
@@ -159,6 +173,9 @@ impl Pr2Iql {
         active: &[bool],
     ) -> Result<(f32, Option<Vec<OpponentScores>>), TrainError> {
         models_in_step(self.models.is_some(), active)?;
+        if self.spec.state_width() > 0 {
+            return Ok((self.learn_sequences(settings, active)?, None));
+        }
         let (n, w, a, d) = (
             self.learners,
             self.rows[0].width(),
@@ -171,16 +188,9 @@ impl Pr2Iql {
         self.step.clear();
         let mut chosen = Vec::new();
         for &r in &stepping {
-            let lane = &mut self.lanes[r];
-            chosen.clear();
-            for k in 0..lane.cfg.buffer_batch_size {
-                chosen.push(if k == 0 && lane.cfg.cer > 0 {
-                    lane.replay.ring.newest(0)
-                } else {
-                    below(lane.core.sampler.next_u32(), lane.replay.ring.len as u32) as usize
-                });
-            }
-            self.step.gather(&lane.replay, &chosen, (r * n) as u32);
+            self.sample_sequences(r, &mut chosen);
+            self.step
+                .gather(&self.lanes[r].replay, &chosen, (r * n) as u32);
         }
         let rows = self.step.nets.len();
         let own_rows = rows / replicas;
@@ -265,15 +275,7 @@ impl Pr2Iql {
                             &mut s.d_out[k * w..(k + 1) * w],
                         ) as f64;
                     }
-                    let loss = (loss / own as f64) as f32;
-                    if !loss.is_finite() {
-                        return Err(TrainError::NonFinite {
-                            update: self.progress.update + 1,
-                            tensor: "PR2 critic loss".into(),
-                            value: loss,
-                        });
-                    }
-                    mean += loss as f64;
+                    mean += finite_loss(loss / own as f64, self.progress.update)? as f64;
                 }
                 drop(out);
                 loss_sum += mean / replicas as f64;
@@ -310,12 +312,31 @@ impl Pr2Iql {
         };
         self.step.input = input;
         self.step.nets = nets;
-        for &r in &stepping {
+        self.count_step(&stepping);
+        Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
+    }
+
+    /// Replica r's sequences of one learner step into `chosen`: the newest first when `cer >
+    /// 0`, then uniform samples from its sampling stream.
+    pub(super) fn sample_sequences(&mut self, r: usize, chosen: &mut Vec<usize>) {
+        let lane = &mut self.lanes[r];
+        chosen.clear();
+        for k in 0..lane.cfg.buffer_batch_size {
+            chosen.push(if k == 0 && lane.cfg.cer > 0 {
+                lane.replay.ring.newest(0)
+            } else {
+                below(lane.core.sampler.next_u32(), lane.replay.ring.len as u32) as usize
+            });
+        }
+    }
+
+    /// Counts a learner step of the replicas `stepping` in their rate limiters.
+    pub(super) fn count_step(&mut self, stepping: &[usize]) {
+        for &r in stepping {
             let lane = &mut self.lanes[r];
             let sampled = lane.cfg.buffer_batch_size * lane.cfg.rollout;
             lane.core.limiter.sample(sampled as u64);
             lane.core.learner_steps += 1;
         }
-        Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
     }
 }
