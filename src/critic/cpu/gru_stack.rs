@@ -149,6 +149,9 @@ pub(crate) struct GruStack {
     pub(crate) out: Vec<f32>,
     /// Whether `train` holds a forward that backward can use.
     ready: bool,
+    /// Acting's reset flags (all 0) and copy of the entering hidden states.
+    act_reset: Vec<u8>,
+    act_h0: Vec<f32>,
 }
 
 impl GruStack {
@@ -161,6 +164,8 @@ impl GruStack {
             acting: Pass::default(),
             out: Vec::new(),
             ready: false,
+            act_reset: Vec::new(),
+            act_h0: Vec::new(),
         }
     }
 
@@ -198,13 +203,16 @@ impl GruStack {
         nets: &[u32],
         hidden: &mut [f32],
     ) -> Result<Vec<f32>, CriticError> {
-        let reset = vec![0u8; nets.len()];
-        let h0 = hidden.to_vec();
+        // Reused between steps: no allocation per acting pass once sized.
+        self.act_reset.clear();
+        self.act_reset.resize(nets.len(), 0);
+        self.act_h0.clear();
+        self.act_h0.extend_from_slice(hidden);
         let seq = Sequences {
             input,
             nets,
-            h0: &h0,
-            reset: &reset,
+            h0: &self.act_h0,
+            reset: &self.act_reset,
         };
         check_len(
             "hidden ([B, state])",
