@@ -343,3 +343,203 @@ fn observations_rebuilt_from_frames_match_the_live_ones() {
     }
     assert!(checked >= 5, "only {checked} scenarios");
 }
+
+/// Pixels of `shot` within 3 of `c` in every channel.
+fn count_color(shot: &Path, c: [u8; 3]) -> usize {
+    let (_, _, pixels) = decode(shot);
+    let near = |a: [u8; 3]| (0..3).all(|i| a[i].abs_diff(c[i]) <= 3);
+    pixels.iter().filter(|&&p| near(p)).count()
+}
+
+/// A `view --watch` window under Xvfb, its stdout read line by line.
+struct Watched {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    transcript: Vec<String>,
+    stderr: std::sync::Arc<Mutex<String>>,
+}
+
+impl Watched {
+    fn start(args: &[&std::ffi::OsStr]) -> Watched {
+        use std::io::{BufRead as _, Read as _};
+        use std::os::unix::process::CommandExt as _;
+        let mut child = Command::new("xvfb-run")
+            .args(["-a", "timeout", "180", BIN, "view"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // Its own process group, so the window, timeout and Xvfb end together.
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(Mutex::new(String::new()));
+        let (mut err, sink) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Watched {
+            child,
+            lines,
+            transcript: Vec::new(),
+            stderr,
+        }
+    }
+
+    /// The first stdout line passing `want`, waiting at most a minute (a guard, not a timing
+    /// requirement).
+    fn wait_for(&mut self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.transcript.push(line.clone());
+                    if want(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {what} from view --watch\n--- stdout\n{}\n--- stderr\n{}",
+                    self.transcript.join("\n"),
+                    self.stderr.lock().unwrap()
+                ),
+            }
+        }
+    }
+
+    /// Waits for the screenshot `name` to be written and keeps it as a test artifact.
+    fn shot(&mut self, dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        let want = format!("wrote {}", path.display());
+        self.wait_for(&want, |l| l == want);
+        let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("viewer_watch_{name}"));
+        std::fs::copy(&path, &kept).unwrap();
+        let _ = writeln!(std::io::stderr(), "screenshot artifact: {}", kept.display());
+        path
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The authoring loop: `view --scenario S --watch` reloads a valid edit (the new walls are
+/// drawn), shows an invalid edit's file:line:column in the panel while the last good version
+/// keeps running, and recovers when the file is fixed.
+#[test]
+fn watched_scenario_reloads_shows_errors_and_recovers() {
+    if !xvfb_available() {
+        return;
+    }
+    let dir = temp_dir("watch");
+    let shots = dir.join("shots");
+    let scenario = dir.join("arena.ron");
+    let original = std::fs::read_to_string(SCENARIO).unwrap();
+    // Four more walls on row 3 (file line 20), then that row one cell short.
+    let walled = original.replacen("\"***#***\",", "\"*#####*\",", 1);
+    let ragged = walled.replacen("\"*#####*\",", "\"*#####\",", 1);
+    assert!(walled != original && ragged != walled);
+    std::fs::write(&scenario, &original).unwrap();
+
+    // Where `gridarena check` locates the broken edit.
+    let broken = dir.join("broken.ron");
+    std::fs::write(&broken, &ragged).unwrap();
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let at = format!("{}:20:", broken.display());
+    assert!(
+        err.contains(&at),
+        "check did not locate the ragged row: {}",
+        show(&out)
+    );
+    let at = format!("{}:20:", scenario.display());
+
+    let _one = XVFB.lock().unwrap_or_else(|e| e.into_inner());
+    let mut view = Watched::start(&[
+        "--scenario".as_ref(),
+        scenario.as_os_str(),
+        "--watch".as_ref(),
+        "--reload-shots".as_ref(),
+        shots.as_os_str(),
+        "--fps".as_ref(),
+        "30".as_ref(),
+    ]);
+    view.wait_for("watching", |l| l.starts_with("watching "));
+    let start = view.shot(&shots, "00_start.png");
+    let colors = palette(&gridarena::layout::Layout::derive(
+        &gridarena::scenario::Scenario::load(&scenario).unwrap(),
+    ));
+    check_screenshot(&start, &colors);
+
+    // A valid edit: the arena restarts with nine walls instead of five.
+    std::fs::write(&scenario, &walled).unwrap();
+    view.wait_for("reloaded", |l| l.starts_with("reloaded "));
+    let reloaded = view.shot(&shots, "01_reloaded.png");
+    // The renderer's wall colour (render::draw::WALL).
+    let walls = |p: &Path| count_color(p, [52, 56, 64]);
+    let (w0, w1) = (walls(&start), walls(&reloaded));
+    assert!(
+        w1 * 10 > w0 * 15,
+        "the new walls are not drawn: {w0} wall pixels before, {w1} after"
+    );
+    assert_eq!(count_color(&reloaded, [200, 40, 40]), 0);
+
+    // A broken edit: the error with its position, in the panel; the walled arena runs on.
+    std::fs::write(&scenario, &ragged).unwrap();
+    let line = view.wait_for("an invalid edit", |l| l.starts_with("invalid edit"));
+    assert!(
+        line.contains(&at),
+        "the error is not located at {at}: {line}"
+    );
+    let error = view.shot(&shots, "02_error.png");
+    let red = count_color(&error, [200, 40, 40]);
+    assert!(red >= 200, "no error box in the panel ({red} red pixels)");
+    let w2 = walls(&error);
+    assert!(
+        w2.abs_diff(w1) * 20 <= w1,
+        "the last good version is not shown: {w1} wall pixels before the broken edit, {w2} after"
+    );
+
+    // The fix: back to the original map, and the error is gone.
+    std::fs::write(&scenario, &original).unwrap();
+    view.wait_for("recovered", |l| l.starts_with("recovered "));
+    let recovered = view.shot(&shots, "03_recovered.png");
+    assert_eq!(
+        count_color(&recovered, [200, 40, 40]),
+        0,
+        "the error box stayed"
+    );
+    let w3 = walls(&recovered);
+    assert!(
+        w3.abs_diff(w0) * 20 <= w0,
+        "the fixed version is not drawn: {w0} wall pixels at start, {w3} now"
+    );
+    check_screenshot(&recovered, &colors);
+}

@@ -4,16 +4,22 @@
 //! selected agent's observation window, Q-values and opponent-model predictions, and every
 //! agent's rewards and return.
 //!
-//! Two sources: a recorded rollout (`gridarena view ROLLOUT`), or a run's newest checkpoint
-//! acting greedily in one live arena (`gridarena view --run RUN [--scenario S]`), whose frames
-//! are kept so stepping back works there too. `--screenshot PNG --after-frames N` writes a
-//! screenshot after N frames and closes (smoke tests under Xvfb).
+//! Two sources: a recorded rollout (`gridarena view ROLLOUT`), or a policy acting in one live
+//! arena, whose frames are kept so stepping back works there too: a run's newest checkpoint
+//! acting greedily (`gridarena view --run RUN [--scenario S]`), or any scenario played by the
+//! random policy, the substrate's heuristic or a run (`gridarena view --scenario S --policy
+//! random|heuristic|RUN`). With `--watch` the scenario file is reloaded whenever it changes on
+//! disk (the authoring loop of docs/authoring.md): a valid edit restarts the arena with the new
+//! version, an invalid one keeps the last good version running and shows the located error.
+//! `--screenshot PNG --after-frames N` writes a screenshot after N frames and closes (smoke
+//! tests under Xvfb); `--reload-shots DIR` writes one after every reload.
 
 mod app;
 pub mod obs;
 pub(crate) mod obs_image;
 mod paint;
 pub mod source;
+mod watch;
 mod widgets;
 
 use std::path::PathBuf;
@@ -21,8 +27,9 @@ use std::sync::Arc;
 
 use eframe::egui;
 
+use crate::scenario::Scenario;
 use app::{Options, Outcome, ViewerApp, lock};
-use source::{Live, Replay, Source};
+use source::{Live, PolicyChoice, Replay, Source};
 
 /// Arguments of `gridarena view`.
 #[derive(clap::Args, Debug)]
@@ -30,11 +37,24 @@ pub struct ViewArgs {
     /// Rollout file to replay (omit with --run).
     pub rollout: Option<PathBuf>,
     /// Run directory: play its newest checkpoint's greedy policy live.
-    #[arg(long, conflicts_with = "rollout")]
+    #[arg(long, conflicts_with_all = ["rollout", "policy"])]
     pub run: Option<PathBuf>,
-    /// With --run: a scenario other than the run's (same observation and action sizes).
-    #[arg(long, requires = "run")]
+    /// Scenario to play live: alone, played by --policy; with --run, a scenario other than
+    /// the run's (same observation and action sizes).
+    #[arg(long, conflicts_with = "rollout")]
     pub scenario: Option<PathBuf>,
+    /// With --scenario: who acts, `random` (default), `heuristic` (the substrate's scripted
+    /// baseline) or a run directory (its greedy policy).
+    #[arg(long, value_name = "random|heuristic|RUN", requires = "scenario")]
+    pub policy: Option<PolicyChoice>,
+    /// With --scenario: reload the scenario whenever its file changes; an invalid version
+    /// shows its error and the last good one keeps running.
+    #[arg(long, requires = "scenario")]
+    pub watch: bool,
+    /// With --watch: write a screenshot into this folder at start and after every reload
+    /// (`NN_start.png`, `NN_reloaded.png`, `NN_error.png`, `NN_recovered.png`).
+    #[arg(long, value_name = "DIR", requires = "watch")]
+    pub reload_shots: Option<PathBuf>,
     /// Seed of the live arena.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -68,6 +88,9 @@ pub enum ViewError {
     /// A rollout whose frames do not fit its scenario.
     #[error("{0}")]
     BadRollout(String),
+    /// The scenario file to play (file:line:column and what is allowed).
+    #[error("{0}")]
+    Scenario(String),
     /// The run directory or its configuration.
     #[error("{0}")]
     Run(String),
@@ -77,6 +100,9 @@ pub enum ViewError {
     /// Building or stepping the live arena and its networks.
     #[error("live arena: {0}")]
     Live(String),
+    /// The scenario file could not be watched.
+    #[error("{0}")]
+    Watch(String),
     /// The window could not be opened.
     #[error("could not open the viewer window: {0}")]
     Window(String),
@@ -104,16 +130,23 @@ pub fn run(args: ViewArgs) -> Result<(), ViewError> {
             args.fps
         )));
     }
-    let source = match (&args.rollout, &args.run) {
-        (Some(path), None) => Source::Replay(Box::new(Replay::load(path)?)),
-        (None, Some(run)) => Source::Live(Box::new(Live::open(
-            run,
-            args.scenario.as_deref(),
-            args.seed,
-        )?)),
+    let source = match (&args.rollout, &args.run, &args.scenario) {
+        (Some(path), None, None) => Source::Replay(Box::new(Replay::load(path)?)),
+        (None, Some(run), scenario) => {
+            Source::Live(Box::new(Live::open(run, scenario.as_deref(), args.seed)?))
+        }
+        (None, None, Some(path)) => {
+            let loaded = Scenario::load(path).map_err(|e| ViewError::Scenario(e.to_string()))?;
+            let choice = args.policy.clone().unwrap_or(PolicyChoice::Random);
+            Source::Live(Box::new(Live::with_policy(
+                loaded, path, choice, args.seed,
+            )?))
+        }
         _ => {
             return Err(ViewError::Usage(
-                "give a rollout file (`gridarena view ROLLOUT`) or a run (`--run RUN`)".into(),
+                "give a rollout file (`gridarena view ROLLOUT`), a run (`--run RUN`) or a \
+                 scenario (`--scenario S.ron [--policy random|heuristic|RUN] [--watch]`)"
+                    .into(),
             ));
         }
     };
@@ -134,6 +167,12 @@ pub fn run(args: ViewArgs) -> Result<(), ViewError> {
         after_frames: args.after_frames,
         fps: args.fps,
         agent: args.agent,
+        watch: if args.watch {
+            args.scenario.clone()
+        } else {
+            None
+        },
+        reload_shots: args.reload_shots.clone(),
     };
     let outcome: Outcome = Arc::default();
     let result = outcome.clone();

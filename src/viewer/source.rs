@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::ViewError;
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
-use crate::policy::Policy;
+use crate::policy::{Policy, RandomPolicy, heuristics_for};
 use crate::render::scene::{Scene, extract};
 use crate::rollout::{Frame, Rollout};
 use crate::scenario::{LoadedScenario, Scenario};
@@ -52,16 +52,77 @@ pub struct Replay {
     cache: Option<(usize, Details)>,
 }
 
-/// A run's greedy policy in one live arena.
+/// What acts in a live arena.
+enum Actor {
+    /// A run's greedy policy; its learner owns the arena.
+    Run(GreedyPolicy),
+    /// A scripted policy (random, or the substrate's heuristic) stepping its own arena.
+    Scripted {
+        batch: Box<EnvBatch>,
+        policy: Box<dyn Policy>,
+    },
+}
+
+impl Actor {
+    fn batch(&mut self) -> &mut EnvBatch {
+        match self {
+            Actor::Run(p) => p.learner().batch(),
+            Actor::Scripted { batch, .. } => batch,
+        }
+    }
+
+    fn policy(&mut self) -> &mut dyn Policy {
+        match self {
+            Actor::Run(p) => p,
+            Actor::Scripted { policy, .. } => policy.as_mut(),
+        }
+    }
+}
+
+/// Who acts in a live scenario (`gridarena view --scenario S --policy ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyChoice {
+    /// Uniformly random actions.
+    Random,
+    /// The substrate's scripted baseline (`gridarena eval` reports the same one).
+    Heuristic,
+    /// A run directory: its newest checkpoint's greedy policy.
+    Run(PathBuf),
+}
+
+impl std::str::FromStr for PolicyChoice {
+    type Err = std::convert::Infallible;
+
+    /// `random`, `heuristic`, or else a run directory (write `./random` for a run named so).
+    fn from_str(s: &str) -> Result<PolicyChoice, Self::Err> {
+        Ok(match s {
+            "random" => PolicyChoice::Random,
+            "heuristic" => PolicyChoice::Heuristic,
+            other => PolicyChoice::Run(PathBuf::from(other)),
+        })
+    }
+}
+
+/// A policy acting live in one arena: a run's greedy policy, or a scripted one.
 pub struct Live {
-    /// The run directory.
-    pub run: PathBuf,
-    policy: GreedyPolicy,
+    /// The run directory, when a run's networks act (or wait for a scenario they fit).
+    pub run: Option<PathBuf>,
+    actor: Actor,
+    /// The run's policy while the (watched) scenario does not fit its networks.
+    parked: Option<GreedyPolicy>,
+    /// The layout the run's networks were built for.
+    run_layout: Option<Layout>,
+    /// Without a run: the scripted policy asked for.
+    choice: PolicyChoice,
+    /// What acts now, for the panel.
+    pub acting: String,
+    /// Why the policy asked for is not the one acting (shown in the panel), if it is not.
+    pub notice: Option<String>,
     loaded: LoadedScenario,
     layout: Layout,
     /// Seed of the current arena.
     pub seed: u64,
-    /// The checkpoint's update.
+    /// The checkpoint's update (0 without a run).
     pub update: u64,
     /// What the Q-values are (`Q` or `E_rho[Q]`), empty when not shown.
     pub q_label: &'static str,
@@ -154,7 +215,7 @@ impl Replay {
 /// The policy's values `[R, A]` of observation rows `[R, O]` (`None` when the rows do not fit
 /// the layout).
 fn q_rows(
-    policy: &mut GreedyPolicy,
+    policy: &mut dyn Policy,
     layout: &Layout,
     obs: &[u8],
 ) -> Result<Option<Vec<f32>>, ViewError> {
@@ -196,11 +257,19 @@ impl Live {
             load_scenario(&cfg)
         }
         .map_err(|e| ViewError::Run(format!("{}: its scenario: {e}", run.display())))?;
+        let run_layout = Layout::derive(&own);
         let loaded = match scenario {
             Some(p) => {
                 cfg.scenario = Some(p.to_path_buf());
                 let other = Scenario::load(p).map_err(|e| ViewError::Run(e.to_string()))?;
-                check_fits(&own, &other, p)?;
+                let problems = fit_problems(&run_layout, &Layout::derive(&other));
+                if !problems.is_empty() {
+                    return Err(ViewError::Checkpoint(format!(
+                        "{} does not fit the run's checkpoint: {}",
+                        p.display(),
+                        problems.join("; ")
+                    )));
+                }
                 other
             }
             None => own,
@@ -231,8 +300,13 @@ impl Live {
         let q_label = policy.learner().q_label();
         let layout = policy.learner().batch().layout().clone();
         let mut live = Live {
-            run: run.to_path_buf(),
-            policy,
+            run: Some(run.to_path_buf()),
+            actor: Actor::Run(policy),
+            parked: None,
+            run_layout: Some(run_layout),
+            choice: PolicyChoice::Run(run.to_path_buf()),
+            acting: run_acting(run, update),
+            notice: None,
             loaded,
             layout,
             seed,
@@ -246,9 +320,47 @@ impl Live {
         Ok(live)
     }
 
+    /// `loaded` played live by `choice`: a scripted policy, or a run's greedy policy (which
+    /// must fit the scenario, as [`Live::open`] checks).
+    pub fn with_policy(
+        loaded: LoadedScenario,
+        path: &Path,
+        choice: PolicyChoice,
+        seed: u64,
+    ) -> Result<Live, ViewError> {
+        if let PolicyChoice::Run(run) = &choice {
+            return Live::open(run, Some(path), seed);
+        }
+        let batch = EnvBatch::new(&loaded, 1, seed).map_err(train_err)?;
+        let (policy, acting, notice) = scripted(&loaded, &choice, seed);
+        let layout = batch.layout().clone();
+        let mut live = Live {
+            run: None,
+            actor: Actor::Scripted {
+                batch: Box::new(batch),
+                policy,
+            },
+            parked: None,
+            run_layout: None,
+            choice,
+            acting,
+            notice,
+            loaded,
+            layout,
+            seed,
+            update: 0,
+            q_label: "",
+            has_models: false,
+            history: Vec::new(),
+            dropped: 0,
+        };
+        live.start()?;
+        Ok(live)
+    }
+
     /// Captures the arena's current state as the first frame of a fresh history.
     fn start(&mut self) -> Result<(), ViewError> {
-        let frame = self.policy.learner().batch().with_arena(0, |layout, a| {
+        let frame = self.actor.batch().with_arena(0, |layout, a| {
             crate::systems::record::frame(layout, a, false)
         });
         let agents = frame.positions.len();
@@ -269,17 +381,26 @@ impl Live {
         let (a, agents) = (self.layout.actions, self.layout.agents);
         let returns = next_returns(prev, &frame, agents);
         let details = if current {
-            let obs = self.policy.learner().batch().buffers().obs.clone();
-            let q = q_rows(&mut self.policy, &self.layout, &obs)?;
-            let learner = self.policy.learner();
-            self.has_models = learner.predict_opponents().map_err(train_err)?;
-            let predictions = if self.has_models {
-                learner.batch().opponent_predictions(0)
-            } else {
-                Vec::new()
+            let obs = self.actor.batch().buffers().obs.clone();
+            let q = q_rows(self.actor.policy(), &self.layout, &obs)?;
+            let (predictions, hidden_norms) = match &mut self.actor {
+                Actor::Run(policy) => {
+                    let learner = policy.learner();
+                    self.has_models = learner.predict_opponents().map_err(train_err)?;
+                    let predictions = if self.has_models {
+                        learner.batch().opponent_predictions(0)
+                    } else {
+                        Vec::new()
+                    };
+                    let mut hidden_norms = policy.hidden_norms();
+                    hidden_norms.truncate(self.layout.learners);
+                    (predictions, hidden_norms)
+                }
+                Actor::Scripted { .. } => {
+                    self.has_models = false;
+                    (Vec::new(), Vec::new())
+                }
             };
-            let mut hidden_norms = self.policy.hidden_norms();
-            hidden_norms.truncate(self.layout.learners);
             Details {
                 obs: Some(obs),
                 obs_exact: true,
@@ -289,9 +410,12 @@ impl Live {
             }
         } else {
             let obs = rebuild_observations(&self.layout, &frame);
+            // A policy with memory answers for the states it acts on, not for rebuilt ones.
             let q = match &obs {
-                Some(o) => q_rows(&mut self.policy, &self.layout, o)?,
-                None => None,
+                Some(o) if !self.actor.policy().has_memory() => {
+                    q_rows(self.actor.policy(), &self.layout, o)?
+                }
+                _ => None,
             };
             Details {
                 obs,
@@ -308,13 +432,16 @@ impl Live {
         })
     }
 
-    /// One greedy step; returns how many frames were dropped from the front of the history.
+    /// One step of the acting policy; returns how many frames were dropped from the front of
+    /// the history.
     fn step(&mut self) -> Result<usize, ViewError> {
-        let batch = self.policy.learner().batch();
-        let obs = batch.buffers().obs.clone();
-        let mut actions = vec![0u8; batch.actions_mut().len()];
-        self.policy.actions(&obs, &mut actions).map_err(train_err)?;
-        let batch = self.policy.learner().batch();
+        let obs = self.actor.batch().buffers().obs.clone();
+        let mut actions = vec![0u8; self.actor.batch().actions_mut().len()];
+        self.actor
+            .policy()
+            .actions(&obs, &mut actions)
+            .map_err(train_err)?;
+        let batch = self.actor.batch();
         batch.start_recording(0);
         batch.actions_mut().copy_from_slice(&actions);
         let stepped = batch.step();
@@ -324,13 +451,13 @@ impl Live {
             .map(|r| r.frames)
             .unwrap_or_default();
         stepped.map_err(train_err)?;
-        let starts = crate::train::eval::episode_starts(self.policy.learner().batch());
-        self.policy.episodes_start(&starts);
+        let starts = crate::train::eval::episode_starts(self.actor.batch());
+        self.actor.policy().episodes_start(&starts);
         // frames[0] is the state before the step; then the stepped state and, when the
         // episode ended, the respawned one (the batch's current state is the last).
         let new: Vec<Frame> = frames.into_iter().skip(1).collect();
         let new = if new.is_empty() {
-            vec![self.policy.learner().batch().snapshot(0)]
+            vec![self.actor.batch().snapshot(0)]
         } else {
             new
         };
@@ -354,44 +481,133 @@ impl Live {
 
     /// A fresh arena with `seed` (the networks are kept); the history starts over.
     fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
-        let batch = EnvBatch::new(&self.loaded, 1, seed).map_err(train_err)?;
-        *self.policy.learner().batch() = batch;
+        self.play(self.loaded.clone(), seed)
+    }
+
+    /// Plays `loaded` from now on (a new version of the watched scenario): a fresh arena with
+    /// the current seed and a fresh history. A run's networks act when the scenario fits them;
+    /// otherwise the random policy acts and [`Live::notice`] names what does not fit, until
+    /// a version that fits comes.
+    pub fn reload(&mut self, loaded: LoadedScenario) -> Result<(), ViewError> {
+        self.play(loaded, self.seed)
+    }
+
+    fn play(&mut self, loaded: LoadedScenario, seed: u64) -> Result<(), ViewError> {
+        let batch = EnvBatch::new(&loaded, 1, seed).map_err(train_err)?;
+        let layout = batch.layout().clone();
+        let mut notice = None;
+        let acting;
+        if let Some(run_layout) = &self.run_layout {
+            let problems = fit_problems(run_layout, &layout);
+            if problems.is_empty() {
+                if let Some(policy) = self.parked.take() {
+                    self.actor = Actor::Run(policy);
+                }
+                let Actor::Run(policy) = &mut self.actor else {
+                    return Err(ViewError::Live("the run's policy was lost".into()));
+                };
+                *policy.learner().batch() = batch;
+                policy.episodes_start(&[true]);
+                acting = self
+                    .run
+                    .as_deref()
+                    .map_or_else(String::new, |r| run_acting(r, self.update));
+            } else {
+                let random = Box::new(RandomPolicy::new(seed, 1, layout.actions));
+                let old = std::mem::replace(
+                    &mut self.actor,
+                    Actor::Scripted {
+                        batch: Box::new(batch),
+                        policy: random,
+                    },
+                );
+                if let Actor::Run(policy) = old {
+                    self.parked = Some(policy);
+                }
+                notice = Some(format!(
+                    "{} does not fit the run's networks ({}): the random policy acts until \
+                     it fits again",
+                    loaded.scenario.name,
+                    problems.join("; ")
+                ));
+                acting = "random policy".to_string();
+            }
+        } else {
+            let (policy, name, why) = scripted(&loaded, &self.choice, seed);
+            self.actor = Actor::Scripted {
+                batch: Box::new(batch),
+                policy,
+            };
+            acting = name;
+            notice = why;
+        }
+        self.acting = acting;
+        self.notice = notice;
+        self.layout = layout;
+        self.loaded = loaded;
         self.seed = seed;
         self.start()
     }
+
+    /// The scenario being played.
+    pub fn scenario(&self) -> &LoadedScenario {
+        &self.loaded
+    }
 }
 
-/// A scenario other than the run's must give its networks the same shapes.
-fn check_fits(own: &LoadedScenario, other: &LoadedScenario, path: &Path) -> Result<(), ViewError> {
-    let (a, b) = (Layout::derive(own), Layout::derive(other));
+fn run_acting(run: &Path, update: u64) -> String {
+    format!("greedy policy of run {} (update {update})", run.display())
+}
+
+/// A scripted policy for `loaded` as `choice` asks, its name, and why it is not the one asked
+/// for (a substrate without a heuristic for its action set gets the random policy).
+fn scripted(
+    loaded: &LoadedScenario,
+    choice: &PolicyChoice,
+    seed: u64,
+) -> (Box<dyn Policy>, String, Option<String>) {
+    let actions = loaded.scenario.action_set().len();
+    let random = || Box::new(RandomPolicy::new(seed, 1, actions)) as Box<dyn Policy>;
+    match choice {
+        PolicyChoice::Heuristic => match heuristics_for(loaded, seed, 1).into_iter().next() {
+            Some((name, policy)) => (policy, format!("heuristic {name}"), None),
+            None => (
+                random(),
+                "random policy".into(),
+                Some(format!(
+                    "no scripted heuristic for {} with the {:?} action set: the random policy \
+                     acts",
+                    loaded.scenario.substrate.name(),
+                    loaded.scenario.action_set()
+                )),
+            ),
+        },
+        _ => (random(), "random policy".into(), None),
+    }
+}
+
+/// What keeps a run's networks (built for `run`) from acting in `other`, empty when they fit.
+fn fit_problems(run: &Layout, other: &Layout) -> Vec<String> {
     let mut problems = Vec::new();
-    if a.obs_len != b.obs_len {
+    if run.obs_len != other.obs_len {
         problems.push(format!(
             "observations of {} bytes, the run's networks read {}",
-            b.obs_len, a.obs_len
+            other.obs_len, run.obs_len
         ));
     }
-    if a.actions != b.actions {
+    if run.actions != other.actions {
         problems.push(format!(
             "{} actions, the run's networks have {}",
-            b.actions, a.actions
+            other.actions, run.actions
         ));
     }
-    if a.learners != b.learners {
+    if run.learners != other.learners {
         problems.push(format!(
             "{} learners, the run has {}",
-            b.learners, a.learners
+            other.learners, run.learners
         ));
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ViewError::Checkpoint(format!(
-            "{} does not fit the run's checkpoint: {}",
-            path.display(),
-            problems.join("; ")
-        )))
-    }
+    problems
 }
 
 impl Source {
@@ -430,7 +646,7 @@ impl Source {
         if let Source::Live(l) = self
             && i >= last
         {
-            let batch = l.policy.learner().batch();
+            let batch = l.actor.batch();
             batch.watch_render(0, selected);
             if let Some(scene) = batch.render_scene() {
                 return Some(scene.clone());
@@ -541,12 +757,19 @@ impl Source {
                 r.rollout.arena
             ),
             Source::Live(l) => format!(
-                "run {} (update {}, {}), arena seed {}",
-                l.run.display(),
-                l.update,
-                l.loaded.scenario.name,
-                l.seed
+                "{}: {}, arena seed {}",
+                l.loaded.scenario.name, l.acting, l.seed
             ),
+        }
+    }
+
+    /// A new version of the watched scenario (see [`Live::reload`]); a replay has none.
+    pub fn reload(&mut self, loaded: LoadedScenario) -> Result<(), ViewError> {
+        match self {
+            Source::Replay(_) => Err(ViewError::Usage(
+                "a recorded rollout cannot reload its scenario".into(),
+            )),
+            Source::Live(l) => l.reload(loaded),
         }
     }
 }
@@ -648,6 +871,80 @@ mod tests {
             history.iter().filter(|&&v| v > 0.0).count(),
         );
         assert!(zeros >= 1 && positive >= 5, "{history:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A watched scenario reloaded under a run: a version whose shapes do not fit the run's
+    /// networks is played by the random policy with a notice naming what does not fit; a
+    /// version that fits again brings the run's policy back. Without a run, the heuristic
+    /// asked for acts, the one of the version's substrate.
+    #[test]
+    fn reloads_switch_policies_when_the_networks_do_not_fit() {
+        let dir =
+            std::env::temp_dir().join(format!("gridarena-viewer-reload-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let three = "assets/scenarios/pursuit_3.ron";
+        let cfg = RunConfig {
+            scenario: Some(three.into()),
+            device: crate::critic::Device::Cpu,
+            arenas: 4,
+            rollout: 4,
+            minibatches: 1,
+            hidden: 8,
+            layers: 1,
+            total_steps: 4 * 4 * 2,
+            ..Default::default()
+        };
+        crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+        let load = |p: &str| Scenario::load(Path::new(p)).unwrap();
+        let mut live = Live::open(&dir, Some(Path::new(three)), 3).unwrap();
+        assert!(matches!(live.actor, Actor::Run(_)));
+        assert!(live.notice.is_none());
+        live.step().unwrap();
+
+        // The default Pursuit: 8 pursuers with a 7x7 window, not 3 learners with 5x5.
+        live.reload(load("assets/scenarios/pursuit.ron")).unwrap();
+        assert!(matches!(live.actor, Actor::Scripted { .. }));
+        assert_eq!(live.acting, "random policy");
+        let notice = live.notice.clone().unwrap();
+        assert!(
+            notice.contains("observations of 147 bytes, the run's networks read 75")
+                && notice.contains("8 learners, the run has 3"),
+            "{notice}"
+        );
+        assert_eq!(live.layout.learners, 8);
+        assert_eq!(live.history.len(), 1);
+        for _ in 0..3 {
+            live.step().unwrap();
+        }
+        let d = &live.history.last().unwrap().details;
+        assert!(d.q.is_empty(), "the random policy has no Q-values");
+
+        // Back to a version that fits: the run's networks act again, with Q-values.
+        live.reload(load(three)).unwrap();
+        assert!(matches!(live.actor, Actor::Run(_)));
+        assert!(live.notice.is_none() && live.parked.is_none());
+        assert!(
+            live.acting.starts_with("greedy policy of run"),
+            "{}",
+            live.acting
+        );
+        live.step().unwrap();
+        let d = &live.history.last().unwrap().details;
+        assert_eq!(d.q.len(), 3);
+
+        // Without a run: the heuristic asked for, rebuilt for each version's substrate.
+        let path = Path::new(three);
+        let mut live = Live::with_policy(load(three), path, PolicyChoice::Heuristic, 1).unwrap();
+        assert!(live.acting.starts_with("heuristic "), "{}", live.acting);
+        assert!(live.notice.is_none());
+        live.step().unwrap();
+        let before = live.acting.clone();
+        live.reload(load("assets/scenarios/coin_game.ron")).unwrap();
+        assert!(live.acting.starts_with("heuristic "), "{}", live.acting);
+        assert_ne!(live.acting, before);
+        assert_eq!(live.layout.learners, 2);
+        live.step().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -12,10 +12,12 @@ use eframe::egui_wgpu;
 use super::obs::obs_image;
 use super::paint::{GridCallback, install};
 use super::source::Source;
+use super::watch::Watch;
 use super::widgets::{
     action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, sparkline, swatch,
 };
 use crate::render::scene::palette;
+use crate::scenario::Scenario;
 
 /// How the window ended, when that matters to the caller: the screenshot written (or why not),
 /// or a live-mode failure.
@@ -37,6 +39,10 @@ pub struct Options {
     pub fps: f32,
     /// Agent selected at start.
     pub agent: Option<usize>,
+    /// Reload this scenario file whenever it changes (`--watch`).
+    pub watch: Option<PathBuf>,
+    /// With `watch`: write a screenshot into this folder at start and after every reload.
+    pub reload_shots: Option<PathBuf>,
 }
 
 /// A screenshot being taken.
@@ -44,6 +50,11 @@ struct ShotRequest {
     path: PathBuf,
     close: bool,
 }
+
+/// Errors in the panel (tests look for this colour in screenshots).
+pub const ERROR_RED: Color32 = Color32::from_rgb(200, 40, 40);
+/// Notices in the panel (a policy other than the one asked for acts).
+const NOTICE_AMBER: Color32 = Color32::from_rgb(210, 140, 20);
 
 const MIN_FPS: f32 = 0.5;
 const MAX_FPS: f32 = 60.0;
@@ -78,7 +89,19 @@ pub struct ViewerApp {
     status: String,
     error: Option<String>,
     outcome: Outcome,
+    /// The watched scenario file (`--watch`).
+    watch: Option<Watch>,
+    /// The located error of the newest version of the watched file, while it is invalid.
+    scenario_error: Option<String>,
+    /// `--reload-shots`: the folder and the screenshots written so far.
+    reload_shots: Option<(PathBuf, u32)>,
+    /// A reload screenshot waiting for the new state to be drawn: its path and the passes to
+    /// wait.
+    pending_shot: Option<(PathBuf, u32)>,
 }
+
+/// Passes drawn after a reload before its screenshot is requested.
+const SHOT_DELAY_PASSES: u32 = 3;
 
 impl ViewerApp {
     /// Sets up the grid renderer on the window's device.
@@ -93,7 +116,24 @@ impl ViewerApp {
             .as_ref()
             .ok_or("the window has no wgpu renderer")?;
         install(rs);
-        Ok(ViewerApp::with_source(source, opts, outcome))
+        let watch = match &opts.watch {
+            Some(path) => {
+                let ctx = cc.egui_ctx.clone();
+                let w =
+                    Watch::start(path, move || ctx.request_repaint()).map_err(|e| e.to_string())?;
+                println!("watching {} (save it to reload)", path.display());
+                Some(w)
+            }
+            None => None,
+        };
+        if let Some(dir) = &opts.reload_shots {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--reload-shots {}: {e}", dir.display()))?;
+        }
+        let mut app = ViewerApp::with_source(source, opts, outcome);
+        app.watch = watch;
+        app.schedule_shot("start");
+        Ok(app)
     }
 
     /// The viewer's state, without touching any GPU (the grid renderer is installed by
@@ -124,6 +164,66 @@ impl ViewerApp {
             },
             error: None,
             outcome,
+            watch: None,
+            scenario_error: None,
+            reload_shots: opts.reload_shots.map(|dir| (dir, 0)),
+            pending_shot: None,
+        }
+    }
+
+    /// With `--reload-shots`: a screenshot `NN_<what>.png` once the current state is drawn.
+    fn schedule_shot(&mut self, what: &str) {
+        if let Some((dir, taken)) = &mut self.reload_shots {
+            let path = dir.join(format!("{taken:02}_{what}.png"));
+            *taken += 1;
+            self.pending_shot = Some((path, SHOT_DELAY_PASSES));
+        }
+    }
+
+    /// Reloads the watched scenario when its file changed: a valid version restarts the arena
+    /// with it; an invalid one is reported (panel and stdout) and the last good one runs on.
+    fn poll_watch(&mut self, ctx: &egui::Context) {
+        let Some(watch) = &mut self.watch else {
+            return;
+        };
+        if !watch.changed() {
+            if let Some(due) = watch.pending() {
+                ctx.request_repaint_after(due);
+            }
+            return;
+        }
+        let path = watch.path().to_path_buf();
+        let reloaded = Scenario::load(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|loaded| self.source.reload(loaded).map_err(|e| e.to_string()));
+        match reloaded {
+            Ok(()) => {
+                let recovered = self.scenario_error.take().is_some();
+                self.colors = palette(self.source.layout());
+                let agents = self.source.layout().agents;
+                self.selected = self.selected.filter(|&s| s < agents);
+                self.cursor = 0;
+                self.last_drawn = None;
+                self.error = None;
+                self.last_advance = Instant::now();
+                if self.auto_shot.is_none() {
+                    self.playing = true;
+                }
+                let what = if recovered { "recovered" } else { "reloaded" };
+                println!("{what} {}: {}", path.display(), self.source.describe());
+                if let Source::Live(l) = &self.source
+                    && let Some(n) = &l.notice
+                {
+                    println!("note: {n}");
+                }
+                self.status = format!("{what} {}", path.display());
+                self.schedule_shot(what);
+            }
+            Err(e) => {
+                println!("invalid edit, the last good version keeps running: {e}");
+                self.scenario_error = Some(e);
+                self.schedule_shot("error");
+            }
         }
     }
 
@@ -131,6 +231,7 @@ impl ViewerApp {
     pub fn frame_ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         self.save_screenshot(&ctx);
+        self.poll_watch(&ctx);
         self.keys(&ctx);
         self.advance(&ctx);
         egui::Panel::left("controls")
@@ -317,8 +418,19 @@ impl ViewerApp {
         ctx.request_repaint_after(period.saturating_sub(self.last_advance.elapsed()));
     }
 
-    /// After drawing: count frames shown and request the `--screenshot` when due.
+    /// After drawing: count frames shown and request the `--screenshot` when due, and a
+    /// reload screenshot once its state has been drawn.
     fn after_draw(&mut self, ctx: &egui::Context) {
+        if let Some((path, passes)) = &mut self.pending_shot {
+            if *passes > 0 || self.in_flight.is_some() {
+                *passes = passes.saturating_sub(1);
+                ctx.request_repaint();
+            } else {
+                let path = path.clone();
+                self.pending_shot = None;
+                self.request_shot(ctx, path, false);
+            }
+        }
         let Some(path) = self.auto_shot.clone() else {
             return;
         };
@@ -387,6 +499,7 @@ impl ViewerApp {
     fn panel(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
         ui.heading("gridarena viewer");
         ui.label(RichText::new(self.source.describe()).small());
+        self.watch_panel(ui);
         ui.separator();
 
         ui.horizontal(|ui| {
@@ -488,7 +601,34 @@ impl ViewerApp {
             ui.label(RichText::new(&self.status).weak());
         }
         if let Some(e) = &self.error {
-            ui.colored_label(Color32::from_rgb(200, 40, 40), e);
+            ui.colored_label(ERROR_RED, e);
+        }
+    }
+
+    /// The watched file, its error while the newest version is invalid, and why the policy
+    /// asked for is not acting.
+    fn watch_panel(&self, ui: &mut egui::Ui) {
+        if let Some(w) = &self.watch {
+            ui.label(RichText::new(format!("watching {}", w.path().display())).small());
+        }
+        if let Some(e) = &self.scenario_error {
+            egui::Frame::group(ui.style())
+                .stroke(egui::Stroke::new(2.0, ERROR_RED))
+                .show(ui, |ui| {
+                    ui.label(
+                        RichText::new(
+                            "The scenario file has an error; the last good version keeps running:",
+                        )
+                        .strong()
+                        .color(ERROR_RED),
+                    );
+                    ui.label(RichText::new(e).monospace().color(ERROR_RED));
+                });
+        }
+        if let Source::Live(l) = &self.source
+            && let Some(n) = &l.notice
+        {
+            ui.label(RichText::new(n).color(NOTICE_AMBER));
         }
     }
 

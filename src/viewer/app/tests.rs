@@ -38,6 +38,8 @@ fn opts() -> Options {
         after_frames: 3,
         fps: 8.0,
         agent: None,
+        watch: None,
+        reload_shots: None,
     }
 }
 
