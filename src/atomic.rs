@@ -8,6 +8,33 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    publish(path, bytes, |tmp, path| fs::rename(tmp, path))
+}
+
+/// Writes `bytes` to `path` atomically unless something is already there: then it fails with
+/// [`io::ErrorKind::AlreadyExists`] and leaves it untouched. The new file is linked in place
+/// (a link never replaces an existing name), so a file created meanwhile is not overwritten
+/// either; where the filesystem has no hard links, an existence check and a rename stand in.
+pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let exists = || io::Error::new(io::ErrorKind::AlreadyExists, "the file already exists");
+    if path.symlink_metadata().is_ok() {
+        return Err(exists());
+    }
+    publish(path, bytes, |tmp, path| match fs::hard_link(tmp, path) {
+        Ok(()) => fs::remove_file(tmp),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) if path.symlink_metadata().is_ok() => Err(exists()),
+        Err(_) => fs::rename(tmp, path),
+    })
+}
+
+/// Writes a temporary file beside `path`, fsyncs it, puts it in place with `place` and fsyncs
+/// the directory; the temporary file is removed on failure.
+fn publish(
+    path: &Path,
+    bytes: &[u8],
+    place: impl FnOnce(&Path, &Path) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -25,8 +52,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
-        fs::rename(&tmp, path)?;
-        // Persist the rename itself.
+        place(&tmp, path)?;
+        // Persist the new name itself.
         File::open(dir)?.sync_all()
     })();
     if result.is_err() {
@@ -47,6 +74,23 @@ mod tests {
         write_atomic(&target, b"first").unwrap();
         write_atomic(&target, b"second").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"second");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_is_written_once_and_never_replaced() {
+        let dir = std::env::temp_dir().join(format!("gridarena-atomic-new-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("out.txt");
+        write_atomic_new(&target, b"first").unwrap();
+        let err = write_atomic_new(&target, b"second").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&target).unwrap(), b"first");
         let names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())

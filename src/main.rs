@@ -55,6 +55,9 @@ enum Command {
     Bench(BenchCommand),
     /// Record a random-policy rollout of one arena to a file (atomically written).
     Rollout(RolloutArgs),
+    /// Write a commented template scenario for a substrate (every field with its default and
+    /// meaning, valid as written), or list the substrates.
+    New(cli::new::NewArgs),
     /// Draw a recorded rollout headless into an animated GIF or a directory of PNG frames.
     #[cfg(feature = "gpu")]
     Render(RenderArgs),
@@ -85,6 +88,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Devices(args) => done(cli::devices::run(args)),
         Command::Bench(command) => done(cli::bench::run(command)),
         Command::Rollout(args) => done(cli::rollout::run(args)),
+        Command::New(args) => done(cli::new::run(args)),
         #[cfg(feature = "gpu")]
         Command::Render(args) => done(cli::render::run(args)),
         #[cfg(feature = "viewer")]

@@ -10,6 +10,7 @@ pub(crate) mod common;
 pub(crate) mod devices;
 pub(crate) mod eval;
 pub(crate) mod nashconv;
+pub(crate) mod new;
 pub(crate) mod plan;
 pub(crate) mod plot;
 #[cfg(feature = "gpu")]

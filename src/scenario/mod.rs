@@ -12,6 +12,7 @@ pub mod map;
 pub(crate) mod observation;
 pub mod overrides;
 pub(crate) mod role;
+pub mod template;
 mod validate;
 pub(crate) mod view;
 

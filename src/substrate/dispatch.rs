@@ -9,7 +9,7 @@
 /// Generates the modules, the two enums and their dispatch from the registry lines.
 macro_rules! substrates {
     ($(
-        $(#[$doc:meta])*
+        $(#[doc = $doc:literal])*
         $asset:ident($module:ident :: $params:ident) => $variant:ident($rmod:ident :: $rules:ident) in $path:literal,
     )*) => {
         $(
@@ -21,7 +21,7 @@ macro_rules! substrates {
         /// The rules an arena runs, with their parameters, as written in a scenario asset.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub enum Substrate {
-            $( $(#[$doc])* $asset($module::$params), )*
+            $( $(#[doc = $doc])* $asset($module::$params), )*
         }
 
         /// Each substrate's derived per-batch data ([`Layout::rules`](crate::layout::Layout::rules)); its methods dispatch
@@ -32,6 +32,25 @@ macro_rules! substrates {
         }
 
         impl Substrate {
+            /// Every substrate's name and commented template asset (`gridarena new`), in
+            /// registry order.
+            pub fn templates() -> &'static [(&'static str, &'static str)] {
+                const ALL: &[(&str, &str)] = &[
+                    $( (
+                        <$rmod::$rules as SubstrateRules>::NAME,
+                        <$rmod::$rules as SubstrateRules>::TEMPLATE,
+                    ), )*
+                ];
+                ALL
+            }
+            /// Every substrate's name and one-line summary (the registry line's doc comment),
+            /// in registry order.
+            pub fn summaries() -> &'static [(&'static str, &'static str)] {
+                const ALL: &[(&str, &str)] = &[
+                    $( (<$rmod::$rules as SubstrateRules>::NAME, concat!($($doc),*)), )*
+                ];
+                ALL
+            }
             /// Lower-case name for messages.
             pub fn name(&self) -> &'static str {
                 match self { $( Substrate::$asset(_) => <$rmod::$rules as SubstrateRules>::NAME, )* }

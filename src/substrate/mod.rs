@@ -87,6 +87,11 @@ pub(crate) trait SubstrateRules:
 
     /// Lower-case name for messages.
     const NAME: &'static str;
+    /// A commented template asset (`gridarena new NAME FILE.ron`): the folder's `template.ron`,
+    /// included with `include_str!`. It lists every `Scenario` field and every parameter with
+    /// its default and meaning, is valid as written, and writes its name as `name: "NAME"`
+    /// (replaced by the file's stem); `tests/templates.rs` checks all of it.
+    const TEMPLATE: &'static str;
     /// Whether agents have facings, carry things and block each other (rollout frames record
     /// facings and carried items; spawning draws a facing).
     const HAS_AVATARS: bool = false;

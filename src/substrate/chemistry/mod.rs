@@ -65,6 +65,7 @@ pub fn compound_color(c: u8) -> [u8; 3] {
 impl SubstrateRules for Chemistry {
     type Params = ChemistryParams;
     const NAME: &'static str = "chemistry";
+    const TEMPLATE: &'static str = include_str!("template.ron");
     avatars::avatar_hooks!(ChemistryParams, EXTRAS);
 
     fn default_actions(_: &ChemistryParams) -> ActionSet {

@@ -32,6 +32,7 @@ pub struct Coin {
 impl SubstrateRules for Coin {
     type Params = CoinParams;
     const NAME: &'static str = "coin_game";
+    const TEMPLATE: &'static str = include_str!("template.ron");
 
     fn default_actions(_: &CoinParams) -> ActionSet {
         ActionSet::Move5

@@ -58,6 +58,7 @@ pub struct Cue {
 impl SubstrateRules for Cue {
     type Params = CueParams;
     const NAME: &'static str = "cue_memory";
+    const TEMPLATE: &'static str = include_str!("template.ron");
 
     fn default_actions(p: &CueParams) -> ActionSet {
         ActionSet::Choose(p.cues)

@@ -46,6 +46,7 @@ pub struct Gift {
 impl SubstrateRules for Gift {
     type Params = GiftParams;
     const NAME: &'static str = "gift_refinements";
+    const TEMPLATE: &'static str = include_str!("template.ron");
     avatars::avatar_hooks!(GiftParams, EXTRAS);
 
     fn default_actions(_: &GiftParams) -> ActionSet {

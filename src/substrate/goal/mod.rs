@@ -50,6 +50,7 @@ pub struct Goal {
 impl SubstrateRules for Goal {
     type Params = GoalParams;
     const NAME: &'static str = "walk_to_goal";
+    const TEMPLATE: &'static str = include_str!("template.ron");
 
     fn default_actions(_: &GoalParams) -> ActionSet {
         ActionSet::Move5

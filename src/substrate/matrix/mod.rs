@@ -34,6 +34,7 @@ pub struct Matrix {
 impl SubstrateRules for Matrix {
     type Params = MatrixParams;
     const NAME: &'static str = "matrix_game";
+    const TEMPLATE: &'static str = include_str!("template.ron");
 
     fn default_actions(p: &MatrixParams) -> ActionSet {
         ActionSet::Choose(p.actions)

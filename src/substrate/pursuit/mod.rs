@@ -52,6 +52,7 @@ fn channels(scenario: &ScenarioView) -> Vec<Channel> {
 impl SubstrateRules for Pursuit {
     type Params = PursuitParams;
     const NAME: &'static str = "pursuit";
+    const TEMPLATE: &'static str = include_str!("template.ron");
 
     fn role_kinds() -> &'static [RoleKind] {
         &[RoleKind::Pursuer, RoleKind::Evader]
