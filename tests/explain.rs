@@ -9,7 +9,9 @@ use std::process::Command;
 use gridarena::engine::EnvBatch;
 use gridarena::layout::{Layout, Rules};
 use gridarena::policy::RandomPolicy;
-use gridarena::scenario::{Channel, Explanation, LoadedScenario, Scenario, Tile, Window, explain};
+use gridarena::scenario::{
+    Channel, Explanation, Grid, LoadedScenario, Scenario, Tile, Window, explain,
+};
 use gridarena::substrate::avatars::ITEM;
 
 /// docs/new_substrate.md's walk_to_goal example with a wall and spawn points.
@@ -102,7 +104,7 @@ fn check_roles(name: &str, e: &Explanation, layout: &Layout) {
 }
 
 /// Size, open cells, walls, spawn cells per kind and item cells agree with the layout.
-fn check_map(name: &str, e: &Explanation, layout: &Layout) {
+fn check_map(name: &str, e: &Explanation, layout: &Layout, grid: &Grid) {
     let Some(m) = &e.map else {
         assert!(layout.spawn_groups.is_empty(), "{name}");
         assert!(!layout.scenario.substrate.uses_map(), "{name}");
@@ -137,7 +139,6 @@ fn check_map(name: &str, e: &Explanation, layout: &Layout) {
         Rules::Goal(g) => {
             assert_eq!(items, 1, "{name}");
             assert_eq!(m.items[0].symbol, 'G', "{name}");
-            let grid = Scenario::parse(WALK_TO_GOAL, "w").unwrap().grid;
             assert_eq!(
                 grid.tile(g.goal.x as i32, g.goal.y as i32),
                 Some(Tile::Compound(0))
@@ -156,7 +157,7 @@ fn the_explanation_agrees_with_the_layout_for_every_shipped_scenario() {
         assert_eq!(e.actions.len(), layout.actions, "{name}");
         assert_eq!(e.action_set, layout.action_set, "{name}");
         check_roles(&name, &e, &layout);
-        check_map(&name, &e, &layout);
+        check_map(&name, &e, &layout, &loaded.grid);
 
         // The resolved scenario writes every default out and runs the same.
         let resolved = &e.resolved;
