@@ -46,6 +46,10 @@ enum Command {
     Check {
         /// Scenario file (RON).
         scenario: PathBuf,
+        /// Also print what the engine will run: the scenario with its defaults written out,
+        /// the roles and slots, the observation layout, the actions, the map's legend and counts.
+        #[arg(long)]
+        explain: bool,
     },
     /// List the GPU adapters (`--device gpu:K`), the CPU backend, and what `--device auto`
     /// and `--device gpu` would take here.
@@ -84,7 +88,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(args) => done(cli::eval::run(args)),
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),
-        Command::Check { scenario } => Ok(cli::check::run(&scenario)),
+        Command::Check { scenario, explain } => Ok(cli::check::run(&scenario, explain)),
         Command::Devices(args) => done(cli::devices::run(args)),
         Command::Bench(command) => done(cli::bench::run(command)),
         Command::Rollout(args) => done(cli::rollout::run(args)),

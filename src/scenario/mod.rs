@@ -7,6 +7,7 @@
 pub(crate) mod actions;
 pub(crate) mod check;
 mod diagnose;
+mod explain;
 pub mod locate;
 pub mod map;
 pub(crate) mod observation;
@@ -29,9 +30,12 @@ pub use crate::substrate::pursuit::PursuitParams;
 /// The `substrate` field's enum, generated from the substrate registry.
 pub use crate::substrate::registry::Substrate;
 pub use actions::ActionSet;
+pub use explain::{
+    Explanation, MapExplanation, PlacedField, RoleExplanation, SymbolCount, explain,
+};
 use locate::SourceMap;
 pub use map::{Grid, LEGEND, Tile};
-pub use observation::{Channel, ObservationSpec, Window};
+pub use observation::{Axis, Channel, ObsField, ObservationSpec, Window};
 pub use role::{Control, RoleKind, RoleSpec};
 pub use view::ScenarioView;
 
@@ -195,6 +199,38 @@ impl Scenario {
     /// Observation bytes per learner for this scenario (see docs/scenarios.md for layouts).
     pub fn observation_len(&self) -> usize {
         self.substrate.observation_len(&self.view())
+    }
+
+    /// A learner's observation block by block, in byte order (the blocks' lengths sum to
+    /// [`Scenario::observation_len`]).
+    ///
+    /// ```
+    /// let loaded = gridarena::scenario::Scenario::default_pursuit();
+    /// let blocks = loaded.scenario.observation_layout();
+    /// assert_eq!(blocks[0].shape_string(), "[row 7, column 7, channel 3]");
+    /// assert_eq!(blocks[0].entries, ["obstacle", "pursuers", "evaders"]);
+    /// assert_eq!(blocks[0].entry_max, [1, 8, 30]);
+    /// ```
+    pub fn observation_layout(&self) -> Vec<ObsField> {
+        self.substrate.observation_layout(&self.view())
+    }
+
+    /// Action names in index order.
+    pub fn action_names(&self) -> Vec<String> {
+        self.substrate.action_names()
+    }
+
+    /// The scenario with every default written out: the action set, each role's control and
+    /// the substrate's defaults of the `observation` block (the substrate's parameters are
+    /// complete once parsed). It validates and behaves exactly as `self`.
+    pub fn resolved(&self) -> Scenario {
+        let mut s = self.clone();
+        s.actions = Some(self.action_set());
+        for r in &mut s.roles {
+            r.control = Some(r.control());
+        }
+        s.observation = self.substrate.resolved_observation(&self.view());
+        s
     }
 
     /// What the substrate's hooks read of this scenario (everything but the substrate).

@@ -1,6 +1,6 @@
 //! What learners observe, as written in scenario assets: the `observation` block
-//! ([`ObservationSpec`]), Pursuit's [`Channel`]s and the facing-rotated [`Window`]. A leaf of the
-//! scenario format.
+//! ([`ObservationSpec`]), Pursuit's [`Channel`]s and the facing-rotated [`Window`]; and what the
+//! engine writes for them, block by block ([`ObsField`]). A leaf of the scenario format.
 
 use serde::{Deserialize, Serialize};
 
@@ -82,5 +82,91 @@ impl ObservationSpec {
     /// The square window's side in cells (1 without a radius).
     pub fn side(&self) -> usize {
         2 * self.radius.unwrap_or(0) as usize + 1
+    }
+}
+
+/// One named axis of an observation block's shape (`row 7`, `channel 3`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    /// What the axis runs over.
+    pub name: &'static str,
+    /// Entries along it.
+    pub len: usize,
+}
+
+/// One contiguous block of a learner's u8 observation, as the substrate writes it: its shape
+/// (row-major, the last axis innermost), the names and largest values of the innermost axis'
+/// entries, and what it means. A substrate's blocks, in order, are its whole observation
+/// (`SubstrateRules::observation_layout`); `gridarena check --explain` prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObsField {
+    /// Short name of the block.
+    pub name: String,
+    /// Named axes, outermost first.
+    pub shape: Vec<Axis>,
+    /// Names of the innermost axis' entries; empty where they have none.
+    pub entries: Vec<String>,
+    /// The largest value any byte of the block takes.
+    pub max: u8,
+    /// The largest value per innermost entry where they differ; empty: every byte up to `max`.
+    pub entry_max: Vec<u8>,
+    /// One line on what the bytes mean.
+    pub meaning: String,
+}
+
+impl ObsField {
+    /// A block of `shape` (name and length per axis, outermost first) whose bytes lie in
+    /// `0..=max`.
+    pub fn new(name: &str, shape: &[(&'static str, usize)], max: u8, meaning: &str) -> ObsField {
+        ObsField {
+            name: name.to_string(),
+            shape: shape
+                .iter()
+                .map(|&(name, len)| Axis { name, len })
+                .collect(),
+            entries: Vec::new(),
+            max,
+            entry_max: Vec::new(),
+            meaning: meaning.to_string(),
+        }
+    }
+
+    /// Names the innermost axis' entries.
+    pub fn entries<S: AsRef<str>>(mut self, names: &[S]) -> ObsField {
+        self.entries = names.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+
+    /// Gives each innermost entry its own largest value (`max` becomes the largest of them).
+    pub fn entry_max(mut self, max: Vec<u8>) -> ObsField {
+        self.max = max.iter().copied().max().unwrap_or(0);
+        self.entry_max = max;
+        self
+    }
+
+    /// Bytes in the block: the product of the axes' lengths.
+    pub fn len(&self) -> usize {
+        self.shape.iter().map(|a| a.len).product()
+    }
+
+    /// True for a block of no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest value byte `i` of the block takes.
+    pub fn max_at(&self, i: usize) -> u8 {
+        let inner = self.shape.last().map_or(1, |a| a.len.max(1));
+        self.entry_max.get(i % inner).copied().unwrap_or(self.max)
+    }
+
+    /// The shape as written in explanations: `[row 7, column 7, channel 3]`.
+    pub fn shape_string(&self) -> String {
+        let axes: Vec<String> = self
+            .shape
+            .iter()
+            .map(|a| format!("{} {}", a.name, a.len))
+            .collect();
+        format!("[{}]", axes.join(", "))
     }
 }

@@ -15,7 +15,7 @@ use crate::layout::core::{LayoutCore, padded_cells};
 use crate::rng::below;
 use crate::scenario::check::{Check, f};
 use crate::scenario::map::{Grid, Tile};
-use crate::scenario::observation::Window;
+use crate::scenario::observation::{ObsField, Window};
 use crate::scenario::view::ScenarioView;
 
 /// Bytes per cell in the avatar substrates' observation window: wall, item, avatar, and the
@@ -231,10 +231,31 @@ pub(crate) fn window(scenario: &ScenarioView) -> Window {
     scenario.observation.window.unwrap_or(Window::MELTING_POT)
 }
 
-/// Observation bytes per learner: the window's cells, then `extras` bytes.
-pub(crate) fn observation_len(scenario: &ScenarioView, extras: usize) -> usize {
+/// The window block of a learner's observation ([`write_observations`]); the substrate's
+/// extras follow it. `item` names the item byte, which takes values up to `item_max`.
+pub(crate) fn window_field(scenario: &ScenarioView, item: &str, item_max: u8) -> ObsField {
     let w = window(scenario);
-    w.width() * w.depth() * AVATAR_CELL_BYTES + extras
+    ObsField::new(
+        "window",
+        &[
+            ("row", w.depth()),
+            ("column", w.width()),
+            ("byte", AVATAR_CELL_BYTES),
+        ],
+        0,
+        "facing-rotated window, rows from the farthest ahead, columns from the agent's left; \
+         another avatar's facing relative to the observer one-hot; all zero once the agent left",
+    )
+    .entries(&[
+        "wall",
+        item,
+        "other avatar",
+        "facing same",
+        "facing right",
+        "facing opposite",
+        "facing left",
+    ])
+    .entry_max(vec![1, item_max, 1, 1, 1, 1, 1])
 }
 
 /// How far a facing-rotated window (or a beam) reaches from the agent: the cell layer's pad.
@@ -392,11 +413,11 @@ pub(crate) fn window_image(
 
 /// The [`SubstrateRules`](super::SubstrateRules) hooks gift_refinements and chemistry implement
 /// alike, written once and expanded inside each one's `impl`: avatars face, carry and block;
-/// roles and the window are checked the same way; the observation is the window then `extras`
-/// bytes; the cell layer's avatar byte is rebuilt from the agents; frames record the item byte
+/// roles and the window are checked the same way; the window defaults to Melting Pot's; the
+/// cell layer's avatar byte is rebuilt from the agents; frames record the item byte
 /// of every map cell.
 macro_rules! avatar_hooks {
-    ($params:ty, $extras:expr) => {
+    ($params:ty) => {
         const HAS_AVATARS: bool = true;
 
         fn check_roles(
@@ -416,8 +437,14 @@ macro_rules! avatar_hooks {
             $crate::substrate::avatars::check_observation(Self::NAME, scenario, c)
         }
 
-        fn observation_len(_: &$params, scenario: &$crate::scenario::view::ScenarioView) -> usize {
-            $crate::substrate::avatars::observation_len(scenario, $extras)
+        fn resolved_observation(
+            _: &$params,
+            scenario: &$crate::scenario::view::ScenarioView,
+        ) -> $crate::scenario::observation::ObservationSpec {
+            $crate::scenario::observation::ObservationSpec {
+                window: Some($crate::substrate::avatars::window(scenario)),
+                ..scenario.observation.clone()
+            }
         }
 
         fn rebuild_cells(

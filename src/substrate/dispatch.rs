@@ -90,6 +90,26 @@ macro_rules! substrates {
                     $( Substrate::$asset(p) => <$rmod::$rules>::observation_len(p, scenario), )*
                 }
             }
+            /// A learner's observation block by block, in byte order.
+            pub fn observation_layout(&self, scenario: &ScenarioView) -> Vec<ObsField> {
+                match self {
+                    $( Substrate::$asset(p) => <$rmod::$rules>::observation_layout(p, scenario), )*
+                }
+            }
+            /// The `observation` block of `scenario` with the substrate's defaults filled in.
+            pub fn resolved_observation(&self, scenario: &ScenarioView) -> ObservationSpec {
+                match self {
+                    $( Substrate::$asset(p) => <$rmod::$rules>::resolved_observation(p, scenario), )*
+                }
+            }
+            /// Action names in index order.
+            pub fn action_names(&self) -> Vec<String> {
+                match self { $( Substrate::$asset(p) => <$rmod::$rules>::action_names(p), )* }
+            }
+            /// What extra map symbol `k` of [`Substrate::map_symbols`] means.
+            pub fn symbol_meaning(&self, k: usize) -> String {
+                match self { $( Substrate::$asset(p) => <$rmod::$rules>::symbol_meaning(p, k), )* }
+            }
             /// A one-line summary of the parameters.
             pub fn describe(&self) -> String {
                 match self { $( Substrate::$asset(p) => <$rmod::$rules>::describe(p), )* }

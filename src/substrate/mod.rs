@@ -37,7 +37,7 @@ use crate::rollout::frame::Frame;
 use crate::scenario::actions::ActionSet;
 use crate::scenario::check::Check;
 use crate::scenario::map::{Grid, Tile};
-use crate::scenario::observation::Channel;
+use crate::scenario::observation::{Channel, ObsField, ObservationSpec};
 use crate::scenario::role::RoleKind;
 use crate::scenario::view::ScenarioView;
 
@@ -157,8 +157,38 @@ pub(crate) trait SubstrateRules:
             &["radius", "window", "channels"],
         )
     }
-    /// Observation bytes per learner (layouts in docs/scenarios.md).
-    fn observation_len(params: &Self::Params, scenario: &ScenarioView) -> usize;
+    /// The `observation` block with the substrate's defaults filled in (the resolved scenario
+    /// `gridarena check --explain` prints); by default the block as written.
+    fn resolved_observation(_params: &Self::Params, scenario: &ScenarioView) -> ObservationSpec {
+        scenario.observation.clone()
+    }
+    /// A learner's observation block by block, in byte order: the one description of what
+    /// `write_observations` writes (layouts in docs/scenarios.md, printed by `gridarena check
+    /// --explain`, checked against rollouts by tests/explain.rs).
+    fn observation_layout(params: &Self::Params, scenario: &ScenarioView) -> Vec<ObsField>;
+    /// Observation bytes per learner: the lengths of [`Self::observation_layout`]'s blocks.
+    fn observation_len(params: &Self::Params, scenario: &ScenarioView) -> usize {
+        Self::observation_layout(params, scenario)
+            .iter()
+            .map(ObsField::len)
+            .sum()
+    }
+    /// Action names in index order (by default the action set's, `choice k` where it has none).
+    fn action_names(params: &Self::Params) -> Vec<String> {
+        let set = Self::default_actions(params);
+        let known = set.names();
+        (0..set.len())
+            .map(|a| {
+                known
+                    .get(a)
+                    .map_or_else(|| format!("choice {a}"), |s| s.to_string())
+            })
+            .collect()
+    }
+    /// What extra map symbol `k` (of [`Self::map_symbols`]) means, for the explained legend.
+    fn symbol_meaning(_params: &Self::Params, k: usize) -> String {
+        format!("open floor, extra symbol {k}")
+    }
     /// A one-line summary of the parameters (`gridarena check`).
     fn describe(params: &Self::Params) -> String;
 

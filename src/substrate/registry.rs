@@ -20,7 +20,7 @@ use crate::rollout::frame::Frame;
 use crate::scenario::actions::ActionSet;
 use crate::scenario::check::Check;
 use crate::scenario::map::{Grid, Tile};
-use crate::scenario::observation::Channel;
+use crate::scenario::observation::{Channel, ObsField, ObservationSpec};
 use crate::scenario::role::RoleKind;
 use crate::scenario::view::ScenarioView;
 

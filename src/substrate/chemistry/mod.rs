@@ -22,9 +22,12 @@ use crate::rollout::frame::Frame;
 use crate::scenario::check::Check;
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::Grid;
+use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
 
-/// Observation bytes after the window: the vesicle's compound and an io-ready flag.
+/// Observation bytes after the window: the vesicle's compound and an io-ready flag. The viewer's
+/// guard on the observation's length; `observation_layout` describes these bytes.
+#[cfg(feature = "viewer")]
 const EXTRAS: usize = 2;
 
 /// A compiled chemistry reaction: compound ids are index + 1, 0 is empty.
@@ -66,7 +69,7 @@ impl SubstrateRules for Chemistry {
     type Params = ChemistryParams;
     const NAME: &'static str = "chemistry";
     const TEMPLATE: &'static str = include_str!("template.ron");
-    avatars::avatar_hooks!(ChemistryParams, EXTRAS);
+    avatars::avatar_hooks!(ChemistryParams);
 
     fn default_actions(_: &ChemistryParams) -> ActionSet {
         ActionSet::Chemistry8
@@ -83,6 +86,35 @@ impl SubstrateRules for Chemistry {
 
     fn check_params(p: &ChemistryParams, _: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
         validate::check_params(p, c)
+    }
+
+    /// The window (item byte: compound index + 1, 0 empty), then the vesicle and the io flag.
+    fn observation_layout(p: &ChemistryParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let compounds = p.compounds.len().min(u8::MAX as usize) as u8;
+        vec![
+            avatars::window_field(scenario, "compound", compounds),
+            ObsField::new(
+                "vesicle",
+                &[("compound", 1)],
+                compounds,
+                "the compound the agent carries (index + 1, 0 empty)",
+            ),
+            ObsField::new(
+                "io ready",
+                &[("flag", 1)],
+                1,
+                "1 when the io action (swap vesicle and ground) is off cooldown",
+            ),
+        ]
+    }
+
+    fn symbol_meaning(p: &ChemistryParams, k: usize) -> String {
+        p.compounds.get(k).map_or_else(String::new, |c| {
+            format!(
+                "open floor, starts with compound {} (group {})",
+                c.name, c.group
+            )
+        })
     }
 
     fn describe(c: &ChemistryParams) -> String {

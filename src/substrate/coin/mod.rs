@@ -20,6 +20,7 @@ use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f};
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::Grid;
+use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
 
 /// The coin game's derived data: its parameters.
@@ -55,9 +56,21 @@ impl SubstrateRules for Coin {
         Ok(())
     }
 
-    fn observation_len(_: &CoinParams, scenario: &ScenarioView) -> usize {
-        let cells = scenario.map.len() * scenario.map.first().map_or(0, |r| r.chars().count());
-        cells * 4
+    /// The full grid, four 0/1 bytes per cell ([`write_observations`]).
+    fn observation_layout(_: &CoinParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let (rows, columns) = (
+            scenario.map.len(),
+            scenario.map.first().map_or(0, |r| r.chars().count()),
+        );
+        vec![
+            ObsField::new(
+                "grid",
+                &[("row", rows), ("column", columns), ("channel", 4)],
+                1,
+                "the whole map, row-major, as this player sees it: the players and the coin",
+            )
+            .entries(&["me", "other player", "coin of my colour", "coin of the other's colour"]),
+        ]
     }
 
     fn describe(c: &CoinParams) -> String {

@@ -24,6 +24,7 @@ use crate::layout::core::LayoutCore;
 use crate::scenario::actions::ActionSet;
 use crate::scenario::check::{Check, f};
 use crate::scenario::map::Grid;
+use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 
@@ -116,8 +117,22 @@ impl SubstrateRules for Cue {
         Ok(())
     }
 
-    fn observation_len(p: &CueParams, _: &ScenarioView) -> usize {
-        p.cues as usize + 1
+    /// The cue one-hot at the first step, then the choose-now flag ([`write_observations`]).
+    fn observation_layout(p: &CueParams, _: &ScenarioView) -> Vec<ObsField> {
+        vec![
+            ObsField::new(
+                "cue",
+                &[("cue", p.cues as usize)],
+                1,
+                "one-hot: this player's cue at the episode's first step, all zero after",
+            ),
+            ObsField::new(
+                "choose now",
+                &[("flag", 1)],
+                1,
+                "1 when the next action is the choice (the episode's last step)",
+            ),
+        ]
     }
 
     fn describe(p: &CueParams) -> String {

@@ -20,12 +20,15 @@ use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
 
 /// Gift tokens' colour (sRGB).
 pub const TOKEN: [u8; 3] = [242, 190, 26];
 
-/// Observation bytes after the window: inventory levels 1-3 and a ready-to-gift flag.
+/// Observation bytes after the window: inventory levels 1-3 and a ready-to-gift flag. The viewer's
+/// guard on the observation's length; `observation_layout` describes these bytes.
+#[cfg(feature = "viewer")]
 const EXTRAS: usize = 4;
 
 /// gift_refinements' derived data.
@@ -47,7 +50,7 @@ impl SubstrateRules for Gift {
     type Params = GiftParams;
     const NAME: &'static str = "gift_refinements";
     const TEMPLATE: &'static str = include_str!("template.ron");
-    avatars::avatar_hooks!(GiftParams, EXTRAS);
+    avatars::avatar_hooks!(GiftParams);
 
     fn default_actions(_: &GiftParams) -> ActionSet {
         ActionSet::Gift9
@@ -81,6 +84,26 @@ impl SubstrateRules for Gift {
             c.finite(&[f("substrate"), f("consume_value"), i(k)], *v)?;
         }
         Ok(())
+    }
+
+    /// The window (item byte: a token, 0/1), then the inventory and the ready flag.
+    fn observation_layout(p: &GiftParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        vec![
+            avatars::window_field(scenario, "token", 1),
+            ObsField::new(
+                "inventory",
+                &[("level", 3)],
+                p.capacity,
+                "tokens held per refinement level (at most `capacity`)",
+            )
+            .entries(&["level 1", "level 2", "level 3"]),
+            ObsField::new(
+                "ready to gift",
+                &[("flag", 1)],
+                1,
+                "1 when the refine-and-gift beam can fire next step",
+            ),
+        ]
     }
 
     fn describe(g: &GiftParams) -> String {

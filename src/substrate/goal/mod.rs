@@ -15,6 +15,7 @@ use crate::rollout::frame::Frame;
 use crate::scenario::check::{Check, f};
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::{Grid, Tile};
+use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
 use crate::substrate::pursuit::MOVES;
 use crate::substrate::{ArenaMut, Derived, SubstrateRules};
@@ -79,8 +80,35 @@ impl SubstrateRules for Goal {
         Ok(())
     }
 
-    fn observation_len(_: &GoalParams, _: &ScenarioView) -> usize {
-        4
+    /// The player's cell, then the goal's: `[x, y, goal x, goal y]`.
+    fn observation_layout(_: &GoalParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let last = |n: usize| n.saturating_sub(1).min(u8::MAX as usize) as u8;
+        let (x, y) = (
+            last(scenario.map.first().map_or(0, |r| r.chars().count())),
+            last(scenario.map.len()),
+        );
+        vec![
+            ObsField::new(
+                "position",
+                &[("coordinate", 2)],
+                0,
+                "the player's column and row",
+            )
+            .entries(&["x", "y"])
+            .entry_max(vec![x, y]),
+            ObsField::new(
+                "goal",
+                &[("coordinate", 2)],
+                0,
+                "the goal cell's column and row",
+            )
+            .entries(&["x", "y"])
+            .entry_max(vec![x, y]),
+        ]
+    }
+
+    fn symbol_meaning(_: &GoalParams, _: usize) -> String {
+        "open floor, the goal cell".to_string()
     }
 
     fn describe(p: &GoalParams) -> String {

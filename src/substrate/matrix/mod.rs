@@ -18,6 +18,7 @@ use crate::layout::core::LayoutCore;
 use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::Grid;
+use crate::scenario::observation::ObsField;
 use crate::scenario::role::Control;
 use crate::scenario::view::ScenarioView;
 
@@ -105,8 +106,34 @@ impl SubstrateRules for Matrix {
         Ok(())
     }
 
-    fn observation_len(p: &MatrixParams, scenario: &ScenarioView) -> usize {
-        scenario.agents_per_arena() * p.actions as usize + 1
+    /// The previous joint action one-hot per player, then the first-step flag
+    /// ([`write_observations`]).
+    fn observation_layout(p: &MatrixParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let players = scenario.agents_per_arena();
+        vec![
+            ObsField::new(
+                "previous joint action",
+                &[("player", players), ("action", p.actions as usize)],
+                1,
+                "one-hot: each player's action last step (slot order); all zero at the first step",
+            )
+            .entries(&Self::action_names(p)),
+            ObsField::new(
+                "first step",
+                &[("flag", 1)],
+                1,
+                "1 at an episode's first step (no previous action yet)",
+            ),
+        ]
+    }
+
+    /// The asset's `action_names` when it gives them.
+    fn action_names(p: &MatrixParams) -> Vec<String> {
+        if p.action_names.is_empty() {
+            (0..p.actions).map(|a| format!("choice {a}")).collect()
+        } else {
+            p.action_names.clone()
+        }
     }
 
     fn describe(m: &MatrixParams) -> String {

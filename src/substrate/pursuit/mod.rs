@@ -22,7 +22,7 @@ use crate::layout::core::{LayoutCore, padded_cells};
 use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
 use crate::scenario::map::{Grid, Tile};
-use crate::scenario::observation::Channel;
+use crate::scenario::observation::{Channel, ObsField, ObservationSpec};
 use crate::scenario::role::RoleKind;
 use crate::scenario::view::ScenarioView;
 
@@ -162,8 +162,47 @@ impl SubstrateRules for Pursuit {
         Ok(())
     }
 
-    fn observation_len(_: &PursuitParams, scenario: &ScenarioView) -> usize {
-        scenario.observation.side().pow(2) * channels(scenario).len()
+    fn resolved_observation(_: &PursuitParams, scenario: &ScenarioView) -> ObservationSpec {
+        ObservationSpec {
+            channels: channels(scenario),
+            ..scenario.observation.clone()
+        }
+    }
+
+    /// The square window around the agent, one byte per channel per cell: obstacle 0/1, the
+    /// live pursuers and evaders standing there (at most all of them, saturating at 255).
+    fn observation_layout(_: &PursuitParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let side = scenario.observation.side();
+        let channels = channels(scenario);
+        let count = |kind: RoleKind| -> u8 {
+            let n: usize = scenario
+                .roles
+                .iter()
+                .filter(|r| r.kind == kind)
+                .map(|r| r.count as usize)
+                .sum();
+            n.min(u8::MAX as usize) as u8
+        };
+        let max = channels
+            .iter()
+            .map(|c| match c {
+                Channel::Obstacle => 1,
+                Channel::Pursuers => count(RoleKind::Pursuer),
+                Channel::Evaders => count(RoleKind::Evader),
+            })
+            .collect();
+        let names: Vec<&str> = channels.iter().map(|c| c.name()).collect();
+        vec![
+            ObsField::new(
+                "window",
+                &[("row", side), ("column", side), ("channel", channels.len())],
+                0,
+                "square window centred on the agent, rows top to bottom; obstacle 1 on walls and \
+                 off the map, then live agents per cell; all zero once the agent left",
+            )
+            .entries(&names)
+            .entry_max(max),
+        ]
     }
 
     fn describe(p: &PursuitParams) -> String {
