@@ -24,14 +24,8 @@ pub(super) fn slot_label(layout: &Layout, s: usize) -> String {
 }
 
 pub(super) fn action_names(layout: &Layout) -> Vec<String> {
-    let known = layout.action_set.names();
-    (0..layout.actions)
-        .map(|a| {
-            known
-                .get(a)
-                .map_or_else(|| format!("action {a}"), |s| (*s).to_string())
-        })
-        .collect()
+    // The substrate's names (a matrix game's own, where it has them), as `check --explain`.
+    layout.scenario.action_names()
 }
 
 pub(super) fn name(names: &[String], a: usize) -> String {
