@@ -106,7 +106,7 @@ pub struct ArenaRng {
     pub rules: ChaCha8Rng,
 }
 
-/// Step count within the current episode and episodes finished. Written by `check_episode_end`
+/// Step count within the current episode and episodes finished. Written by the episode-end phase of `step_arenas`
 /// and `auto_reset`.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EpisodeClock {
@@ -122,7 +122,7 @@ pub struct EpisodeClock {
 pub struct Counters(pub Vec<u32>);
 
 /// Whether the rules ended the episode this step (no evader left, a random gift_refinements
-/// end). Written by `resolve_interactions`, read by `check_episode_end`.
+/// end). Written by `resolve_interactions`, read by the episode-end phase of `step_arenas`.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RulesEnded(pub bool);
 
@@ -162,13 +162,13 @@ pub struct StepBuffers {
     pub actions: Vec<u8>,
     /// `[B, N]` rewards of the last step; written by `assign_rewards`.
     pub rewards: Vec<f32>,
-    /// `[B]` 1 when the last step ended the episode by the rules; written by `check_episode_end`.
+    /// `[B]` 1 when the last step ended the episode by the rules; written by the episode-end phase of `step_arenas`.
     pub terminated: Vec<u8>,
-    /// `[B]` 1 when the last step hit `max_steps`; written by `check_episode_end`.
+    /// `[B]` 1 when the last step hit `max_steps`; written by the episode-end phase of `step_arenas`.
     pub truncated: Vec<u8>,
     /// `[B, N, O]` the observation of the step that ended each arena's episode, before the
     /// auto-reset overwrote `obs` (what a truncated episode bootstraps from); written by
-    /// `keep_final_observations` for the arenas whose `terminated` or `truncated` is set, stale
+    /// `step_arenas` for the arenas whose `terminated` or `truncated` is set, stale
     /// elsewhere.
     pub final_obs: Vec<u8>,
 }

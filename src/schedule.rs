@@ -1,5 +1,6 @@
 //! The step, on one screen. Every system runs once per step over the whole batch of arenas
-//! (in parallel inside the system), in this order:
+//! (in parallel inside the system), in this order; the first runs every per-arena phase on
+//! each chunk of arenas in turn (`systems::step::step_arenas` lists them):
 
 use bevy_ecs::prelude::*;
 use bevy_ecs::schedule::SingleThreadedExecutor;
@@ -9,10 +10,7 @@ use crate::components::HiddenStates;
 use crate::metrics::EpisodeLog;
 use crate::systems::record::{Recorder, log_episodes, record_reset, record_step};
 use crate::systems::render::{RenderWatch, extract_render};
-use crate::systems::step::{
-    apply_moves, assign_rewards, auto_reset, check_episode_end, draw_chance,
-    keep_final_observations, reset_hidden_states, resolve_interactions, write_observations,
-};
+use crate::systems::step::{auto_reset, needs_reset_pass, reset_hidden_states, step_arenas};
 
 /// Label of the per-step schedule.
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,27 +25,19 @@ pub fn step_schedule() -> Schedule {
     let mut schedule = new_schedule(Step);
     schedule.add_systems(
         (
-            // act + slip: chance outcomes are drawn first; every rule below is deterministic.
-            draw_chance,
-            // move: positions and facings, then the cell layer the rules and observations read.
-            apply_moves,
-            // substrate rules: catches, gifts, reactions, coins, payoffs.
-            resolve_interactions,
-            // rewards: per-step terms, sharing, returns, published to the reward buffer.
-            assign_rewards,
-            // episode end: terminated / truncated flags.
-            check_episode_end,
-            // observe: every learner's observation, terminal state included.
-            write_observations,
+            // Every arena's phases, fused per chunk of arenas (one pass, one dispatch):
+            // act + slip (chance first; every rule below is deterministic), move, substrate
+            // rules (catches, gifts, reactions, coins, payoffs), rewards, episode end, observe,
+            // final observations, and the respawn of finished arenas when nothing below must
+            // see their terminal state (see `step_arenas`).
+            step_arenas,
             // record and log: the terminal state must be seen before it is respawned.
             record_step.run_if(resource_exists::<Recorder>),
             log_episodes.run_if(resource_exists::<EpisodeLog>),
-            // final observations: what truncated episodes bootstrap from, before the reset.
-            keep_final_observations,
             // recurrent state: zero the hidden state of the learners whose episode starts.
             reset_hidden_states.run_if(resource_exists::<HiddenStates>),
-            // auto-reset: respawn finished arenas and rewrite their observations.
-            auto_reset,
+            // auto-reset, when step_arenas left it for after the recorder and the log.
+            auto_reset.run_if(needs_reset_pass),
             record_reset.run_if(resource_exists::<Recorder>),
             // render: the watched arena's instances for the viewer (only while watched).
             extract_render.run_if(resource_exists::<RenderWatch>),

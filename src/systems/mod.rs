@@ -87,13 +87,15 @@ struct Columns<'a> {
     rewards: &'a mut [f32],
     terminated: &'a mut [u8],
     truncated: &'a mut [u8],
+    final_obs: &'a mut [u8],
 }
 
 impl Columns<'_> {
-    /// Arena `k` of these columns (M agents, N learners, O observation bytes each).
-    fn arena(&mut self, k: usize, (m, n, o): (usize, usize, usize)) -> ArenaMut<'_> {
+    /// Arena `k` of these columns (M agents, N learners, O observation bytes each), and its
+    /// `final_obs` slice.
+    fn arena(&mut self, k: usize, (m, n, o): (usize, usize, usize)) -> (ArenaMut<'_>, &mut [u8]) {
         let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
-        ArenaMut {
+        let a = ArenaMut {
             pos: &mut self.pos[ag.clone()],
             facing: &mut self.facing[ag.clone()],
             alive: &mut self.alive[ag.clone()],
@@ -113,7 +115,8 @@ impl Columns<'_> {
             rewards: &mut self.rewards[le],
             terminated: &mut self.terminated[k],
             truncated: &mut self.truncated[k],
-        }
+        };
+        (a, &mut self.final_obs[k * n * o..(k + 1) * n * o])
     }
 }
 
@@ -126,7 +129,7 @@ impl Arenas<'_, '_> {
             rewards,
             terminated,
             truncated,
-            final_obs: _,
+            final_obs,
         } = self.buffers.bypass_change_detection();
         let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
             self.agents.contiguous_iter_mut().expect(ONE_TABLE).next()?;
@@ -154,6 +157,7 @@ impl Arenas<'_, '_> {
                 rewards,
                 terminated,
                 truncated,
+                final_obs,
             },
         ))
     }
@@ -161,6 +165,14 @@ impl Arenas<'_, '_> {
     /// Runs `f` on every arena, in parallel: over groups of arenas, then plain indexing per
     /// arena inside a group (zipping ~20 iterators per arena costs more than the rules).
     pub fn for_each(&mut self, f: impl Fn(&Layout, &mut ArenaMut) + Sync + Send) {
+        self.for_each_with_final(|layout, a, _| f(layout, a));
+    }
+
+    /// [`Arenas::for_each`], also handing each arena its `final_obs` slice (`[N, O]`).
+    pub fn for_each_with_final(
+        &mut self,
+        f: impl Fn(&Layout, &mut ArenaMut, &mut [u8]) + Sync + Send,
+    ) {
         let threads = rayon::current_num_threads();
         let Some((layout, c)) = self.columns() else {
             return;
@@ -192,12 +204,13 @@ impl Arenas<'_, '_> {
             c.rewards.par_chunks_mut(g * n),
             c.terminated.par_chunks_mut(g),
             c.truncated.par_chunks_mut(g),
+            c.final_obs.par_chunks_mut(g * n * o),
         );
         (agents, arenas, buffers).into_par_iter().for_each(
             |(
                 (pos, facing, alive, applied, reward, ret, carry, cooldown),
                 (rng, cells, counters, clock, deck, ended),
-                (actions, obs, rewards, terminated, truncated),
+                (actions, obs, rewards, terminated, truncated, final_obs),
             )| {
                 let mut group = Columns {
                     pos,
@@ -219,9 +232,11 @@ impl Arenas<'_, '_> {
                     rewards,
                     terminated,
                     truncated,
+                    final_obs,
                 };
                 for k in 0..group.rng.len() {
-                    f(layout, &mut group.arena(k, dims));
+                    let (mut a, fin) = group.arena(k, dims);
+                    f(layout, &mut a, fin);
                 }
             },
         );
@@ -235,6 +250,6 @@ impl Arenas<'_, '_> {
     ) -> Option<T> {
         let (layout, mut c) = self.columns()?;
         let dims = (layout.agents, layout.learners, layout.obs_len);
-        Some(f(layout, &mut c.arena(arena, dims)))
+        Some(f(layout, &mut c.arena(arena, dims).0))
     }
 }

@@ -4,69 +4,75 @@
 use bevy_ecs::prelude::*;
 
 use super::Arenas;
+use super::record::Recorder;
 use crate::components::{HiddenStates, ResetAll, StepBuffers};
 use crate::layout::Layout;
+use crate::metrics::EpisodeLog;
 use crate::substrate;
 
-/// Act + slip: reads the action buffer and the slip/walk streams, writes `AppliedAction`.
-pub fn draw_chance(mut arenas: Arenas) {
-    arenas.for_each(substrate::draw_chance);
-}
-
-/// Move: reads `AppliedAction` (from `draw_chance`), writes positions, facings, the cell layer
-/// and (gift) pickups.
-pub fn apply_moves(mut arenas: Arenas) {
-    arenas.for_each(substrate::apply_moves);
-}
-
-/// Substrate rules on the post-move state (from `apply_moves`): writes `StepReward`, alive
-/// flags, carried items, cooldowns, cells, counters and `RulesEnded`.
-pub fn resolve_interactions(mut arenas: Arenas) {
-    arenas.for_each(|layout, a| {
+/// The step's per-arena phases, fused: each rayon task runs them one after another on its chunk
+/// of consecutive arenas while their data sits in cache, one dispatch for the whole batch
+/// instead of one per phase. In order, per arena:
+///
+/// 1. act + slip (`substrate::draw_chance`): the action buffer and the slip/walk streams give
+///    `AppliedAction`; chance is drawn first, every rule below is deterministic;
+/// 2. move (`apply_moves`): positions, facings, the cell layer and (gift) pickups;
+/// 3. substrate rules (`resolve_interactions`) on the post-move state: `StepReward`, alive
+///    flags, carried items, cooldowns, cells, counters and `RulesEnded`;
+/// 4. rewards (`assign_rewards`): per-step terms and sharing, `EpisodeReturn`, the reward
+///    buffer;
+/// 5. episode end: the clock advances; `terminated` when the rules ended the episode,
+///    `truncated` at `max_steps` otherwise;
+/// 6. observe (`write_observations`): every learner's observation, terminal state included;
+/// 7. final observations: an arena whose episode ended copies its observation into
+///    `final_obs` (what a truncated episode bootstraps from);
+/// 8. auto-reset: it respawns and observes again, unless a recorder or an episode log must
+///    see the terminal state first (then [`auto_reset`] does it after them).
+///
+/// Each phase reads and writes only its own arena, so fusing changes no result.
+pub fn step_arenas(
+    mut arenas: Arenas,
+    recorder: Option<Res<Recorder>>,
+    log: Option<Res<EpisodeLog>>,
+    reset_all: Res<ResetAll>,
+) {
+    let respawn = recorder.is_none() && log.is_none() && !reset_all.0;
+    arenas.for_each_with_final(|layout, a, final_obs| {
+        substrate::draw_chance(layout, a);
+        substrate::apply_moves(layout, a);
         *a.ended = false;
         substrate::resolve_interactions(layout, a);
-    });
-}
-
-/// Rewards: reads the interaction rewards, adds per-step terms and sharing, accumulates
-/// `EpisodeReturn` and publishes the learners' rewards to the reward buffer.
-pub fn assign_rewards(mut arenas: Arenas) {
-    arenas.for_each(substrate::assign_rewards);
-}
-
-/// Episode end: advances the clock; `terminated` when the rules ended the episode (from
-/// `resolve_interactions`), `truncated` at `max_steps` otherwise.
-pub fn check_episode_end(mut arenas: Arenas) {
-    arenas.for_each(|layout, a| {
+        substrate::assign_rewards(layout, a);
         a.clock.t += 1;
         let ended = *a.ended;
         *a.terminated = u8::from(ended);
         *a.truncated = u8::from(!ended && a.clock.t >= layout.max_steps);
+        substrate::write_observations(layout, a);
+        if *a.terminated != 0 || *a.truncated != 0 {
+            final_obs.copy_from_slice(a.obs);
+            if respawn {
+                respawn_arena(layout, a);
+            }
+        }
     });
 }
 
-/// Observe: every learner's observation from the state after this step's rules.
-pub fn write_observations(mut arenas: Arenas) {
-    arenas.for_each(substrate::write_observations);
+/// Whether the step needs the separate [`auto_reset`] pass: something reads the terminal
+/// states between the step and the respawn, or every arena is to be respawned.
+pub fn needs_reset_pass(
+    recorder: Option<Res<Recorder>>,
+    log: Option<Res<EpisodeLog>>,
+    reset_all: Res<ResetAll>,
+) -> bool {
+    recorder.is_some() || log.is_some() || reset_all.0
 }
 
-/// Final observations: copies the observation of every arena whose episode ended this step
-/// (from `write_observations`) into `final_obs` before `auto_reset` overwrites it. Serial: a
-/// few arenas end per step, and a copy is cheaper than a parallel dispatch.
-pub fn keep_final_observations(layout: Res<Layout>, mut buffers: ResMut<StepBuffers>) {
-    let StepBuffers {
-        obs,
-        terminated,
-        truncated,
-        final_obs,
-        ..
-    } = buffers.bypass_change_detection();
-    let per = layout.learners * layout.obs_len;
-    for (k, (&term, &trunc)) in terminated.iter().zip(truncated.iter()).enumerate() {
-        if term != 0 || trunc != 0 {
-            final_obs[k * per..(k + 1) * per].copy_from_slice(&obs[k * per..(k + 1) * per]);
-        }
-    }
+/// Respawns one arena whose episode ended and writes its first observations.
+fn respawn_arena(layout: &Layout, a: &mut crate::substrate::ArenaMut) {
+    substrate::spawn(layout, a);
+    a.clock.episode += 1;
+    a.clock.t = 0;
+    substrate::write_observations(layout, a);
 }
 
 /// Recurrent state: zeroes the hidden state of every learner whose arena starts a new episode
@@ -94,21 +100,20 @@ pub fn reset_hidden_states(
 }
 
 /// Auto-reset: respawns every arena whose episode ended (all of them when `ResetAll` is set)
-/// and rewrites its observations; runs after the recorder saw the terminal state.
+/// and rewrites its observations. In the step it runs only when [`step_arenas`] did not
+/// respawn (a recorder or episode log saw the terminal states first); it always runs in the
+/// reset schedule.
 pub fn auto_reset(mut arenas: Arenas, mut reset_all: ResMut<ResetAll>) {
     let force = std::mem::take(&mut reset_all.0);
     arenas.for_each(|layout, a| {
         if force {
             *a.terminated = 0;
             *a.truncated = 0;
-        } else if *a.terminated == 0 && *a.truncated == 0 {
-            return;
+            substrate::spawn(layout, a);
+            a.clock.t = 0;
+            substrate::write_observations(layout, a);
+        } else if *a.terminated != 0 || *a.truncated != 0 {
+            respawn_arena(layout, a);
         }
-        substrate::spawn(layout, a);
-        if !force {
-            a.clock.episode += 1;
-        }
-        a.clock.t = 0;
-        substrate::write_observations(layout, a);
     });
 }
