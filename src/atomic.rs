@@ -66,6 +66,16 @@ fn publish(
 mod tests {
     use super::*;
 
+    /// The folder holds exactly one file (no temporary left behind); then it is removed.
+    fn only_one_file(dir: &std::path::Path) {
+        let names: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn replaces_the_file_and_leaves_no_temporary() {
         let dir = std::env::temp_dir().join(format!("gridarena-atomic-{}", std::process::id()));
@@ -74,12 +84,7 @@ mod tests {
         write_atomic(&target, b"first").unwrap();
         write_atomic(&target, b"second").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"second");
-        let names: Vec<_> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
-        fs::remove_dir_all(&dir).unwrap();
+        only_one_file(&dir);
     }
 
     #[test]
@@ -91,11 +96,6 @@ mod tests {
         let err = write_atomic_new(&target, b"second").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&target).unwrap(), b"first");
-        let names: Vec<_> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
-        fs::remove_dir_all(&dir).unwrap();
+        only_one_file(&dir);
     }
 }

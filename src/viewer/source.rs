@@ -775,9 +775,26 @@ impl Source {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::train::config::{Algo, RhoForm};
+
+    /// Trains a two-update CPU run of `scenario` (with `cfg`'s other fields) into a fresh `dir`.
+    pub(crate) fn tiny_run(dir: &Path, scenario: &str, cfg: RunConfig) {
+        let _ = std::fs::remove_dir_all(dir);
+        let cfg = RunConfig {
+            scenario: Some(scenario.into()),
+            device: crate::critic::Device::Cpu,
+            arenas: 4,
+            rollout: 4,
+            minibatches: 1,
+            hidden: 8,
+            layers: 1,
+            total_steps: 4 * 4 * 2,
+            ..cfg
+        };
+        crate::train::train(&cfg, dir, &crate::train::TrainOptions::default()).unwrap();
+    }
 
     /// Every learner kind shows its values and, with opponent models, each learner's predicted
     /// distributions over every other learner's actions.
@@ -788,17 +805,8 @@ mod tests {
                 "gridarena-viewer-source-{k}-{}",
                 std::process::id()
             ));
-            let _ = std::fs::remove_dir_all(&dir);
             let cfg = RunConfig {
-                scenario: Some("assets/scenarios/pursuit_3.ron".into()),
                 algo,
-                device: crate::critic::Device::Cpu,
-                arenas: 4,
-                rollout: 4,
-                minibatches: 1,
-                hidden: 8,
-                layers: 1,
-                total_steps: 4 * 4 * 2,
                 opponent_models: true,
                 rho: RhoForm::Model,
                 min_replay: 8,
@@ -807,7 +815,7 @@ mod tests {
                 replay_capacity: 1024,
                 ..Default::default()
             };
-            crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+            tiny_run(&dir, "assets/scenarios/pursuit_3.ron", cfg);
             let mut live = Live::open(&dir, None, 3).unwrap();
             let (n, a) = (live.layout.learners, live.layout.actions);
             for _ in 0..3 {
@@ -835,20 +843,11 @@ mod tests {
     #[test]
     fn live_frames_of_a_gru_run_carry_hidden_state_norms() {
         let dir = std::env::temp_dir().join(format!("gridarena-viewer-gru-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
         let cfg = RunConfig {
-            scenario: Some("assets/scenarios/cue_memory.ron".into()),
-            device: crate::critic::Device::Cpu,
             network: crate::train::config::NetworkKind::Gru,
-            arenas: 4,
-            rollout: 4,
-            minibatches: 1,
-            hidden: 8,
-            layers: 1,
-            total_steps: 4 * 4 * 2,
             ..Default::default()
         };
-        crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+        tiny_run(&dir, "assets/scenarios/cue_memory.ron", cfg);
         let mut live = Live::open(&dir, None, 3).unwrap();
         assert_eq!(live.history[0].details.hidden_norms, vec![0.0]);
         // Ten steps: more than an 8-step episode, so one starts from a zero state again.
@@ -882,20 +881,8 @@ mod tests {
     fn reloads_switch_policies_when_the_networks_do_not_fit() {
         let dir =
             std::env::temp_dir().join(format!("gridarena-viewer-reload-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
         let three = "assets/scenarios/pursuit_3.ron";
-        let cfg = RunConfig {
-            scenario: Some(three.into()),
-            device: crate::critic::Device::Cpu,
-            arenas: 4,
-            rollout: 4,
-            minibatches: 1,
-            hidden: 8,
-            layers: 1,
-            total_steps: 4 * 4 * 2,
-            ..Default::default()
-        };
-        crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+        tiny_run(&dir, three, RunConfig::default());
         let load = |p: &str| Scenario::load(Path::new(p)).unwrap();
         let mut live = Live::open(&dir, Some(Path::new(three)), 3).unwrap();
         assert!(matches!(live.actor, Actor::Run(_)));

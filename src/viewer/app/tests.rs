@@ -183,19 +183,7 @@ fn screenshot_mode_requests_after_n_frames_and_saves_the_png() {
 #[test]
 fn live_mode_steps_back_through_its_history_and_restarts_with_a_new_seed() {
     let dir = std::env::temp_dir().join(format!("gridarena-viewer-live-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cfg = crate::train::config::RunConfig {
-        scenario: Some(SCENARIO.into()),
-        device: crate::critic::Device::Cpu,
-        arenas: 4,
-        rollout: 4,
-        minibatches: 1,
-        hidden: 8,
-        layers: 1,
-        total_steps: 4 * 4 * 2,
-        ..Default::default()
-    };
-    crate::train::train(&cfg, &dir, &crate::train::TrainOptions::default()).unwrap();
+    crate::viewer::source::tests::tiny_run(&dir, SCENARIO, Default::default());
     let live = Live::open(&dir, None, 5).unwrap();
     let ctx = egui::Context::default();
     let mut app = ViewerApp::with_source(
