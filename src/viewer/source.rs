@@ -316,7 +316,9 @@ impl Live {
             history: Vec::new(),
             dropped: 0,
         };
-        live.start()?;
+        // A fresh arena: training desynchronised the learner's episode clocks, but the viewer
+        // shows an episode from its first step.
+        live.play(live.loaded.clone(), seed)?;
         Ok(live)
     }
 
@@ -886,6 +888,8 @@ pub(crate) mod tests {
         let load = |p: &str| Scenario::load(Path::new(p)).unwrap();
         let mut live = Live::open(&dir, Some(Path::new(three)), 3).unwrap();
         assert!(matches!(live.actor, Actor::Run(_)));
+        // The first frame is an episode's first step (training desynchronised its clocks).
+        assert_eq!(live.history[0].frame.t, 0);
         assert!(live.notice.is_none());
         live.step().unwrap();
 
