@@ -173,6 +173,20 @@ pub struct StepBuffers {
     pub final_obs: Vec<u8>,
 }
 
+/// What each arena's last finished episode ended with: `[B, M]` its agents' returns, `[B, C]`
+/// its counters (C = `Layout::counter_names`, rows of at least one) and `[B]` its clock. Staged by `step_arenas` for
+/// every arena whose episode ended this step, before the respawn clears them, so the episode
+/// log reads them without a second pass over the batch; stale elsewhere.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct EpisodeEnds {
+    /// `[B, M]` each agent's return over the episode.
+    pub returns: Vec<f32>,
+    /// `[B, C]` the episode's counters.
+    pub counters: Vec<u32>,
+    /// `[B]` the clock at the episode's last step (`t` its length).
+    pub clock: Vec<EpisodeClock>,
+}
+
 /// `[B, N, g]` every learner's recurrent hidden state (g floats each): the dense buffer of the
 /// agents' recurrent-state component, present while a recurrent policy acts in the batch
 /// (`EnvBatch::set_hidden_width`). `reset_hidden_states` zeroes an arena's rows when its

@@ -7,8 +7,8 @@ use rand_core::Rng;
 
 use crate::components::{
     AgentId, Alive, AppliedAction, ArenaId, ArenaRng, BatchSize, Carry, Cells, Cooldown, Counters,
-    EpisodeClock, EpisodeReturn, Facing, GridPos, HiddenStates, OpponentModel, ResetAll,
-    RulesEnded, SpawnDeck, StepBuffers, StepReward,
+    EpisodeClock, EpisodeEnds, EpisodeReturn, Facing, GridPos, HiddenStates, OpponentModel,
+    ResetAll, RulesEnded, SpawnDeck, StepBuffers, StepReward,
 };
 use crate::error::EngineError;
 use crate::layout::Layout;
@@ -126,6 +126,11 @@ impl EnvBatch {
             rewards: vec![0.0; arenas * n],
             terminated: vec![0; arenas],
             truncated: vec![0; arenas],
+        });
+        world.insert_resource(EpisodeEnds {
+            returns: vec![0.0; arenas * layout.agents],
+            counters: vec![0; arenas * layout.counter_names.len().max(1)],
+            clock: vec![EpisodeClock::default(); arenas],
         });
         world.insert_resource(ResetAll(true));
         world.insert_resource(BatchSize(arenas));

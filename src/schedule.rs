@@ -31,12 +31,13 @@ pub fn step_schedule() -> Schedule {
             // final observations, and the respawn of finished arenas when nothing below must
             // see their terminal state (see `step_arenas`).
             step_arenas,
-            // record and log: the terminal state must be seen before it is respawned.
+            // record: the terminal state must be seen before it is respawned.
             record_step.run_if(resource_exists::<Recorder>),
+            // log: every finished episode, from what step_arenas kept of it.
             log_episodes.run_if(resource_exists::<EpisodeLog>),
             // recurrent state: zero the hidden state of the learners whose episode starts.
             reset_hidden_states.run_if(resource_exists::<HiddenStates>),
-            // auto-reset, when step_arenas left it for after the recorder and the log.
+            // auto-reset, when step_arenas left it for after the recorder.
             auto_reset.run_if(needs_reset_pass),
             record_reset.run_if(resource_exists::<Recorder>),
             // render: the watched arena's instances for the viewer (only while watched).

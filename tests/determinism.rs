@@ -75,3 +75,88 @@ fn arena_streams_do_not_depend_on_batch_size() {
         assert_eq!(small.agents(0), large.agents(0));
     }
 }
+
+#[test]
+fn the_episode_log_changes_no_trajectory_and_reports_each_episode_as_stepped() {
+    // The log is filled in the step's own pass (from what each arena kept before its respawn):
+    // a logged batch must step exactly like an unlogged one, and every entry must match the
+    // rewards and steps the step buffers showed.
+    let (arenas, steps) = (16, 300);
+    for (name, loaded) in shipped_scenarios() {
+        let mut plain = EnvBatch::new(&loaded, arenas, 9).unwrap();
+        let mut logged = EnvBatch::new(&loaded, arenas, 9).unwrap();
+        logged.start_episode_log(10_000);
+        plain.desync_clocks();
+        logged.desync_clocks();
+        let n = logged.layout().learners;
+        let mut policy = RandomPolicy::new(9, arenas, logged.layout().actions);
+        // Per arena: learners' returns summed from the reward buffer, steps since the episode
+        // began, episodes finished, and the counters seen after the previous step.
+        let mut returns = vec![vec![0.0f32; n]; arenas];
+        let mut length: Vec<u32> = (0..arenas).map(|k| logged.clock(k).t).collect();
+        let mut episode = vec![0u32; arenas];
+        let mut counters: Vec<Vec<u32>> = (0..arenas).map(|k| logged.counters(k)).collect();
+        let mut seen = 0;
+        for step in 0..steps {
+            policy.act(plain.actions_mut());
+            logged.actions_mut().copy_from_slice(plain.actions_mut());
+            plain.step().unwrap();
+            logged.step().unwrap();
+            assert_eq!(
+                plain.state_hash(),
+                logged.state_hash(),
+                "{name}: the log changed the trajectory at step {step}"
+            );
+            let b = logged.buffers();
+            let (rewards, term, trunc) =
+                (b.rewards.clone(), b.terminated.clone(), b.truncated.clone());
+            let mut entries = logged.take_episodes().into_iter();
+            for k in 0..arenas {
+                for (r, x) in returns[k].iter_mut().zip(&rewards[k * n..(k + 1) * n]) {
+                    *r += x;
+                }
+                length[k] += 1;
+                if term[k] == 0 && trunc[k] == 0 {
+                    let now = logged.counters(k);
+                    assert!(
+                        now.iter().zip(&counters[k]).all(|(a, b)| a >= b),
+                        "{name}: arena {k}'s counters went down within an episode"
+                    );
+                    counters[k] = now;
+                    continue;
+                }
+                let e = entries.next().unwrap_or_else(|| {
+                    panic!("{name}: arena {k}'s episode ended at step {step} but was not logged")
+                });
+                assert_eq!(e.arena as usize, k, "{name}: log out of arena order");
+                assert_eq!(
+                    e.terminated,
+                    term[k] != 0,
+                    "{name}: arena {k} terminated flag"
+                );
+                assert_eq!(e.length, length[k], "{name}: arena {k} episode length");
+                assert_eq!(e.episode, episode[k], "{name}: arena {k} episode index");
+                assert_eq!(e.returns[..n], returns[k][..], "{name}: arena {k} returns");
+                assert!(
+                    e.counters.len() == counters[k].len()
+                        && e.counters.iter().zip(&counters[k]).all(|(a, b)| a >= b),
+                    "{name}: arena {k} logged counters {:?} below the last seen {:?}",
+                    e.counters,
+                    counters[k]
+                );
+                returns[k].fill(0.0);
+                length[k] = 0;
+                episode[k] += 1;
+                counters[k] = logged.counters(k);
+                seen += 1;
+            }
+            assert!(
+                entries.next().is_none(),
+                "{name}: an episode logged that did not end"
+            );
+        }
+        if loaded.scenario.max_steps <= 1000 {
+            assert!(seen > 0, "{name}: no episode ended in {steps} steps");
+        }
+    }
+}

@@ -125,7 +125,10 @@ impl LayoutCore {
             + self.deck_template.len() * 2
             + self.counter_names.len() * 4
             + 512;
-        let buffers = self.learners * (self.obs_len + 1 + 4) + 2;
+        // obs and final_obs, actions, rewards, the two flags; what an episode ended with.
+        let buffers = self.learners * (2 * self.obs_len + 1 + 4) + 2;
+        let ends = self.agents * 4 + self.counter_names.len() * 4 + size_of::<EpisodeClock>();
+        let buffers = buffers + ends;
         self.agents * agent + arena + buffers
     }
 }

@@ -13,8 +13,8 @@ use bevy_ecs::system::SystemParam;
 use rayon::prelude::*;
 
 use crate::components::{
-    Alive, AppliedAction, ArenaRng, Carry, Cells, Cooldown, Counters, EpisodeClock, EpisodeReturn,
-    Facing, GridPos, RulesEnded, SpawnDeck, StepBuffers, StepReward,
+    Alive, AppliedAction, ArenaRng, Carry, Cells, Cooldown, Counters, EpisodeClock, EpisodeEnds,
+    EpisodeReturn, Facing, GridPos, RulesEnded, SpawnDeck, StepBuffers, StepReward,
 };
 use crate::layout::Layout;
 use crate::substrate::ArenaMut;
@@ -56,6 +56,7 @@ pub type ArenaColumns = (
 pub struct Arenas<'w, 's> {
     layout: Res<'w, Layout>,
     buffers: ResMut<'w, StepBuffers>,
+    ends: ResMut<'w, EpisodeEnds>,
     agents: Query<'w, 's, AgentColumns>,
     arenas: Query<'w, 's, ArenaColumns>,
 }
@@ -88,12 +89,45 @@ struct Columns<'a> {
     terminated: &'a mut [u8],
     truncated: &'a mut [u8],
     final_obs: &'a mut [u8],
+    end_returns: &'a mut [f32],
+    end_counters: &'a mut [u32],
+    end_clock: &'a mut [EpisodeClock],
+}
+
+/// Where one arena's episode end is kept for what runs after the step's pass: its final
+/// observations (`[N, O]`, `StepBuffers::final_obs`) and the returns, counters and clock it
+/// ended with ([`EpisodeEnds`]).
+pub struct EpisodeEnd<'a> {
+    /// `[N, O]` the final observations.
+    pub obs: &'a mut [u8],
+    /// `[M]` each agent's return.
+    pub returns: &'a mut [f32],
+    /// `[C]` the episode's counters.
+    pub counters: &'a mut [u32],
+    /// The clock at the episode's last step.
+    pub clock: &'a mut EpisodeClock,
+}
+
+impl EpisodeEnd<'_> {
+    /// Keeps what the arena's episode ended with (call before its respawn).
+    pub fn keep(&mut self, a: &ArenaMut) {
+        self.obs.copy_from_slice(a.obs);
+        for (out, r) in self.returns.iter_mut().zip(a.ret.iter()) {
+            *out = r.0;
+        }
+        self.counters.copy_from_slice(a.counters);
+        *self.clock = *a.clock;
+    }
 }
 
 impl Columns<'_> {
-    /// Arena `k` of these columns (M agents, N learners, O observation bytes each), and its
-    /// `final_obs` slice.
-    fn arena(&mut self, k: usize, (m, n, o): (usize, usize, usize)) -> (ArenaMut<'_>, &mut [u8]) {
+    /// Arena `k` of these columns (M agents, N learners, O observation bytes, C counters
+    /// each), and where its episode end is kept.
+    fn arena(
+        &mut self,
+        k: usize,
+        (m, n, o, c): (usize, usize, usize, usize),
+    ) -> (ArenaMut<'_>, EpisodeEnd<'_>) {
         let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
         let a = ArenaMut {
             pos: &mut self.pos[ag.clone()],
@@ -116,7 +150,13 @@ impl Columns<'_> {
             terminated: &mut self.terminated[k],
             truncated: &mut self.truncated[k],
         };
-        (a, &mut self.final_obs[k * n * o..(k + 1) * n * o])
+        let end = EpisodeEnd {
+            obs: &mut self.final_obs[k * n * o..(k + 1) * n * o],
+            returns: &mut self.end_returns[k * m..(k + 1) * m],
+            counters: &mut self.end_counters[k * c.max(1)..k * c.max(1) + c],
+            clock: &mut self.end_clock[k],
+        };
+        (a, end)
     }
 }
 
@@ -131,6 +171,11 @@ impl Arenas<'_, '_> {
             truncated,
             final_obs,
         } = self.buffers.bypass_change_detection();
+        let EpisodeEnds {
+            returns: end_returns,
+            counters: end_counters,
+            clock: end_clock,
+        } = self.ends.bypass_change_detection();
         let (pos, facing, alive, applied, reward, ret, carry, cooldown) =
             self.agents.contiguous_iter_mut().expect(ONE_TABLE).next()?;
         let (rng, cells, counters, clock, deck, ended) =
@@ -158,6 +203,9 @@ impl Arenas<'_, '_> {
                 terminated,
                 truncated,
                 final_obs,
+                end_returns,
+                end_counters,
+                end_clock,
             },
         ))
     }
@@ -165,20 +213,20 @@ impl Arenas<'_, '_> {
     /// Runs `f` on every arena, in parallel: over groups of arenas, then plain indexing per
     /// arena inside a group (zipping ~20 iterators per arena costs more than the rules).
     pub fn for_each(&mut self, f: impl Fn(&Layout, &mut ArenaMut) + Sync + Send) {
-        self.for_each_with_final(|layout, a, _| f(layout, a));
+        self.for_each_with_end(|layout, a, _| f(layout, a));
     }
 
-    /// [`Arenas::for_each`], also handing each arena its `final_obs` slice (`[N, O]`).
-    pub fn for_each_with_final(
+    /// [`Arenas::for_each`], also handing each arena where its episode end is kept.
+    pub fn for_each_with_end(
         &mut self,
-        f: impl Fn(&Layout, &mut ArenaMut, &mut [u8]) + Sync + Send,
+        f: impl Fn(&Layout, &mut ArenaMut, &mut EpisodeEnd) + Sync + Send,
     ) {
         let threads = rayon::current_num_threads();
         let Some((layout, c)) = self.columns() else {
             return;
         };
-        let dims = (layout.agents, layout.learners, layout.obs_len);
-        let (m, n, o) = dims;
+        let dims = dims(layout);
+        let (m, n, o, k) = dims;
         let g = group_size(c.terminated.len(), threads);
         let agents = (
             c.pos.par_chunks_mut(g * m),
@@ -206,11 +254,19 @@ impl Arenas<'_, '_> {
             c.truncated.par_chunks_mut(g),
             c.final_obs.par_chunks_mut(g * n * o),
         );
-        (agents, arenas, buffers).into_par_iter().for_each(
+        let ends = (
+            c.end_returns.par_chunks_mut(g * m),
+            // A row of at least one counter: a substrate without counters still has a chunk
+            // per group.
+            c.end_counters.par_chunks_mut(g * k.max(1)),
+            c.end_clock.par_chunks_mut(g),
+        );
+        (agents, arenas, buffers, ends).into_par_iter().for_each(
             |(
                 (pos, facing, alive, applied, reward, ret, carry, cooldown),
                 (rng, cells, counters, clock, deck, ended),
                 (actions, obs, rewards, terminated, truncated, final_obs),
+                (end_returns, end_counters, end_clock),
             )| {
                 let mut group = Columns {
                     pos,
@@ -233,10 +289,13 @@ impl Arenas<'_, '_> {
                     terminated,
                     truncated,
                     final_obs,
+                    end_returns,
+                    end_counters,
+                    end_clock,
                 };
                 for k in 0..group.rng.len() {
-                    let (mut a, fin) = group.arena(k, dims);
-                    f(layout, &mut a, fin);
+                    let (mut a, mut end) = group.arena(k, dims);
+                    f(layout, &mut a, &mut end);
                 }
             },
         );
@@ -249,7 +308,36 @@ impl Arenas<'_, '_> {
         f: impl FnOnce(&Layout, &mut ArenaMut) -> T,
     ) -> Option<T> {
         let (layout, mut c) = self.columns()?;
-        let dims = (layout.agents, layout.learners, layout.obs_len);
-        Some(f(layout, &mut c.arena(arena, dims).0))
+        Some(f(layout, &mut c.arena(arena, dims(layout)).0))
     }
+
+    /// Runs `f` on the episode ends kept this step, in arena order: `(arena, returns,
+    /// counters, clock, terminated)` for every arena whose episode ended.
+    pub fn for_each_episode_end(
+        &mut self,
+        mut f: impl FnMut(usize, &[f32], &[u32], EpisodeClock, bool),
+    ) {
+        let Some((layout, c)) = self.columns() else {
+            return;
+        };
+        let (m, _, _, k) = dims(layout);
+        for (arena, (&term, &trunc)) in c.terminated.iter().zip(c.truncated.iter()).enumerate() {
+            if term != 0 || trunc != 0 {
+                let returns = &c.end_returns[arena * m..(arena + 1) * m];
+                let counters = &c.end_counters[arena * k.max(1)..arena * k.max(1) + k];
+                f(arena, returns, counters, c.end_clock[arena], term != 0);
+            }
+        }
+    }
+}
+
+/// (M agents, N learners, O observation bytes, C counters) per arena; `EpisodeEnds::counters`
+/// keeps rows of `max(C, 1)`.
+fn dims(layout: &Layout) -> (usize, usize, usize, usize) {
+    (
+        layout.agents,
+        layout.learners,
+        layout.obs_len,
+        layout.counter_names.len(),
+    )
 }

@@ -1,7 +1,7 @@
 //! Recording and episode logging, both opt-in resources. When a `Recorder` is present, one
 //! arena's state is appended after every step (terminal state included) and after every
 //! respawn; when an `EpisodeLog` is present, every finished episode's returns and counters are
-//! logged before the arena respawns. Off the hot path otherwise.
+//! logged from what the step kept of them before the respawn. Off the hot path otherwise.
 
 use bevy_ecs::prelude::*;
 
@@ -38,25 +38,18 @@ pub fn record_reset(mut arenas: Arenas, mut recorder: ResMut<Recorder>) {
     }
 }
 
-/// Logs every episode that ended this step, before `auto_reset` clears returns and counters.
-pub fn log_episodes(
-    mut arenas: Arenas,
-    mut log: ResMut<EpisodeLog>,
-    batch: Res<crate::components::BatchSize>,
-) {
-    for arena in 0..batch.0 {
-        let summary = arenas.with_arena(arena, |_, a| {
-            (*a.terminated != 0 || *a.truncated != 0).then(|| EpisodeSummary {
-                arena: arena as u32,
-                episode: a.clock.episode,
-                length: a.clock.t,
-                terminated: *a.terminated != 0,
-                returns: a.ret.iter().map(|r| r.0).collect(),
-                counters: a.counters.to_vec(),
-            })
+/// Logs every episode that ended this step, from what `step_arenas` kept of it before the
+/// respawn (one look at the arenas' done flags, no pass over the batch).
+pub fn log_episodes(mut arenas: Arenas, mut log: ResMut<EpisodeLog>) {
+    let log = log.bypass_change_detection();
+    arenas.for_each_episode_end(|arena, returns, counters, clock, terminated| {
+        log.push(EpisodeSummary {
+            arena: arena as u32,
+            episode: clock.episode,
+            length: clock.t,
+            terminated,
+            returns: returns.to_vec(),
+            counters: counters.to_vec(),
         });
-        if let Some(Some(s)) = summary {
-            log.push(s);
-        }
-    }
+    });
 }

@@ -7,7 +7,6 @@ use super::Arenas;
 use super::record::Recorder;
 use crate::components::{HiddenStates, ResetAll, StepBuffers};
 use crate::layout::Layout;
-use crate::metrics::EpisodeLog;
 use crate::substrate;
 
 /// The step's per-arena phases, fused: each rayon task runs them one after another on its chunk
@@ -24,20 +23,16 @@ use crate::substrate;
 /// 5. episode end: the clock advances; `terminated` when the rules ended the episode,
 ///    `truncated` at `max_steps` otherwise;
 /// 6. observe (`write_observations`): every learner's observation, terminal state included;
-/// 7. final observations: an arena whose episode ended copies its observation into
-///    `final_obs` (what a truncated episode bootstraps from);
-/// 8. auto-reset: it respawns and observes again, unless a recorder or an episode log must
-///    see the terminal state first (then [`auto_reset`] does it after them).
+/// 7. episode end: an arena whose episode ended keeps its observation in `final_obs` (what a
+///    truncated episode bootstraps from) and its returns, counters and clock in
+///    `EpisodeEnds` (what the episode log reads);
+/// 8. auto-reset: it respawns and observes again, unless a recorder must see the terminal
+///    state first or every arena is to be respawned (then [`auto_reset`] does it after).
 ///
 /// Each phase reads and writes only its own arena, so fusing changes no result.
-pub fn step_arenas(
-    mut arenas: Arenas,
-    recorder: Option<Res<Recorder>>,
-    log: Option<Res<EpisodeLog>>,
-    reset_all: Res<ResetAll>,
-) {
-    let respawn = recorder.is_none() && log.is_none() && !reset_all.0;
-    arenas.for_each_with_final(|layout, a, final_obs| {
+pub fn step_arenas(mut arenas: Arenas, recorder: Option<Res<Recorder>>, reset_all: Res<ResetAll>) {
+    let respawn = recorder.is_none() && !reset_all.0;
+    arenas.for_each_with_end(|layout, a, end| {
         substrate::draw_chance(layout, a);
         substrate::apply_moves(layout, a);
         *a.ended = false;
@@ -49,7 +44,7 @@ pub fn step_arenas(
         *a.truncated = u8::from(!ended && a.clock.t >= layout.max_steps);
         substrate::write_observations(layout, a);
         if *a.terminated != 0 || *a.truncated != 0 {
-            final_obs.copy_from_slice(a.obs);
+            end.keep(a);
             if respawn {
                 respawn_arena(layout, a);
             }
@@ -57,14 +52,10 @@ pub fn step_arenas(
     });
 }
 
-/// Whether the step needs the separate [`auto_reset`] pass: something reads the terminal
-/// states between the step and the respawn, or every arena is to be respawned.
-pub fn needs_reset_pass(
-    recorder: Option<Res<Recorder>>,
-    log: Option<Res<EpisodeLog>>,
-    reset_all: Res<ResetAll>,
-) -> bool {
-    recorder.is_some() || log.is_some() || reset_all.0
+/// Whether the step needs the separate [`auto_reset`] pass: a recorder reads the terminal
+/// state between the step and the respawn, or every arena is to be respawned.
+pub fn needs_reset_pass(recorder: Option<Res<Recorder>>, reset_all: Res<ResetAll>) -> bool {
+    recorder.is_some() || reset_all.0
 }
 
 /// Respawns one arena whose episode ended and writes its first observations.
