@@ -485,3 +485,43 @@ fn pettingzoo_order_credits_a_catching_pursuer_once_per_step() {
     );
     assert_eq!(b.counters(0), vec![2], "both evaders count as catches");
 }
+
+#[test]
+fn the_cell_layer_kept_through_the_moves_equals_a_full_tally_after_every_step() {
+    // The simultaneous step moves each agent's count from its old cell to its new one instead
+    // of rebuilding the layer: after every step (catches, walls, respawns included) the layer
+    // and the observations copied from it must equal a rebuild from the positions.
+    use gridarena::policy::RandomPolicy;
+    let walled = pursuit(
+        &["*****", "*#*#*", "*****", "*##**", "*****"],
+        "surround: false, n_catch: 2",
+        &roles(4, 3),
+        "",
+    );
+    for loaded in [gridarena::scenario::Scenario::default_pursuit(), walled] {
+        let arenas = 6;
+        let mut b = gridarena::engine::EnvBatch::new(&loaded, arenas, 3).unwrap();
+        let mut policy = RandomPolicy::new(3, arenas, b.layout().actions);
+        let mut moved = 0;
+        for _ in 0..200 {
+            let before: Vec<_> = (0..arenas).map(|k| b.agents(k)).collect();
+            policy.act(b.actions_mut());
+            b.step().unwrap();
+            let kept = b.save_state();
+            for k in 0..arenas {
+                let agents = b.agents(k);
+                moved += agents
+                    .iter()
+                    .zip(&before[k])
+                    .filter(|(a, p)| a.0 != p.0)
+                    .count();
+                b.set_agents(k, &agents).unwrap();
+            }
+            assert!(
+                kept == b.save_state(),
+                "the kept cell layer differs from a full tally"
+            );
+        }
+        assert!(moved > 1000, "too few moves ({moved}) to test the counts");
+    }
+}

@@ -12,7 +12,7 @@ mod viewer;
 pub use params::{MoveOrder, PursuitParams};
 pub use rules::{
     MOVES, apply_moves, assign_rewards, catch_then_move_evaders, cycle_pursuers,
-    resolve_interactions, tally_cells, terminated, write_observations,
+    Interactions, move_and_count, resolve_interactions, tally_cells, terminated, write_observations,
 };
 
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
@@ -248,10 +248,7 @@ impl SubstrateRules for Pursuit {
 
     fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         match self.params.move_order {
-            MoveOrder::Simultaneous => {
-                apply_moves(layout, a.pos, a.alive, a.applied);
-                tally_cells(layout, a.pos, a.alive, a.cells);
-            }
+            MoveOrder::Simultaneous => move_and_count(layout, a.pos, a.alive, a.applied, a.cells),
             MoveOrder::Pettingzoo => {
                 let p = &self.params;
                 cycle_pursuers(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward);
@@ -261,16 +258,19 @@ impl SubstrateRules for Pursuit {
 
     fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         let p = &self.params;
-        let caught = match p.move_order {
+        match p.move_order {
             MoveOrder::Simultaneous => {
-                resolve_interactions(layout, p, a.pos, a.alive, a.cells, a.reward)
+                let found = resolve_interactions(layout, p, a.pos, a.alive, a.cells, a.reward);
+                a.counters[0] += found.caught as u32;
+                *a.ended = found.evaders_left == 0;
             }
             MoveOrder::Pettingzoo => {
-                catch_then_move_evaders(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward)
+                let caught =
+                    catch_then_move_evaders(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward);
+                a.counters[0] += caught as u32;
+                *a.ended = terminated(layout, a.alive);
             }
-        };
-        a.counters[0] += caught as u32;
-        *a.ended = terminated(layout, a.alive);
+        }
     }
 
     fn assign_rewards(&self, layout: &LayoutCore, a: &mut ArenaMut) {

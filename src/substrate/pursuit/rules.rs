@@ -33,6 +33,47 @@ pub fn apply_moves(layout: &LayoutCore, pos: &mut [GridPos], alive: &[Alive], ac
     }
 }
 
+/// [`apply_moves`] then [`tally_cells`], with the same result, without rebuilding the cell
+/// layer: each agent that moves takes its count from its old cell to its new one. The layer
+/// must hold the live agents' counts on entry (every spawn and hand-set state tallies it), and
+/// no count can saturate with at most 255 agents; a larger arena tallies in full.
+pub fn move_and_count(
+    layout: &LayoutCore,
+    pos: &mut [GridPos],
+    alive: &[Alive],
+    act: &[AppliedAction],
+    cells: &mut [u8],
+) {
+    if layout.agents > u8::MAX as usize {
+        apply_moves(layout, pos, alive, act);
+        tally_cells(layout, pos, alive, cells);
+        return;
+    }
+    for (slot, ((p, a), act)) in pos.iter_mut().zip(alive).zip(act).enumerate() {
+        if !a.0 {
+            continue;
+        }
+        let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
+        let (nx, ny) = (p.x + dx, p.y + dy);
+        if (dx, dy) == (0, 0) || !layout.is_open(nx as i32, ny as i32) {
+            continue;
+        }
+        let channel = cell_channel(layout.slot_kind[slot]);
+        cells[layout.cell_index(p.x, p.y) + channel] -= 1;
+        cells[layout.cell_index(nx, ny) + channel] += 1;
+        *p = GridPos { x: nx, y: ny };
+    }
+}
+
+/// The cell-layer channel that counts agents of `kind`.
+#[inline(always)]
+fn cell_channel(kind: RoleKind) -> usize {
+    match kind {
+        RoleKind::Pursuer => CELL_PURSUERS,
+        RoleKind::Evader | RoleKind::Player => CELL_EVADERS,
+    }
+}
+
 /// Moves one agent; a move into an obstacle or off the map leaves it in place.
 fn move_one(layout: &LayoutCore, p: &mut GridPos, act: AppliedAction) {
     let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
@@ -136,11 +177,18 @@ pub fn catch_then_move_evaders(
 
 /// Whether the evader at `at` is caught: with `surround`, every open orthogonal neighbour
 /// holds a pursuer; otherwise its own cell holds at least `n_catch` pursuers.
+#[inline]
 fn is_caught(params: &PursuitParams, cells: &[u8], at: GridPos, layout: &LayoutCore) -> bool {
-    let i = layout.cell_index(at.x, at.y);
+    caught_at_cell(params, cells, layout.cell_index(at.x, at.y), &neighbour_offsets(layout))
+}
+
+/// [`is_caught`] for the evader on the cell at index `i`, with the neighbours' offsets from
+/// [`neighbour_offsets`].
+#[inline(always)]
+fn caught_at_cell(params: &PursuitParams, cells: &[u8], i: usize, offsets: &[isize; 4]) -> bool {
     if params.surround {
-        NEIGHBOURS.iter().all(|&(dx, dy)| {
-            let n = neighbour(layout, i, dx, dy);
+        offsets.iter().all(|&d| {
+            let n = i.wrapping_add_signed(d);
             cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
         })
     } else {
@@ -148,12 +196,13 @@ fn is_caught(params: &PursuitParams, cells: &[u8], at: GridPos, layout: &LayoutC
     }
 }
 
-/// The cell-layer index of neighbour `(dx, dy)` of the cell at index `i` (the padding keeps
-/// it in bounds).
-fn neighbour(layout: &LayoutCore, i: usize, dx: i16, dy: i16) -> usize {
+/// The cell-layer offsets of the four orthogonal neighbours ([`NEIGHBOURS`] order) of any cell;
+/// the padding keeps every neighbour of a map cell in bounds.
+#[inline(always)]
+fn neighbour_offsets(layout: &LayoutCore) -> [isize; 4] {
     let channels = crate::components::CELL_CHANNELS as isize;
     let stride = layout.padded_width as isize * channels;
-    (i as isize + dy as isize * stride + dx as isize * channels) as usize
+    NEIGHBOURS.map(|(dx, dy)| dy as isize * stride + dx as isize * channels)
 }
 
 /// Whether a pursuer at `p` stands on a catching cell of an evader at `e`.
@@ -171,20 +220,25 @@ pub fn tally_cells(layout: &LayoutCore, pos: &[GridPos], alive: &[Alive], cells:
     cells.copy_from_slice(&layout.cells_template);
     for (slot, (p, a)) in pos.iter().zip(alive).enumerate() {
         if a.0 {
-            let channel = match layout.slot_kind[slot] {
-                RoleKind::Pursuer => CELL_PURSUERS,
-                RoleKind::Evader | RoleKind::Player => CELL_EVADERS,
-            };
-            let c = &mut cells[layout.cell_index(p.x, p.y) + channel];
+            let c = &mut cells[layout.cell_index(p.x, p.y) + cell_channel(layout.slot_kind[slot])];
             *c = c.saturating_add(1);
         }
     }
 }
 
+/// What [`resolve_interactions`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interactions {
+    /// Evaders caught this step.
+    pub caught: u16,
+    /// Live evaders after the catches (0 ends the episode).
+    pub evaders_left: u16,
+}
+
 /// Tags, catches and removal. Sets every agent's reward to its tag reward (pursuers: `tag_reward`
 /// per evader on their four neighbouring cells, counted before removal), then for each caught
 /// evader adds `catch_reward` to every pursuer on a catching cell and `-catch_reward` to the
-/// evader. Caught evaders leave the arena and the cell layer. Returns the number caught.
+/// evader. Caught evaders leave the arena and the cell layer.
 ///
 /// Catching cells: with `surround`, the evader's open orthogonal neighbours (all of which hold a
 /// pursuer); otherwise the evader's own cell (holding at least `n_catch` pursuers).
@@ -195,35 +249,34 @@ pub fn resolve_interactions(
     alive: &mut [Alive],
     cells: &mut [u8],
     reward: &mut [StepReward],
-) -> u16 {
+) -> Interactions {
+    let offsets = neighbour_offsets(layout);
 
     // Tag rewards from the post-move, pre-removal cell layer.
     reward.fill(StepReward(0.0));
     for &p in &layout.pursuer_slots {
         let slot = p as usize;
         if alive[slot].0 {
-            let i = layout.cell_index(pos[slot].x, pos[slot].y);
-            let evaders: u32 = NEIGHBOURS
-                .iter()
-                .map(|&(dx, dy)| cells[neighbour(layout, i, dx, dy) + CELL_EVADERS] as u32)
-                .sum();
+            let i = layout.cell_index(pos[slot].x, pos[slot].y) + CELL_EVADERS;
+            let evaders: u32 = offsets.iter().map(|&d| cells[i.wrapping_add_signed(d)] as u32).sum();
             reward[slot] = StepReward(params.tag_reward * evaders as f32);
         }
     }
 
     // Catches. A judgement reads only obstacles and pursuer counts, which removing an evader
     // does not change, so evaders can leave as soon as they are judged.
-    let mut caught = 0u16;
+    let mut found = Interactions { caught: 0, evaders_left: 0 };
     for &e in &layout.evader_slots {
         let slot = e as usize;
         if !alive[slot].0 {
             continue;
         }
-        if !is_caught(params, cells, pos[slot], layout) {
+        let i = layout.cell_index(pos[slot].x, pos[slot].y);
+        if !caught_at_cell(params, cells, i, &offsets) {
+            found.evaders_left += 1;
             continue;
         }
         // Credit the pursuers on the catching cells.
-        let i = layout.cell_index(pos[slot].x, pos[slot].y);
         for &p in &layout.pursuer_slots {
             let p = p as usize;
             if on_catching_cell(params, pos[p], pos[slot]) {
@@ -235,9 +288,9 @@ pub fn resolve_interactions(
         }
         alive[slot] = Alive(false);
         cells[i + CELL_EVADERS] = cells[i + CELL_EVADERS].saturating_sub(1);
-        caught += 1;
+        found.caught += 1;
     }
-    caught
+    found
 }
 
 /// Adds the per-step terms (`urgency_reward` to every pursuer, `escape_reward` to every live
