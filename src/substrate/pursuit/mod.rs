@@ -12,7 +12,7 @@ mod viewer;
 pub use params::{MoveOrder, PursuitParams};
 pub use rules::{
     MOVES, apply_moves, assign_rewards, catch_then_move_evaders, cycle_pursuers,
-    Interactions, move_and_count, resolve_interactions, tally_cells, terminated, write_observations,
+    Interactions, resolve_interactions, tally_cells, terminated, write_observations,
 };
 
 use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
@@ -38,6 +38,8 @@ pub struct Pursuit {
     /// True when the observation channels are exactly the cell layer's, so a window row is one
     /// copy.
     pub obs_is_cell_layout: bool,
+    /// For each map cell (row-major), bit `k` set when move `k` from it ends on an open cell.
+    pub moves_open: Vec<u8>,
 }
 
 /// The observation channels of a scenario, defaults resolved.
@@ -239,6 +241,7 @@ impl SubstrateRules for Pursuit {
                 side: scenario.observation.side(),
                 channel_offsets,
                 obs_is_cell_layout,
+                moves_open: rules::moves_open(grid.width, grid.height, pad, &cells_template),
             },
             pad,
             cells_template,
@@ -248,7 +251,10 @@ impl SubstrateRules for Pursuit {
 
     fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         match self.params.move_order {
-            MoveOrder::Simultaneous => move_and_count(layout, a.pos, a.alive, a.applied, a.cells),
+            MoveOrder::Simultaneous => {
+                apply_moves(layout, &self.moves_open, a.pos, a.alive, a.applied);
+                tally_cells(layout, a.pos, a.alive, a.cells);
+            }
             MoveOrder::Pettingzoo => {
                 let p = &self.params;
                 cycle_pursuers(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward);

@@ -24,43 +24,55 @@ pub const MOVES: [(i16, i16); 5] = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)];
 const NEIGHBOURS: [(i16, i16); 4] = [(-1, 0), (1, 0), (0, -1), (0, 1)];
 
 /// Moves every live agent by its applied action; a move into an obstacle or off the map leaves
-/// the agent in place. Any number of agents may share a cell.
-pub fn apply_moves(layout: &LayoutCore, pos: &mut [GridPos], alive: &[Alive], act: &[AppliedAction]) {
-    for ((p, a), act) in pos.iter_mut().zip(alive).zip(act) {
-        if a.0 {
-            move_one(layout, p, *act);
-        }
-    }
-}
-
-/// [`apply_moves`] then [`tally_cells`], with the same result, without rebuilding the cell
-/// layer: each agent that moves takes its count from its old cell to its new one. The layer
-/// must hold the live agents' counts on entry (every spawn and hand-set state tallies it), and
-/// no count can saturate with at most 255 agents; a larger arena tallies in full.
-pub fn move_and_count(
+/// the agent in place. Any number of agents may share a cell. `moves_open` is
+/// [`Pursuit::moves_open`]: one look-up per agent and no branch on the move, which random
+/// actions would make unpredictable.
+pub fn apply_moves(
     layout: &LayoutCore,
+    moves_open: &[u8],
     pos: &mut [GridPos],
     alive: &[Alive],
     act: &[AppliedAction],
-    cells: &mut [u8],
 ) {
-    if layout.agents > u8::MAX as usize {
-        apply_moves(layout, pos, alive, act);
-        tally_cells(layout, pos, alive, cells);
-        return;
-    }
-    for (slot, ((p, a), act)) in pos.iter_mut().zip(alive).zip(act).enumerate() {
+    for ((p, a), act) in pos.iter_mut().zip(alive).zip(act) {
         if !a.0 {
             continue;
         }
-        let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
-        let (nx, ny) = (p.x + dx, p.y + dy);
-        if (dx, dy) == (0, 0) || !layout.is_open(nx as i32, ny as i32) {
-            continue;
+        let k = act.0 as usize % MOVES.len();
+        let cell = (p.y as usize).wrapping_mul(layout.width).wrapping_add(p.x as usize);
+        // A live agent stands on the map; anything else stays put.
+        let ok = (moves_open.get(cell).copied().unwrap_or(0) >> k) as i16 & 1;
+        let (dx, dy) = MOVES[k];
+        p.x += dx * ok;
+        p.y += dy * ok;
+    }
+}
+
+/// For each map cell (row-major), bit `k` set when move `MOVES[k]` from it ends on an open
+/// cell, read from the padded cell layer's obstacle flags (the padding counts as obstacle).
+pub(crate) fn moves_open(layout_width: usize, height: usize, pad: usize, template: &[u8]) -> Vec<u8> {
+    let channels = crate::components::CELL_CHANNELS;
+    let padded_width = layout_width + 2 * pad;
+    let mut out = vec![0u8; layout_width * height];
+    for y in 0..height {
+        for x in 0..layout_width {
+            let mut mask = 0u8;
+            for (k, &(dx, dy)) in MOVES.iter().enumerate() {
+                let (nx, ny) = (x as isize + pad as isize + dx as isize, y as isize + pad as isize + dy as isize);
+                let i = (ny as usize * padded_width + nx as usize) * channels + CELL_OBSTACLE;
+                mask |= u8::from(template[i] == 0) << k;
+            }
+            out[y * layout_width + x] = mask;
         }
-        let channel = cell_channel(layout.slot_kind[slot]);
-        cells[layout.cell_index(p.x, p.y) + channel] -= 1;
-        cells[layout.cell_index(nx, ny) + channel] += 1;
+    }
+    out
+}
+
+/// Moves one agent; a move into an obstacle or off the map leaves it in place.
+fn move_one(layout: &LayoutCore, p: &mut GridPos, act: AppliedAction) {
+    let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
+    let (nx, ny) = (p.x + dx, p.y + dy);
+    if layout.is_open(nx as i32, ny as i32) {
         *p = GridPos { x: nx, y: ny };
     }
 }
@@ -71,15 +83,6 @@ fn cell_channel(kind: RoleKind) -> usize {
     match kind {
         RoleKind::Pursuer => CELL_PURSUERS,
         RoleKind::Evader | RoleKind::Player => CELL_EVADERS,
-    }
-}
-
-/// Moves one agent; a move into an obstacle or off the map leaves it in place.
-fn move_one(layout: &LayoutCore, p: &mut GridPos, act: AppliedAction) {
-    let (dx, dy) = MOVES[act.0 as usize % MOVES.len()];
-    let (nx, ny) = (p.x + dx, p.y + dy);
-    if layout.is_open(nx as i32, ny as i32) {
-        *p = GridPos { x: nx, y: ny };
     }
 }
 
@@ -187,10 +190,13 @@ fn is_caught(params: &PursuitParams, cells: &[u8], at: GridPos, layout: &LayoutC
 #[inline(always)]
 fn caught_at_cell(params: &PursuitParams, cells: &[u8], i: usize, offsets: &[isize; 4]) -> bool {
     if params.surround {
-        offsets.iter().all(|&d| {
+        // Every neighbour is judged (`&`, no early exit): a branch per neighbour would be
+        // mispredicted about as often as taken.
+        let blocked = |d: isize| {
             let n = i.wrapping_add_signed(d);
-            cells[n + CELL_OBSTACLE] != 0 || cells[n + CELL_PURSUERS] > 0
-        })
+            (cells[n + CELL_OBSTACLE] | cells[n + CELL_PURSUERS]) != 0
+        };
+        blocked(offsets[0]) & blocked(offsets[1]) & blocked(offsets[2]) & blocked(offsets[3])
     } else {
         cells[i + CELL_PURSUERS] as u16 >= params.n_catch
     }
@@ -352,9 +358,20 @@ pub fn write_observations(
             ((pos[slot].y as usize + shift) * layout.padded_width + pos[slot].x as usize + shift)
                 * crate::components::CELL_CHANNELS;
         if p.obs_is_cell_layout {
-            for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
-                let start = top_left + r * stride;
-                row.copy_from_slice(&cells[start..start + row_bytes]);
+            // The usual windows (radius 1 to 5) copy rows of a length known when compiling:
+            // a few vector moves each instead of a call to memcpy per row.
+            match row_bytes {
+                9 => copy_window::<9>(out, cells, top_left, stride),
+                15 => copy_window::<15>(out, cells, top_left, stride),
+                21 => copy_window::<21>(out, cells, top_left, stride),
+                27 => copy_window::<27>(out, cells, top_left, stride),
+                33 => copy_window::<33>(out, cells, top_left, stride),
+                _ => {
+                    for (r, row) in out.chunks_exact_mut(row_bytes).enumerate() {
+                        let start = top_left + r * stride;
+                        row.copy_from_slice(&cells[start..start + row_bytes]);
+                    }
+                }
             }
         } else {
             let channels = p.channel_offsets.len();
@@ -368,5 +385,16 @@ pub fn write_observations(
                 }
             }
         }
+    }
+}
+
+/// Copies a window of rows of `R` bytes, `stride` bytes apart in `cells` from `top_left`, into
+/// `out` (whole rows).
+#[inline(always)]
+fn copy_window<const R: usize>(out: &mut [u8], cells: &[u8], top_left: usize, stride: usize) {
+    let (rows, _) = out.as_chunks_mut::<R>();
+    for (r, row) in rows.iter_mut().enumerate() {
+        let start = top_left + r * stride;
+        row.copy_from_slice(&cells[start..start + R]);
     }
 }
