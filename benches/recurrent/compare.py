@@ -8,8 +8,9 @@
 process), evaluates every seed's greedy policy over 1,000 episodes, prints the table and writes
 docs/recurrent_cue.png (mean return per env step, one thin line per seed). `pursuit` first trains both
 on the default Pursuit scenario (8 pursuers, 30 evaders) in the short configuration of
-tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3) for `--steps` env
-steps (default 400k) x `--seeds` seeds, prints the last 10% of updates' mean return and writes
+tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3; `--mlp-set` and
+`--gru-set KEY=VALUE` override either network's settings) for `--steps` env steps (default
+400k) x `--seeds` seeds, prints the last 10% of updates' mean return and writes
 docs/recurrent_pursuit.png; then it measures training throughput in the default configuration
 (256 arenas, one network per pursuer, hidden 128), `--throughput-steps` env steps per run,
 `--repeats` times interleaved, and prints each run and the medians' ratio. Needs matplotlib
@@ -37,13 +38,14 @@ NETWORKS = {
 }
 
 
-def train(bin_, task, name, args, out):
+def train(bin_, task, name, args, out, extra=()):
     run = out / name
     shutil.rmtree(run, ignore_errors=True)
     cmd = [bin_, "train", "--algo", "pqn", "--device", "cpu", "--out", str(run)] + args
     if task == "cue":
         cmd += ["--scenario", "assets/scenarios/cue_memory.ron"]
-    cmd += NETWORKS[task][name.split("_")[0]]
+    # The network's own settings, then the caller's overrides (later `--set`s win).
+    cmd += NETWORKS[task][name.split("_")[0]] + list(extra)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - t0
@@ -109,6 +111,10 @@ def main():
     p.add_argument("--throughput-steps", type=int, default=100_000)
     p.add_argument("--episodes", type=int, default=1000)
     p.add_argument("--out", default="/tmp/gridarena-recurrent")
+    p.add_argument("--mlp-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="`pursuit`: a config override for PQN-MLP's learning run (repeatable)")
+    p.add_argument("--gru-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="`pursuit`: a config override for PQN-GRU's learning run (repeatable)")
     a = p.parse_args()
     if not Path(a.bin).exists():
         sys.exit(f"no binary {a.bin} (cargo build --release)")
@@ -133,9 +139,12 @@ def main():
         short = ["--set", "shared=true", "--set", "arenas=64", "--set", "rollout=16",
                  "--set", "minibatches=4", "--set", "lr=3e-3", "--set", "hidden=64"]
         runs = {}
+        overrides = {"MLP": a.mlp_set, "GRU": a.gru_set}
         for name in ["MLP", "GRU"]:
+            extra = [x for kv in overrides[name] for x in ("--set", kv)]
             run, seconds = train(a.bin, "pursuit", f"{name}_learn",
-                                 short + ["--steps", str(steps), "--seeds", str(a.seeds)], out)
+                                 short + ["--steps", str(steps), "--seeds", str(a.seeds)], out,
+                                 extra)
             runs[name] = run
             _, per_seed = curves(run)
             tail = per_seed[-max(1, len(per_seed) // 10):]
