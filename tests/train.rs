@@ -330,7 +330,7 @@ fn the_memory_preflight_refuses_an_impossible_run_before_allocating() {
     let text = err.to_string();
     assert!(matches!(err, RunError::Memory(_)), "{text}");
     assert!(
-        text.contains("100,000 arenas x 2,403 B")
+        text.contains("100,000 arenas x 2,498 B")
             && text.contains("budget 64.00 MiB")
             && text.contains("lower arenas"),
         "{text}"
