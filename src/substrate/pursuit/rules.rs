@@ -50,19 +50,21 @@ pub fn apply_moves(
 
 /// For each map cell (row-major), bit `k` set when move `MOVES[k]` from it ends on an open
 /// cell, read from the padded cell layer's obstacle flags (the padding counts as obstacle).
-pub(crate) fn moves_open(layout_width: usize, height: usize, pad: usize, template: &[u8]) -> Vec<u8> {
+pub(crate) fn moves_open(width: usize, height: usize, pad: usize, template: &[u8]) -> Vec<u8> {
     let channels = crate::components::CELL_CHANNELS;
-    let padded_width = layout_width + 2 * pad;
-    let mut out = vec![0u8; layout_width * height];
+    let padded_width = width + 2 * pad;
+    let mut out = vec![0u8; width * height];
     for y in 0..height {
-        for x in 0..layout_width {
+        for x in 0..width {
             let mut mask = 0u8;
             for (k, &(dx, dy)) in MOVES.iter().enumerate() {
-                let (nx, ny) = (x as isize + pad as isize + dx as isize, y as isize + pad as isize + dy as isize);
-                let i = (ny as usize * padded_width + nx as usize) * channels + CELL_OBSTACLE;
+                // Padded coordinates: a move off the map lands in the padding (pad >= 1).
+                let nx = (x + pad).wrapping_add_signed(dx as isize);
+                let ny = (y + pad).wrapping_add_signed(dy as isize);
+                let i = (ny * padded_width + nx) * channels + CELL_OBSTACLE;
                 mask |= u8::from(template[i] == 0) << k;
             }
-            out[y * layout_width + x] = mask;
+            out[y * width + x] = mask;
         }
     }
     out
