@@ -10,7 +10,8 @@ docs/recurrent_cue.png (mean return per env step, one thin line per seed). `purs
 on the default Pursuit scenario (8 pursuers, 30 evaders) in the short configuration of
 tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3; `--mlp-set` and
 `--gru-set KEY=VALUE` override either network's settings) for `--steps` env steps (default
-400k) x `--seeds` seeds, prints the last 10% of updates' mean return and writes
+400k) x `--seeds` seeds, prints the last 10% of updates' mean return and each seed's greedy return
+over `--episodes` episodes, and writes
 docs/recurrent_pursuit.png; then it measures training throughput in the default configuration
 (256 arenas, one network per pursuer, hidden 128), `--throughput-steps` env steps per run,
 `--repeats` times interleaved, and prints each run and the medians' ratio. Needs matplotlib
@@ -84,7 +85,7 @@ def plot(runs, path, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
-    for (name, run), color in zip(runs.items(), ["tab:orange", "tab:blue"]):
+    for (name, run), color in zip(runs.items(), ["tab:orange", "tab:blue", "tab:green", "tab:red"]):
         steps, per_seed = curves(run)
         seeds = len(per_seed[0])
         for s in range(seeds):
@@ -152,6 +153,12 @@ def main():
             print(f"PQN-{name}: {steps} env steps x {a.seeds} seeds ({seconds:.0f} s); mean "
                   f"return over the last 10% of updates per seed {[round(x, 2) for x in seeds]}, "
                   f"mean {statistics.mean(seeds):.2f}")
+            # The trained greedy policies, each over `--episodes` fresh episodes.
+            results = [greedy(a.bin, run, k, a.episodes) for k in range(a.seeds)]
+            print(f"PQN-{name}: greedy return per seed over {a.episodes} episodes "
+                  f"{[round(g, 2) for g, _ in results]}, mean "
+                  f"{statistics.mean(g for g, _ in results):.2f} (random "
+                  f"{statistics.mean(r for _, r in results):.2f})")
         plot(runs, "docs/recurrent_pursuit.png",
              "Pursuit (8 pursuers, 30 evaders), one shared network")
         sps = {"MLP": [], "GRU": []}
