@@ -206,13 +206,12 @@ pub fn write_observations(
         let f = a.facing[s].0 as usize;
         let centre = layout.cell_index(a.pos[s].x, a.pos[s].y) as isize;
         let (window, extras) = out.split_at_mut(window_bytes);
-        for (o, &off) in window
-            .chunks_exact_mut(AVATAR_CELL_BYTES)
-            .zip(&avatar.offsets[f])
-        {
+        // One fill for the whole window, then per cell only the bytes that can be non-zero.
+        window.fill(0);
+        let (cells_out, _) = window.as_chunks_mut::<AVATAR_CELL_BYTES>();
+        for (o, &off) in cells_out.iter_mut().zip(&avatar.offsets[f]) {
             let i = (centre + off) as usize;
             let cell = &a.cells[i..i + CELL_CHANNELS];
-            o.fill(0);
             o[0] = cell[0] & WALL;
             o[1] = cell[ITEM];
             let other = cell[AVATAR];
