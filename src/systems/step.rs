@@ -23,7 +23,7 @@ use crate::substrate;
 /// 5. episode end: the clock advances; `terminated` when the rules ended the episode,
 ///    `truncated` at `max_steps` otherwise;
 /// 6. observe (`write_observations`): every learner's observation, terminal state included;
-/// 7. episode end: an arena whose episode ended keeps its observation in `final_obs` (what a
+/// 7. keep the end: an arena whose episode ended keeps its observation in `final_obs` (what a
 ///    truncated episode bootstraps from) and its returns, counters and clock in
 ///    `EpisodeEnds` (what the episode log reads);
 /// 8. auto-reset: it respawns and observes again, unless a recorder must see the terminal
