@@ -10,7 +10,8 @@ docs/recurrent_cue.png (mean return per env step, one thin line per seed). `purs
 on the default Pursuit scenario (8 pursuers, 30 evaders) in the short configuration of
 tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3; `--mlp-set` and
 `--gru-set KEY=VALUE` override either network's settings) for `--steps` env steps (default
-400k) x `--seeds` seeds, prints the last 10% of updates' mean return and each seed's greedy return
+400k) x `--seeds` seeds from `--seed`, prints each seed's mean return over the last 10% of env
+steps (its own episodes only) and its greedy return
 over `--episodes` episodes, and writes
 docs/recurrent_pursuit.png; then it measures training throughput in the default configuration
 (256 arenas, one network per pursuer, hidden 128), `--throughput-steps` env steps per run,
@@ -71,6 +72,28 @@ def curves(run):
     return steps, per_seed
 
 
+def tail_means(run, fraction=0.1):
+    """Each seed's mean return over the last `fraction` of env steps, from its own episodes only:
+    the updates in which that seed finished episodes (so a seed's figure does not depend on which
+    other seeds trained beside it)."""
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = max(m["env_steps"] for m in rows)
+    per_seed = None
+    for m in rows:
+        seeds = m.get("seeds_return_per_seed")
+        if seeds is None:
+            if not m.get("episodes"):
+                continue
+            seeds = [m["return_mean"]]
+        if per_seed is None:
+            per_seed = [[] for _ in seeds]
+        if m["env_steps"] >= (1 - fraction) * last:
+            for k, v in enumerate(seeds):
+                if v is not None:
+                    per_seed[k].append(v)
+    return [statistics.mean(v) for v in per_seed]
+
+
 def greedy(bin_, run, replica, episodes):
     text = subprocess.run(
         [bin_, "eval", "--run", str(run), "--replica", str(replica), "--episodes",
@@ -107,6 +130,8 @@ def main():
     p.add_argument("task", choices=["cue", "pursuit"])
     p.add_argument("--bin", default="target/release/gridarena")
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0,
+                   help="`pursuit`: the first seed (replica k trains seed + k)")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--throughput-steps", type=int, default=100_000)
@@ -144,15 +169,14 @@ def main():
         for name in ["MLP", "GRU"]:
             extra = [x for kv in overrides[name] for x in ("--set", kv)]
             run, seconds = train(a.bin, "pursuit", f"{name}_learn",
-                                 short + ["--steps", str(steps), "--seeds", str(a.seeds)], out,
+                                 short + ["--steps", str(steps), "--seed", str(a.seed),
+                                          "--seeds", str(a.seeds)], out,
                                  extra)
             runs[name] = run
-            _, per_seed = curves(run)
-            tail = per_seed[-max(1, len(per_seed) // 10):]
-            seeds = [statistics.mean(x[k] for x in tail) for k in range(len(tail[0]))]
-            print(f"PQN-{name}: {steps} env steps x {a.seeds} seeds ({seconds:.0f} s); mean "
-                  f"return over the last 10% of updates per seed {[round(x, 2) for x in seeds]}, "
-                  f"mean {statistics.mean(seeds):.2f}")
+            seeds = tail_means(run)
+            print(f"PQN-{name}: {steps} env steps x {a.seeds} seeds from seed {a.seed} "
+                  f"({seconds:.0f} s); mean return over the last 10% of env steps per seed "
+                  f"{[round(x, 2) for x in seeds]}, mean {statistics.mean(seeds):.2f}")
             # The trained greedy policies, each over `--episodes` fresh episodes.
             results = [greedy(a.bin, run, k, a.episodes) for k in range(a.seeds)]
             print(f"PQN-{name}: greedy return per seed over {a.episodes} episodes "
