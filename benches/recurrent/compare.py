@@ -54,24 +54,6 @@ def train(bin_, task, name, args, out, extra=()):
     return run, seconds
 
 
-def curves(run):
-    """(env steps, per-seed returns) of every update that finished episodes."""
-    steps, per_seed = [], []
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        m = json.loads(line)
-        if not m.get("episodes"):
-            continue
-        seeds = m.get("seeds_return_per_seed") or [m["return_mean"]]
-        # A seed without a finished episode in this update keeps its last value.
-        last = per_seed[-1] if per_seed else [None] * len(seeds)
-        seeds = [v if v is not None else p for v, p in zip(seeds, last)]
-        if any(v is None for v in seeds):
-            continue
-        steps.append(m["env_steps"])
-        per_seed.append(seeds)
-    return steps, per_seed
-
-
 def tail_means(run, fraction=0.1):
     """Each seed's mean return over the last `fraction` of env steps, from its own episodes only:
     the updates in which that seed finished episodes (so a seed's figure does not depend on which
@@ -103,18 +85,44 @@ def greedy(bin_, run, replica, episodes):
     return report["policy"]["mean_return"], report["random"]["mean_return"]
 
 
+def binned(run, bins=40):
+    """(bin centres in env steps, per-seed curves): each seed's mean return over its own episodes
+    in each of `bins` equal spans of env steps (NaN where it finished none)."""
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = max(m["env_steps"] for m in rows)
+    sums = None
+    for m in rows:
+        seeds = m.get("seeds_return_per_seed")
+        if seeds is None:
+            if not m.get("episodes"):
+                continue
+            seeds = [m["return_mean"]]
+        if sums is None:
+            sums = [[[] for _ in range(bins)] for _ in seeds]
+        j = min(bins - 1, m["env_steps"] * bins // last)
+        for k, v in enumerate(seeds):
+            if v is not None:
+                sums[k][j].append(v)
+    centres = [(j + 0.5) * last / bins for j in range(bins)]
+    return centres, [[statistics.mean(x) if x else float("nan") for x in s] for s in sums]
+
+
 def plot(runs, path, title):
+    """`runs`: network name -> run directories whose seeds are drawn together."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
-    for (name, run), color in zip(runs.items(), ["tab:orange", "tab:blue", "tab:green", "tab:red"]):
-        steps, per_seed = curves(run)
-        seeds = len(per_seed[0])
-        for s in range(seeds):
-            ax.plot(steps, [r[s] for r in per_seed], color=color, alpha=0.25, lw=0.8)
-        ax.plot(steps, [statistics.mean(r) for r in per_seed], color=color, lw=2,
-                label=f"PQN-{name} (mean of {seeds} seed{'s' if seeds > 1 else ''})")
+    for (name, dirs), color in zip(runs.items(), ["tab:orange", "tab:blue", "tab:green", "tab:red"]):
+        seeds = []
+        for run in dirs:
+            steps, per_seed = binned(run)
+            seeds += per_seed
+        for curve in seeds:
+            ax.plot(steps, curve, color=color, alpha=0.25, lw=0.8)
+        mean = [statistics.mean(c[j] for c in seeds) for j in range(len(steps))]
+        ax.plot(steps, mean, color=color, lw=2,
+                label=f"PQN-{name} (mean of {len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean return per episode (training, epsilon-greedy)")
     ax.set_title(title)
@@ -159,7 +167,8 @@ def main():
                   f"greedy return per seed {[round(g, 3) for g, _ in results]} "
                   f"(random {statistics.mean(r for _, r in results):.3f}); "
                   f"optimal (>= 0.99) on {optimal}/{a.seeds} seeds")
-        plot(runs, "docs/recurrent_cue.png", "cue_memory: the cue at step 1, the choice at step 8")
+        plot({k: [v] for k, v in runs.items()}, "docs/recurrent_cue.png",
+             "cue_memory: the cue at step 1, the choice at step 8")
     else:
         steps = a.steps or 400_000
         short = ["--set", "shared=true", "--set", "arenas=64", "--set", "rollout=16",
@@ -183,7 +192,7 @@ def main():
                   f"{[round(g, 2) for g, _ in results]}, mean "
                   f"{statistics.mean(g for g, _ in results):.2f} (random "
                   f"{statistics.mean(r for _, r in results):.2f})")
-        plot(runs, "docs/recurrent_pursuit.png",
+        plot({k: [v] for k, v in runs.items()}, "docs/recurrent_pursuit.png",
              "Pursuit (8 pursuers, 30 evaders), one shared network")
         sps = {"MLP": [], "GRU": []}
         t_steps = a.throughput_steps
