@@ -54,22 +54,28 @@ def train(bin_, task, name, args, out, extra=()):
     return run, seconds
 
 
-def tail_means(run, fraction=0.1):
-    """Each seed's mean return over the last `fraction` of env steps, from its own episodes only:
-    the updates in which that seed finished episodes (so a seed's figure does not depend on which
-    other seeds trained beside it)."""
+def seed_returns(run):
+    """(last env step, [(env steps, per-seed returns)]) of every update that finished episodes;
+    a seed that finished none in an update has None there (never its last value, so a seed's
+    figures do not depend on which other seeds trained beside it)."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    last = max(m["env_steps"] for m in rows)
-    per_seed = None
+    updates = []
     for m in rows:
         seeds = m.get("seeds_return_per_seed")
         if seeds is None:
             if not m.get("episodes"):
                 continue
             seeds = [m["return_mean"]]
-        if per_seed is None:
-            per_seed = [[] for _ in seeds]
-        if m["env_steps"] >= (1 - fraction) * last:
+        updates.append((m["env_steps"], seeds))
+    return max(m["env_steps"] for m in rows), updates
+
+
+def tail_means(run, fraction=0.1):
+    """Each seed's mean return over its own episodes in the last `fraction` of env steps."""
+    last, updates = seed_returns(run)
+    per_seed = [[] for _ in updates[0][1]]
+    for steps, seeds in updates:
+        if steps >= (1 - fraction) * last:
             for k, v in enumerate(seeds):
                 if v is not None:
                     per_seed[k].append(v)
@@ -88,18 +94,10 @@ def greedy(bin_, run, replica, episodes):
 def binned(run, bins=40):
     """(bin centres in env steps, per-seed curves): each seed's mean return over its own episodes
     in each of `bins` equal spans of env steps (NaN where it finished none)."""
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    last = max(m["env_steps"] for m in rows)
-    sums = None
-    for m in rows:
-        seeds = m.get("seeds_return_per_seed")
-        if seeds is None:
-            if not m.get("episodes"):
-                continue
-            seeds = [m["return_mean"]]
-        if sums is None:
-            sums = [[[] for _ in range(bins)] for _ in seeds]
-        j = min(bins - 1, m["env_steps"] * bins // last)
+    last, updates = seed_returns(run)
+    sums = [[[] for _ in range(bins)] for _ in updates[0][1]]
+    for steps, seeds in updates:
+        j = min(bins - 1, steps * bins // last)
         for k, v in enumerate(seeds):
             if v is not None:
                 sums[k][j].append(v)
