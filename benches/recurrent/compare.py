@@ -12,9 +12,10 @@ tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3; `--mlp-s
 `--gru-set KEY=VALUE` override either network's settings) for `--steps` env steps (default
 400k) x `--seeds` seeds from `--seed`, prints each seed's mean return over the last 10% of env
 steps (its own episodes only) and its greedy return over `--episodes` episodes, and writes
-docs/recurrent_pursuit.png (each seed's return binned over env steps); then it measures training throughput in the default configuration
-(256 arenas, one network per pursuer, hidden 128), `--throughput-steps` env steps per run,
-`--repeats` times interleaved, and prints each run and the medians' ratio. Needs matplotlib
+docs/recurrent_pursuit.png (each seed's return binned over env steps); then it measures
+training throughput in the default configuration (256 arenas, one network per pursuer, hidden
+128), `--throughput-steps` env steps per run, `--repeats` times interleaved, and prints each
+run and the medians' ratio. Needs matplotlib
 (benches/recurrent/requirements.txt). Runs go under --out (default /tmp/gridarena-recurrent).
 """
 
