@@ -11,8 +11,9 @@ on the default Pursuit scenario (8 pursuers, 30 evaders) in the short configurat
 tests/baselines.rs (one shared network, 64 arenas, rollout 16, lr 3e-3; `--mlp-set` and
 `--gru-set KEY=VALUE` override either network's settings) for `--steps` env steps (default
 400k) x `--seeds` seeds from `--seed`, prints each seed's mean return over the last 10% of env
-steps (its own episodes only) and its greedy return over `--episodes` episodes, and writes
-docs/recurrent_pursuit.png (each seed's return binned over env steps); then it measures
+steps (its own episodes only) and its greedy return over `--episodes` episodes, then per tenth
+of the run each network's mean return and the difference GRU - MLP with its standard error, and
+writes docs/recurrent_pursuit.png (each seed's return binned over env steps); then it measures
 training throughput in the default configuration (256 arenas, one network per pursuer, hidden
 128), `--throughput-steps` env steps per run, `--repeats` times interleaved, and prints each
 run and the medians' ratio. Needs matplotlib
@@ -105,6 +106,31 @@ def binned(run, bins=40):
     return centres, [[statistics.mean(x) if x else float("nan") for x in s] for s in sums]
 
 
+def spans(mlp, gru, bins=10):
+    """Prints, for `bins` equal spans of env steps, each network's mean over seeds of each seed's
+    mean return in the span, and the difference GRU - MLP with its standard error (the two
+    seed sets independent); the last column is the whole run (each seed's mean over spans)."""
+    _, m = binned(mlp, bins)
+    centres, g = binned(gru, bins)
+    width = centres[0] * 2
+    k = lambda x: f"{round(x, -4) / 1e3:.0f}"  # labels to the nearest 10k env steps
+    cols = [f"{k(j * width)}-{k((j + 1) * width)}k" for j in range(bins)] + ["whole"]
+    def column(seeds, j):
+        return [s[j] if j < bins else statistics.mean(s) for s in seeds]
+    def se(xs):
+        return statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
+    print("env steps    " + "".join(f"{c:>16}" for c in cols))
+    for name, seeds in [("MLP", m), ("GRU", g)]:
+        print(f"PQN-{name}      " + "".join(
+            f"{statistics.mean(column(seeds, j)):>16.2f}" for j in range(bins + 1)))
+    diffs = []
+    for j in range(bins + 1):
+        a, b = column(m, j), column(g, j)
+        d = statistics.mean(b) - statistics.mean(a)
+        diffs.append(f"{d:.2f} ± {(se(a) ** 2 + se(b) ** 2) ** 0.5:.2f}")
+    print("GRU - MLP    " + "".join(f"{x:>16}" for x in diffs))
+
+
 def plot(runs, path, title):
     """`runs`: network name -> run directories whose seeds are drawn together."""
     import matplotlib
@@ -190,6 +216,7 @@ def main():
                   f"{[round(g, 2) for g, _ in results]}, mean "
                   f"{statistics.mean(g for g, _ in results):.2f} (random "
                   f"{statistics.mean(r for _, r in results):.2f})")
+        spans(runs["MLP"], runs["GRU"])
         plot({k: [v] for k, v in runs.items()}, "docs/recurrent_pursuit.png",
              "Pursuit (8 pursuers, 30 evaders), one shared network")
         sps = {"MLP": [], "GRU": []}
