@@ -146,12 +146,12 @@ def plot(runs, path, title):
             ax.plot(steps, curve, color=color, alpha=0.25, lw=0.8)
         mean = [statistics.mean(c[j] for c in seeds) for j in range(len(steps))]
         ax.plot(steps, mean, color=color, lw=2,
-                label=f"PQN-{name} (mean of {len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
+                label=f"PQN-{name} (mean of {len(seeds)})")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean return per episode (training, epsilon-greedy)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
@@ -217,7 +217,9 @@ def main():
                   f"{statistics.mean(g for g, _ in results):.2f} (random "
                   f"{statistics.mean(r for _, r in results):.2f})")
         spans(runs["MLP"], runs["GRU"])
-        plot({k: [v] for k, v in runs.items()}, "docs/recurrent_pursuit.png",
+        # Each line is labelled with its network's overrides (`--mlp-set` / `--gru-set`).
+        labels = {k: ", ".join([k] + overrides[k]) for k in runs}
+        plot({labels[k]: [v] for k, v in runs.items()}, "docs/recurrent_pursuit.png",
              "Pursuit (8 pursuers, 30 evaders), one shared network")
         sps = {"MLP": [], "GRU": []}
         t_steps = a.throughput_steps
