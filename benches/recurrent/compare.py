@@ -151,7 +151,7 @@ def plot(runs, path, title):
     ax.set_ylabel("mean return per episode (training, epsilon-greedy)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
