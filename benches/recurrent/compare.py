@@ -63,7 +63,7 @@ def seed_returns(run):
     updates = []
     for m in rows:
         seeds = m.get("seeds_return_per_seed")
-        if seeds is None:
+        if not seeds:  # a one-seed run writes [] here: its own figure is `return_mean`
             if not m.get("episodes"):
                 continue
             seeds = [m["return_mean"]]
