@@ -41,6 +41,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The unit tests share helpers with the integration tests (tests/common), which name the crate.
+#[cfg(test)]
+extern crate self as gridarena;
+
 pub mod analysis;
 pub(crate) mod atomic;
 pub mod bench;

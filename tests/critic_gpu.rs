@@ -13,17 +13,13 @@ use gridarena::critic::gpu::{GpuCritic, SHADERS};
 use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, Input, StackSpec};
 
+/// The GPU critic, or `None` after a recorded skip when no adapter exists; an error building
+/// it on an adapter that exists fails the test.
 fn gpu(spec: StackSpec, seed: u64) -> Option<GpuCritic> {
-    match GpuCritic::new(spec, seed) {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!(
-                "\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}). Install mesa-vulkan-drivers for lavapipe.\n"
-            );
-            None
-        }
-        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    if !common::skip::gpu_adapter_present() {
+        return None;
     }
+    Some(GpuCritic::new(spec, seed).unwrap_or_else(|e| panic!("building the GPU critic: {e}")))
 }
 
 #[test]

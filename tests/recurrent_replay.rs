@@ -11,8 +11,12 @@ use gridarena::train::config::{Algo, NetworkKind, RunConfig};
 use gridarena::train::eval::evaluate_policy;
 use gridarena::train::{TrainOptions, load_scenario, new_learner, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use sweeps::{check_replicas_equal_single_runs, temp, with_sweep};

@@ -11,16 +11,17 @@ use gridarena::render::scene::{FLOOR, Scene, TOKEN, WALL, palette};
 use gridarena::rollout::Frame;
 use gridarena::scenario::Scenario;
 
+#[path = "common/skip.rs"]
+mod skip;
+
+/// The offscreen GPU renderer, or `None` after a recorded skip when no adapter exists; an
+/// error building it on an adapter that exists fails the test.
 #[cfg(feature = "gpu")]
 fn offscreen() -> Option<Offscreen> {
-    match Offscreen::new() {
-        Ok(g) => Some(g),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("\n!!! SKIPPING RENDER TEST: {e}\n");
-            None
-        }
-        Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
+    if !skip::gpu_adapter_present() {
+        return None;
     }
+    Some(Offscreen::new().unwrap_or_else(|e| panic!("building the offscreen renderer: {e}")))
 }
 
 fn frame(positions: Vec<(i16, i16)>, facing: Vec<u8>, items: Vec<u8>) -> Frame {
@@ -260,7 +261,7 @@ fn the_render_system_extracts_the_watched_arena_after_every_step() {
 }
 
 /// `GRIDARENA_RENDER=cpu` (and a machine with no adapter) renders with the CPU rasterizer:
-/// the same GIF frames, reported as drawn on `cpu`.
+/// the same GIF frames as the GPU renderer, reported as drawn on `cpu`.
 #[test]
 fn render_falls_back_to_the_cpu_rasterizer() {
     let dir = std::env::temp_dir().join(format!("gridarena-render-cpu-{}", std::process::id()));
@@ -280,25 +281,81 @@ fn render_falls_back_to_the_cpu_rasterizer() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let gif = dir.join("r.gif");
-    let out = std::process::Command::new(bin)
-        .env("GRIDARENA_RENDER", "cpu")
-        .arg("render")
-        .arg(&rollout)
-        .arg("--out")
-        .arg(&gif)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // Renders the rollout with `GRIDARENA_RENDER` set to `backend` (unset for `None`): the
+    // report line and the decoded RGBA frames.
+    let render = |backend: Option<&str>| {
+        let gif = dir.join(format!("r-{}.gif", backend.unwrap_or("default")));
+        let mut cmd = std::process::Command::new(bin);
+        match backend {
+            Some(b) => cmd.env("GRIDARENA_RENDER", b),
+            None => cmd.env_remove("GRIDARENA_RENDER"),
+        };
+        let out = cmd
+            .arg("render")
+            .arg(&rollout)
+            .arg("--out")
+            .arg(&gif)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            gif_frames(&gif),
+        )
+    };
+    let (text, cpu) = render(Some("cpu"));
     assert!(
         text.contains("rendered 6 frames") && text.contains("on cpu"),
         "{text}"
     );
-    assert_eq!(&std::fs::read(&gif).unwrap()[..6], b"GIF89a");
+    assert_eq!(cpu.len(), 6, "frames decoded from the CPU's GIF");
+    #[cfg(feature = "gpu")]
+    if offscreen().is_some() {
+        let (text, gpu) = render(None);
+        assert!(
+            !text.contains("on cpu"),
+            "the default renders on the GPU: {text}"
+        );
+        assert_eq!(gpu.len(), cpu.len(), "frames");
+        for (k, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            assert_eq!(g.len(), c.len(), "frame {k}: size");
+            // Anti-aliased edges may round differently; every cell centre must agree.
+            let differ = g.chunks(4).zip(c.chunks(4)).filter(|(a, b)| a != b).count();
+            assert!(
+                differ * 200 < g.len() / 4,
+                "frame {k}: {differ} of {} pixels differ between cpu and gpu",
+                g.len() / 4
+            );
+        }
+    }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Every frame of a GIF, as RGBA bytes (each frame composed onto the full canvas).
+fn gif_frames(path: &Path) -> Vec<Vec<u8>> {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = options
+        .read_info(std::fs::File::open(path).unwrap())
+        .unwrap();
+    let (w, h) = (decoder.width() as usize, decoder.height() as usize);
+    let mut frames = Vec::new();
+    let mut canvas = vec![0u8; w * h * 4];
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        let (fx, fy, fw) = (
+            frame.left as usize,
+            frame.top as usize,
+            frame.width as usize,
+        );
+        for (row, line) in frame.buffer.chunks(fw * 4).enumerate() {
+            let at = ((fy + row) * w + fx) * 4;
+            canvas[at..at + fw * 4].copy_from_slice(line);
+        }
+        frames.push(canvas.clone());
+    }
+    frames
 }

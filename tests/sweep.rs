@@ -12,8 +12,12 @@ use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::eval::evaluate_replica;
 use gridarena::train::{TrainOptions, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};

@@ -16,8 +16,12 @@ use gridarena::train::sweep::parse_axis;
 use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 use runs::{deterministic_metrics, params};
 #[path = "common/sweeps.rs"]
 mod sweeps;
@@ -191,12 +195,7 @@ fn a_sweep_of_rates_resumes_exactly_and_one_count_checkpoints_still_load() {
 /// per-network step counts, parameters within the parity tolerance).
 #[test]
 fn a_sweep_of_rates_on_the_gpu_matches_the_cpu() {
-    if let Err(e) = gridarena::critic::choose_device(Device::Gpu) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but no GPU adapter is usable: {e}"
-        );
-        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+    if !skip::gpu_adapter_present() {
         return;
     }
     let (_, cfg) = iql_sweep(&["samples_per_insert=[1.0, 4.0]"]);

@@ -12,8 +12,12 @@ use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};
@@ -256,11 +260,7 @@ fn the_memory_preflight_counts_every_replicas_opponent_models() {
 
 #[test]
 fn replicas_opponent_models_on_the_gpu_match_the_cpu() {
-    if let Err(e) = choose_device(Device::Gpu) {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set but no GPU adapter is usable: {e}");
-        }
-        eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
+    if !skip::gpu_adapter_present() {
         return;
     }
     let max_diff = |a: &[f32], b: &[f32]| {

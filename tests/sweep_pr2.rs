@@ -15,8 +15,12 @@ use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RunConfig, ValueLoss};
 use gridarena::train::{TrainOptions, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};

@@ -14,8 +14,12 @@ use gridarena::train::opponent::ConditionalModels;
 use gridarena::train::plan::{PlanDevice, plan_for};
 use gridarena::train::{TrainOptions, load_scenario, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "common/sweeps.rs"]
 mod sweeps;
 use runs::{deterministic_metrics, params};

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use gridarena::critic::Device;
 use gridarena::render::output::rollout_layout;
 use gridarena::render::scene::palette;
@@ -30,11 +33,7 @@ fn xvfb_available() -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("xvfb-run").is_file()));
     if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but xvfb-run is not on PATH (install xvfb)"
-        );
-        eprintln!("\n!!! SKIPPING VIEWER SMOKE TEST: xvfb-run is not on PATH (install xvfb)\n");
+        skip::skip("xvfb-run is not on PATH (install xvfb)");
     }
     found
 }

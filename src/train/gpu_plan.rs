@@ -427,6 +427,11 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
     ]
 }
 
+// The integration tests' skip rule for the GPU test below: fail under CI, else a recorded skip.
+#[cfg(all(test, feature = "gpu"))]
+#[path = "../../tests/common/skip.rs"]
+mod test_skip;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,14 +545,10 @@ mod tests {
             head: 7,
         };
         let rows = 100;
-        let mut critic = match GpuCritic::new(spec, 1) {
-            Ok(c) => c,
-            Err(e) if std::env::var_os("CI").is_none() => {
-                eprintln!("\n!!! SKIPPING GPU TEST: no usable GPU adapter ({e}).\n");
-                return;
-            }
-            Err(e) => panic!("CI is set but no GPU adapter is usable: {e}"),
-        };
+        if !super::test_skip::gpu_adapter_present() {
+            return;
+        }
+        let mut critic = GpuCritic::new(spec, 1).expect("an adapter exists");
         let x = vec![0.5f32; rows * spec.input];
         let nets: Vec<u32> = (0..rows as u32).map(|r| r % 3).collect();
         critic.forward(Input::F32(&x), &nets).unwrap();
