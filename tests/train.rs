@@ -10,8 +10,11 @@ use gridarena::train::eval::EvalReport;
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{RunError, TrainOptions, TrainSummary, train};
 
+#[path = "common/checks.rs"]
+mod checks;
 #[path = "common/runs.rs"]
 mod runs;
+use checks::{assert_all_finite, assert_same_bits, assert_series_equal, finite};
 use runs::{deterministic_metrics, params};
 
 fn temp(name: &str) -> PathBuf {
@@ -250,9 +253,33 @@ fn pqn_and_iql_train_on_every_shipped_scenario() {
                 "every-{}-{algo:?}",
                 path.file_stem().unwrap().to_string_lossy()
             ));
+            let what = format!("{}: {algo:?}", path.display());
             let summary = train(&cfg, &run, &TrainOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {algo:?}: {e}", path.display()));
-            assert_eq!(summary.updates, 3, "{}", path.display());
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(summary.updates, 3, "{what}");
+            // It learned: the last update's loss is a finite number and the parameters moved
+            // between the checkpoint after update 2 and the final one.
+            let metrics = deterministic_metrics(&run);
+            finite(metrics.last().unwrap(), "loss", &what);
+            let dir = RunDir::open(&run).unwrap();
+            let checkpoints = dir.checkpoints().unwrap();
+            assert_eq!(checkpoints.len(), 2, "{what}: {checkpoints:?}");
+            let load = |k: usize| {
+                gridarena::train::run_dir::load_checkpoint(&checkpoints[k])
+                    .unwrap()
+                    .params
+            };
+            let (before, after) = (load(0), load(1));
+            assert_all_finite(&after, &what);
+            assert_eq!(before.len(), after.len(), "{what}");
+            // Weights reading inputs that stay 0 (an absent channel, a wall layer) get no
+            // gradient: chemistry_three_cycles moved 25% in one update, the others more.
+            let moved = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+            assert!(
+                moved * 10 > after.len(),
+                "{what}: {moved} of {} parameters changed in the last update",
+                after.len()
+            );
             let _ = std::fs::remove_dir_all(run);
         }
     }
@@ -294,22 +321,40 @@ fn replica_r_of_a_multi_seed_run_matches_a_single_run_with_seed_plus_r() {
                 &TrainOptions::default(),
             )
             .unwrap();
-            assert_eq!(
-                params(&single),
-                multi_params[r as usize * per_net..(r as usize + 1) * per_net],
-                "replica {r}: parameters"
+            assert_same_bits(
+                &params(&single),
+                &multi_params[r as usize * per_net..(r as usize + 1) * per_net],
+                format!("replica {r}: parameters"),
             );
-            for (m, s) in multi_metrics.iter().zip(deterministic_metrics(&single)) {
-                assert_eq!(
-                    m["seeds_return_per_seed"][r as usize], s["return_mean"],
-                    "replica {r}, update {}",
-                    m["update"]
-                );
-            }
+            let single_metrics = deterministic_metrics(&single);
+            assert_eq!(multi_metrics.len(), single_metrics.len());
+            // Episodes of chase last at most 40 steps: from the first updates on some end in
+            // every update, so most updates have a return to compare.
+            let compared = assert_series_equal(
+                multi_metrics
+                    .iter()
+                    .zip(&single_metrics)
+                    .map(|(m, s)| (&m["seeds_return_per_seed"][r as usize], &s["return_mean"])),
+                multi_metrics.len() / 2,
+                format!("replica {r}: return per update"),
+            );
+            assert!(compared > 0);
             let _ = std::fs::remove_dir_all(single);
         }
+        // The mean over seeds is the mean of the three seeds' returns.
         let last = multi_metrics.last().unwrap();
-        assert!(last["seeds_return_mean"].is_number() || last["seeds_return_mean"].is_null());
+        let per_seed: Vec<f64> = (0..3)
+            .map(|r| {
+                last["seeds_return_per_seed"][r]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("seed {r}: no return in {last}"))
+            })
+            .collect();
+        let mean = finite(last, "seeds_return_mean", "the last update");
+        assert!(
+            (mean - per_seed.iter().sum::<f64>() / 3.0).abs() < 1e-6,
+            "{mean} vs {per_seed:?}"
+        );
         let _ = std::fs::remove_dir_all(multi);
     });
 }
@@ -329,11 +374,21 @@ fn the_memory_preflight_refuses_an_impossible_run_before_allocating() {
     let err = train(&cfg, &run, &opts).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, RunError::Memory(_)), "{text}");
+    // The arenas' line is the layout's bytes per arena (tests/preflight.rs holds that figure
+    // against the allocator), at least the learner's observation and final observation: chase
+    // observes a 5x5 window of 3 channels, 75 B.
+    let layout = gridarena::layout::Layout::derive(&gridarena::train::load_scenario(&cfg).unwrap());
+    assert_eq!((layout.learners, layout.obs_len), (1, 75));
+    let per_arena = layout.bytes_per_arena();
+    assert!(per_arena > 2 * 75, "{per_arena}");
+    let per_arena = per_arena.to_string();
+    let (head, tail) = per_arena.split_at(per_arena.len() - 3);
+    let arenas_line = format!("100,000 arenas x {head},{tail} B");
     assert!(
-        text.contains("100,000 arenas x 2,498 B")
+        text.contains(&arenas_line)
             && text.contains("budget 64.00 MiB")
             && text.contains("lower arenas"),
-        "{text}"
+        "`{arenas_line}` not in {text}"
     );
     assert!(!run.exists(), "nothing was created");
 
@@ -348,11 +403,53 @@ fn the_memory_preflight_refuses_an_impossible_run_before_allocating() {
     assert!(small_plan.fits, "{}", small_plan.table());
 }
 
+/// Checks the opponent models of the run in `run` beat the frequency baseline over its last 10
+/// updates: each opponent predicted from its action frequencies in the very rows scored, which
+/// no prediction that ignores the observation beats.
+fn assert_models_beat_the_frequency_baseline(what: &str, run: &std::path::Path) {
+    let s = runs::opponent_summary(&deterministic_metrics(run), 10);
+    eprintln!("{what}: {s:?}");
+    assert!((s.uniform_log_loss - 5f64.ln()).abs() < 1e-9);
+    assert!(
+        s.accuracy > s.marginal_accuracy + 0.05,
+        "{what}: mean accuracy {} vs {} for the frequency baseline",
+        s.accuracy,
+        s.marginal_accuracy
+    );
+    assert!(
+        s.log_loss < s.marginal_log_loss - 0.08,
+        "{what}: mean log-loss {} vs {} for the frequency baseline",
+        s.log_loss,
+        s.marginal_log_loss
+    );
+}
+
+// pursuit_3 with a 7x7 window (tests/data/pursuit_3_seen.ron): the others are in view far more
+// often than in the shipped 5x5 window, so their actions can be read from the observation.
+// Measured over the last 10 updates (accuracy, log-loss against the frequency baseline's):
+// - PQN, 400k steps, seeds 0, 1, 2: 0.407 vs 0.287, 1.395 vs 1.529; 0.429 vs 0.288, 1.348 vs
+//   1.510; 0.481 vs 0.291, 1.299 vs 1.525. At 200k steps the gap was 0.05 and 0.01 (seeds 0
+//   and 1); on the shipped pursuit_3 at 400k, 0.369 vs 0.300, 1.446 vs 1.531.
+// - IQL, 600 updates, seeds 0 and 1: 0.410 vs 0.293, 1.394 vs 1.550; 0.400 vs 0.301, 1.407
+//   vs 1.539. At 150 updates 0.425 vs 0.354, 1.402 vs 1.477.
+// PR2's conditional models did not beat the baseline in any setting tried (240 updates: 0.362
+// vs 0.376; 1,000: 0.284 vs 0.415): they learn (tests/opponent_models.rs), but slower than
+// PR2's policies move.
+
+/// The default run configuration on tests/data/pursuit_3_seen.ron, on the CPU.
+fn seen() -> RunConfig {
+    RunConfig {
+        scenario: Some(PathBuf::from("tests/data/pursuit_3_seen.ron")),
+        device: Device::Cpu,
+        ..RunConfig::default()
+    }
+}
+
 #[test]
-fn opponent_models_beat_the_uniform_prediction_against_trained_opponents() {
-    // pursuit_3: 2 pursuers and 1 evader, all learning; each predicts the other two's actions.
+fn pqn_opponent_models_beat_the_frequency_baseline_against_trained_opponents() {
+    // 2 pursuers and 1 evader, all learning; each predicts the other two's actions.
     let cfg = RunConfig {
-        total_steps: 200_000,
+        total_steps: 400_000,
         arenas: 64,
         rollout: 16,
         minibatches: 4,
@@ -360,40 +457,35 @@ fn opponent_models_beat_the_uniform_prediction_against_trained_opponents() {
         layers: 2,
         opponent_models: true,
         lr: 5e-4,
-        ..small("assets/scenarios/pursuit_3.ron")
+        checkpoint_every: 1000,
+        ..seen()
     };
     let run = temp("opponents");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
-    let metrics = deterministic_metrics(&run);
-    // Average the last 10 updates' scores over every (agent, opponent) pair.
-    let (mut acc, mut nll, mut k) = (0.0, 0.0, 0.0);
-    for m in &metrics[metrics.len() - 10..] {
-        for (a_row, l_row) in m["opponent_accuracy"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(m["opponent_log_loss"].as_array().unwrap())
-        {
-            for (a, l) in a_row
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(l_row.as_array().unwrap())
-            {
-                acc += a.as_f64().unwrap();
-                nll += l.as_f64().unwrap();
-                k += 1.0;
-            }
-        }
-    }
-    let (acc, nll) = (acc / k, nll / k);
-    let uniform = metrics[0]["opponent_uniform_log_loss"].as_f64().unwrap();
-    assert!((uniform - 5f64.ln()).abs() < 1e-9);
-    assert!(acc > 0.27, "mean accuracy {acc} vs 0.2 for a uniform guess");
-    assert!(
-        nll < uniform - 0.1,
-        "mean log-loss {nll} vs {uniform} for a uniform guess"
-    );
+    assert_models_beat_the_frequency_baseline("PQN", &run);
+    let _ = std::fs::remove_dir_all(run);
+}
+
+#[test]
+fn iql_opponent_models_beat_the_frequency_baseline_against_trained_opponents() {
+    let cfg = RunConfig {
+        algo: gridarena::train::config::Algo::Iql,
+        arenas: 32,
+        rollout: 8,
+        hidden: 64,
+        layers: 2,
+        lr: 1e-3,
+        batch_size: 128,
+        cer: 4,
+        min_replay: 512,
+        opponent_models: true,
+        total_steps: 32 * 8 * 600,
+        checkpoint_every: 1000,
+        ..seen()
+    };
+    let run = temp("opponents-iql");
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    assert_models_beat_the_frequency_baseline("IQL", &run);
     let _ = std::fs::remove_dir_all(run);
 }
 

@@ -95,26 +95,19 @@ fn merge(mut reports: Vec<UpdateStats>) -> UpdateStats {
 
 /// The element-wise mean of opponent-model scores (`None` when there are none).
 fn mean_scores(scores: &[OpponentScores]) -> Option<OpponentScores> {
-    let first = scores.first()?;
+    let mut mean = scores.first()?.clone();
     let n = scores.len() as f64;
-    let mean = |f: fn(&OpponentScores) -> &Vec<Vec<f64>>| -> Vec<Vec<f64>> {
-        let mut acc = f(first).clone();
-        for s in &scores[1..] {
-            for (row, other) in acc.iter_mut().zip(f(s)) {
-                for (a, b) in row.iter_mut().zip(other) {
-                    *a += b;
-                }
+    for s in &scores[1..] {
+        let mut s = s.clone();
+        for (row, other) in mean.tables_mut().zip(s.tables_mut()) {
+            for (a, b) in row.iter_mut().zip(other.iter()) {
+                *a += b;
             }
         }
-        acc.iter_mut().flatten().for_each(|a| *a /= n);
-        acc
-    };
-    Some(OpponentScores {
-        accuracy: mean(|s| &s.accuracy),
-        log_loss: mean(|s| &s.log_loss),
-        uniform_log_loss: first.uniform_log_loss,
-        train_loss: (scores.iter().map(|s| s.train_loss as f64).sum::<f64>() / n) as f32,
-    })
+    }
+    mean.tables_mut().flatten().for_each(|a| *a /= n);
+    mean.train_loss = (scores.iter().map(|s| s.train_loss as f64).sum::<f64>() / n) as f32;
+    Some(mean)
 }
 
 /// A 64-bit checksum of parameters (CRC-64 of their bits): equal on two ranks exactly when

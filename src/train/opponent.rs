@@ -2,8 +2,11 @@
 //! from i's own observation, `m_ij(a_j | o_i)`, trained by cross-entropy on the actions observed
 //! in the rollouts. All models live in one stack (one network per learner, one output group per
 //! other learner), so one pass serves everyone. Before each training pass the models are scored
-//! on the fresh rollout: accuracy and log-loss per (agent, opponent) pair, against the uniform
-//! prediction's log-loss ln |A|.
+//! on the fresh rollout: accuracy and log-loss per (agent, opponent) pair, against two
+//! predictions that ignore the observation: the uniform one (log-loss ln |A|) and the
+//! frequency baseline, each opponent's action frequencies in the scored rows themselves (its
+//! accuracy the most frequent action's share, its log-loss their entropy: no constant
+//! prediction does better on those rows, so a model that beats it reads the observation).
 //!
 //! Seeds and sweeps (PQN, IQL): every replica has its own models, the r-th block of learners
 //! networks in the same stack, initialised from its own seed, trained only on its own rows with
@@ -270,8 +273,26 @@ pub struct OpponentScores {
     pub log_loss: Vec<Vec<f64>>,
     /// ln |A|, the uniform prediction's log-loss.
     pub uniform_log_loss: f64,
+    /// `[i][k]`: the frequency baseline's accuracy, the share of the most frequent action of
+    /// learner i's k-th other learner in the scored rows.
+    pub marginal_accuracy: Vec<Vec<f64>>,
+    /// `[i][k]`: the frequency baseline's log-loss, the entropy (nats) of that opponent's
+    /// action frequencies in the scored rows.
+    pub marginal_log_loss: Vec<Vec<f64>>,
     /// The training loss of this update's pass.
     pub train_loss: f32,
+}
+
+impl OpponentScores {
+    /// Every `[i][k]` table's rows (the models' and the frequency baseline's), in a fixed
+    /// order: what a mean over batches, replicas or ranks averages.
+    pub(crate) fn tables_mut(&mut self) -> impl Iterator<Item = &mut Vec<f64>> {
+        self.accuracy
+            .iter_mut()
+            .chain(self.log_loss.iter_mut())
+            .chain(self.marginal_accuracy.iter_mut())
+            .chain(self.marginal_log_loss.iter_mut())
+    }
 }
 
 /// The opponent models of one run: every replica's models, replica after replica in one stack
@@ -287,36 +308,67 @@ pub struct OpponentModels {
     d_out: Vec<f32>,
 }
 
-/// One replica's (or the conditional models') running sums while scoring: `[i][k]` hits and
-/// negative log-likelihoods, rows per learner.
+/// One replica's (or the conditional models') running sums while scoring: `[i][k]` hits,
+/// negative log-likelihoods and the labels' counts per action, rows per learner.
 struct Tally {
     correct: Vec<Vec<f64>>,
     nll: Vec<Vec<f64>>,
+    /// `[i][k * actions + a]`: how often learner i's k-th other learner took action a.
+    labels: Vec<Vec<f64>>,
     count: Vec<f64>,
+    actions: usize,
 }
 
 impl Tally {
-    fn new(learners: usize) -> Tally {
+    fn new(learners: usize, actions: usize) -> Tally {
         let zeros = vec![vec![0.0f64; learners - 1]; learners];
         Tally {
             correct: zeros.clone(),
             nll: zeros,
+            labels: vec![vec![0.0f64; (learners - 1) * actions]; learners],
             count: vec![0.0; learners],
+            actions,
         }
     }
 
+    /// Scores learner i's prediction `logits` of its k-th other learner's action `label`.
+    fn add(&mut self, (i, k): (usize, usize), logits: &[f32], label: usize) -> f64 {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let lse = max + logits.iter().map(|v| (v - max).exp()).sum::<f32>().ln();
+        let best = (0..logits.len())
+            .max_by(|&x, &y| logits[x].total_cmp(&logits[y]))
+            .unwrap_or(0);
+        let nll = (lse - logits[label]) as f64;
+        self.correct[i][k] += f64::from(u8::from(best == label));
+        self.nll[i][k] += nll;
+        self.labels[i][k * self.actions + label] += 1.0;
+        nll
+    }
+
     /// The means per (learner, other), with `train_loss`.
-    fn scores(mut self, actions: usize, train_loss: f32) -> OpponentScores {
+    fn scores(mut self, train_loss: f32) -> OpponentScores {
+        let mut marginal_accuracy = self.correct.clone();
+        let mut marginal_log_loss = self.nll.clone();
         for (i, &c) in self.count.iter().enumerate() {
+            let c = c.max(1.0);
             for k in 0..self.correct[i].len() {
-                self.correct[i][k] /= c.max(1.0);
-                self.nll[i][k] /= c.max(1.0);
+                self.correct[i][k] /= c;
+                self.nll[i][k] /= c;
+                let freq = &self.labels[i][k * self.actions..(k + 1) * self.actions];
+                marginal_accuracy[i][k] = freq.iter().copied().fold(0.0, f64::max) / c;
+                marginal_log_loss[i][k] = freq
+                    .iter()
+                    .filter(|&&n| n > 0.0)
+                    .map(|&n| -(n / c) * (n / c).ln())
+                    .sum();
             }
         }
         OpponentScores {
             accuracy: self.correct,
             log_loss: self.nll,
-            uniform_log_loss: (actions as f64).ln(),
+            uniform_log_loss: (self.actions as f64).ln(),
+            marginal_accuracy,
+            marginal_log_loss,
             train_loss,
         }
     }
@@ -425,18 +477,13 @@ impl OpponentModels {
 
         // Score on the fresh rows, each replica on its own.
         let out = self.critic.forward(Input::U8(obs), &nets)?;
-        let mut tallies: Vec<Tally> = (0..reps).map(|_| Tally::new(n)).collect();
+        let mut tallies: Vec<Tally> = (0..reps).map(|_| Tally::new(n, a)).collect();
         for g in 0..rows {
             let (t, i) = (&mut tallies[replica_of(g)], slots[g] as usize);
             t.count[i] += 1.0;
             for k in 0..groups {
                 let z = &out[(g * groups + k) * a..(g * groups + k + 1) * a];
-                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let lse = max + z.iter().map(|v| (v - max).exp()).sum::<f32>().ln();
-                let label = labels[g * groups + k] as usize;
-                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                t.correct[i][k] += f64::from(u8::from(best == label));
-                t.nll[i][k] += (lse - z[label]) as f64;
+                t.add((i, k), z, labels[g * groups + k] as usize);
             }
         }
 
@@ -477,7 +524,7 @@ impl OpponentModels {
         Ok(tallies
             .into_iter()
             .zip(loss_sum)
-            .map(|(t, sum)| t.scores(a, (sum / f64::from(batches).max(1.0)) as f32))
+            .map(|(t, sum)| t.scores((sum / f64::from(batches).max(1.0)) as f32))
             .collect())
     }
 
@@ -544,7 +591,7 @@ impl ScoreMean {
     /// Adds a batch's scores with weight `w` (its rows).
     pub fn add(&mut self, s: OpponentScores, w: f64) {
         let scaled = |mut s: OpponentScores| {
-            for row in s.accuracy.iter_mut().chain(s.log_loss.iter_mut()) {
+            for row in s.tables_mut() {
                 for v in row.iter_mut() {
                     *v *= w;
                 }
@@ -556,15 +603,10 @@ impl ScoreMean {
         match &mut self.total {
             None => self.total = Some(scaled(s)),
             Some(t) => {
-                let s = scaled(s);
-                for (x, y) in t
-                    .accuracy
-                    .iter_mut()
-                    .zip(&s.accuracy)
-                    .chain(t.log_loss.iter_mut().zip(&s.log_loss))
-                {
+                let mut s = scaled(s);
+                for (x, y) in t.tables_mut().zip(s.tables_mut()) {
                     for (a, b) in x.iter_mut().zip(y) {
-                        *a += b;
+                        *a += *b;
                     }
                 }
                 t.train_loss += s.train_loss;
@@ -576,7 +618,7 @@ impl ScoreMean {
     pub fn mean(self) -> Option<OpponentScores> {
         let w = self.weight.max(f64::MIN_POSITIVE);
         self.total.map(|mut t| {
-            for row in t.accuracy.iter_mut().chain(t.log_loss.iter_mut()) {
+            for row in t.tables_mut() {
                 for v in row.iter_mut() {
                     *v /= w;
                 }

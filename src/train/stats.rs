@@ -179,6 +179,8 @@ pub(crate) fn metrics_line(
         "opponent_accuracy": opponents.map(|o| o.accuracy.clone()),
         "opponent_log_loss": opponents.map(|o| o.log_loss.clone()),
         "opponent_uniform_log_loss": opponents.map(|o| o.uniform_log_loss),
+        "opponent_marginal_accuracy": opponents.map(|o| o.marginal_accuracy.clone()),
+        "opponent_marginal_log_loss": opponents.map(|o| o.marginal_log_loss.clone()),
         "opponent_train_loss": opponents.map(|o| o.train_loss),
         "seeds_opponent_accuracy": per_replica(|o| serde_json::json!(o.accuracy)),
         "seeds_opponent_log_loss": per_replica(|o| serde_json::json!(o.log_loss)),

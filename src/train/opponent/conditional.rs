@@ -98,7 +98,7 @@ impl ConditionalModels {
             trained[replica_of(r)] += 1;
         }
         let trained: Vec<f32> = trained.iter().map(|&t| t.max(1) as f32).collect();
-        let mut tallies: Vec<Tally> = (0..reps).map(|_| Tally::new(n)).collect();
+        let mut tallies: Vec<Tally> = (0..reps).map(|_| Tally::new(n, a)).collect();
         let mut losses = vec![0.0f64; reps];
         for r in 0..rows {
             let (rep, i) = (replica_of(r), nets[r] as usize % n);
@@ -107,15 +107,11 @@ impl ConditionalModels {
             for k in 0..groups {
                 let at = r * width + (k * a + own[r] as usize) * a;
                 let z = &out[at..at + a];
-                let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let sum: f32 = z.iter().map(|v| (v - max).exp()).sum();
-                let lse = max + sum.ln();
                 let label = others[r * groups + k] as usize;
-                let best = (0..a).max_by(|&x, &y| z[x].total_cmp(&z[y])).unwrap_or(0);
-                t.correct[i][k] += f64::from(u8::from(best == label));
-                let l = (lse - z[label]) as f64;
-                t.nll[i][k] += l;
+                let l = t.add((i, k), z, label);
                 if train[r] {
+                    let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let sum: f32 = z.iter().map(|v| (v - max).exp()).sum();
                     losses[rep] += l;
                     let scale = trained[rep] * groups as f32;
                     for (c, d) in self.d_out[at..at + a].iter_mut().enumerate() {
@@ -135,7 +131,7 @@ impl ConditionalModels {
                     value: train_loss,
                 });
             }
-            scores.push(t.scores(a, train_loss));
+            scores.push(t.scores(train_loss));
         }
         self.critic.backward(&self.d_out)?;
         step_replicas(&mut self.critic, lrs, n)?;
