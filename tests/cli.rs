@@ -136,17 +136,38 @@ fn bench_env_reports_throughput_and_memory() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let agent_line = stdout
-        .lines()
-        .find(|l| l.starts_with("agent-steps/s (median):"))
-        .expect(&stdout);
-    let rate: f64 = agent_line
-        .split_whitespace()
-        .nth(2)
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(rate > 0.0);
+    let after = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {stdout}"))
+            .trim()
+            .to_string()
+    };
+    let number = |s: &str| -> f64 {
+        let x: f64 = s.parse().unwrap_or_else(|e| panic!("{s:?}: {e}"));
+        assert!(x.is_finite() && x > 0.0, "{s}");
+        x
+    };
+    // Three repeats, their median, and the agent rate as 8 learners x the env rate.
+    let mut repeats: Vec<f64> = after("env-steps/s per repeat:")
+        .trim_matches(['[', ']'])
+        .split(", ")
+        .map(number)
+        .collect();
+    assert_eq!(repeats.len(), 3, "{stdout}");
+    repeats.sort_by(f64::total_cmp);
+    let median = number(&after("env-steps/s (median):"));
+    assert!(
+        (median - repeats[1]).abs() <= 1.0,
+        "{median} vs {repeats:?}"
+    );
+    let agent_line = after("agent-steps/s (median):");
+    let agents = number(agent_line.split_whitespace().next().unwrap());
+    assert!(
+        (agents - 8.0 * median).abs() <= 8.0,
+        "{agents} vs 8 x {median}"
+    );
     assert!(stdout.contains("8 learning agents per arena"));
     assert!(stdout.contains("resident memory:"));
 }

@@ -15,6 +15,9 @@ use gridarena::critic::{Device, choose_device};
 use gridarena::train::config::{RunConfig, ValueLoss};
 use gridarena::train::{TrainOptions, load_policy, train};
 
+#[path = "common/checks.rs"]
+mod checks;
+
 fn support(bins: usize, v_min: f32, v_max: f32, sigma_in_widths: f32) -> Support {
     let w = (v_max - v_min) / bins as f32;
     Support {
@@ -278,31 +281,51 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
 }
 
 #[test]
-fn iql_with_hl_gauss_trains_and_its_q_values_stay_on_the_support() {
+fn iql_with_hl_gauss_learns_to_catch_and_its_loss_falls() {
+    // IQL with replay on chase, the budget of tests/train.rs's IQL chase test at this file's
+    // learning rate, 3e-3 (at 1e-3 the greedy policy caught no more often than random, 0.61 vs
+    // 0.58 an episode; at 3e-3 seeds 0, 1 and 2 caught 0.995, 0.895 and 1.0, eval over 200).
     let cfg = RunConfig {
         algo: gridarena::train::config::Algo::Iql,
-        total_steps: 16 * 8 * 60,
-        lr: 1e-3,
+        total_steps: 16 * 8 * 234,
+        lr_decay: false,
         batch_size: 64,
         min_replay: 500,
         samples_per_insert: 2.0,
+        eps_fraction: 0.3,
         ..chase_hl_gauss()
     };
     let run = temp("iql");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
-    let losses = losses(&run);
-    // Learning starts after min_replay rows; from then on the cross-entropy is positive.
-    assert!(
-        losses.iter().all(|l| l.is_finite()) && losses.iter().any(|l| *l > 0.0),
-        "{losses:?}"
+    // Learning starts after min_replay rows (the updates before report a loss of 0); from
+    // then on the cross-entropy against the target histogram falls from about ln(51) at the
+    // untrained network's near-uniform output.
+    let learned: Vec<f64> = losses(&run).into_iter().filter(|l| *l != 0.0).collect();
+    assert!(learned.len() > 100, "{} updates learned", learned.len());
+    let (first, last) = checks::first_and_last(&learned, 0.1, "IQL HL-Gauss loss");
+    eprintln!("loss {first:.3} (first tenth) -> {last:.3} (last tenth)");
+    assert!(last < 0.8 * first, "loss {first} -> {last}");
+
+    // Greedy evaluation through the checkpoint: it catches more often than random.
+    let device = choose_device(Device::Cpu).unwrap();
+    let report = gridarena::train::eval::evaluate(&run, 200, &device).unwrap();
+    let catches = |r: &gridarena::train::eval::PolicyResult| r.counters["catches"];
+    eprintln!(
+        "catches per episode: greedy {}, random {}; return {} vs {}",
+        catches(&report.policy),
+        catches(&report.random),
+        report.policy.mean_return,
+        report.random.mean_return
     );
-    let mut policy = load_policy(&run).unwrap();
-    let obs = policy.learner().batch().buffers().obs.clone();
-    let q = policy.learner().q_values(&obs).unwrap();
-    assert_eq!(q.len(), policy.learner().batch().layout().actions);
     assert!(
-        q.iter().all(|v| (cfg.v_min..=cfg.v_max).contains(v)),
-        "{q:?}"
+        catches(&report.policy) > 0.85
+            && catches(&report.policy) > 1.3 * catches(&report.random)
+            && report.policy.mean_return > report.random.mean_return + report.random.ci95,
+        "catches per episode: greedy {}, random {}; return {} vs {}",
+        catches(&report.policy),
+        catches(&report.random),
+        report.policy.mean_return,
+        report.random.mean_return
     );
     let _ = std::fs::remove_dir_all(run);
 }

@@ -409,10 +409,21 @@ fn resume_is_exact(job: &Job, dir: &Path) {
         .collect();
     assert_eq!(lines.len() as u64, cfg.updates());
     let per_update = cfg.steps_per_update() * job.size() as u64;
+    // Every update allreduces at least the whole critic gradient once (4 B per parameter),
+    // in f32s.
+    let gradient = 4 * ca.params.len() as u64;
     for (u, l) in lines.iter().enumerate() {
         assert_eq!(l["env_steps"], (u as u64 + 1) * per_update);
         assert_eq!(l["ranks"], job.size());
-        assert!(l["allreduce_bytes"].as_u64().unwrap() > 0);
+        let (bytes, calls) = (
+            l["allreduce_bytes"].as_u64().unwrap(),
+            l["allreduce_calls"].as_u64().unwrap(),
+        );
+        assert!(
+            calls >= 1 && bytes >= gradient && bytes % 4 == 0,
+            "update {}: {bytes} B in {calls} calls, gradient {gradient} B",
+            u + 1
+        );
     }
 }
 

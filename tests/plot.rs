@@ -43,9 +43,29 @@ fn a_two_seed_run_plots_a_png_of_the_expected_size_with_each_seeds_counters() {
     let png = plot_run(&run).unwrap();
     assert_eq!(png, run.join("learning_curve.png"));
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
-    let reader = decoder.read_info().unwrap();
+    let mut reader = decoder.read_info().unwrap();
     let info = reader.info();
     assert_eq!((info.width, info.height), PLOT_SIZE);
+    // Not blank: each panel draws its curve in its colour, where the panel is (return top
+    // left, catches top right, loss below; the top 5/9 of the height holds the first two).
+    let (w, h) = (PLOT_SIZE.0 as usize, PLOT_SIZE.1 as usize);
+    let mut pixels = vec![0u8; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(frame.color_type, png::ColorType::Rgb, "{frame:?}");
+    let split = h * 5 / 9;
+    let count = |colour: [u8; 3], xs: std::ops::Range<usize>, ys: std::ops::Range<usize>| {
+        ys.flat_map(|y| xs.clone().map(move |x| (x, y)))
+            .filter(|&(x, y)| pixels[(y * w + x) * 3..(y * w + x) * 3 + 3] == colour)
+            .count()
+    };
+    for (name, colour, xs, ys) in [
+        ("return", [31, 119, 180], 0..w / 2, 0..split),
+        ("catches", [44, 160, 44], w / 2..w, 0..split),
+        ("loss", [214, 39, 40], 0..w, split..h),
+    ] {
+        let n = count(colour, xs, ys);
+        assert!(n >= 200, "{name}: {n} pixels of its curve's colour");
+    }
     if std::env::var_os("GRIDARENA_KEEP_PLOT").is_none() {
         let _ = std::fs::remove_dir_all(&run);
     } else {

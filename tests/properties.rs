@@ -132,6 +132,19 @@ proptest! {
                     let n = GridPos { x: p.x + dx, y: p.y + dy };
                     prop_assert!(!layout.is_open(n.x as i32, n.y as i32) || pursuers_on.contains_key(&n));
                 }
+            } else {
+                // And the converse: an evader still there after the step is not caught where
+                // it stands (the simultaneous order judges catches after every move).
+                let p = state.pos[slot];
+                let caught = if params.surround {
+                    [(-1i16, 0i16), (1, 0), (0, -1), (0, 1)].iter().all(|&(dx, dy)| {
+                        let n = GridPos { x: p.x + dx, y: p.y + dy };
+                        !layout.is_open(n.x as i32, n.y as i32) || pursuers_on.contains_key(&n)
+                    })
+                } else {
+                    pursuers_on.get(&p).copied().unwrap_or(0) >= params.n_catch
+                };
+                prop_assert!(!caught, "evader {slot} at {p:?} meets the catch rule but was not removed");
             }
         }
         // The cell layer counts exactly the live agents.

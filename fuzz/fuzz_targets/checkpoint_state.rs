@@ -38,7 +38,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Err(e) = check_state_syntax(text, Path::new("state.json")) {
-        assert!(e.starts_with("state.json:"), "no line:column in {e}");
+        // `state.json:LINE:COLUMN: message`, both counted from 1.
+        let mut parts = e.splitn(4, ':');
+        let (file, line, column) = (parts.next(), parts.next(), parts.next());
+        let at = |p: Option<&str>| p.and_then(|p| p.parse::<u64>().ok()).is_some_and(|n| n >= 1);
+        assert!(
+            file == Some("state.json") && at(line) && at(column) && parts.next().is_some(),
+            "no line:column in {e}"
+        );
         return;
     }
     LEARNER.with_borrow_mut(|slot| {

@@ -63,7 +63,10 @@ def test_the_cpu_fallback_draws_what_the_default_backend_draws(tmp_path):
     cpu_backend, cpu = run({"GRIDARENA_RENDER": "cpu"})
     backend, default = run({})
     assert cpu_backend == "cpu"
-    print(f"default backend: {backend}")
+    if backend == "cpu":
+        # A build without the GPU renderer (CI's Python build) or a machine without an
+        # adapter: there is no second backend to compare with, so say so in pytest's summary.
+        pytest.skip("the default backend is the CPU rasterizer too: nothing to compare")
     assert cpu.shape == default.shape
     differ = (cpu.reshape(-1, 3) != default.reshape(-1, 3)).any(axis=1).mean()
     assert differ < 0.005, f"{differ:.2%} of pixels differ between cpu and {backend}"
