@@ -532,3 +532,96 @@ fn a_failed_resume_leaves_the_run_directory_as_it_was() {
     assert_eq!(train(&more, &run, &opts).unwrap().updates, 4);
     std::fs::remove_dir_all(&run).unwrap();
 }
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn files_under(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn two_runs_of_the_same_command_write_byte_identical_checkpoints() {
+    let cfg = RunConfig {
+        total_steps: 16 * 8 * 3,
+        ..small("assets/scenarios/pursuit_3.ron")
+    };
+    let runs: Vec<Vec<(PathBuf, Vec<u8>)>> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let run = temp(&format!("identical-{name}"));
+            train(&cfg, &run, &TrainOptions::default()).unwrap();
+            let files = files_under(&run.join("checkpoints"));
+            let _ = std::fs::remove_dir_all(run);
+            files
+        })
+        .collect();
+    let names: Vec<&PathBuf> = runs[0].iter().map(|(p, _)| p).collect();
+    assert!(
+        names
+            .iter()
+            .filter(|p| p.ends_with("params.safetensors"))
+            .count()
+            == 2,
+        "{names:?}"
+    );
+    assert_eq!(names, runs[1].iter().map(|(p, _)| p).collect::<Vec<_>>());
+    for ((path, a), (_, b)) in runs[0].iter().zip(&runs[1]) {
+        assert!(
+            a == b,
+            "{} differs between two runs of the same command",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_with_the_update_and_adam_steps_as_separate_metadata_loads() {
+    // The format written before both numbers moved into one metadata entry.
+    let run = temp("old-metadata");
+    let cfg = RunConfig {
+        total_steps: 16 * 8 * 2,
+        ..small("tests/data/chase.ron")
+    };
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let dir = RunDir::open(&run)
+        .unwrap()
+        .checkpoints()
+        .unwrap()
+        .pop()
+        .unwrap();
+    let now = gridarena::train::run_dir::load_checkpoint(&dir).unwrap();
+    let file = dir.join("params.safetensors");
+    let bytes = std::fs::read(&file).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let views: Vec<(String, safetensors::tensor::TensorView)> = tensors
+        .names()
+        .into_iter()
+        .map(|n| (n.to_string(), tensors.tensor(n).unwrap()))
+        .collect();
+    let meta = std::collections::HashMap::from([
+        ("update".to_string(), now.update.to_string()),
+        ("adam_steps".to_string(), now.adam_steps.to_string()),
+    ]);
+    let old = safetensors::serialize(views, Some(meta)).unwrap();
+    std::fs::write(&file, old).unwrap();
+    let then = gridarena::train::run_dir::load_checkpoint(&dir).unwrap();
+    assert_eq!((then.update, then.adam_steps), (2, now.adam_steps));
+    assert!(now.adam_steps > 0);
+    assert_same_bits(&then.params, &now.params, "parameters");
+    let _ = std::fs::remove_dir_all(run);
+}

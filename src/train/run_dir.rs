@@ -313,9 +313,13 @@ pub(crate) fn write_checkpoint_files(
             TensorView::new(dtype, vec![len], bytes).map_err(damaged)?,
         ));
     }
+    // One metadata entry: safetensors writes its metadata map in the map's (random) order, so
+    // two entries would make two runs of the same command write different bytes.
     let mut meta = std::collections::HashMap::new();
-    meta.insert("update".to_string(), c.update.to_string());
-    meta.insert("adam_steps".to_string(), c.adam_steps.to_string());
+    meta.insert(
+        METADATA_KEY.to_string(),
+        serde_json::json!({ "update": c.update, "adam_steps": c.adam_steps }).to_string(),
+    );
     // Streamed into the file (no second copy of the tensors in memory), then synced.
     let tensors = tmp.join("params.safetensors");
     safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
@@ -324,6 +328,9 @@ pub(crate) fn write_checkpoint_files(
         .map_err(io(&tensors))?;
     write_synced(&tmp.join("state.json"), c.state.as_bytes())
 }
+
+/// The safetensors metadata entry holding a checkpoint's update and Adam step count.
+const METADATA_KEY: &str = "gridarena";
 
 /// Writes `bytes` to `path` and syncs it.
 pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
@@ -353,12 +360,23 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         }
         Ok(le_words(t.data()).map(f32::from_le_bytes).collect())
     };
+    // `{"update": U, "adam_steps": S}` under METADATA_KEY; earlier checkpoints held each
+    // number under its own key.
+    let fields: Option<serde_json::Value> = meta
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get(METADATA_KEY))
+        .and_then(|v| serde_json::from_str(v).ok());
     let field = |key: &str| -> Result<u64, RunDirError> {
-        meta.metadata()
-            .as_ref()
-            .and_then(|m| m.get(key))
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| damaged(format!("metadata `{key}` missing")))
+        match &fields {
+            Some(f) => f.get(key).and_then(serde_json::Value::as_u64),
+            None => meta
+                .metadata()
+                .as_ref()
+                .and_then(|m| m.get(key))
+                .and_then(|v| v.parse().ok()),
+        }
+        .ok_or_else(|| damaged(format!("metadata `{key}` missing")))
     };
     let mut extra = NamedTensors::new();
     let mut names: Vec<String> = tensors.names().into_iter().map(String::from).collect();
