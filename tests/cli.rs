@@ -366,3 +366,77 @@ fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
     assert!(ckpt.update >= 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn runs_without_out_each_get_a_new_directory_and_runs_latest_names_the_newest() {
+    let cwd = temp_dir("fresh-runs");
+    let _ = std::fs::remove_dir_all(cwd.join("runs"));
+    let scenario = std::fs::canonicalize("tests/data/chase.ron").unwrap();
+    let train = |extra: &[&str]| {
+        let out = bin()
+            .current_dir(&cwd)
+            .args([
+                "train",
+                "--device",
+                "cpu",
+                "--steps",
+                "64",
+                "--seed",
+                "3",
+                "--scenario",
+            ])
+            .arg(&scenario)
+            .args([
+                "--set",
+                "arenas=8",
+                "--set",
+                "rollout=4",
+                "--set",
+                "minibatches=2",
+            ])
+            .args(["--set", "hidden=8", "--set", "layers=1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for _ in 0..2 {
+        let (code, stderr) = train(&[]);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let mut runs: Vec<String> = std::fs::read_dir(cwd.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "latest")
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for name in &runs {
+        // chase__pqn__3__<seconds since the epoch>[_2]
+        let parts: Vec<&str> = name.split("__").collect();
+        assert_eq!(parts[..3], ["chase", "pqn", "3"], "{name}");
+        let start = parts[3].split('_').next().unwrap();
+        assert!(start.parse::<u64>().unwrap() > 1_700_000_000, "{name}");
+        assert!(
+            cwd.join("runs").join(name).join("config.ron").exists(),
+            "{name}"
+        );
+    }
+    // runs/latest is the newer run (the later start, or the _2 of the same second).
+    let latest = std::fs::read_link(cwd.join("runs/latest")).unwrap();
+    let newest = runs
+        .iter()
+        .max_by_key(|n| (n.split("__").nth(3).unwrap().len(), n.to_string()))
+        .unwrap();
+    assert_eq!(latest, PathBuf::from(newest));
+    // --out keeps refusing an existing run, and leaves runs/latest alone.
+    let taken = cwd.join("runs").join(&runs[0]);
+    let (code, stderr) = train(&["--out", taken.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("already holds a run"), "{stderr}");
+    assert_eq!(std::fs::read_link(cwd.join("runs/latest")).unwrap(), latest);
+    let _ = std::fs::remove_dir_all(cwd);
+}

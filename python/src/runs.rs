@@ -27,7 +27,8 @@ fn ron_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     )))
 }
 
-/// Trains a run (the `gridarena train` of the command line) and returns its directory.
+/// Trains a run (the `gridarena train` of the command line) and returns its directory: `out`,
+/// or without it a new `runs/<scenario>__<algo>__<seed>__<unix time>`.
 /// `config` is a run configuration file (defaults when None); keyword overrides set config
 /// fields (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`). The GIL is released while
 /// training.
@@ -64,7 +65,18 @@ pub(crate) fn train(
     }
     cfg.validate()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let out = out.unwrap_or_else(|| Path::new("runs").join(&cfg.name));
+    // Without `out`, a new directory under runs/ named as `gridarena train` names it.
+    let out = out.unwrap_or_else(|| {
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let root = Path::new("runs");
+        root.join(gridarena::train::run_dir::fresh_run_name(
+            &cfg,
+            start,
+            |name| root.join(name).exists(),
+        ))
+    });
     let opts = gridarena::train::TrainOptions::default();
     let summary = py
         .detach(|| gridarena::train::train(&cfg, &out, &opts))

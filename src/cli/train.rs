@@ -1,7 +1,7 @@
 //! `gridarena train` (also the default command): train every learner of a scenario into a run
 //! directory, with a progress bar, checkpoints, resume and a clean stop on Ctrl-C.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,7 +39,8 @@ pub(crate) struct TrainArgs {
     /// `gridarena devices`). Under MPI or Slurm, `gpu` takes the rank's node-local GPU.
     #[arg(long)]
     device: Option<gridarena::critic::Device>,
-    /// Run directory (default runs/<name>).
+    /// Run directory; refused when it holds a run. Default: a new directory
+    /// runs/<scenario>__<algo>__<seed>__<unix time>, and runs/latest links to it.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its newest checkpoint.
@@ -119,6 +120,25 @@ pub(crate) fn run(args: TrainArgs) -> Result<()> {
     result
 }
 
+/// Where runs without `--out` go.
+const RUNS: &str = "runs";
+
+/// A new run directory under `runs/` for a run without `--out`
+/// ([`fresh_run_name`](gridarena::train::run_dir::fresh_run_name)); every rank of a job takes
+/// rank 0's start time, so all name the same directory.
+fn fresh_out(cfg: &RunConfig, job: &Job) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let start = job.all_gather_u64(now).first().copied().unwrap_or(now);
+    let root = Path::new(RUNS);
+    root.join(gridarena::train::run_dir::fresh_run_name(
+        cfg,
+        start,
+        |name| root.join(name).exists(),
+    ))
+}
+
 /// Resolves the config (file or resumed run, then flags, then `--set`), trains and prints a
 /// summary of the run.
 fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
@@ -134,12 +154,11 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
     apply_overrides(&mut cfg, &args)?;
     cfg.validate()?;
     cfg.replicas()?;
-    let out = match &args.resume {
-        Some(run) => run.clone(),
-        None => args
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("runs").join(&cfg.name)),
+    let fresh = args.resume.is_none() && args.out.is_none();
+    let out = match (&args.resume, &args.out) {
+        (Some(run), _) => run.clone(),
+        (None, Some(out)) => out.clone(),
+        (None, None) => fresh_out(&cfg, job),
     };
     let stop = install_stop_handler()?;
     let scenario = cfg
@@ -202,7 +221,14 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
     };
     let summary = with_pool(args.threads, || {
         gridarena::train::train_in(&cfg, &out, &opts, job).map_err(anyhow::Error::from)
-    })??;
+    })?;
+    // runs/latest names the new run once it exists (also after a failure part-way).
+    if fresh && root && out.join("config.ron").exists() {
+        if let Err(e) = gridarena::train::run_dir::point_latest(Path::new(RUNS), &out) {
+            eprintln!("warning: {e}");
+        }
+    }
+    let summary = summary?;
     if !root {
         return Ok(());
     }

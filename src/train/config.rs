@@ -106,7 +106,8 @@ pub enum ValueLoss {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunConfig {
-    /// Run name: the run directory is `runs/<name>` unless `--out` says otherwise.
+    /// Run name (kept in the run's config.ron); without `--out` a run goes to a new
+    /// directory named from its scenario, algorithm, seed and start time.
     pub name: String,
     /// Scenario file; the embedded default Pursuit scenario when absent.
     pub scenario: Option<PathBuf>,

@@ -108,6 +108,57 @@ impl Resume {
     }
 }
 
+/// Where a run goes without `--out`, CleanRL's way: a new directory under `root` named from
+/// the scenario file, the algorithm, the seed and the start time in seconds since the Unix
+/// epoch, `<scenario>__<algo>__<seed>__<start>`, with `_2`, `_3`, ... appended when that is
+/// taken (two runs started in the same second). `taken` says whether a name is in use.
+pub fn fresh_run_name(
+    cfg: &super::config::RunConfig,
+    start: u64,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    let scenario = cfg
+        .scenario
+        .as_deref()
+        .and_then(Path::file_stem)
+        .map_or("pursuit".to_string(), |s| s.to_string_lossy().into_owned());
+    let algo = serde_json::to_value(cfg.algo)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| format!("{:?}", cfg.algo));
+    let base = format!("{scenario}__{algo}__{}__{start}", cfg.seed);
+    (1..)
+        .map(|k| match k {
+            1 => base.clone(),
+            k => format!("{base}_{k}"),
+        })
+        .find(|name| !taken(name))
+        .unwrap_or(base)
+}
+
+/// Points the symlink `root/latest` at `run` (a directory in `root`), replacing an older
+/// link atomically, so that commands after a run without `--out` can name it; anything else
+/// called `latest` is left alone. A no-op where symlinks are not available.
+pub fn point_latest(root: &Path, run: &Path) -> Result<(), RunDirError> {
+    let latest = root.join("latest");
+    if fs::symlink_metadata(&latest).is_ok_and(|m| !m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        let target = run
+            .file_name()
+            .map_or_else(|| run.to_path_buf(), PathBuf::from);
+        let tmp = root.join(".latest.tmp");
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&target, &tmp).map_err(io(&tmp))?;
+        fs::rename(&tmp, &latest).map_err(io(&latest))?;
+    }
+    #[cfg(not(unix))]
+    let _ = run;
+    Ok(())
+}
+
 /// The safetensors names of a checkpoint's own tensors (the extra ones may not use them).
 const OWN: [&str; 3] = ["params", "adam_m", "adam_v"];
 
