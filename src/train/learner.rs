@@ -27,16 +27,6 @@ pub trait Learner {
     /// One update: act, store what happened, learn from it; what it did.
     fn update(&mut self) -> Result<UpdateStats, TrainError>;
 
-    /// Greedy actions `[B x N]` for the arenas' current observations.
-    fn act_greedy(&mut self) -> Result<Vec<u8>, TrainError> {
-        let obs = self.batch().buffers().obs.clone();
-        self.greedy_obs(&obs)
-    }
-
-    /// Actions `[B x N]` for the arenas' current observations with the exploration of the
-    /// current update (draws from the learner's exploration streams).
-    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError>;
-
     /// Greedy actions `[R x N]` for raw observation rows `[R, N, O]` (R arenas' learners in
     /// slot order), e.g. states decoded by exact analysis.
     fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {

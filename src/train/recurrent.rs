@@ -1,31 +1,10 @@
 //! Acting and training with recurrent Q-networks, shared by the learners: the hidden states
 //! live in each batch's recurrent-state buffer (`EnvBatch::hidden_states`, zeroed by the
 //! engine when an episode starts); an acting pass gathers every replica's states into one
-//! `[rows, g]` block, runs one [`crate::critic::CriticBackend::act`] for all of them and puts
-//! the next states back. With an MLP the same calls are a plain forward.
+//! `[rows, g]` block ([`gather_hidden`]), runs one [`crate::critic::CriticBackend::act`] for
+//! all of them and puts the next states back ([`scatter_hidden`]).
 
-use super::error::TrainError;
-use crate::critic::{Critic, Input};
 use crate::engine::EnvBatch;
-
-/// One acting pass over the learners of every batch (rows batch-major, then arena, then
-/// learner, as `input` and `nets` are): returns the outputs `[rows, head]` and advances the
-/// batches' hidden states. `scratch` is reused between calls.
-pub(crate) fn act(
-    critic: &mut Critic,
-    input: Input,
-    nets: &[u32],
-    batches: &mut [EnvBatch],
-    scratch: &mut Vec<f32>,
-) -> Result<Vec<f32>, TrainError> {
-    if !critic.spec().network.is_recurrent() {
-        return Ok(critic.act(input, nets, &mut [])?);
-    }
-    gather_hidden(batches, scratch);
-    let out = critic.act(input, nets, scratch)?;
-    scatter_hidden(scratch, batches);
-    Ok(out)
-}
 
 /// Every batch's hidden states, one after another, into `out`.
 pub(crate) fn gather_hidden(batches: &[EnvBatch], out: &mut Vec<f32>) {

@@ -498,13 +498,6 @@ impl Learner for Iql {
         Iql::update(self)
     }
 
-    /// Replica 0's epsilon-greedy actions (its exploration streams).
-    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
-        let threshold = crate::rng::threshold(self.epsilon() as f64);
-        let (_, taken) = self.act(&[threshold], None)?;
-        Ok(taken[0].iter().map(|&a| a as u8).collect())
-    }
-
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.lanes[0].batch.layout().obs_len;
         let shape = (self.learners, o, self.spec.input);

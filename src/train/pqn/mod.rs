@@ -743,24 +743,6 @@ impl Learner for Pqn {
         Pqn::update(self)
     }
 
-    /// Replica 0's epsilon-greedy actions (its exploration streams).
-    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
-        let (input, nets) = self.replica0_input();
-        let out = super::recurrent::act(
-            &mut self.critic,
-            Input::U8(&input),
-            &nets,
-            &mut self.batches[..1],
-            &mut self.hidden,
-        )?;
-        let q = self.head.q_values(out);
-        let threshold = crate::rng::threshold(self.epsilon() as f64);
-        let mut chosen = vec![0u8; nets.len()];
-        let streams = &mut self.explore[..self.cfg.arenas];
-        act_epsilon_greedy(streams, &q, self.actions, threshold, &mut chosen);
-        Ok(chosen)
-    }
-
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let o = self.batches[0].layout().obs_len;
         let shape = (self.learners, o, self.spec.input);

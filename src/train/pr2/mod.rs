@@ -491,16 +491,6 @@ impl Learner for Pr2Iql {
         Pr2Iql::update(self)
     }
 
-    /// Replica 0's epsilon-greedy actions (its exploration streams).
-    fn act_exploring(&mut self) -> Result<Vec<u8>, TrainError> {
-        let threshold = crate::rng::threshold(self.epsilon() as f64);
-        let values = self.acting_values()?;
-        let mut chosen = vec![0u8; values.len() / self.actions.max(1)];
-        let explore = &mut self.lanes[0].core.explore;
-        act_epsilon_greedy(explore, &values, self.actions, threshold, &mut chosen);
-        Ok(chosen)
-    }
-
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         self.values(obs)
     }
