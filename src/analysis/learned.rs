@@ -144,7 +144,7 @@ pub fn learned(
     let t0 = Instant::now();
     let cfg = run_config(run)?;
     // The run's own arena count for training the best responses (run_config keeps one).
-    let trained_arenas = RunConfig::load(&run.join("config.ron"))
+    let trained_arenas = crate::train::run_dir::RunDir::load_config(run)
         .map_err(RunError::from)?
         .arenas;
     let mut loaded = load_scenario(&cfg).map_err(RunError::from)?;

@@ -57,7 +57,7 @@ pub const POLICY_BATCH: usize = 4096;
 
 /// The run's configuration with a single evaluation arena.
 pub fn run_config(run: &Path) -> Result<RunConfig, AnalysisError> {
-    let mut cfg = RunConfig::load(&run.join("config.ron")).map_err(RunError::from)?;
+    let mut cfg = crate::train::run_dir::RunDir::load_config(run).map_err(RunError::from)?;
     cfg.arenas = 1;
     cfg.seeds = 1;
     cfg.sweep.clear();

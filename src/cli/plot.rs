@@ -10,7 +10,7 @@ use anyhow::Result;
 pub(crate) fn run(run: &Path) -> Result<()> {
     let png = gridarena::train::plot::plot_run(run).map_err(anyhow::Error::msg)?;
     println!("wrote {}", png.display());
-    let cfg = gridarena::train::config::RunConfig::load(&run.join("config.ron"))?;
+    let cfg = gridarena::train::run_dir::RunDir::load_config(run)?;
     if !cfg.sweep.is_empty() {
         let png = gridarena::train::plot::plot_sweep(run).map_err(anyhow::Error::msg)?;
         println!("wrote {}", png.display());

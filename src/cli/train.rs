@@ -145,7 +145,7 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
     let root = job.is_root();
     let (mut cfg, resume) = match &args.resume {
         Some(run) => {
-            let cfg = RunConfig::load(&run.join("config.ron"))
+            let cfg = gridarena::train::run_dir::RunDir::load_config(run)
                 .with_context(|| format!("resuming {}", run.display()))?;
             (cfg, true)
         }
@@ -223,7 +223,7 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         gridarena::train::train_in(&cfg, &out, &opts, job).map_err(anyhow::Error::from)
     })?;
     // runs/latest names the new run once it exists (also after a failure part-way).
-    if fresh && root && out.join("config.ron").exists() {
+    if fresh && root && gridarena::train::run_dir::RunDir::config_file(&out).exists() {
         if let Err(e) = gridarena::train::run_dir::point_latest(Path::new(RUNS), &out) {
             eprintln!("warning: {e}");
         }

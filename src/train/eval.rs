@@ -6,7 +6,6 @@
 use serde::Serialize;
 
 use super::algorithms::new_learner;
-use super::config::RunConfig;
 use super::greedy::GreedyPolicy;
 use super::run_dir::RunDir;
 use super::stats::mean_ci;
@@ -168,7 +167,7 @@ pub fn evaluate_replica(
     replica: usize,
 ) -> Result<EvalReport, RunError> {
     let dir = RunDir::open(run)?;
-    let saved = RunConfig::load(&run.join("config.ron"))?;
+    let saved = super::run_dir::RunDir::load_config(run)?;
     let replicas = saved.replicas()?;
     let Some(chosen) = replicas.get(replica) else {
         return Err(RunError::Checkpoint {

@@ -221,7 +221,7 @@ impl Policy for GreedyPolicy {
 /// The greedy policy of the run in `run` for one arena on the CPU: its configuration, the
 /// scenario it trained on (`scenario.ron`, else the configured one) and its newest checkpoint.
 pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
-    let mut cfg = RunConfig::load(&run.join("config.ron"))?;
+    let mut cfg = RunDir::load_config(run)?;
     cfg.arenas = 1;
     // Acting never runs the rate limiter: its error buffer (sized for the training arenas)
     // must not refuse these arenas; 0 takes the loop's default.
@@ -229,7 +229,7 @@ pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
     cfg.seeds = 1;
     cfg.sweep.clear();
     cfg.device = Device::Cpu;
-    let own = run.join("scenario.ron");
+    let own = RunDir::scenario_file(run);
     let loaded = if own.is_file() {
         Scenario::load(&own)?
     } else {

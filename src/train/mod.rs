@@ -373,8 +373,7 @@ pub fn train_in(
     };
     let mut board = None;
     if job.is_root() {
-        dir.write("config.ron", cfg.to_ron().as_bytes())?;
-        dir.write("scenario.ron", loaded.scenario.to_ron().as_bytes())?;
+        dir.save_config(&cfg.to_ron(), &loaded.scenario.to_ron())?;
         if let Some((update, _)) = restored {
             dir.truncate_metrics(update)?;
         }
@@ -590,7 +589,7 @@ fn finish_files(
         path: dir.path.clone(),
         reason: format!("sweep ranking: {reason}"),
     })?;
-    dir.write("sweep.csv", table.to_csv().as_bytes())?;
+    dir.save_sweep_table(&table.to_csv())?;
     if let Err(e) = plot::plot_sweep(&dir.path) {
         eprintln!("warning: no sweep plot: {e}");
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::run_dir::RunDir;
 use super::stats::mean_ci;
 
 /// Fonts tried for labels; without one the plot is drawn without text.
@@ -306,14 +307,14 @@ fn draw_panel(
 /// Reads `metrics.jsonl` of a run and writes `learning_curve.png` beside it (atomically).
 /// Returns the PNG's path.
 pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
-    let text = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
+    let text = std::fs::read_to_string(RunDir::metrics_file(run))
+        .map_err(|e| format!("{}: {e}", RunDir::metrics_file(run).display()))?;
     let curves = parse(&text)?;
     if curves.returns.points.is_empty() && curves.losses.points.is_empty() {
         return Err("no metrics to plot yet".into());
     }
     let text_ok = register_font();
-    let out = run.join("learning_curve.png");
+    let out = RunDir::curve_file(run);
     let tmp = run.join(".learning_curve.tmp.png");
     {
         let root = BitMapBackend::new(&tmp, PLOT_SIZE).into_drawing_area();
@@ -410,7 +411,7 @@ fn sweep_curves(text: &str, points: &[Vec<usize>]) -> Result<Vec<Curve>, String>
 /// curve per grid point with its seeds' 95% band, labelled with the point's values. Returns the
 /// PNG's path.
 pub fn plot_sweep(run: &Path) -> Result<std::path::PathBuf, String> {
-    let cfg = super::config::RunConfig::load(&run.join("config.ron")).map_err(|e| e.to_string())?;
+    let cfg = RunDir::load_config(run).map_err(|e| e.to_string())?;
     let replicas = cfg.replicas().map_err(|e| e.to_string())?;
     let count = replicas.iter().map(|r| r.point).max().map_or(0, |p| p + 1);
     let mut points = vec![Vec::new(); count];
@@ -419,8 +420,8 @@ pub fn plot_sweep(run: &Path) -> Result<std::path::PathBuf, String> {
         points[r.point].push(r.index);
         labels[r.point] = r.point_label();
     }
-    let text = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
+    let text = std::fs::read_to_string(RunDir::metrics_file(run))
+        .map_err(|e| format!("{}: {e}", RunDir::metrics_file(run).display()))?;
     let curves: Vec<Curve> = sweep_curves(&text, &points)?
         .iter()
         .map(Curve::smoothed)
@@ -440,7 +441,7 @@ pub fn plot_sweep(run: &Path) -> Result<std::path::PathBuf, String> {
             (a.min(c), b.max(d))
         });
     let text_ok = register_font();
-    let out = run.join("sweep.png");
+    let out = RunDir::sweep_plot_file(run);
     let tmp = run.join(".sweep.tmp.png");
     let err = |e: &dyn std::fmt::Display| e.to_string();
     {

@@ -56,9 +56,9 @@ pub(crate) fn refuse_changes(
     asked: &RunConfig,
     loaded: &LoadedScenario,
 ) -> Result<(), RunError> {
-    let saved = RunConfig::load(&dir.path.join("config.ron"))?;
+    let saved = RunDir::load_config(&dir.path)?;
     let mut changes = config_changes(&saved, asked);
-    match std::fs::read_to_string(dir.path.join("scenario.ron")) {
+    match std::fs::read_to_string(RunDir::scenario_file(&dir.path)) {
         Ok(text) => changes.extend(scenario_change(&text, &loaded.scenario.to_ron())),
         // A run without its scenario.ron: the paths are all there is to compare.
         Err(_) if saved.scenario != asked.scenario => changes.push(Change {

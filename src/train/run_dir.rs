@@ -159,16 +159,91 @@ pub fn point_latest(root: &Path, run: &Path) -> Result<(), RunDirError> {
     Ok(())
 }
 
+/// The names of a run directory's files and folders: the one place they are spelled. Code
+/// elsewhere reaches them through [`RunDir`]'s path functions.
+const CONFIG: &str = "config.ron";
+const SCENARIO: &str = "scenario.ron";
+const METRICS: &str = "metrics.jsonl";
+const CHECKPOINTS: &str = "checkpoints";
+const CURVE: &str = "learning_curve.png";
+const SWEEP_PLOT: &str = "sweep.png";
+const SWEEP_TABLE: &str = "sweep.csv";
+const TENSORBOARD: &str = "tensorboard";
+/// A checkpoint directory's files.
+const PARAMS: &str = "params.safetensors";
+const STATE: &str = "state.json";
+
 /// The safetensors names of a checkpoint's own tensors (the extra ones may not use them).
 const OWN: [&str; 3] = ["params", "adam_m", "adam_v"];
 
 impl RunDir {
+    /// `run`'s resolved run configuration, `config.ron`.
+    pub fn config_file(run: &Path) -> PathBuf {
+        run.join(CONFIG)
+    }
+
+    /// `run`'s resolved scenario, `scenario.ron`.
+    pub fn scenario_file(run: &Path) -> PathBuf {
+        run.join(SCENARIO)
+    }
+
+    /// `run`'s metrics, one JSON object per update, `metrics.jsonl`.
+    pub fn metrics_file(run: &Path) -> PathBuf {
+        run.join(METRICS)
+    }
+
+    /// `run`'s checkpoints folder.
+    pub fn checkpoints_dir(run: &Path) -> PathBuf {
+        run.join(CHECKPOINTS)
+    }
+
+    /// `run`'s learning-curve plot.
+    pub fn curve_file(run: &Path) -> PathBuf {
+        run.join(CURVE)
+    }
+
+    /// `run`'s sweep plot (a run with grid points).
+    pub fn sweep_plot_file(run: &Path) -> PathBuf {
+        run.join(SWEEP_PLOT)
+    }
+
+    /// `run`'s TensorBoard folder.
+    pub fn tensorboard_dir(run: &Path) -> PathBuf {
+        run.join(TENSORBOARD)
+    }
+
+    /// A checkpoint directory's tensors file.
+    pub fn params_file(checkpoint: &Path) -> PathBuf {
+        checkpoint.join(PARAMS)
+    }
+
+    /// A checkpoint directory's JSON state file.
+    pub fn state_file(checkpoint: &Path) -> PathBuf {
+        checkpoint.join(STATE)
+    }
+
+    /// Saves the resolved run configuration and scenario (RON text) in the run.
+    pub(crate) fn save_config(&self, config: &str, scenario: &str) -> Result<(), RunDirError> {
+        self.write(CONFIG, config.as_bytes())?;
+        self.write(SCENARIO, scenario.as_bytes())
+    }
+
+    /// Saves a sweep's table of grid points (CSV text).
+    pub(crate) fn save_sweep_table(&self, csv: &str) -> Result<(), RunDirError> {
+        self.write(SWEEP_TABLE, csv.as_bytes())
+    }
+
+    /// The run configuration saved in `run`.
+    pub fn load_config(run: &Path) -> Result<super::config::RunConfig, super::config::ConfigError> {
+        super::config::RunConfig::load(&Self::config_file(run))
+    }
+
     /// Creates a new run directory (refusing an existing run) and proves it is writable.
     pub fn create(path: &Path) -> Result<RunDir, RunDirError> {
-        if path.join("config.ron").exists() {
+        if path.join(CONFIG).exists() {
             return Err(RunDirError::Exists(path.to_path_buf()));
         }
-        fs::create_dir_all(path.join("checkpoints")).map_err(io(path))?;
+        fs::create_dir_all(path.join(CHECKPOINTS)).map_err(io(path))?;
         let dir = RunDir {
             path: path.to_path_buf(),
         };
@@ -178,7 +253,7 @@ impl RunDir {
 
     /// Opens an existing run for resuming.
     pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
-        if !path.join("config.ron").exists() {
+        if !path.join(CONFIG).exists() {
             return Err(RunDirError::NotARun(path.to_path_buf()));
         }
         let dir = RunDir {
@@ -191,7 +266,7 @@ impl RunDir {
     /// An existing run opened without the write probe (a data-parallel rank other than 0,
     /// which reads it while rank 0 writes).
     pub(crate) fn open_read_only(path: &Path) -> Result<RunDir, RunDirError> {
-        if !path.join("config.ron").exists() {
+        if !path.join(CONFIG).exists() {
             return Err(RunDirError::NotARun(path.to_path_buf()));
         }
         Ok(RunDir::at(path))
@@ -220,7 +295,7 @@ impl RunDir {
 
     /// Appends one line to metrics.jsonl and flushes it.
     pub fn append_metrics(&self, line: &str) -> Result<(), RunDirError> {
-        let path = self.path.join("metrics.jsonl");
+        let path = self.path.join(METRICS);
         let mut f = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -232,7 +307,7 @@ impl RunDir {
 
     /// Keeps only the metrics of updates up to `update` (after resuming from it).
     pub fn truncate_metrics(&self, update: u64) -> Result<(), RunDirError> {
-        let path = self.path.join("metrics.jsonl");
+        let path = self.path.join(METRICS);
         let Ok(text) = fs::read_to_string(&path) else {
             return Ok(());
         };
@@ -249,7 +324,7 @@ impl RunDir {
         if !out.is_empty() {
             out.push('\n');
         }
-        self.write("metrics.jsonl", out.as_bytes())
+        self.write(METRICS, out.as_bytes())
     }
 
     /// Saves a checkpoint atomically (a temporary directory renamed into place) and deletes
@@ -258,7 +333,7 @@ impl RunDir {
         let name = checkpoint_name(c.update);
         let tmp = self
             .path
-            .join("checkpoints")
+            .join(CHECKPOINTS)
             .join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
@@ -278,7 +353,7 @@ impl RunDir {
         fs::File::open(tmp)
             .and_then(|d| d.sync_all())
             .map_err(io(tmp))?;
-        let root = self.path.join("checkpoints");
+        let root = self.path.join(CHECKPOINTS);
         let dest = root.join(checkpoint_name(update));
         let _ = fs::remove_dir_all(&dest);
         fs::rename(tmp, &dest).map_err(io(&dest))?;
@@ -295,7 +370,7 @@ impl RunDir {
 
     /// Complete checkpoints, oldest first (temporary directories are ignored).
     pub fn checkpoints(&self) -> Result<Vec<PathBuf>, RunDirError> {
-        let root = self.path.join("checkpoints");
+        let root = self.path.join(CHECKPOINTS);
         let mut out: Vec<PathBuf> = match fs::read_dir(&root) {
             Ok(entries) => entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -304,7 +379,7 @@ impl RunDir {
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| n.starts_with("update_"))
                 })
-                .filter(|p| p.join("params.safetensors").exists() && p.join("state.json").exists())
+                .filter(|p| p.join(PARAMS).exists() && p.join(STATE).exists())
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -372,12 +447,12 @@ pub(crate) fn write_checkpoint_files(
         serde_json::json!({ "update": c.update, "adam_steps": c.adam_steps }).to_string(),
     );
     // Streamed into the file (no second copy of the tensors in memory), then synced.
-    let tensors = tmp.join("params.safetensors");
+    let tensors = tmp.join(PARAMS);
     safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
     fs::File::open(&tensors)
         .and_then(|f| f.sync_all())
         .map_err(io(&tensors))?;
-    write_synced(&tmp.join("state.json"), c.state.as_bytes())
+    write_synced(&tmp.join(STATE), c.state.as_bytes())
 }
 
 /// The safetensors metadata entry holding a checkpoint's update and Adam step count.
@@ -396,7 +471,7 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         path: path.to_path_buf(),
         reason,
     };
-    let file = path.join("params.safetensors");
+    let file = path.join(PARAMS);
     let bytes = fs::read(&file).map_err(io(&file))?;
     let (_, meta) =
         safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| damaged(e.to_string()))?;
@@ -445,7 +520,7 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, RunDirError> {
         };
         extra.push((name, tensor));
     }
-    let state_file = path.join("state.json");
+    let state_file = path.join(STATE);
     let state = fs::read_to_string(&state_file).map_err(io(&state_file))?;
     check_state_syntax(&state, &state_file).map_err(damaged)?;
     Ok(Checkpoint {

@@ -93,10 +93,7 @@ pub(crate) fn save(
     let name = checkpoint_name(c.update);
     // Every rank must agree on the temporary directory: it is named for the update, not the
     // process.
-    let tmp = dir
-        .path
-        .join("checkpoints")
-        .join(format!(".{name}.tmp-job"));
+    let tmp = RunDir::checkpoints_dir(&dir.path).join(format!(".{name}.tmp-job"));
     if job.is_root() {
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
@@ -121,7 +118,7 @@ pub(crate) fn save(
         write_checkpoint_files(&shard, c, false)?;
     }
     job.barrier();
-    let dest = dir.path.join("checkpoints").join(&name);
+    let dest = RunDir::checkpoints_dir(&dir.path).join(&name);
     if job.is_root() {
         let first = if blocks.is_some() { 0 } else { 1 };
         let manifest = Manifest {

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use super::config::RunConfig;
 use super::stats::mean_ci;
 use super::sweep::{Replica, point_label};
 
@@ -104,10 +103,15 @@ pub fn rank(replicas: &[Replica], metrics: &str) -> SweepTable {
 
 /// The ranking of the run in `run` (its `config.ron` and `metrics.jsonl`).
 pub fn rank_run(run: &Path) -> Result<SweepTable, String> {
-    let cfg = RunConfig::load(&run.join("config.ron")).map_err(|e| e.to_string())?;
+    let cfg = super::run_dir::RunDir::load_config(run).map_err(|e| e.to_string())?;
     let replicas = cfg.replicas().map_err(|e| e.to_string())?;
-    let metrics = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .map_err(|e| format!("{}: {e}", run.join("metrics.jsonl").display()))?;
+    let metrics =
+        std::fs::read_to_string(super::run_dir::RunDir::metrics_file(run)).map_err(|e| {
+            format!(
+                "{}: {e}",
+                super::run_dir::RunDir::metrics_file(run).display()
+            )
+        })?;
     Ok(rank(&replicas, &metrics))
 }
 
@@ -216,6 +220,7 @@ impl SweepTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::config::RunConfig;
 
     fn line(per_seed: &[Option<f64>]) -> String {
         serde_json::json!({ "seeds_return_per_seed": per_seed }).to_string()

@@ -268,7 +268,7 @@ impl RunBoard {
         resumed_at: Option<u64>,
     ) -> RunBoard {
         RunBoard {
-            root: run.join("tensorboard"),
+            root: super::run_dir::RunDir::tensorboard_dir(run),
             names: replicas.iter().map(replica_dir).collect(),
             writers: Vec::new(),
             counter_tags: counter_names

@@ -237,7 +237,7 @@ impl Live {
     /// Builds the run's learner for one arena, restores the newest checkpoint's parameters and
     /// captures the first frame.
     pub fn open(run: &Path, scenario: Option<&Path>, seed: u64) -> Result<Live, ViewError> {
-        let config = run.join("config.ron");
+        let config = crate::train::run_dir::RunDir::config_file(run);
         if !config.is_file() {
             return Err(ViewError::Run(format!(
                 "{}: not a run directory (no config.ron)",
@@ -251,8 +251,8 @@ impl Live {
         cfg.sweep.clear();
         cfg.seed = seed;
         // The run's own scenario, as it trained on it (scenario.ron), else as configured.
-        let own = if run.join("scenario.ron").is_file() {
-            Scenario::load(&run.join("scenario.ron"))
+        let own = if crate::train::run_dir::RunDir::scenario_file(run).is_file() {
+            Scenario::load(&crate::train::run_dir::RunDir::scenario_file(run))
         } else {
             load_scenario(&cfg)
         }
