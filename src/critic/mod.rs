@@ -11,11 +11,13 @@
 mod backend;
 pub mod cpu;
 mod device;
+mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub(crate) mod gru;
 pub mod hl_gauss;
 pub mod loss;
+mod optim;
 pub mod pr2;
 pub mod pr2_loss;
 
@@ -24,6 +26,9 @@ pub use device::{
     Chosen, Critic, Device, DeviceParseError, GpuLimits, LOCAL_RANK_VARS, LocalRank, choose_device,
     local_rank,
 };
+pub use error::CriticError;
+pub(crate) use error::check_len;
+pub use optim::{AdamConfig, NetOptim, StepStats};
 
 use serde::{Deserialize, Serialize};
 
@@ -469,100 +474,6 @@ impl Sequences<'_> {
     }
 }
 
-/// The optimiser.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct AdamConfig {
-    /// Learning rate.
-    pub lr: f32,
-    /// First-moment decay.
-    pub beta1: f32,
-    /// Second-moment decay.
-    pub beta2: f32,
-    /// Denominator epsilon.
-    pub eps: f32,
-    /// Clip each network's gradient to this global norm first (none: no clipping).
-    pub max_grad_norm: Option<f32>,
-    /// Rectified Adam (Liu et al. 2020) instead of Adam.
-    pub radam: bool,
-}
-
-impl Default for AdamConfig {
-    fn default() -> Self {
-        AdamConfig {
-            lr: 5e-4,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            max_grad_norm: Some(10.0),
-            radam: false,
-        }
-    }
-}
-
-impl AdamConfig {
-    /// The per-step scalars of an update at step `t` (1-based): the step size applied to
-    /// `m_hat / (sqrt(v_hat) + eps)` and whether the adaptive term is used (RAdam falls back to
-    /// SGD with momentum while the variance estimate is not yet tractable).
-    pub fn schedule(&self, t: u64) -> (f32, f32, bool) {
-        let t = t as f64;
-        let (b1, b2) = (self.beta1 as f64, self.beta2 as f64);
-        let bc1 = 1.0 - b1.powf(t);
-        let bc2 = 1.0 - b2.powf(t);
-        if !self.radam {
-            return ((self.lr as f64 / bc1) as f32, bc2 as f32, true);
-        }
-        let rho_inf = 2.0 / (1.0 - b2) - 1.0;
-        let rho_t = rho_inf - 2.0 * t * b2.powf(t) / bc2;
-        if rho_t > 5.0 {
-            let r = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
-                / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t))
-                .sqrt();
-            ((self.lr as f64 * r / bc1) as f32, bc2 as f32, true)
-        } else {
-            ((self.lr as f64 / bc1) as f32, bc2 as f32, false)
-        }
-    }
-}
-
-/// One network's optimiser scalars, for stacks whose networks belong to different replicas
-/// ([`CriticBackend::step_nets`]); the rest of the optimiser comes from the [`AdamConfig`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct NetOptim {
-    /// This network's learning rate (in place of [`AdamConfig::lr`]).
-    pub lr: f32,
-    /// Clip this network's gradient to this global norm first (none: no clipping), in place of
-    /// [`AdamConfig::max_grad_norm`].
-    pub max_grad_norm: Option<f32>,
-}
-
-impl From<&AdamConfig> for NetOptim {
-    fn from(cfg: &AdamConfig) -> NetOptim {
-        NetOptim {
-            lr: cfg.lr,
-            max_grad_norm: cfg.max_grad_norm,
-        }
-    }
-}
-
-impl AdamConfig {
-    /// This configuration with one network's learning rate and clip: stepping a network with
-    /// [`CriticBackend::step_nets`] is stepping it alone with `cfg.for_net(net)`.
-    pub fn for_net(&self, net: &NetOptim) -> AdamConfig {
-        AdamConfig {
-            lr: net.lr,
-            max_grad_norm: net.max_grad_norm,
-            ..*self
-        }
-    }
-}
-
-/// What one optimiser step saw.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepStats {
-    /// Gradient norm of each network before clipping.
-    pub grad_norms: Vec<f32>,
-}
-
 /// Row order grouped by network: `order[i]` is the caller's row at sorted position i, and the
 /// rows of network k are `order[starts[k]..starts[k + 1]]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -619,93 +530,6 @@ impl RowPlan {
                 .copy_from_slice(&src[pos * width..(pos + 1) * width]);
         }
     }
-}
-
-/// A [`CriticError::Shape`] unless a buffer of `got` values has the `expected` length.
-pub(crate) fn check_len(
-    what: &'static str,
-    expected: usize,
-    got: usize,
-) -> Result<(), CriticError> {
-    if got == expected {
-        Ok(())
-    } else {
-        Err(CriticError::Shape {
-            what,
-            expected,
-            got,
-        })
-    }
-}
-
-/// Errors of the critic layer.
-#[derive(Debug, thiserror::Error)]
-pub enum CriticError {
-    /// A row names a network the stack does not have.
-    #[error("row {row} names network {net}, but the stack has {nets}")]
-    NetOutOfRange {
-        /// Row.
-        row: usize,
-        /// Its network index.
-        net: u32,
-        /// Networks in the stack.
-        nets: usize,
-    },
-    /// Buffer lengths that do not match the shape.
-    #[error("{what}: expected {expected} values, got {got}")]
-    Shape {
-        /// Which buffer.
-        what: &'static str,
-        /// Expected length.
-        expected: usize,
-        /// Actual length.
-        got: usize,
-    },
-    /// An invalid stack shape.
-    #[error("invalid stack: {0}")]
-    Spec(String),
-    /// A row-wise operation on a recurrent stack, or a recurrent one a backend lacks.
-    #[error(
-        "the stack's networks are recurrent (GRU): {0} is not available; recurrent stacks act with `act` and train with `forward_seq`"
-    )]
-    Recurrent(&'static str),
-    /// A loss with unusable parameters.
-    #[error("invalid loss: {0}")]
-    Loss(String),
-    /// An operation needs more GPU dispatches than its uniform buffer holds.
-    #[error("one GPU operation needs {dispatches} dispatches, at most {max} fit: lower `layers`")]
-    TooManyDispatches {
-        /// Dispatches needed.
-        dispatches: usize,
-        /// Dispatches one operation may use.
-        max: usize,
-    },
-    /// No usable GPU.
-    #[error("no GPU: {0}")]
-    NoGpu(String),
-    /// A GPU operation failed.
-    #[error("GPU: {0}")]
-    Gpu(String),
-    /// `--device gpu:K` names an adapter past the last one present.
-    #[error(
-        "device gpu:{index}: there is no adapter {index}, {count} found (`gridarena devices` lists them)"
-    )]
-    NoSuchAdapter {
-        /// The index asked for.
-        index: usize,
-        /// Adapters present.
-        count: usize,
-    },
-    /// A launcher's node-local rank variable that is not a rank.
-    #[error(
-        "{var}={value:?} is not a node-local rank (0, 1, 2, ...); `--device gpu` under MPI or Slurm picks the adapter from it"
-    )]
-    LocalRank {
-        /// The variable (`OMPI_COMM_WORLD_LOCAL_RANK`, `SLURM_LOCALID`, `MPI_LOCALRANKID`).
-        var: &'static str,
-        /// Its value.
-        value: String,
-    },
 }
 
 /// Initial parameters, PyTorch's defaults: weights and biases uniform in
