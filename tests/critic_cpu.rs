@@ -7,7 +7,7 @@ use common::{classification_labels, random};
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::hl_gauss::Support;
 use gridarena::critic::loss::Loss;
-use gridarena::critic::{AdamConfig, Input, LN_EPS, RowPlan, StackSpec};
+use gridarena::critic::{AdamConfig, CriticBackend, Input, LN_EPS, RowPlan, StackSpec};
 
 /// An f64 forward pass of one network with the same layout (the test's own reference).
 fn forward64(spec: &StackSpec, params: &[f64], x: &[f64]) -> Vec<f64> {
@@ -134,7 +134,7 @@ fn check_gradients_with_head(
     let x = random(rows * spec.input, 3, 1.0);
     let mut critic = CpuCritic::new(spec, 11).unwrap();
     // Spread LayerNorm's parameters away from their initial 1 and 0 so they are tested too.
-    let mut p = critic.params().to_vec();
+    let mut p = critic.params().unwrap();
     for o in &spec.layer_offsets()[..spec.layers] {
         for k in 0..spec.nets {
             let base = k * spec.params_per_net();
@@ -148,7 +148,7 @@ fn check_gradients_with_head(
     let (loss, name) = loss_of(rows);
     critic.forward(Input::F32(&x), &nets).unwrap();
     critic.loss_backward(&loss).unwrap();
-    let analytic = critic.grads().to_vec();
+    let analytic = critic.grads().unwrap();
 
     let p64: Vec<f64> = p.iter().map(|v| *v as f64).collect();
     let x64: Vec<f64> = x.iter().map(|v| *v as f64).collect();
@@ -276,9 +276,9 @@ fn input_gradient_matches_finite_differences() {
     let mut critic = CpuCritic::new(spec, 2).unwrap();
     let d_out = random(4 * spec.head, 4, 1.0);
     critic.forward(Input::F32(&x), &nets).unwrap();
-    critic.backward(&d_out, true).unwrap();
+    critic.backward_with_input(&d_out).unwrap();
     let analytic = critic.input_grad().to_vec();
-    let p64: Vec<f64> = critic.params().iter().map(|v| *v as f64).collect();
+    let p64: Vec<f64> = critic.params().unwrap().iter().map(|v| *v as f64).collect();
     let objective = |x: &[f64]| -> f64 {
         (0..4)
             .map(|r| {
@@ -339,7 +339,7 @@ fn rows_use_their_own_network() {
     for k in 0..2 {
         let single = StackSpec { nets: 1, ..spec };
         let mut one = CpuCritic::new(single, 0).unwrap();
-        one.set_params(&both.params()[k * per..(k + 1) * per])
+        one.set_params(&both.params().unwrap()[k * per..(k + 1) * per])
             .unwrap();
         for r in (0..6).filter(|&r| nets[r] == k as u32) {
             let o = one
@@ -361,20 +361,23 @@ fn adam_step_follows_the_formula() {
         head: 1,
     };
     let mut c = CpuCritic::new(spec, 0).unwrap();
-    let before = c.params().to_vec();
+    let before = c.params().unwrap();
     c.forward(Input::F32(&[0.5]), &[0]).unwrap();
-    c.backward(&[1.0], false).unwrap();
-    let g = c.grads().to_vec();
+    c.backward(&[1.0]).unwrap();
+    let g = c.grads().unwrap();
     let cfg = AdamConfig {
         lr: 0.1,
         max_grad_norm: None,
         ..AdamConfig::default()
     };
-    c.step(&cfg);
+    c.step(&cfg).unwrap();
     for i in 0..before.len() {
         // First step: m_hat = g, v_hat = g^2, so the update is lr * g / (|g| + eps).
         let expected = before[i] - 0.1 * g[i] / (g[i].abs() + 1e-8);
-        assert!((c.params()[i] - expected).abs() < 1e-6, "param {i}");
+        assert!(
+            (c.params().unwrap()[i] - expected).abs() < 1e-6,
+            "param {i}"
+        );
     }
 }
 
@@ -392,13 +395,14 @@ fn clipping_bounds_each_networks_gradient_norm() {
     c.forward(Input::F32(&[1.0, 2.0, 3.0, 3.0, 2.0, 1.0]), &[0, 1])
         .unwrap();
     // Network 0 gets a large gradient (clipped), network 1 a tiny one (left alone).
-    c.backward(&[100.0, -100.0, 1e-3, 1e-3], false).unwrap();
-    let grads = c.grads().to_vec();
+    c.backward(&[100.0, -100.0, 1e-3, 1e-3]).unwrap();
+    let grads = c.grads().unwrap();
     let cfg = AdamConfig {
         max_grad_norm: Some(1.0),
         ..AdamConfig::default()
     };
-    let stats = c.step(&cfg).clone();
+    c.step(&cfg).unwrap();
+    let stats = c.step_stats().unwrap();
     let per_net = spec.params_per_net();
     let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
     assert_eq!(stats.grad_norms.len(), 2);
@@ -411,7 +415,7 @@ fn clipping_bounds_each_networks_gradient_norm() {
     }
     // After the first step Adam's first moment is (1 - beta1) x the gradient it applied: the
     // clipped one has norm exactly max_grad_norm, the small one is the raw gradient.
-    let (m, _, _) = c.adam_state();
+    let (m, _, _) = c.adam_state().unwrap();
     let applied: Vec<f32> = m.iter().map(|x| x / (1.0 - cfg.beta1)).collect();
     let clipped = norm(&applied[..per_net]);
     assert!((clipped - 1.0).abs() < 1e-4, "clipped norm {clipped}");
@@ -454,13 +458,14 @@ fn regression(seed: u64) -> (Vec<f32>, f32, f32) {
     let mut last = 0.0;
     for step in 0..400 {
         c.forward(Input::F32(&x), &nets).unwrap();
-        last = c.loss_backward(&loss).unwrap();
+        c.loss_backward(&loss).unwrap();
+        last = c.last_loss().unwrap();
         if step == 0 {
             first = last;
         }
-        c.step(&cfg);
+        c.step(&cfg).unwrap();
     }
-    (c.params().to_vec(), first, last)
+    (c.params().unwrap(), first, last)
 }
 
 #[test]
@@ -503,8 +508,9 @@ fn fits_a_synthetic_classification() {
     let mut last = 0.0;
     for _ in 0..300 {
         c.forward(Input::F32(&x), &nets).unwrap();
-        last = c.loss_backward(&loss).unwrap();
-        c.step(&cfg);
+        c.loss_backward(&loss).unwrap();
+        last = c.last_loss().unwrap();
+        c.step(&cfg).unwrap();
     }
     let out = c.forward(Input::F32(&x), &nets).unwrap();
     let correct = (0..rows * 2)
@@ -541,8 +547,8 @@ fn sizing_counts_the_parameters_exactly() {
     };
     let per = (147 * 128 + 128 + 2 * 128) + (128 * 128 + 128 + 2 * 128) + (128 * 5 + 5);
     assert_eq!(spec.params_per_net(), per);
-    let c = CpuCritic::new(spec, 0).unwrap();
-    assert_eq!(c.params().len(), 8 * per);
+    let mut c = CpuCritic::new(spec, 0).unwrap();
+    assert_eq!(c.params().unwrap().len(), 8 * per);
     let s = spec.sizing(4096, gridarena::critic::Backend::Cpu);
     assert_eq!(s.params, 8 * per as u64 * 4);
     assert_eq!(s.adam, 2 * s.params);
@@ -565,15 +571,15 @@ fn polyak_and_copy_update_the_target() {
         head: 1,
     };
     let mut c = CpuCritic::new(spec, 0).unwrap();
-    let p0 = c.params().to_vec();
+    let p0 = c.params().unwrap();
     let shifted: Vec<f32> = p0.iter().map(|v| v + 1.0).collect();
     c.set_params(&shifted).unwrap();
-    c.polyak(0.25);
-    for (t, p) in c.target().iter().zip(&p0) {
+    c.polyak(0.25).unwrap();
+    for (t, p) in c.target_params().unwrap().iter().zip(&p0) {
         assert!((t - (p + 0.25)).abs() < 1e-6);
     }
-    c.copy_to_target();
-    assert_eq!(c.target(), c.params());
+    c.polyak(1.0).unwrap();
+    assert_eq!(c.target_params().unwrap(), c.params().unwrap());
 }
 
 #[test]
@@ -601,8 +607,8 @@ fn a_shared_network_split_over_threads_gets_the_same_gradients() {
         pool.install(|| {
             let mut c = CpuCritic::new(spec, 5).unwrap();
             c.forward(Input::F32(&x), &nets).unwrap();
-            c.backward(&d_out, true).unwrap();
-            (c.grads().to_vec(), c.input_grad().to_vec())
+            c.backward_with_input(&d_out).unwrap();
+            (c.grads().unwrap(), c.input_grad().to_vec())
         })
     };
     let (one, one_in) = grads_with(1);
@@ -625,7 +631,7 @@ fn backward_before_any_forward_is_an_error_not_a_panic() {
         head: 1,
     };
     let mut c = CpuCritic::new(spec, 0).unwrap();
-    assert!(c.backward(&[], false).is_err());
+    assert!(c.backward(&[]).is_err());
     assert!(
         c.forward(Input::F32(&[1.0]), &[0]).is_err(),
         "input of the wrong length"

@@ -11,7 +11,7 @@ use common::{assert_close, classification_labels, random};
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::gpu::{GpuCritic, SHADERS};
 use gridarena::critic::loss::Loss;
-use gridarena::critic::{AdamConfig, Input, StackSpec};
+use gridarena::critic::{AdamConfig, CriticBackend, Input, StackSpec};
 
 /// The GPU critic, or `None` after a recorded skip when no adapter exists; an error building
 /// it on an adapter that exists fails the test.
@@ -59,8 +59,8 @@ fn parity(nets: usize, u8_input: bool, seed: u64) {
 
     // Forward.
     let cpu_out = c.forward(input, &nets_of).unwrap().to_vec();
-    g.forward(input, &nets_of).unwrap();
-    assert_close("forward", &g.output().unwrap(), &cpu_out, 1e-4);
+    let gpu_out = g.forward(input, &nets_of).unwrap();
+    assert_close("forward", &gpu_out, &cpu_out, 1e-4);
 
     // Backward through a Huber loss, then a cross-entropy loss.
     let actions: Vec<u32> = (0..rows as u32).map(|r| r % 6).collect();
@@ -74,10 +74,16 @@ fn parity(nets: usize, u8_input: bool, seed: u64) {
         targets: &targets,
         mask: Some(&mask),
     };
-    let cpu_loss = c.loss_backward(&huber).unwrap();
+    c.loss_backward(&huber).unwrap();
+    let cpu_loss = c.last_loss().unwrap();
     g.loss_backward(&huber).unwrap();
-    assert_close("huber loss", &[g.read_loss().unwrap()], &[cpu_loss], 1e-4);
-    assert_close("huber grads", &g.grads().unwrap(), c.grads(), 1e-4);
+    assert_close("huber loss", &[g.last_loss().unwrap()], &[cpu_loss], 1e-4);
+    assert_close(
+        "huber grads",
+        &g.grads().unwrap(),
+        &c.grads().unwrap(),
+        1e-4,
+    );
 
     let labels: Vec<u32> = (0..rows as u32 * 2).map(|i| i * 5 % 3).collect();
     let ce = Loss::CrossEntropy {
@@ -85,32 +91,43 @@ fn parity(nets: usize, u8_input: bool, seed: u64) {
         labels: &labels,
         mask: None,
     };
-    let cpu_loss = c.loss_backward(&ce).unwrap();
+    c.loss_backward(&ce).unwrap();
+    let cpu_loss = c.last_loss().unwrap();
     g.loss_backward(&ce).unwrap();
     assert_close(
         "cross-entropy loss",
-        &[g.read_loss().unwrap()],
+        &[g.last_loss().unwrap()],
         &[cpu_loss],
         1e-4,
     );
-    assert_close("cross-entropy grads", &g.grads().unwrap(), c.grads(), 1e-4);
+    assert_close(
+        "cross-entropy grads",
+        &g.grads().unwrap(),
+        &c.grads().unwrap(),
+        1e-4,
+    );
 
     // Input gradient from a given dL/d output.
     let d_out = random(rows * spec.head, seed + 3, 1.0);
-    c.backward(&d_out, true).unwrap();
-    g.backward(&d_out, true).unwrap();
+    c.backward_with_input(&d_out).unwrap();
+    g.backward_with_input(&d_out).unwrap();
     assert_close(
         "input grads",
         &g.input_grad().unwrap(),
         c.input_grad(),
         1e-4,
     );
-    assert_close("grads from d_out", &g.grads().unwrap(), c.grads(), 1e-4);
+    assert_close(
+        "grads from d_out",
+        &g.grads().unwrap(),
+        &c.grads().unwrap(),
+        1e-4,
+    );
 
     // Two optimiser steps (Adam, then RAdam's warm-up path), clipping active. Both backends
     // step from the same gradients: Adam divides by sqrt(v), so gradients that differ in the
     // 7th digit near zero would otherwise move parameters by visibly different amounts.
-    g.set_grads(c.grads()).unwrap();
+    g.set_grads(&c.grads().unwrap()).unwrap();
     for cfg in [
         AdamConfig {
             lr: 1e-2,
@@ -123,22 +140,33 @@ fn parity(nets: usize, u8_input: bool, seed: u64) {
             ..AdamConfig::default()
         },
     ] {
-        let cpu_stats = c.step(&cfg);
-        g.step(&cfg);
+        c.step(&cfg).unwrap();
+        let cpu_stats = c.step_stats().unwrap();
+        g.step(&cfg).unwrap();
         assert_close(
             "grad norms",
-            &g.grad_norms().unwrap().grad_norms,
+            &g.step_stats().unwrap().grad_norms,
             &cpu_stats.grad_norms,
             1e-4,
         );
-        assert_close("params after step", &g.params().unwrap(), c.params(), 1e-4);
-        g.set_params(c.params()).unwrap();
+        assert_close(
+            "params after step",
+            &g.params().unwrap(),
+            &c.params().unwrap(),
+            1e-4,
+        );
+        g.set_params(&c.params().unwrap()).unwrap();
     }
 
     // Target updates and the target forward.
-    c.polyak(0.3);
-    g.polyak(0.3);
-    assert_close("polyak target", &g.target().unwrap(), c.target(), 1e-4);
+    c.polyak(0.3).unwrap();
+    g.polyak(0.3).unwrap();
+    assert_close(
+        "polyak target",
+        &g.target_params().unwrap(),
+        &c.target_params().unwrap(),
+        1e-4,
+    );
     let cpu_target_out = c.forward_target(input, &nets_of).unwrap();
     assert_close(
         "target forward",
@@ -179,15 +207,21 @@ fn the_hl_gauss_loss_and_gradients_match_the_cpu() {
     };
     c.forward(Input::F32(&x), &nets_of).unwrap();
     g.forward(Input::F32(&x), &nets_of).unwrap();
-    let cpu_loss = c.loss_backward(&loss).unwrap();
+    c.loss_backward(&loss).unwrap();
+    let cpu_loss = c.last_loss().unwrap();
     g.loss_backward(&loss).unwrap();
     assert_close(
         "hl-gauss loss",
-        &[g.read_loss().unwrap()],
+        &[g.last_loss().unwrap()],
         &[cpu_loss],
         1e-4,
     );
-    assert_close("hl-gauss grads", &g.grads().unwrap(), c.grads(), 1e-4);
+    assert_close(
+        "hl-gauss grads",
+        &g.grads().unwrap(),
+        &c.grads().unwrap(),
+        1e-4,
+    );
 }
 
 #[test]
@@ -231,7 +265,7 @@ fn dispatches_per_update_do_not_depend_on_the_number_of_networks() {
             mask: None,
         })
         .unwrap();
-        g.step(&AdamConfig::default());
+        g.step(&AdamConfig::default()).unwrap();
         counts.push(g.dispatches() - before);
     }
     assert_eq!(counts.len(), 3);
@@ -276,13 +310,13 @@ fn the_gpu_fits_a_synthetic_regression() {
         g.forward(Input::F32(&x), &nets_of).unwrap();
         g.loss_backward(&loss).unwrap();
         if first.is_none() {
-            first = Some(g.read_loss().unwrap());
+            first = Some(g.last_loss().unwrap());
         }
-        g.step(&cfg);
+        g.step(&cfg).unwrap();
     }
     g.forward(Input::F32(&x), &nets_of).unwrap();
     g.loss_backward(&loss).unwrap();
-    let (first, last) = (first.unwrap(), g.read_loss().unwrap());
+    let (first, last) = (first.unwrap(), g.last_loss().unwrap());
     assert!(
         last < 0.05 * first && last < 0.03,
         "loss {first} -> {last} after 400 steps"
@@ -316,10 +350,9 @@ fn the_gpu_fits_a_synthetic_classification() {
     for _ in 0..300 {
         g.forward(Input::F32(&x), &nets_of).unwrap();
         g.loss_backward(&loss).unwrap();
-        g.step(&cfg);
+        g.step(&cfg).unwrap();
     }
-    g.forward(Input::F32(&x), &nets_of).unwrap();
-    let out = g.output().unwrap();
+    let out = g.forward(Input::F32(&x), &nets_of).unwrap();
     let correct = (0..rows * 2)
         .filter(|&i| {
             let z = &out[i * 3..i * 3 + 3];

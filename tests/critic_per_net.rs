@@ -87,25 +87,26 @@ fn net(x: &[f32], k: usize) -> &[f32] {
 }
 
 /// A 1-network stack holding network k of `stack` (parameters and target).
-fn alone(stack: &CpuCritic, k: usize) -> CpuCritic {
+fn alone(stack: &mut CpuCritic, k: usize) -> CpuCritic {
     let mut one = CpuCritic::new(StackSpec { nets: 1, ..SPEC }, 9).unwrap();
-    one.set_params(net(stack.target(), k)).unwrap();
-    one.copy_to_target();
-    one.set_params(net(stack.params(), k)).unwrap();
+    one.set_params(net(&stack.target_params().unwrap(), k))
+        .unwrap();
+    one.polyak(1.0).unwrap();
+    one.set_params(net(&stack.params().unwrap(), k)).unwrap();
     one
 }
 
 /// Network k of `stack` is `one` bit for bit: parameters, Adam's moments and step count.
-fn assert_net_is(stack: &CpuCritic, k: usize, one: &CpuCritic, what: &str) {
-    let (m, v, _) = stack.adam_state();
-    let (m1, v1, steps1) = one.adam_state();
+fn assert_net_is(stack: &mut CpuCritic, k: usize, one: &mut CpuCritic, what: &str) {
+    let (m, v, _) = stack.adam_state().unwrap();
+    let (m1, v1, steps1) = one.adam_state().unwrap();
     assert_eq!(
-        bits(net(stack.params(), k)),
-        bits(one.params()),
+        bits(net(&stack.params().unwrap(), k)),
+        bits(&one.params().unwrap()),
         "params: {what}"
     );
-    assert_eq!(bits(net(m, k)), bits(m1), "first moment: {what}");
-    assert_eq!(bits(net(v, k)), bits(v1), "second moment: {what}");
+    assert_eq!(bits(net(&m, k)), bits(&m1), "first moment: {what}");
+    assert_eq!(bits(net(&v, k)), bits(&v1), "second moment: {what}");
     assert_eq!(stack.net_steps()[k], steps1, "step count: {what}");
 }
 
@@ -113,30 +114,39 @@ fn assert_net_is(stack: &CpuCritic, k: usize, one: &CpuCritic, what: &str) {
 fn step_nets_is_each_network_stepped_alone_bit_for_bit() {
     for cfg in configs() {
         let mut stack = CpuCritic::new(SPEC, 3).unwrap();
-        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
+        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&mut stack, k)).collect();
         let nets = nets();
-        let initial = stack.params().to_vec();
+        let initial = stack.params().unwrap();
         // Six steps: RAdam's momentum-only warm-up, then its adaptive steps.
         for t in 0..6 {
             real_gradients(&mut stack, t);
-            let norms = stack.step_nets(&cfg, &nets).unwrap().grad_norms.clone();
+            stack.step_nets(&cfg, &nets).unwrap();
+            let norms = stack.step_stats().unwrap().grad_norms;
             assert!(
                 norms[1] > 0.05,
                 "the clip of network 1 is active: {norms:?}"
             );
             for (k, one) in singles.iter_mut().enumerate() {
-                one.set_grads(net(stack.grads(), k)).unwrap();
-                let seen = CpuCritic::step(one, &cfg.for_net(&nets[k])).grad_norms[0];
-                // The inherent accessors (a `&mut` receiver would pick the trait's).
-                let one: &CpuCritic = one;
+                one.set_grads(net(&stack.grads().unwrap(), k)).unwrap();
+                one.step(&cfg.for_net(&nets[k])).unwrap();
+                let seen = one.step_stats().unwrap().grad_norms[0];
                 assert_eq!(seen.to_bits(), norms[k].to_bits(), "norm of net {k}");
-                assert_net_is(&stack, k, one, &format!("{cfg:?}, step {t}, net {k}"));
+                assert_net_is(&mut stack, k, one, &format!("{cfg:?}, step {t}, net {k}"));
             }
         }
         // Learning rate 0 leaves network 2 where it was; the others moved.
-        assert_eq!(bits(net(stack.params(), 2)), bits(net(&initial, 2)));
-        assert_ne!(bits(net(stack.params(), 0)), bits(net(&initial, 0)));
-        assert_ne!(bits(net(stack.params(), 1)), bits(net(&initial, 1)));
+        assert_eq!(
+            bits(net(&stack.params().unwrap(), 2)),
+            bits(net(&initial, 2))
+        );
+        assert_ne!(
+            bits(net(&stack.params().unwrap(), 0)),
+            bits(net(&initial, 0))
+        );
+        assert_ne!(
+            bits(net(&stack.params().unwrap(), 1)),
+            bits(net(&initial, 1))
+        );
     }
 }
 
@@ -149,13 +159,13 @@ fn step_with_one_value_for_every_network_is_step_nets_and_a_full_mask_with_it() 
     let every = [NetOptim::from(&cfg); 3];
     for t in 0..2 {
         real_gradients(&mut a, t);
-        b.set_grads(a.grads()).unwrap();
-        c.set_grads(a.grads()).unwrap();
-        a.step(&cfg);
+        b.set_grads(&a.grads().unwrap()).unwrap();
+        c.set_grads(&a.grads().unwrap()).unwrap();
+        a.step(&cfg).unwrap();
         b.step_nets(&cfg, &every).unwrap();
         c.step_masked(&cfg, &every, &[true; 3]).unwrap();
-        assert_eq!(bits(a.params()), bits(b.params()));
-        assert_eq!(bits(a.params()), bits(c.params()));
+        assert_eq!(bits(&a.params().unwrap()), bits(&b.params().unwrap()));
+        assert_eq!(bits(&a.params().unwrap()), bits(&c.params().unwrap()));
     }
 }
 
@@ -164,19 +174,31 @@ fn polyak_nets_is_each_network_averaged_alone_bit_for_bit() {
     let mut stack = CpuCritic::new(SPEC, 5).unwrap();
     // Online and target apart.
     real_gradients(&mut stack, 0);
-    stack.step(&AdamConfig::default());
+    stack.step(&AdamConfig::default()).unwrap();
     let taus = [0.0, 0.5, 1.0];
-    let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
-    let before = stack.target().to_vec();
+    let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&mut stack, k)).collect();
+    let before = stack.target_params().unwrap();
     stack.polyak_nets(&taus).unwrap();
     for (k, one) in singles.iter_mut().enumerate() {
-        CpuCritic::polyak(one, taus[k]);
-        let one: &CpuCritic = one;
-        assert_eq!(bits(net(stack.target(), k)), bits(one.target()), "net {k}");
+        one.polyak(taus[k]).unwrap();
+        assert_eq!(
+            bits(net(&stack.target_params().unwrap(), k)),
+            bits(&one.target_params().unwrap()),
+            "net {k}"
+        );
     }
-    assert_eq!(bits(net(stack.target(), 0)), bits(net(&before, 0)));
-    assert_eq!(bits(net(stack.target(), 2)), bits(net(stack.params(), 2)));
-    assert_ne!(bits(net(stack.target(), 1)), bits(net(&before, 1)));
+    assert_eq!(
+        bits(net(&stack.target_params().unwrap(), 0)),
+        bits(net(&before, 0))
+    );
+    assert_eq!(
+        bits(net(&stack.target_params().unwrap(), 2)),
+        bits(net(&stack.params().unwrap(), 2))
+    );
+    assert_ne!(
+        bits(net(&stack.target_params().unwrap(), 1)),
+        bits(net(&before, 1))
+    );
 }
 
 /// Which networks step at each of 8 steps: every pattern, so counts drift apart (network 0
@@ -197,37 +219,37 @@ const MASKS: [[bool; 3]; 8] = [
 fn a_masked_step_is_each_network_stepped_alone_its_own_number_of_times_bit_for_bit() {
     for cfg in configs() {
         let mut stack = CpuCritic::new(SPEC, 13).unwrap();
-        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&stack, k)).collect();
+        let mut singles: Vec<CpuCritic> = (0..3).map(|k| alone(&mut stack, k)).collect();
         let nets = nets();
         for (t, mask) in MASKS.iter().enumerate() {
             real_gradients(&mut stack, t as u64);
-            let before = stack.params().to_vec();
+            let before = stack.params().unwrap();
             stack.step_masked(&cfg, &nets, mask).unwrap();
             for (k, one) in singles.iter_mut().enumerate() {
                 let what = format!("{cfg:?}, step {t}, net {k}");
                 if mask[k] {
-                    one.set_grads(net(stack.grads(), k)).unwrap();
-                    CpuCritic::step(one, &cfg.for_net(&nets[k]));
+                    one.set_grads(net(&stack.grads().unwrap(), k)).unwrap();
+                    one.step(&cfg.for_net(&nets[k])).unwrap();
                 } else {
                     assert_eq!(
-                        bits(net(stack.params(), k)),
+                        bits(net(&stack.params().unwrap(), k)),
                         bits(net(&before, k)),
                         "a masked-out network moved: {what}"
                     );
                 }
-                assert_net_is(&stack, k, one, &what);
+                assert_net_is(&mut stack, k, one, &what);
             }
         }
         assert_eq!(stack.net_steps(), [5, 4, 3]);
         // The checkpoint's one count is the largest.
-        assert_eq!(stack.adam_state().2, 5);
+        assert_eq!(stack.adam_state().unwrap().2, 5);
         // A plain step after masked ones still corrects each network by its own count.
         real_gradients(&mut stack, 99);
         stack.step_nets(&cfg, &nets).unwrap();
         for (k, one) in singles.iter_mut().enumerate() {
-            one.set_grads(net(stack.grads(), k)).unwrap();
-            CpuCritic::step(one, &cfg.for_net(&nets[k]));
-            assert_net_is(&stack, k, one, &format!("{cfg:?}, plain step, net {k}"));
+            one.set_grads(net(&stack.grads().unwrap(), k)).unwrap();
+            one.step(&cfg.for_net(&nets[k])).unwrap();
+            assert_net_is(&mut stack, k, one, &format!("{cfg:?}, plain step, net {k}"));
         }
         assert_eq!(stack.net_steps(), [6, 5, 4]);
     }
@@ -236,12 +258,12 @@ fn a_masked_step_is_each_network_stepped_alone_its_own_number_of_times_bit_for_b
 #[test]
 fn per_network_counts_restore_and_one_count_applies_to_every_network() {
     let mut a = CpuCritic::new(SPEC, 14).unwrap();
-    // Per-network counts restore through the trait; the one count of an old checkpoint
+    // Per-network counts restore; the one count of an old checkpoint
     // applies to every network.
-    CriticBackend::set_net_steps(&mut a, &[1, 7, 2]).unwrap();
-    assert_eq!(CriticBackend::net_steps(&a), [1, 7, 2]);
-    let (m, v, _) = CriticBackend::adam_state(&mut a).unwrap();
-    CriticBackend::set_adam_state(&mut a, &m, &v, 4).unwrap();
+    a.set_net_steps(&[1, 7, 2]).unwrap();
+    assert_eq!(a.net_steps(), [1, 7, 2]);
+    let (m, v, _) = a.adam_state().unwrap();
+    a.set_adam_state(&m, &v, 4).unwrap();
     assert_eq!(a.net_steps(), [4, 4, 4]);
 }
 
@@ -249,7 +271,13 @@ fn per_network_counts_restore_and_one_count_applies_to_every_network() {
 fn state(c: &mut dyn CriticBackend) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u64>) {
     let (m, v, _) = c.adam_state().unwrap();
     let (p, t) = (c.params().unwrap(), c.target_params().unwrap());
-    (bits(&p), bits(&t), bits(&m), bits(&v), c.net_steps())
+    (
+        bits(&p),
+        bits(&t),
+        bits(&m),
+        bits(&v),
+        c.net_steps().to_vec(),
+    )
 }
 
 /// Wrong lengths through the trait: a shape error each, and nothing changed.
@@ -295,14 +323,14 @@ fn refuses_wrong_lengths(c: &mut dyn CriticBackend) {
 fn wrong_lengths_are_refused_and_change_nothing() {
     let mut c = CpuCritic::new(SPEC, 6).unwrap();
     real_gradients(&mut c, 0);
-    c.step(&AdamConfig::default());
+    c.step(&AdamConfig::default()).unwrap();
     real_gradients(&mut c, 1);
     let stats = c.step_stats().unwrap();
     refuses_wrong_lengths(&mut c);
     assert_eq!(c.step_stats().unwrap(), stats);
     // The gradients were still there to step with.
     c.step_nets(&AdamConfig::default(), &nets()).unwrap();
-    assert_eq!(c.adam_state().2, 2);
+    assert_eq!(c.adam_state().unwrap().2, 2);
 }
 
 #[cfg(feature = "gpu")]
@@ -319,20 +347,26 @@ mod gpu {
             let mut g = GpuCritic::new(SPEC, 7).unwrap();
             for t in 0..6 {
                 real_gradients(&mut c, t);
-                g.set_grads(c.grads()).unwrap();
-                let cpu_norms = c.step_nets(&cfg, &nets()).unwrap().grad_norms.clone();
+                g.set_grads(&c.grads().unwrap()).unwrap();
+                c.step_nets(&cfg, &nets()).unwrap();
+                let cpu_norms = c.step_stats().unwrap().grad_norms;
                 CriticBackend::step_nets(&mut g, &cfg, &nets()).unwrap();
                 let what = format!("{cfg:?}, step {t}");
-                let gpu_norms = g.grad_norms().unwrap().grad_norms;
+                let gpu_norms = g.step_stats().unwrap().grad_norms;
                 assert_close(&format!("norms {what}"), &gpu_norms, &cpu_norms, 1e-4);
-                assert_close(&what, &g.params().unwrap(), c.params(), 1e-4);
+                assert_close(&what, &g.params().unwrap(), &c.params().unwrap(), 1e-4);
                 // Both step on from the same parameters (see tests/critic_gpu.rs).
-                g.set_params(c.params()).unwrap();
+                g.set_params(&c.params().unwrap()).unwrap();
             }
             let taus = [0.0, 0.5, 1.0];
             c.polyak_nets(&taus).unwrap();
             CriticBackend::polyak_nets(&mut g, &taus).unwrap();
-            assert_close("polyak_nets", &g.target().unwrap(), c.target(), 1e-4);
+            assert_close(
+                "polyak_nets",
+                &g.target_params().unwrap(),
+                &c.target_params().unwrap(),
+                1e-4,
+            );
         }
     }
 
@@ -344,13 +378,13 @@ mod gpu {
             let mut g = GpuCritic::new(SPEC, 15).unwrap();
             for (t, mask) in MASKS.iter().enumerate() {
                 real_gradients(&mut c, t as u64);
-                g.set_grads(c.grads()).unwrap();
+                g.set_grads(&c.grads().unwrap()).unwrap();
                 let before = g.params().unwrap();
                 c.step_masked(&cfg, &nets(), mask).unwrap();
                 CriticBackend::step_masked(&mut g, &cfg, &nets(), mask).unwrap();
                 let what = format!("{cfg:?}, step {t}");
                 let after = g.params().unwrap();
-                assert_close(&what, &after, c.params(), 1e-4);
+                assert_close(&what, &after, &c.params().unwrap(), 1e-4);
                 for k in (0..3).filter(|&k| !mask[k]) {
                     assert_eq!(
                         bits(net(&after, k)),
@@ -360,19 +394,19 @@ mod gpu {
                 }
                 assert_eq!(CriticBackend::net_steps(&g), c.net_steps(), "{what}");
                 let (gm, gv, _) = g.adam_state().unwrap();
-                let (cm, cv, _) = c.adam_state();
-                assert_close(&format!("m {what}"), &gm, cm, 1e-4);
-                assert_close(&format!("v {what}"), &gv, cv, 1e-4);
+                let (cm, cv, _) = c.adam_state().unwrap();
+                assert_close(&format!("m {what}"), &gm, &cm, 1e-4);
+                assert_close(&format!("v {what}"), &gv, &cv, 1e-4);
                 // Both step on from the same parameters (see tests/critic_gpu.rs).
-                g.set_params(c.params()).unwrap();
+                g.set_params(&c.params().unwrap()).unwrap();
             }
             // A factor of 0 leaves a target as it is, bit for bit.
             let taus = [0.0, 0.5, 0.0];
-            let before = g.target().unwrap();
+            let before = g.target_params().unwrap();
             c.polyak_nets(&taus).unwrap();
             CriticBackend::polyak_nets(&mut g, &taus).unwrap();
-            let after = g.target().unwrap();
-            assert_close("masked polyak", &after, c.target(), 1e-4);
+            let after = g.target_params().unwrap();
+            assert_close("masked polyak", &after, &c.target_params().unwrap(), 1e-4);
             assert_eq!(bits(net(&after, 0)), bits(net(&before, 0)));
             assert_eq!(bits(net(&after, 2)), bits(net(&before, 2)));
         }
@@ -383,7 +417,7 @@ mod gpu {
         let Some(_) = gpu_or_skip() else { return };
         let mut g = GpuCritic::new(SPEC, 8).unwrap();
         g.set_grads(&random(SPEC.params(), 1, 1.0)).unwrap();
-        g.step(&AdamConfig::default());
+        g.step(&AdamConfig::default()).unwrap();
         refuses_wrong_lengths(&mut g);
     }
 }

@@ -7,7 +7,7 @@ use common::random;
 
 use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::loss::Loss;
-use gridarena::critic::{AdamConfig, Input, StackSpec};
+use gridarena::critic::{AdamConfig, CriticBackend, Input, StackSpec};
 
 const SPEC: StackSpec = StackSpec {
     network: gridarena::critic::Network::Mlp,
@@ -76,24 +76,24 @@ fn run(sparse: bool, b: &Batch) -> Vec<(&'static str, Vec<f32>)> {
     let out = c.forward(Input::U8(&b.x), &b.nets).unwrap().to_vec();
     seen.push(("forward", out));
     let d_out = random(b.nets.len() * SPEC.head, 5, 1.0);
-    c.backward(&d_out, true).unwrap();
-    seen.push(("grads", c.grads().to_vec()));
+    c.backward_with_input(&d_out).unwrap();
+    seen.push(("grads", c.grads().unwrap()));
     seen.push(("input grads", c.input_grad().to_vec()));
     let adam = AdamConfig::default();
     for _ in 0..3 {
         c.forward(Input::U8(&b.x), &b.nets).unwrap();
         c.loss_backward(&loss).unwrap();
-        seen.push(("loss grads", c.grads().to_vec()));
-        c.step(&adam);
-        seen.push(("params", c.params().to_vec()));
+        seen.push(("loss grads", c.grads().unwrap()));
+        c.step(&adam).unwrap();
+        seen.push(("params", c.params().unwrap()));
     }
-    c.polyak(0.5);
+    c.polyak(0.5).unwrap();
     seen.push((
         "target forward",
         c.forward_target(Input::U8(&b.x), &b.nets).unwrap(),
     ));
     // New parameters from outside: the transposed first layer follows them.
-    let shifted: Vec<f32> = c.params().iter().map(|p| p * 0.5 + 0.01).collect();
+    let shifted: Vec<f32> = c.params().unwrap().iter().map(|p| p * 0.5 + 0.01).collect();
     c.set_params(&shifted).unwrap();
     let out = c.forward(Input::U8(&b.x), &b.nets).unwrap().to_vec();
     seen.push(("forward after set_params", out));
@@ -122,8 +122,8 @@ fn each_batch_takes_the_path_its_density_calls_for() {
         }
         c.forward(Input::U8(&b.x), &b.nets).unwrap();
         let d_out = random(b.nets.len() * SPEC.head, 9, 1.0);
-        c.backward(&d_out, false).unwrap();
-        c.grads().to_vec()
+        c.backward(&d_out).unwrap();
+        c.grads().unwrap()
     };
     let default = CpuCritic::new(SPEC, 0).unwrap().sparse_threshold();
     assert!(default > 0.05 && default < 0.95, "{default}");
@@ -162,10 +162,10 @@ fn results_do_not_depend_on_the_thread_count() {
                 for _ in 0..2 {
                     seen.extend(c.forward(Input::U8(&b.x), &b.nets).unwrap().iter().copied());
                     c.loss_backward(&loss).unwrap();
-                    seen.extend_from_slice(c.grads());
-                    c.step(&AdamConfig::default());
+                    seen.extend_from_slice(&c.grads().unwrap());
+                    c.step(&AdamConfig::default()).unwrap();
                 }
-                seen.extend_from_slice(c.params());
+                seen.extend_from_slice(&c.params().unwrap());
                 seen
             })
         };

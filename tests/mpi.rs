@@ -229,7 +229,7 @@ fn gradients_match(job: &Job, device: &Chosen) {
         ..AdamConfig::default()
     };
     let before = dp.params().unwrap();
-    dp.step(&sgd);
+    dp.step(&sgd).unwrap();
     dp.step_stats().unwrap();
     let got = dp.grads().unwrap();
     let applied: Vec<f32> = before

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::median;
 use crate::critic::cpu::{CpuCritic, profile, profile::Profile};
 use crate::critic::loss::Loss;
-use crate::critic::{AdamConfig, CriticError, Input, StackSpec};
+use crate::critic::{AdamConfig, CriticBackend, CriticError, Input, StackSpec};
 use crate::rng::{Purpose, below, stream};
 
 /// What `gridarena bench critic` measures.
@@ -144,9 +144,10 @@ pub fn bench_critic_cpu(cfg: &CriticBenchConfig) -> Result<CriticBenchResult, Cr
     let batch = CriticBatch::with_density(&cfg.spec, cfg.rows, cfg.density);
     let (adam, loss) = (AdamConfig::default(), batch.loss());
     let update = |critic: &mut CpuCritic| -> Result<(), CriticError> {
-        critic.forward(Input::U8(&batch.obs), &batch.nets)?;
+        // The forward without copying its output out, as the loss reads it in place.
+        critic.forward_rows(Input::U8(&batch.obs), &batch.nets)?;
         critic.loss_backward(&loss)?;
-        critic.step(&adam);
+        critic.step(&adam)?;
         Ok(())
     };
     if cfg.profile {
@@ -178,13 +179,14 @@ pub fn bench_critic_gpu(
     let batch = CriticBatch::with_density(&cfg.spec, cfg.rows, cfg.density);
     let (adam, loss) = (AdamConfig::default(), batch.loss());
     let update = |c: &mut GpuCritic| -> Result<(), CriticError> {
-        c.forward(Input::U8(&batch.obs), &batch.nets)?;
+        // The forward without reading its output back, as the loss reads it on the device.
+        c.run_forward(Input::U8(&batch.obs), &batch.nets)?;
         c.loss_backward(&loss)?;
-        c.step(&adam);
+        c.step(&adam)?;
         Ok(())
     };
     // Reading the loss back waits for the device.
-    time_updates(cfg, &mut critic, update, |c| c.read_loss().map(|_| ()))
+    time_updates(cfg, &mut critic, update, |c| c.last_loss().map(|_| ()))
 }
 
 /// The GEMM crate's own throughput here: one square f32 product of side `n` per thread, all

@@ -6,7 +6,7 @@
 //! Adding a backend = one implementation of the trait and one arm in [`super::Critic::new`].
 
 use super::loss::Loss;
-use super::{AdamConfig, CriticError, Input, NetOptim, Sequences, StackSpec, StepStats};
+use super::{AdamConfig, CriticError, Input, NetOptim, Sequences, StackSpec, StepStats, check_len};
 
 /// A stack of MLPs that learners train: forward passes with online or target parameters,
 /// backward, the optimiser step, and the state a checkpoint holds. CPU and GPU give the same
@@ -58,13 +58,10 @@ pub trait CriticBackend: Send {
     /// uploaded rows do not, so a target pass goes before the online forward it sits beside).
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError>;
 
-    /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).
-    fn polyak(&mut self, tau: f32);
-
-    /// [`CriticBackend::polyak`] with network k's own factor `taus[k]` (a factor of 0 leaves
-    /// that network's target untouched); a [`CriticError::Shape`] unless there is one per
-    /// network (nothing changes then).
-    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError>;
+    /// The averaging primitive: `target = taus[k] * online + (1 - taus[k]) * target` for
+    /// network k, a factor of 0 leaving that network's target untouched. Callers use
+    /// [`CriticBackend::polyak`] or [`CriticBackend::polyak_nets`], which check the length.
+    fn average_targets(&mut self, taus: &[f32]) -> Result<(), CriticError>;
 
     /// The target parameters, network-major.
     fn target_params(&mut self) -> Result<Vec<f32>, CriticError>;
@@ -80,28 +77,16 @@ pub trait CriticBackend: Send {
     /// The loss of the last [`CriticBackend::loss_backward`] (0 before any).
     fn last_loss(&mut self) -> Result<f32, CriticError>;
 
-    /// One optimiser step on the current gradients: each network's gradient clipped to its own
-    /// global norm, then Adam or RAdam with bias correction from the network's own step count. What it saw is read with
-    /// [`CriticBackend::step_stats`], so a device is not made to wait after every step.
-    fn step(&mut self, cfg: &AdamConfig);
-
-    /// [`CriticBackend::step`] with network k's own learning rate and clip, `nets[k]` (betas,
-    /// eps and RAdam from `cfg`, whose `lr` and `max_grad_norm` are ignored): on the CPU, bit
-    /// for bit what that network alone gets from `step(&cfg.for_net(&nets[k]))`. A
-    /// [`CriticError::Shape`] unless there is one entry per network (nothing changes then,
-    /// not even the step count).
-    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError>;
-
-    /// [`CriticBackend::step_nets`] for the networks whose `active[k]` is true only; the others'
-    /// parameters, moments and step counts stay as they are. On the CPU, network k after any
-    /// sequence of masked steps is bit for bit that network stepped alone its own number of
-    /// times. A [`CriticError::Shape`] unless both have one entry per network (nothing changes
-    /// then).
-    fn step_masked(
+    /// The optimiser primitive: network k, unless `nets[k]` is `None`, counts one more Adam
+    /// step and moves with its own learning rate and clip from `nets[k]` (betas, eps and RAdam
+    /// from `cfg`). Every network's gradient norm is reported by
+    /// [`CriticBackend::step_stats`]. Callers use [`CriticBackend::step`],
+    /// [`CriticBackend::step_nets`] or [`CriticBackend::step_masked`], which check the lengths
+    /// and average the gradients over ranks first when the critic is data-parallel.
+    fn apply_step(
         &mut self,
         cfg: &AdamConfig,
-        nets: &[NetOptim],
-        active: &[bool],
+        nets: &[Option<NetOptim>],
     ) -> Result<(), CriticError>;
 
     /// What the last [`CriticBackend::step`] or [`CriticBackend::step_nets`] saw (empty norms
@@ -129,9 +114,109 @@ pub trait CriticBackend: Send {
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError>;
 
     /// Each network's Adam step count.
-    fn net_steps(&self) -> Vec<u64>;
+    fn net_steps(&self) -> &[u64];
+
+    /// Each network's Adam step count, to restore; [`CriticBackend::set_net_steps`] checks the
+    /// length.
+    fn net_steps_mut(&mut self) -> &mut [u64];
+
+    /// Where a data-parallel critic keeps the hook that averages gradients over ranks before
+    /// each step (`None` on one process).
+    fn grad_reducer(&mut self) -> &mut Option<GradReducer>;
+
+    // The operations below are written once, over the primitives above.
+
+    /// One optimiser step on the current gradients: each network's gradient clipped to its own
+    /// global norm, then Adam or RAdam with bias correction from the network's own step count.
+    /// What it saw is read with [`CriticBackend::step_stats`], so a device is not made to wait
+    /// after every step.
+    fn step(&mut self, cfg: &AdamConfig) -> Result<(), CriticError> {
+        let nets = vec![Some(NetOptim::from(cfg)); self.spec().nets];
+        self.reduce_grads()?;
+        self.apply_step(cfg, &nets)
+    }
+
+    /// [`CriticBackend::step`] with network k's own learning rate and clip, `nets[k]` (betas,
+    /// eps and RAdam from `cfg`, whose `lr` and `max_grad_norm` are ignored): bit for bit what
+    /// that network alone gets from `step(&cfg.for_net(&nets[k]))`. A [`CriticError::Shape`]
+    /// unless there is one entry per network (nothing changes then, not even the step count).
+    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
+        check_len(
+            "per-network optimiser scalars",
+            self.spec().nets,
+            nets.len(),
+        )?;
+        let nets: Vec<Option<NetOptim>> = nets.iter().copied().map(Some).collect();
+        self.reduce_grads()?;
+        self.apply_step(cfg, &nets)
+    }
+
+    /// [`CriticBackend::step_nets`] for the networks whose `active[k]` is true only; the others'
+    /// parameters, moments and step counts stay as they are. Network k after any sequence of
+    /// masked steps is bit for bit that network stepped alone its own number of times. A
+    /// [`CriticError::Shape`] unless both have one entry per network (nothing changes then).
+    fn step_masked(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[NetOptim],
+        active: &[bool],
+    ) -> Result<(), CriticError> {
+        check_len(
+            "per-network optimiser scalars",
+            self.spec().nets,
+            nets.len(),
+        )?;
+        check_len("per-network step mask", self.spec().nets, active.len())?;
+        let nets: Vec<Option<NetOptim>> = nets
+            .iter()
+            .zip(active)
+            .map(|(n, a)| a.then_some(*n))
+            .collect();
+        self.reduce_grads()?;
+        self.apply_step(cfg, &nets)
+    }
+
+    /// `target = tau * online + (1 - tau) * target` (`tau = 1` copies).
+    fn polyak(&mut self, tau: f32) -> Result<(), CriticError> {
+        let taus = vec![tau; self.spec().nets];
+        self.average_targets(&taus)
+    }
+
+    /// [`CriticBackend::polyak`] with network k's own factor `taus[k]` (a factor of 0 leaves
+    /// that network's target untouched); a [`CriticError::Shape`] unless there is one per
+    /// network (nothing changes then).
+    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
+        check_len("per-network Polyak factors", self.spec().nets, taus.len())?;
+        self.average_targets(taus)
+    }
 
     /// Restores each network's Adam step count; a [`CriticError::Shape`] unless there is one
     /// per network (nothing changes then).
-    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError>;
+    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError> {
+        check_len(
+            "per-network Adam step counts",
+            self.spec().nets,
+            steps.len(),
+        )?;
+        self.net_steps_mut().copy_from_slice(steps);
+        Ok(())
+    }
+
+    /// Replaces the gradients by what the data-parallel hook makes of them (their mean over
+    /// ranks); nothing without a hook.
+    fn reduce_grads(&mut self) -> Result<(), CriticError> {
+        let Some(mut reduce) = self.grad_reducer().take() else {
+            return Ok(());
+        };
+        let result = self.grads().and_then(|mut grads| {
+            reduce(&mut grads);
+            self.set_grads(&grads)
+        });
+        *self.grad_reducer() = Some(reduce);
+        result
+    }
 }
+
+/// What a data-parallel critic does to its gradients before each optimiser step (replace them
+/// by their mean over the job's ranks; see `dist::reduce`).
+pub type GradReducer = Box<dyn FnMut(&mut [f32]) + Send>;

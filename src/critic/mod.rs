@@ -21,7 +21,7 @@ mod optim;
 pub mod pr2;
 pub mod pr2_loss;
 
-pub use backend::CriticBackend;
+pub use backend::{CriticBackend, GradReducer};
 pub use device::{
     Chosen, Critic, Device, DeviceParseError, GpuLimits, LOCAL_RANK_VARS, LocalRank, choose_device,
     local_rank,

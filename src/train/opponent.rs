@@ -250,7 +250,7 @@ fn step_replicas(critic: &mut Critic, lrs: &[f32], learners: usize) -> Result<()
         ..AdamConfig::default()
     };
     if lrs.len() == 1 {
-        critic.step(&adam);
+        critic.step(&adam)?;
         return Ok(());
     }
     let per_net: Vec<NetOptim> = lrs

@@ -433,7 +433,7 @@ impl ReplayCore {
 pub(crate) fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), TrainError> {
     let online = critic.params()?;
     critic.set_params(target)?;
-    critic.polyak(1.0);
+    critic.polyak(1.0)?;
     critic.set_params(&online)?;
     Ok(())
 }

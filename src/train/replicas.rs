@@ -50,7 +50,7 @@ pub(crate) fn replicas_critic(
             .collect();
         critic.set_params(&params)?;
         // The targets start as copies of the online networks, as a single run's do.
-        critic.polyak(1.0);
+        critic.polyak(1.0)?;
     }
     Ok((critic, spec))
 }
@@ -91,7 +91,7 @@ pub(crate) fn optimiser_step(
 ) -> Result<(), TrainError> {
     let first = values[0];
     if values.iter().all(|v| v.adam == first.adam) {
-        critic.step(&first.adam);
+        critic.step(&first.adam)?;
     } else {
         let nets: Vec<NetOptim> = values
             .iter()
@@ -111,7 +111,7 @@ pub(crate) fn target_update(
 ) -> Result<(), TrainError> {
     let first = values[0];
     if values.iter().all(|v| v.tau == first.tau) {
-        critic.polyak(first.tau);
+        critic.polyak(first.tau)?;
     } else {
         let taus: Vec<f32> = values
             .iter()
@@ -247,7 +247,7 @@ pub(crate) fn save_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     Ok(serde_json::to_string(&ReplicasState {
         replicas,
         models_state,
-        net_steps: critic.net_steps(),
+        net_steps: critic.net_steps().to_vec(),
     })?)
 }
 

@@ -8,55 +8,20 @@ use rayon::prelude::*;
 
 use super::CpuCritic;
 use super::profile::{Phase, span};
-use crate::critic::{AdamConfig, CriticError, NetOptim, StepStats, check_len};
+use crate::critic::{AdamConfig, NetOptim, StepStats};
 
 /// Parameters per task of the target averaging inside one network.
 const POLYAK_CHUNK: usize = 4096;
 
 impl CpuCritic {
-    /// One optimiser step on the current gradients: each network's gradient is clipped to
-    /// `max_grad_norm` (its own global norm), then Adam or RAdam with bias correction from the
-    /// network's own step count. Returns what it saw (kept until the next step).
-    pub fn step(&mut self, cfg: &AdamConfig) -> &StepStats {
-        let net = NetOptim::from(cfg);
-        self.apply_step(cfg, |_| Some(net))
-    }
-
-    /// [`CpuCritic::step`] with network k's learning rate and clip from `nets[k]` (the rest from
-    /// `cfg`): network k ends bit for bit where `step(&cfg.for_net(&nets[k]))` takes it alone.
-    /// Refused, changing nothing, unless there is one entry per network.
-    pub fn step_nets(
-        &mut self,
-        cfg: &AdamConfig,
-        nets: &[NetOptim],
-    ) -> Result<&StepStats, CriticError> {
-        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        Ok(self.apply_step(cfg, |k| Some(nets[k])))
-    }
-
-    /// [`CpuCritic::step_nets`] for the networks whose `active[k]` is true only: the others'
-    /// parameters, moments and step counts stay as they are (their gradient norms are still
-    /// reported).
-    /// Refused, changing nothing, unless both have one entry per network.
-    pub fn step_masked(
-        &mut self,
-        cfg: &AdamConfig,
-        nets: &[NetOptim],
-        active: &[bool],
-    ) -> Result<&StepStats, CriticError> {
-        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        check_len("per-network step mask", self.spec.nets, active.len())?;
-        Ok(self.apply_step(cfg, |k| active[k].then_some(nets[k])))
-    }
-
     /// The step itself: network k, unless `net(k)` is `None`, counts one more step and moves by
     /// the step size of its learning rate at that count, after its clip; betas, eps and RAdam
     /// come from `cfg`.
-    fn apply_step(
+    pub(super) fn step_each(
         &mut self,
         cfg: &AdamConfig,
         net: impl Fn(usize) -> Option<NetOptim> + Sync,
-    ) -> &StepStats {
+    ) {
         let (_wall, _t) = (span(Phase::WallStep), span(Phase::Adam));
         self.w1t_fresh = false;
         let per_net = self.spec.params_per_net();
@@ -98,31 +63,10 @@ impl CpuCritic {
             })
             .collect();
         self.last_step = StepStats { grad_norms };
-        &self.last_step
-    }
-
-    /// Copies the online parameters into the target copy.
-    pub fn copy_to_target(&mut self) {
-        self.target.copy_from_slice(&self.params);
-        self.w1t_target_fresh = false;
-    }
-
-    /// Polyak averaging: `target = tau * online + (1 - tau) * target`.
-    pub fn polyak(&mut self, tau: f32) {
-        self.average(|_| tau);
-    }
-
-    /// [`CpuCritic::polyak`] with network k's own factor `taus[k]`; a factor of 0 leaves that
-    /// network's target untouched (not even rewritten). Refused, changing nothing, unless there
-    /// is one per network.
-    pub fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
-        check_len("per-network Polyak factors", self.spec.nets, taus.len())?;
-        self.average(|k| taus[k]);
-        Ok(())
     }
 
     /// `target = tau * online + (1 - tau) * target` with network k's factor `tau(k)`.
-    fn average(&mut self, tau: impl Fn(usize) -> f32 + Sync) {
+    pub(super) fn average(&mut self, tau: impl Fn(usize) -> f32 + Sync) {
         self.w1t_target_fresh = false;
         let per_net = self.spec.params_per_net();
         self.target

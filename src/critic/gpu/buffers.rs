@@ -114,7 +114,7 @@ impl GpuCritic {
     }
 
     /// Replaces all parameters.
-    pub fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
+    pub(super) fn write_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
         check_len("parameters", self.spec.params(), params.len())?;
         self.queue
             .write_buffer(&self.params, 0, bytemuck::cast_slice(params));
@@ -122,7 +122,12 @@ impl GpuCritic {
     }
 
     /// Restores Adam's moments and step count, the same for every network.
-    pub fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
+    pub(super) fn write_adam_state(
+        &mut self,
+        m: &[f32],
+        v: &[f32],
+        steps: u64,
+    ) -> Result<(), CriticError> {
         let n = self.spec.params();
         if m.len() != n || v.len() != n {
             return Err(CriticError::Shape {
@@ -147,7 +152,7 @@ impl GpuCritic {
 
     /// Replaces the gradients (external accumulation, and tests that feed both backends the
     /// same gradients).
-    pub fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
+    pub(super) fn write_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
         check_len("gradients", self.spec.params(), grads.len())?;
         self.queue
             .write_buffer(&self.grads, 0, bytemuck::cast_slice(grads));

@@ -291,10 +291,10 @@ impl GpuCritic {
     /// Forward over sequences with the online parameters, kept for backward (see
     /// [`crate::critic::CriticBackend::forward_seq`]); `[T, B, head]`. On an MLP stack, the
     /// row-wise forward over the T x B rows.
-    pub fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn run_forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
         if self.gru.is_none() {
             let rows = seq.mlp_rows(&self.spec)?;
-            self.forward(seq.input, &rows)?;
+            self.run_forward(seq.input, &rows)?;
             return self.output();
         }
         if let Some(g) = &mut self.gru {
@@ -307,11 +307,14 @@ impl GpuCritic {
         Ok(out)
     }
 
-    /// [`GpuCritic::forward_seq`] with the target parameters; what backward needs survives.
-    pub fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
+    /// `run_forward_seq` with the target parameters; what backward needs survives.
+    pub(super) fn run_forward_target_seq(
+        &mut self,
+        seq: Sequences,
+    ) -> Result<Vec<f32>, CriticError> {
         if self.gru.is_none() {
             let rows = seq.mlp_rows(&self.spec)?;
-            return self.forward_target(seq.input, &rows);
+            return self.run_forward_target(seq.input, &rows);
         }
         self.gru_forward(&seq, Slot::Scratch, true, None)
     }
@@ -319,7 +322,7 @@ impl GpuCritic {
     /// One acting step of B rows (see [`crate::critic::CriticBackend::act`]): `hidden` `[B, g]`
     /// in, the next state out; returns `[B, head]`. Forward with T = 1 in the scratch buffers,
     /// so what backward needs survives.
-    pub fn act(
+    pub(super) fn run_act(
         &mut self,
         input: Input,
         nets: &[u32],
@@ -327,7 +330,7 @@ impl GpuCritic {
     ) -> Result<Vec<f32>, CriticError> {
         if self.gru.is_none() {
             check_len("hidden state of an MLP", 0, hidden.len())?;
-            self.forward(input, nets)?;
+            self.run_forward(input, nets)?;
             return self.output();
         }
         let g = self.spec.state_width();

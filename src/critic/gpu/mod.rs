@@ -33,8 +33,8 @@ use self::buffers::{RowBuffers, storage};
 use self::kernels::{Kernels, NetScalars, UniformArena};
 use super::loss::Loss;
 use super::{
-    AdamConfig, CriticBackend, CriticError, Input, LayerOffsets, NetOptim, RowPlan, Sequences,
-    StackSpec, StepStats, check_len, init_params,
+    AdamConfig, CriticBackend, CriticError, GradReducer, Input, LayerOffsets, NetOptim, RowPlan,
+    Sequences, StackSpec, StepStats, check_len, init_params,
 };
 
 /// A stack of MLPs or GRU networks on a GPU.
@@ -67,6 +67,8 @@ pub struct GpuCritic {
     staging: Option<wgpu::Buffer>,
     /// The GRU passes' buffers (a GRU stack only).
     gru: Option<gru_buffers::GpuGru>,
+    /// The data-parallel gradient hook ([`CriticBackend::grad_reducer`]).
+    reducer: Option<GradReducer>,
 }
 
 impl GpuCritic {
@@ -162,7 +164,14 @@ impl GpuCritic {
             dispatches: 0,
             staging: None,
             gru,
+            reducer: None,
         })
+    }
+
+    /// Backward from dL/d output (`[R, head]`, caller order) of the last forward, computing
+    /// dL/d input too (read it with [`GpuCritic::input_grad`]); gradients are overwritten.
+    pub fn backward_with_input(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
+        self.run_backward(d_out, true)
     }
 
     /// The adapter in use.
@@ -226,20 +235,20 @@ impl CriticBackend for GpuCritic {
     }
 
     fn forward(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::forward(self, input, nets)?;
+        self.run_forward(input, nets)?;
         self.output()
     }
 
     fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::forward_target(self, input, nets)
+        self.run_forward_target(input, nets)
     }
 
     fn forward_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::forward_seq(self, seq)
+        self.run_forward_seq(seq)
     }
 
     fn forward_target_seq(&mut self, seq: Sequences) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::forward_target_seq(self, seq)
+        self.run_forward_target_seq(seq)
     }
 
     fn act(
@@ -248,39 +257,39 @@ impl CriticBackend for GpuCritic {
         nets: &[u32],
         hidden: &mut [f32],
     ) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::act(self, input, nets, hidden)
-    }
-
-    fn polyak(&mut self, tau: f32) {
-        GpuCritic::polyak(self, tau);
-    }
-
-    fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
-        GpuCritic::polyak_nets(self, taus)
-    }
-
-    fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
-        self.target()
+        self.run_act(input, nets, hidden)
     }
 
     fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
-        GpuCritic::loss_backward(self, loss)
+        self.run_loss_backward(loss)
     }
 
     fn backward(&mut self, d_out: &[f32]) -> Result<(), CriticError> {
-        GpuCritic::backward(self, d_out, false)
+        self.run_backward(d_out, false)
     }
 
     fn last_loss(&mut self) -> Result<f32, CriticError> {
         self.read_loss()
     }
 
-    fn step(&mut self, cfg: &AdamConfig) {
-        GpuCritic::step(self, cfg);
+    fn apply_step(
+        &mut self,
+        cfg: &AdamConfig,
+        nets: &[Option<NetOptim>],
+    ) -> Result<(), CriticError> {
+        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
+        self.run_step(cfg, nets);
+        Ok(())
     }
 
-    fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
-        GpuCritic::step_nets(self, cfg, nets)
+    fn average_targets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
+        check_len("per-network Polyak factors", self.spec.nets, taus.len())?;
+        self.run_average(taus);
+        Ok(())
+    }
+
+    fn target_params(&mut self) -> Result<Vec<f32>, CriticError> {
+        self.read_target()
     }
 
     fn step_stats(&mut self) -> Result<StepStats, CriticError> {
@@ -288,43 +297,38 @@ impl CriticBackend for GpuCritic {
     }
 
     fn params(&mut self) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::params(self)
+        self.read_params()
     }
 
     fn set_params(&mut self, params: &[f32]) -> Result<(), CriticError> {
-        GpuCritic::set_params(self, params)
+        self.write_params(params)
     }
+
     fn grads(&mut self) -> Result<Vec<f32>, CriticError> {
-        GpuCritic::grads(self)
+        self.read_grads()
     }
+
     fn set_grads(&mut self, grads: &[f32]) -> Result<(), CriticError> {
-        GpuCritic::set_grads(self, grads)
+        self.write_grads(grads)
     }
 
     fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
-        GpuCritic::adam_state(self)
+        self.read_adam_state()
     }
 
     fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), CriticError> {
-        GpuCritic::set_adam_state(self, m, v, steps)
+        self.write_adam_state(m, v, steps)
     }
 
-    fn step_masked(
-        &mut self,
-        cfg: &AdamConfig,
-        nets: &[NetOptim],
-        active: &[bool],
-    ) -> Result<(), CriticError> {
-        GpuCritic::step_masked(self, cfg, nets, active)
+    fn net_steps(&self) -> &[u64] {
+        &self.steps
     }
 
-    fn net_steps(&self) -> Vec<u64> {
-        self.steps.clone()
+    fn net_steps_mut(&mut self) -> &mut [u64] {
+        &mut self.steps
     }
 
-    fn set_net_steps(&mut self, steps: &[u64]) -> Result<(), CriticError> {
-        check_len("per-network Adam step counts", self.spec.nets, steps.len())?;
-        self.steps.copy_from_slice(steps);
-        Ok(())
+    fn grad_reducer(&mut self) -> &mut Option<GradReducer> {
+        &mut self.reducer
     }
 }

@@ -273,8 +273,8 @@ impl GpuCritic {
     }
 
     /// Forward pass with the online parameters; keeps activations on the device for backward.
-    /// Read the output with [`GpuCritic::output`].
-    pub fn forward(&mut self, input: Input, nets: &[u32]) -> Result<(), CriticError> {
+    /// Read the output with `output`.
+    pub(crate) fn run_forward(&mut self, input: Input, nets: &[u32]) -> Result<(), CriticError> {
         if self.gru.is_some() {
             return Err(CriticError::Recurrent("a row-wise forward"));
         }
@@ -284,7 +284,11 @@ impl GpuCritic {
 
     /// Forward with the target parameters into separate activations (the online ones survive);
     /// returns the output (a readback).
-    pub fn forward_target(&mut self, input: Input, nets: &[u32]) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn run_forward_target(
+        &mut self,
+        input: Input,
+        nets: &[u32],
+    ) -> Result<Vec<f32>, CriticError> {
         if self.gru.is_some() {
             return Err(CriticError::Recurrent("a row-wise target forward"));
         }
@@ -294,7 +298,11 @@ impl GpuCritic {
     }
 
     /// Backward from dL/d output (`[R, head]`, caller order) of the last forward.
-    pub fn backward(&mut self, d_out: &[f32], input_grad: bool) -> Result<(), CriticError> {
+    pub(super) fn run_backward(
+        &mut self,
+        d_out: &[f32],
+        input_grad: bool,
+    ) -> Result<(), CriticError> {
         if self.gru.is_some() {
             if input_grad {
                 return Err(CriticError::Recurrent("the input gradient"));
@@ -312,8 +320,8 @@ impl GpuCritic {
     }
 
     /// Loss of the last forward's output and its gradient on the device, then backward, in one
-    /// submission. Read the loss with [`GpuCritic::read_loss`].
-    pub fn loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
+    /// submission. Read the loss with `read_loss`.
+    pub(super) fn run_loss_backward(&mut self, loss: &Loss) -> Result<(), CriticError> {
         if self.gru.is_some() {
             return self.gru_loss_backward(loss);
         }
@@ -437,43 +445,12 @@ impl GpuCritic {
         )
     }
 
-    /// One optimiser step: per-network gradient norms, clipping, Adam or RAdam with each
-    /// network's bias correction from its own step count.
-    pub fn step(&mut self, cfg: &AdamConfig) {
-        let net = NetOptim::from(cfg);
-        self.step_with(cfg, |_| Some(net));
-    }
-
-    /// [`GpuCritic::step`] with network k's learning rate and clip from `nets[k]` (the rest from
-    /// `cfg`), in the same two dispatches; refused, changing nothing, unless there is one entry
-    /// per network.
-    pub fn step_nets(&mut self, cfg: &AdamConfig, nets: &[NetOptim]) -> Result<(), CriticError> {
-        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        self.step_with(cfg, |k| Some(nets[k]));
-        Ok(())
-    }
-
-    /// [`GpuCritic::step_nets`] for the networks whose `active[k]` is true only (the others'
-    /// parameters, moments and step counts stay as they are), in the same two dispatches;
-    /// refused, changing nothing, unless both have one entry per network.
-    pub fn step_masked(
-        &mut self,
-        cfg: &AdamConfig,
-        nets: &[NetOptim],
-        active: &[bool],
-    ) -> Result<(), CriticError> {
-        check_len("per-network optimiser scalars", self.spec.nets, nets.len())?;
-        check_len("per-network step mask", self.spec.nets, active.len())?;
-        self.step_with(cfg, |k| active[k].then_some(nets[k]));
-        Ok(())
-    }
-
-    /// The step with network k's scalars from `net(k)` (`None`: it does not step): its count
+    /// The step with network k's scalars from `nets[k]` (`None`: it does not step): its count
     /// goes up by one and its step size and bias correction are [`AdamConfig::schedule`] of
-    /// `cfg.for_net(net(k))` at that count, as on the CPU.
-    fn step_with(&mut self, cfg: &AdamConfig, net: impl Fn(usize) -> Option<NetOptim>) {
+    /// `cfg.for_net(nets[k])` at that count, as on the CPU, in two dispatches.
+    pub(super) fn run_step(&mut self, cfg: &AdamConfig, nets: &[Option<NetOptim>]) {
         for (k, (s, steps)) in self.net_host.iter_mut().zip(&mut self.steps).enumerate() {
-            let Some(n) = net(k) else {
+            let Some(n) = nets[k] else {
                 s.stepping = 0;
                 continue;
             };
@@ -544,23 +521,10 @@ impl GpuCritic {
         });
     }
 
-    /// `target = tau * online + (1 - tau) * target`; `tau = 1` copies.
-    pub fn polyak(&mut self, tau: f32) {
-        self.polyak_with(|_| tau);
-    }
-
-    /// [`GpuCritic::polyak`] with network k's own factor `taus[k]`, in one dispatch; refused,
-    /// changing nothing, unless there is one per network.
-    pub fn polyak_nets(&mut self, taus: &[f32]) -> Result<(), CriticError> {
-        check_len("per-network Polyak factors", self.spec.nets, taus.len())?;
-        self.polyak_with(|k| taus[k]);
-        Ok(())
-    }
-
-    /// The Polyak update with network k's factor `tau(k)`.
-    fn polyak_with(&mut self, tau: impl Fn(usize) -> f32) {
+    /// The Polyak update with network k's factor `taus[k]`, in one dispatch.
+    pub(super) fn run_average(&mut self, taus: &[f32]) {
         for (k, s) in self.net_host.iter_mut().enumerate() {
-            s.tau = tau(k);
+            s.tau = taus[k];
         }
         self.write_net_scalars();
         let count = self.spec.params() as u32;
@@ -584,10 +548,5 @@ impl GpuCritic {
             let (x, y) = fold(count.div_ceil(256));
             Ok(vec![(&k.polyak, group, (x, y, 1))])
         });
-    }
-
-    /// Copies the online parameters into the target copy.
-    pub fn copy_to_target(&mut self) {
-        self.polyak(1.0);
     }
 }

@@ -9,7 +9,7 @@ use crate::critic::{CriticError, StepStats};
 /// Reads back what the device computed.
 impl GpuCritic {
     /// The last forward's output, `[R, head]` in caller order (a readback).
-    pub fn output(&mut self) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn output(&mut self) -> Result<Vec<f32>, CriticError> {
         self.read_output(false)
     }
 
@@ -33,8 +33,8 @@ impl GpuCritic {
         out
     }
 
-    /// The loss of the last [`GpuCritic::loss_backward`] (a readback).
-    pub fn read_loss(&mut self) -> Result<f32, CriticError> {
+    /// The loss of the last loss-and-backward pass (a readback).
+    pub(super) fn read_loss(&mut self) -> Result<f32, CriticError> {
         if self.gru.is_some() {
             return self.gru_read_loss();
         }
@@ -45,7 +45,7 @@ impl GpuCritic {
     }
 
     /// Gradient norms seen by the last step, per network (a readback).
-    pub fn grad_norms(&mut self) -> Result<StepStats, CriticError> {
+    pub(super) fn grad_norms(&mut self) -> Result<StepStats, CriticError> {
         let norms = self.norms.clone();
         let squared = self.read_f32(&norms, self.spec.nets)?;
         Ok(StepStats {
@@ -54,24 +54,24 @@ impl GpuCritic {
     }
 
     /// All parameters (a readback).
-    pub fn params(&mut self) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn read_params(&mut self) -> Result<Vec<f32>, CriticError> {
         let b = self.params.clone();
         self.read_f32(&b, self.spec.params())
     }
 
     /// The target parameters (a readback).
-    pub fn target(&mut self) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn read_target(&mut self) -> Result<Vec<f32>, CriticError> {
         let b = self.target.clone();
         self.read_f32(&b, self.spec.params())
     }
 
     /// The last backward's gradients (a readback).
-    pub fn grads(&mut self) -> Result<Vec<f32>, CriticError> {
+    pub(super) fn read_grads(&mut self) -> Result<Vec<f32>, CriticError> {
         let b = self.grads.clone();
         self.read_f32(&b, self.spec.params())
     }
 
-    /// dL/d input of the last backward with `input_grad` (`[R, D]`, caller order; a readback).
+    /// dL/d input of the last [`GpuCritic::backward_with_input`] (`[R, D]`, caller order; a readback).
     pub fn input_grad(&mut self) -> Result<Vec<f32>, CriticError> {
         let d = self.spec.input;
         let rb = self
@@ -84,7 +84,7 @@ impl GpuCritic {
     }
 
     /// Adam's moments and step count, the largest network's (readbacks, for checkpoints).
-    pub fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
+    pub(super) fn read_adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), CriticError> {
         let (m, v) = (self.adam_m.clone(), self.adam_v.clone());
         let n = self.spec.params();
         let steps = self.steps.iter().copied().max().unwrap_or(0);

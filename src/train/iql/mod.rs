@@ -620,12 +620,12 @@ mod tests {
         let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
         iql.update().unwrap();
         let per = iql.nets_per_replica;
-        let before = iql.critic.net_steps();
+        let before = iql.critic.net_steps().to_vec();
         assert!(before[0] > 0 && before[..] == [before[0]].repeat(before.len())[..]);
         let params = iql.critic.params().unwrap();
         iql.lanes[1].core.limiter.sample(1 << 20);
         iql.update().unwrap();
-        let after = iql.critic.net_steps();
+        let after = iql.critic.net_steps().to_vec();
         assert!(after[..per].iter().all(|&s| s > before[0]), "{after:?}");
         assert_eq!(after[per..], before[per..], "replica 1 stepped");
         let p = iql.critic.params().unwrap();

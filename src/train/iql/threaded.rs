@@ -8,7 +8,7 @@ use super::super::replay::{ReplayCore, successor_input};
 use super::super::replicas::StepValues;
 use super::buffer::Replay;
 use super::{Iql, Lane};
-use crate::critic::{AdamConfig, Input};
+use crate::critic::{AdamConfig, CriticBackend, Input};
 
 impl Iql {
     /// Threaded mode: an actor thread steps the arenas and inserts rows (waiting on the rate

@@ -671,7 +671,7 @@ impl Pqn {
                 count += 1;
                 match &per_net {
                     Some(nets) => self.critic.step_nets(&adam, nets)?,
-                    None => self.critic.step(&adam),
+                    None => self.critic.step(&adam)?,
                 }
             }
         }
