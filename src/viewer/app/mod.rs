@@ -1,23 +1,26 @@
 //! The viewer window: the grid (drawn by the renderer's pipeline through a paint callback) and a
 //! side panel with playback controls, the timeline, the selected agent's observation,
 //! Q-values and opponent predictions, and everyone's rewards.
+//!
+//! This file holds the window's state, its start-up, the pass that runs every frame, playback
+//! (keys, stepping, restarts), reloading a watched scenario and the grid. The side panel is
+//! drawn in `panel`, and screenshots are requested and written in `screenshot`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use eframe::egui::{self, Color32, Key, Modifiers, RichText, Sense};
+use eframe::egui::{self, Color32, Key, Modifiers, Sense};
 use eframe::egui_wgpu;
 
-use super::obs::obs_image;
 use super::paint::{GridCallback, install};
 use super::source::Source;
 use super::watch::Watch;
-use super::widgets::{
-    action_names, color, draw_obs, name, prediction_bars, q_bars, slot_label, sparkline, swatch,
-};
 use crate::render::scene::palette;
 use crate::scenario::Scenario;
+
+mod panel;
+mod screenshot;
 
 /// How the window ended, when that matters to the caller: the screenshot written (or why not),
 /// or a live-mode failure.
@@ -53,20 +56,9 @@ struct ShotRequest {
 
 /// Errors in the panel (tests look for this colour in screenshots).
 pub const ERROR_RED: Color32 = Color32::from_rgb(200, 40, 40);
-/// Notices in the panel (a policy other than the one asked for acts).
-const NOTICE_AMBER: Color32 = Color32::from_rgb(210, 140, 20);
 
 const MIN_FPS: f32 = 0.5;
 const MAX_FPS: f32 = 60.0;
-
-/// The keyboard shortcuts, as listed in the panel.
-const SHORTCUTS: &[(&str, &str)] = &[
-    ("Space", "play / pause"),
-    ("Right / Left", "step forward / back"),
-    ("Home", "restart (live: new seed)"),
-    ("+ / -", "faster / slower"),
-    ("F12", "screenshot to gridarena_screenshot_<frame>.png"),
-];
 
 /// The eframe application.
 pub struct ViewerApp {
@@ -99,9 +91,6 @@ pub struct ViewerApp {
     /// wait.
     pending_shot: Option<(PathBuf, u32)>,
 }
-
-/// Passes drawn after a reload before its screenshot is requested.
-const SHOT_DELAY_PASSES: u32 = 3;
 
 impl ViewerApp {
     /// Sets up the grid renderer on the window's device.
@@ -168,15 +157,6 @@ impl ViewerApp {
             scenario_error: None,
             reload_shots: opts.reload_shots.map(|dir| (dir, 0)),
             pending_shot: None,
-        }
-    }
-
-    /// With `--reload-shots`: a screenshot `NN_<what>.png` once the current state is drawn.
-    fn schedule_shot(&mut self, what: &str) {
-        if let Some((dir, taken)) = &mut self.reload_shots {
-            let path = dir.join(format!("{taken:02}_{what}.png"));
-            *taken += 1;
-            self.pending_shot = Some((path, SHOT_DELAY_PASSES));
         }
     }
 
@@ -297,57 +277,6 @@ impl ViewerApp {
         self.error = Some(e);
     }
 
-    fn request_shot(&mut self, ctx: &egui::Context, path: PathBuf, close: bool) {
-        if self.in_flight.is_some() {
-            self.status = "a screenshot is already being taken".into();
-            return;
-        }
-        self.in_flight = Some(ShotRequest { path, close });
-        let slot = self.image.clone();
-        let again = ctx.clone();
-        ctx.request_screenshot(move |img: Arc<egui::ColorImage>| {
-            *lock(&slot) = Some(img);
-            again.request_repaint();
-        });
-    }
-
-    /// Writes a screenshot that arrived (atomically, as PNG) and prints its path.
-    fn save_screenshot(&mut self, ctx: &egui::Context) {
-        let img = lock(&self.image).take();
-        let Some(img) = img else {
-            return;
-        };
-        let Some(req) = self.in_flight.take() else {
-            return;
-        };
-        let [w, h] = img.size;
-        let rgba: Vec<u8> = img
-            .pixels
-            .iter()
-            .flat_map(|c| {
-                let [r, g, b, _] = c.to_array();
-                [r, g, b, 255]
-            })
-            .collect();
-        let result = crate::render::output::png_bytes(w as u32, h as u32, &rgba)
-            .and_then(|bytes| {
-                crate::atomic::write_atomic(&req.path, &bytes).map_err(|e| e.to_string())
-            })
-            .map(|()| req.path.clone())
-            .map_err(|e| format!("screenshot {}: {e}", req.path.display()));
-        match &result {
-            Ok(p) => {
-                println!("wrote {}", p.display());
-                self.status = format!("saved {}", p.display());
-            }
-            Err(e) => self.error = Some(e.clone()),
-        }
-        if req.close {
-            *lock(&self.outcome) = Some(result);
-            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-        }
-    }
-
     fn keys(&mut self, ctx: &egui::Context) {
         let none = Modifiers::NONE;
         let (space, right, left, home, faster, slower, f12) = ctx.input_mut(|i| {
@@ -418,32 +347,6 @@ impl ViewerApp {
         ctx.request_repaint_after(period.saturating_sub(self.last_advance.elapsed()));
     }
 
-    /// After drawing: count frames shown and request the `--screenshot` when due, and a
-    /// reload screenshot once its state has been drawn.
-    fn after_draw(&mut self, ctx: &egui::Context) {
-        if let Some((path, passes)) = &mut self.pending_shot {
-            if *passes > 0 || self.in_flight.is_some() {
-                *passes = passes.saturating_sub(1);
-                ctx.request_repaint();
-            } else {
-                let path = path.clone();
-                self.pending_shot = None;
-                self.request_shot(ctx, path, false);
-            }
-        }
-        let Some(path) = self.auto_shot.clone() else {
-            return;
-        };
-        if self.auto_requested || self.error.is_some() {
-            return;
-        }
-        let at_end = !self.source.is_live() && self.cursor + 1 >= self.source.frames();
-        if self.shown >= self.after_frames || at_end {
-            self.auto_requested = true;
-            self.request_shot(ctx, path, true);
-        }
-    }
-
     fn grid(&mut self, ui: &mut egui::Ui) {
         let avail = ui.available_size();
         let (area, response) = ui.allocate_exact_size(avail, Sense::click());
@@ -494,269 +397,6 @@ impl ViewerApp {
             self.last_drawn = Some(n);
             self.shown += 1;
         }
-    }
-
-    fn panel(&mut self, ui: &mut egui::Ui, ctx: &egui::Context) {
-        ui.heading("gridarena viewer");
-        ui.label(RichText::new(self.source.describe()).small());
-        self.watch_panel(ui);
-        ui.separator();
-
-        ui.horizontal(|ui| {
-            let restart = if self.source.is_live() {
-                "Restart (new seed)"
-            } else {
-                "Restart"
-            };
-            if ui.button(restart).clicked() {
-                self.restart(ctx);
-            }
-            if ui.button("< Back").clicked() {
-                self.playing = false;
-                self.step_back();
-            }
-            if ui
-                .button(if self.playing { "Pause" } else { "Play" })
-                .clicked()
-            {
-                self.playing = !self.playing;
-                self.last_advance = Instant::now();
-            }
-            if ui.button("Step >").clicked() {
-                self.playing = false;
-                self.step_forward(ctx);
-            }
-        });
-        let last = self.source.frames().saturating_sub(1);
-        let mut c = self.cursor.min(last);
-        let timeline = if self.source.is_live() {
-            "frame (history)"
-        } else {
-            "frame"
-        };
-        if ui
-            .add(egui::Slider::new(&mut c, 0..=last).text(timeline))
-            .changed()
-        {
-            self.cursor = c;
-            self.playing = false;
-        }
-        ui.add(
-            egui::Slider::new(&mut self.fps, MIN_FPS..=MAX_FPS)
-                .logarithmic(true)
-                .text("frames / s"),
-        );
-        if let Some(f) = self.source.frame(self.cursor) {
-            let end = if f.terminated {
-                " (terminated)"
-            } else if f.truncated {
-                " (truncated)"
-            } else {
-                ""
-            };
-            ui.label(format!(
-                "frame {} · episode {} · t = {}{end}",
-                self.frame_number(),
-                f.episode,
-                f.t
-            ));
-        }
-        if let Source::Live(l) = &self.source {
-            ui.label(format!("arena seed {}", l.seed));
-        }
-        ui.separator();
-
-        // Agent selection.
-        let layout = self.source.layout();
-        let label = |s: usize| slot_label(layout, s);
-        let agents = layout.agents;
-        let current = self.selected.map_or("none".to_string(), label);
-        let mut selected = self.selected;
-        egui::ComboBox::from_label("agent (or click it)")
-            .selected_text(current)
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut selected, None, "none");
-                for s in 0..agents {
-                    let c = self.colors.get(s).copied().unwrap_or([128, 128, 128]);
-                    let text = RichText::new(label(s)).color(color(c));
-                    ui.selectable_value(&mut selected, Some(s), text);
-                }
-            });
-        self.selected = selected;
-        if let Some(s) = self.selected {
-            self.agent_details(ui, s);
-        }
-        ui.separator();
-        self.rewards_table(ui);
-        ui.separator();
-        ui.label(RichText::new("Keys").strong());
-        egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
-            for (k, what) in SHORTCUTS {
-                ui.label(RichText::new(*k).monospace());
-                ui.label(*what);
-                ui.end_row();
-            }
-        });
-        if !self.status.is_empty() {
-            ui.label(RichText::new(&self.status).weak());
-        }
-        if let Some(e) = &self.error {
-            ui.colored_label(ERROR_RED, e);
-        }
-    }
-
-    /// The watched file, its error while the newest version is invalid, and why the policy
-    /// asked for is not acting.
-    fn watch_panel(&self, ui: &mut egui::Ui) {
-        if let Some(w) = &self.watch {
-            ui.label(RichText::new(format!("watching {}", w.path().display())).small());
-        }
-        if let Some(e) = &self.scenario_error {
-            egui::Frame::group(ui.style())
-                .stroke(egui::Stroke::new(2.0, ERROR_RED))
-                .show(ui, |ui| {
-                    ui.label(
-                        RichText::new(
-                            "The scenario file has an error; the last good version keeps running:",
-                        )
-                        .strong()
-                        .color(ERROR_RED),
-                    );
-                    ui.label(RichText::new(e).monospace().color(ERROR_RED));
-                });
-        }
-        if let Source::Live(l) = &self.source
-            && let Some(n) = &l.notice
-        {
-            ui.label(RichText::new(n).color(NOTICE_AMBER));
-        }
-    }
-
-    fn agent_details(&mut self, ui: &mut egui::Ui, s: usize) {
-        let details = self.source.details(self.cursor);
-        let live = self.source.is_live();
-        let q_label = match &self.source {
-            Source::Live(l) => l.q_label,
-            Source::Replay(_) => "",
-        };
-        let layout = self.source.layout();
-        let Some(frame) = self.source.frame(self.cursor) else {
-            return;
-        };
-        let names = action_names(layout);
-        if let (Some(&(x, y)), Some(&alive)) = (frame.positions.get(s), frame.alive.get(s)) {
-            let mut line = format!("at ({x}, {y})");
-            if !alive {
-                line.push_str(", out of the arena");
-            }
-            if let Some(f) = frame.facing.get(s) {
-                let dir = ["north", "east", "south", "west"]
-                    .get(*f as usize)
-                    .copied()
-                    .unwrap_or("?");
-                line.push_str(&format!(", facing {dir}"));
-            }
-            if let Some(c) = frame.carry.get(s) {
-                line.push_str(&format!(", carries {c:?}"));
-            }
-            ui.label(line);
-        }
-        if s >= layout.learners {
-            ui.label("scripted agent: no observation or networks");
-            return;
-        }
-        // Observation window.
-        let o = layout.obs_len;
-        match details
-            .obs
-            .as_ref()
-            .and_then(|obs| obs.get(s * o..(s + 1) * o))
-        {
-            Some(bytes) => {
-                let title = if details.obs_exact {
-                    "observation"
-                } else {
-                    "observation (rebuilt from the frame)"
-                };
-                ui.label(RichText::new(title).strong());
-                draw_obs(ui, &obs_image(layout, s, bytes));
-            }
-            None => {
-                ui.label("observation not available");
-            }
-        }
-        // Q-values.
-        if let Some(q) = details.q.get(s).filter(|q| !q.is_empty()) {
-            ui.label(RichText::new(format!("{q_label} per action")).strong());
-            q_bars(ui, q, &names);
-        } else if live {
-            ui.label("Q-values not available for this frame");
-        } else {
-            ui.label(RichText::new("Q-values: live mode only (view --run RUN)").weak());
-        }
-        let norms = self.source.hidden_norm_history(s, self.cursor);
-        if !norms.is_empty() {
-            let now = norms.last().copied().unwrap_or(0.0);
-            ui.label(RichText::new(format!("hidden state |h| over time (now {now:.2})")).strong());
-            sparkline(ui, &norms);
-        }
-        let missing = match &self.source {
-            Source::Replay(_) => "opponent predictions: live mode only",
-            Source::Live(l) if l.has_models => "opponent predictions: not for a terminal frame",
-            Source::Live(_) => "opponent model: none in this run",
-        };
-        prediction_bars(ui, &details, s, layout, &names, &self.colors, missing);
-    }
-
-    fn rewards_table(&mut self, ui: &mut egui::Ui) {
-        let layout = self.source.layout();
-        let names = action_names(layout);
-        let Some(frame) = self.source.frame(self.cursor) else {
-            return;
-        };
-        let returns = self.source.returns(self.cursor);
-        ui.label(RichText::new("Rewards").strong());
-        egui::Grid::new("rewards")
-            .num_columns(5)
-            .striped(true)
-            .show(ui, |ui| {
-                ui.label("agent");
-                ui.label("last action");
-                ui.label("last step");
-                ui.label("return");
-                ui.end_row();
-                for s in 0..layout.agents {
-                    let c = color(self.colors.get(s).copied().unwrap_or([128, 128, 128]));
-                    let text = RichText::new(s.to_string()).color(c);
-                    let text = if self.selected == Some(s) {
-                        text.strong()
-                    } else {
-                        text
-                    };
-                    ui.horizontal(|ui| {
-                        swatch(ui, c);
-                        ui.label(text);
-                    });
-                    ui.label(
-                        frame
-                            .actions
-                            .get(s)
-                            .map_or("-".to_string(), |&a| name(&names, a as usize)),
-                    );
-                    ui.label(
-                        frame
-                            .rewards
-                            .get(s)
-                            .map_or("-".to_string(), |r| format!("{r:+.3}")),
-                    );
-                    ui.label(
-                        returns
-                            .get(s)
-                            .map_or("-".to_string(), |r| format!("{r:+.3}")),
-                    );
-                    ui.end_row();
-                }
-            });
     }
 }
 

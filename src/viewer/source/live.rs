@@ -1,16 +1,17 @@
-//! What the viewer shows: the frames of a recorded rollout, or a run's greedy policy stepped
-//! live in one arena (with a history of the frames shown so far).
+//! A live arena: a policy stepped one frame at a time, each frame kept in a bounded history
+//! with what the networks said about it (observations, Q-values, opponent predictions,
+//! hidden-state norms); opening a run's checkpoint for it, and switching policies when the
+//! watched scenario is reloaded.
 
 use std::path::{Path, PathBuf};
 
-use super::ViewError;
+use super::actor::{Actor, PolicyChoice, fit_problems, run_acting, scripted};
+use super::{Details, ViewError, next_returns, rebuild_observations};
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
-use crate::policy::{Policy, RandomPolicy, heuristics_for};
-use crate::render::scene::{Scene, extract};
-use crate::rollout::{Frame, Rollout};
+use crate::policy::{Policy, RandomPolicy};
+use crate::rollout::Frame;
 use crate::scenario::{LoadedScenario, Scenario};
-use crate::substrate::ArenaState;
 use crate::train::config::RunConfig;
 use crate::train::run_dir::RunDir;
 use crate::train::{GreedyPolicy, load_scenario, new_learner};
@@ -18,96 +19,19 @@ use crate::train::{GreedyPolicy, load_scenario, new_learner};
 /// Live frames kept for stepping back; the oldest are dropped beyond this.
 pub const HISTORY_LIMIT: usize = 20_000;
 
-/// Everything the panel shows about one frame besides the frame itself.
-#[derive(Debug, Clone, Default)]
-pub struct Details {
-    /// The learners' observations `[N, O]`, when known.
-    pub obs: Option<Vec<u8>>,
-    /// Whether `obs` is what the networks saw (live) rather than rebuilt from the frame.
-    pub obs_exact: bool,
-    /// Q-values per learner slot (`[A]` each), empty when not available.
-    pub q: Vec<Vec<f32>>,
-    /// Opponent models' predictions per learner slot (`[N-1, A]` each), empty without models.
-    pub predictions: Vec<Vec<f32>>,
-    /// With recurrent networks, the norm of each learner slot's hidden state at this frame
-    /// (the state its next action starts from); empty otherwise.
-    pub hidden_norms: Vec<f32>,
-}
-
 /// One frame of a live arena with what the networks said about it.
 #[derive(Debug, Clone)]
-struct LiveFrame {
-    frame: Frame,
-    details: Details,
-    returns: Vec<f32>,
-}
-
-/// A recorded rollout.
-pub struct Replay {
-    /// The file.
-    pub path: PathBuf,
-    layout: Layout,
-    rollout: Rollout,
-    returns: Vec<Vec<f32>>,
-    cache: Option<(usize, Details)>,
-}
-
-/// What acts in a live arena.
-enum Actor {
-    /// A run's greedy policy; its learner owns the arena.
-    Run(GreedyPolicy),
-    /// A scripted policy (random, or the substrate's heuristic) stepping its own arena.
-    Scripted {
-        batch: Box<EnvBatch>,
-        policy: Box<dyn Policy>,
-    },
-}
-
-impl Actor {
-    fn batch(&mut self) -> &mut EnvBatch {
-        match self {
-            Actor::Run(p) => p.learner().batch(),
-            Actor::Scripted { batch, .. } => batch,
-        }
-    }
-
-    fn policy(&mut self) -> &mut dyn Policy {
-        match self {
-            Actor::Run(p) => p,
-            Actor::Scripted { policy, .. } => policy.as_mut(),
-        }
-    }
-}
-
-/// Who acts in a live scenario (`gridarena view --scenario S --policy ...`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyChoice {
-    /// Uniformly random actions.
-    Random,
-    /// The substrate's scripted baseline (`gridarena eval` reports the same one).
-    Heuristic,
-    /// A run directory: its newest checkpoint's greedy policy.
-    Run(PathBuf),
-}
-
-impl std::str::FromStr for PolicyChoice {
-    type Err = std::convert::Infallible;
-
-    /// `random`, `heuristic`, or else a run directory (write `./random` for a run named so).
-    fn from_str(s: &str) -> Result<PolicyChoice, Self::Err> {
-        Ok(match s {
-            "random" => PolicyChoice::Random,
-            "heuristic" => PolicyChoice::Heuristic,
-            other => PolicyChoice::Run(PathBuf::from(other)),
-        })
-    }
+pub(super) struct LiveFrame {
+    pub(super) frame: Frame,
+    pub(super) details: Details,
+    pub(super) returns: Vec<f32>,
 }
 
 /// A policy acting live in one arena: a run's greedy policy, or a scripted one.
 pub struct Live {
     /// The run directory, when a run's networks act (or wait for a scenario they fit).
     pub run: Option<PathBuf>,
-    actor: Actor,
+    pub(super) actor: Actor,
     /// The run's policy while the (watched) scenario does not fit its networks.
     parked: Option<GreedyPolicy>,
     /// The layout the run's networks were built for.
@@ -118,8 +42,8 @@ pub struct Live {
     pub acting: String,
     /// Why the policy asked for is not the one acting (shown in the panel), if it is not.
     pub notice: Option<String>,
-    loaded: LoadedScenario,
-    layout: Layout,
+    pub(super) loaded: LoadedScenario,
+    pub(super) layout: Layout,
     /// Seed of the current arena.
     pub seed: u64,
     /// The checkpoint's update (0 without a run).
@@ -128,88 +52,13 @@ pub struct Live {
     pub q_label: &'static str,
     /// Whether the run has opponent models.
     pub has_models: bool,
-    history: Vec<LiveFrame>,
+    pub(super) history: Vec<LiveFrame>,
     /// Frames dropped from the front of the history so far.
     pub dropped: usize,
 }
 
-/// Either source.
-pub enum Source {
-    /// A recorded rollout.
-    Replay(Box<Replay>),
-    /// A live arena.
-    Live(Box<Live>),
-}
-
 fn train_err(e: impl std::fmt::Display) -> ViewError {
     ViewError::Live(e.to_string())
-}
-
-/// Checks a recorded frame against the layout so drawing and rebuilding observations cannot go
-/// out of range.
-pub fn validate_frame(layout: &Layout, k: usize, f: &Frame) -> Result<(), String> {
-    crate::substrate::frame::check_frame(layout, f).map_err(|what| format!("frame {k}: {what}"))
-}
-
-/// The learners' observations `[N, O]` of a recorded frame, rebuilt by the substrate's own
-/// observation code (what the cell layer holds beyond the frame, such as cooldowns, is taken
-/// as fresh). `None` when the frame cannot be placed.
-pub fn rebuild_observations(layout: &Layout, f: &Frame) -> Option<Vec<u8>> {
-    let mut state = ArenaState::from_frame(layout, f)?;
-    Some(state.observe(layout).to_vec())
-}
-
-/// Episode returns after `f`, given those before it.
-fn next_returns(prev: &[f32], f: &Frame, agents: usize) -> Vec<f32> {
-    if f.t == 0 {
-        return vec![0.0; agents];
-    }
-    (0..agents)
-        .map(|s| prev.get(s).copied().unwrap_or(0.0) + f.rewards.get(s).copied().unwrap_or(0.0))
-        .collect()
-}
-
-impl Replay {
-    /// Loads and checks a rollout.
-    pub fn load(path: &Path) -> Result<Replay, ViewError> {
-        let rollout = Rollout::load(path)?;
-        Replay::from_rollout(rollout, path)
-    }
-
-    /// Checks a rollout (read from `path`, named in messages).
-    pub fn from_rollout(rollout: Rollout, path: &Path) -> Result<Replay, ViewError> {
-        let layout = crate::render::output::rollout_layout(&rollout).map_err(|e| {
-            ViewError::BadRollout(format!("{}: its scenario is invalid: {e}", path.display()))
-        })?;
-        if rollout.frames.is_empty() {
-            return Err(ViewError::BadRollout(format!(
-                "{}: the rollout has no frames",
-                path.display()
-            )));
-        }
-        for (k, f) in rollout.frames.iter().enumerate() {
-            validate_frame(&layout, k, f)
-                .map_err(|e| ViewError::BadRollout(format!("{}: {e}", path.display())))?;
-        }
-        let mut returns: Vec<Vec<f32>> = Vec::with_capacity(rollout.frames.len());
-        for f in &rollout.frames {
-            let prev = returns.last().map_or(&[][..], |r| &r[..]);
-            let next = next_returns(prev, f, layout.agents);
-            returns.push(next);
-        }
-        Ok(Replay {
-            path: path.to_path_buf(),
-            layout,
-            rollout,
-            returns,
-            cache: None,
-        })
-    }
-
-    /// The recorded rollout.
-    pub fn rollout(&self) -> &Rollout {
-        &self.rollout
-    }
 }
 
 /// The policy's values `[R, A]` of observation rows `[R, O]` (`None` when the rows do not fit
@@ -436,7 +285,7 @@ impl Live {
 
     /// One step of the acting policy; returns how many frames were dropped from the front of
     /// the history.
-    fn step(&mut self) -> Result<usize, ViewError> {
+    pub(super) fn step(&mut self) -> Result<usize, ViewError> {
         let obs = self.actor.batch().buffers().obs.clone();
         let mut actions = vec![0u8; self.actor.batch().actions_mut().len()];
         self.actor
@@ -482,7 +331,7 @@ impl Live {
     }
 
     /// A fresh arena with `seed` (the networks are kept); the history starts over.
-    fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
+    pub(super) fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
         self.play(self.loaded.clone(), seed)
     }
 
@@ -557,246 +406,12 @@ impl Live {
     }
 }
 
-fn run_acting(run: &Path, update: u64) -> String {
-    format!("greedy policy of run {} (update {update})", run.display())
-}
-
-/// A scripted policy for `loaded` as `choice` asks, its name, and why it is not the one asked
-/// for (a substrate without a heuristic for its action set gets the random policy).
-fn scripted(
-    loaded: &LoadedScenario,
-    choice: &PolicyChoice,
-    seed: u64,
-) -> (Box<dyn Policy>, String, Option<String>) {
-    let actions = loaded.scenario.action_set().len();
-    let random = || Box::new(RandomPolicy::new(seed, 1, actions)) as Box<dyn Policy>;
-    match choice {
-        PolicyChoice::Heuristic => match heuristics_for(loaded, seed, 1).into_iter().next() {
-            Some((name, policy)) => (policy, format!("heuristic {name}"), None),
-            None => (
-                random(),
-                "random policy".into(),
-                Some(format!(
-                    "no scripted heuristic for {} with the {:?} action set: the random policy \
-                     acts",
-                    loaded.scenario.substrate.name(),
-                    loaded.scenario.action_set()
-                )),
-            ),
-        },
-        _ => (random(), "random policy".into(), None),
-    }
-}
-
-/// What keeps a run's networks (built for `run`) from acting in `other`, empty when they fit.
-fn fit_problems(run: &Layout, other: &Layout) -> Vec<String> {
-    let mut problems = Vec::new();
-    if run.obs_len != other.obs_len {
-        problems.push(format!(
-            "observations of {} bytes, the run's networks read {}",
-            other.obs_len, run.obs_len
-        ));
-    }
-    if run.actions != other.actions {
-        problems.push(format!(
-            "{} actions, the run's networks have {}",
-            other.actions, run.actions
-        ));
-    }
-    if run.learners != other.learners {
-        problems.push(format!(
-            "{} learners, the run has {}",
-            other.learners, run.learners
-        ));
-    }
-    problems
-}
-
-impl Source {
-    /// Frames available now (at least one).
-    pub fn frames(&self) -> usize {
-        match self {
-            Source::Replay(r) => r.rollout.frames.len(),
-            Source::Live(l) => l.history.len(),
-        }
-    }
-
-    /// The arena's layout.
-    pub fn layout(&self) -> &Layout {
-        match self {
-            Source::Replay(r) => &r.layout,
-            Source::Live(l) => &l.layout,
-        }
-    }
-
-    /// Frame `i` (clamped to the last).
-    pub fn frame(&self, i: usize) -> Option<&Frame> {
-        match self {
-            Source::Replay(r) => r.rollout.frames.get(i.min(self.frames().saturating_sub(1))),
-            Source::Live(l) => l
-                .history
-                .get(i.min(self.frames().saturating_sub(1)))
-                .map(|f| &f.frame),
-        }
-    }
-
-    /// The scene of frame `i` with `selected` marked. For the newest live frame (the batch's
-    /// current state) it comes from the batch's render system; older frames are extracted from
-    /// the history.
-    pub fn scene(&mut self, i: usize, selected: Option<usize>) -> Option<Scene> {
-        let last = self.frames().saturating_sub(1);
-        if let Source::Live(l) = self
-            && i >= last
-        {
-            let batch = l.actor.batch();
-            batch.watch_render(0, selected);
-            if let Some(scene) = batch.render_scene() {
-                return Some(scene.clone());
-            }
-        }
-        let frame = self.frame(i)?;
-        Some(extract(self.layout(), frame, selected))
-    }
-
-    /// Episode returns per slot after frame `i`.
-    pub fn returns(&self, i: usize) -> &[f32] {
-        let last = self.frames().saturating_sub(1);
-        match self {
-            Source::Replay(r) => r.returns.get(i.min(last)).map_or(&[][..], |v| &v[..]),
-            Source::Live(l) => l
-                .history
-                .get(i.min(last))
-                .map_or(&[][..], |f| &f.returns[..]),
-        }
-    }
-
-    /// Observations, Q-values and predictions at frame `i`.
-    pub fn details(&mut self, i: usize) -> Details {
-        let last = self.frames().saturating_sub(1);
-        let i = i.min(last);
-        match self {
-            Source::Replay(r) => {
-                if let Some((k, d)) = &r.cache
-                    && *k == i
-                {
-                    return d.clone();
-                }
-                let obs = r
-                    .rollout
-                    .frames
-                    .get(i)
-                    .and_then(|f| rebuild_observations(&r.layout, f));
-                let d = Details {
-                    obs,
-                    ..Details::default()
-                };
-                r.cache = Some((i, d.clone()));
-                d
-            }
-            Source::Live(l) => l
-                .history
-                .get(i)
-                .map(|f| f.details.clone())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// Learner slot `slot`'s hidden-state norm at every frame up to `i` (live frames of a
-    /// recurrent run; a frame without one, such as a terminal frame, repeats the last known).
-    pub fn hidden_norm_history(&self, slot: usize, i: usize) -> Vec<f32> {
-        let Source::Live(l) = self else {
-            return Vec::new();
-        };
-        let mut last = 0.0;
-        let mut out = Vec::new();
-        for f in l.history.iter().take(i + 1) {
-            if f.details.hidden_norms.is_empty() && out.is_empty() {
-                continue;
-            }
-            last = f.details.hidden_norms.get(slot).copied().unwrap_or(last);
-            out.push(last);
-        }
-        out
-    }
-
-    /// Whether frames can be added (live).
-    pub fn is_live(&self) -> bool {
-        matches!(self, Source::Live(_))
-    }
-
-    /// Adds one live frame; returns frames dropped from the front.
-    pub fn extend(&mut self) -> Result<usize, ViewError> {
-        match self {
-            Source::Replay(_) => Ok(0),
-            Source::Live(l) => l.step(),
-        }
-    }
-
-    /// A fresh live arena with `seed`.
-    pub fn restart(&mut self, seed: u64) -> Result<(), ViewError> {
-        match self {
-            Source::Replay(_) => Ok(()),
-            Source::Live(l) => l.restart(seed),
-        }
-    }
-
-    /// Frames dropped from the front of the history (live), for absolute frame numbers.
-    pub fn dropped(&self) -> usize {
-        match self {
-            Source::Replay(_) => 0,
-            Source::Live(l) => l.dropped,
-        }
-    }
-
-    /// One line saying what is shown.
-    pub fn describe(&self) -> String {
-        match self {
-            Source::Replay(r) => format!(
-                "rollout {} ({}, seed {}, arena {})",
-                r.path.display(),
-                r.rollout.scenario.name,
-                r.rollout.seed,
-                r.rollout.arena
-            ),
-            Source::Live(l) => format!(
-                "{}: {}, arena seed {}",
-                l.loaded.scenario.name, l.acting, l.seed
-            ),
-        }
-    }
-
-    /// A new version of the watched scenario (see [`Live::reload`]); a replay has none.
-    pub fn reload(&mut self, loaded: LoadedScenario) -> Result<(), ViewError> {
-        match self {
-            Source::Replay(_) => Err(ViewError::Usage(
-                "a recorded rollout cannot reload its scenario".into(),
-            )),
-            Source::Live(l) => l.reload(loaded),
-        }
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::train::config::{Algo, RhoForm};
-
-    /// Trains a two-update CPU run of `scenario` (with `cfg`'s other fields) into a fresh `dir`.
-    pub(crate) fn tiny_run(dir: &Path, scenario: &str, cfg: RunConfig) {
-        let _ = std::fs::remove_dir_all(dir);
-        let cfg = RunConfig {
-            scenario: Some(scenario.into()),
-            device: crate::critic::Device::Cpu,
-            arenas: 4,
-            rollout: 4,
-            minibatches: 1,
-            hidden: 8,
-            layers: 1,
-            total_steps: 4 * 4 * 2,
-            ..cfg
-        };
-        crate::train::train(&cfg, dir, &crate::train::TrainOptions::default()).unwrap();
-    }
+    use crate::viewer::source::Source;
+    use crate::viewer::source::tests::tiny_run;
 
     /// Every learner kind shows its values and, with opponent models, each learner's predicted
     /// distributions over every other learner's actions.
