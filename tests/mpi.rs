@@ -332,7 +332,7 @@ fn identical_parameters(job: &Job, algo: Algo) {
     for u in 1..=cfg.updates() {
         learner.update().unwrap();
         alone.update().unwrap();
-        let p = learner.critic().params().unwrap();
+        let p = learner.params().unwrap();
         assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
         // The opponent models are averaged the same way.
         let c = learner.checkpoint().unwrap();
@@ -346,11 +346,11 @@ fn identical_parameters(job: &Job, algo: Algo) {
             &format!("{algo:?}'s opponent models after update {u}"),
         );
     }
-    let p = learner.critic().params().unwrap();
+    let p = learner.params().unwrap();
     if job.is_root() {
         assert_ne!(
             p,
-            alone.critic().params().unwrap(),
+            alone.params().unwrap(),
             "{algo:?}: the ranks did not exchange gradients"
         );
     }

@@ -13,7 +13,6 @@ use gridarena::critic::Device;
 use gridarena::train::config::{Algo, RunConfig, ValueLoss};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::sweep::parse_axis;
-use gridarena::train::tensors::Tensor;
 use gridarena::train::{TrainOptions, train};
 
 #[path = "common/checks.rs"]
@@ -25,7 +24,7 @@ mod skip;
 use runs::{deterministic_metrics, params};
 #[path = "common/sweeps.rs"]
 mod sweeps;
-use sweeps::check_every_replica;
+use sweeps::{check_every_replica, target_params};
 
 fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("gridarena-iql-rate-{name}-{}", std::process::id()));
@@ -68,11 +67,7 @@ fn iql_sweep(axes: &[&str]) -> (RunConfig, RunConfig) {
 /// The newest checkpoint's target parameters and its `state.json`.
 fn target_and_state(run: &Path) -> (Vec<f32>, serde_json::Value) {
     let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    let target = match c.extra.iter().find(|(name, _)| name == "target") {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no target tensor", run.display()),
-    };
-    (target, serde_json::from_str(&c.state).unwrap())
+    (target_params(run), serde_json::from_str(&c.state).unwrap())
 }
 
 #[test]
@@ -182,7 +177,7 @@ fn a_sweep_of_rates_resumes_exactly_and_one_count_checkpoints_still_load() {
     assert_eq!(params(&old), params(&straight_seeds));
     // A count per network of the wrong length is refused, naming the field.
     let (bad, done) = edit_and_resume(&cfg, "bad", 2, |s| {
-        s["net_steps"] = serde_json::json!([1, 2])
+        s["net_steps"] = serde_json::json!([[1, 2], [3]])
     });
     let err = done.unwrap_err();
     assert!(err.contains("net_steps"), "{err}");

@@ -9,6 +9,15 @@ compares, run by run:
 - every checkpoint's state.json as JSON.
 It prints one line per run, `same` or the first differences, and exits 1 when any run differs.
 
+Known changes of form are compared in a common form and reported as explained, not as
+differences (`same (explained: ...)`):
+- replicas: a run of several replicas checkpoints each replica's single-run state (`state.json`
+  `replicas[r]`, its extra tensors under `replica.<r>.`) where earlier versions stacked them
+  (one `target` tensor, PQN's arenas and streams in one list): both are cut per replica and
+  compared replica by replica;
+- loss: such a run reports the mean of its replicas' mean losses, where earlier versions
+  averaged each minibatch over the replicas first; equal up to float rounding (relative 1e-5).
+
 The matrix: PQN, IQL and PR2-IQL; one seed, --seeds 3 and a --sweep; MLP and GRU networks;
 opponent models; with --mpi (binaries built with `--features mpi`, mpirun on PATH) the PQN and
 IQL runs under `mpirun -np 2` too.
@@ -90,15 +99,89 @@ def metrics(run):
     return lines
 
 
+def per_replica_tensors(tensors):
+    """`replica.<r>.NAME` tensors of float32 joined into one `NAME` (replica order), the form
+    earlier versions wrote; True when any were joined."""
+    parts = {}
+    for name in list(tensors):
+        head, _, rest = name.partition(".")
+        r, _, base = rest.partition(".")
+        if head == "replica" and r.isdigit() and tensors[name][0] == "F32":
+            parts.setdefault(base, {})[int(r)] = tensors.pop(name)
+    for base, by_r in parts.items():
+        if base in tensors:
+            continue
+        joined = b"".join(by_r[r][2] for r in sorted(by_r))
+        tensors[base] = ("F32", [len(joined) // 4], joined)
+    return bool(parts)
+
+
+def flat_shape(tensors):
+    """Tensors with their shapes flattened (a joined tensor has lost its stacked shape)."""
+    return {n: (d, [len(data) // 4], data) for n, (d, _, data) in tensors.items()}
+
+
+def replica_states(state):
+    """A checkpoint's state cut per replica: (list of per-replica states, per-network Adam step
+    counts or None), or None for a single run's state."""
+    if "replicas" in state:
+        steps = state.get("net_steps") or None
+        if steps and isinstance(steps[0], list):
+            steps = [s for each in steps for s in each]
+        reps = state["replicas"]
+        shared = state.get("models_state")
+        reps = [dict(r, models_state=r.get("models_state") or shared) for r in reps]
+        return reps, steps
+    if isinstance(state.get("shuffle"), list) and len(state["shuffle"]) > 1:
+        # PQN's stacked form: streams and arenas of every replica in one list each.
+        n = len(state["shuffle"])
+        per = len(state["explore"]) // n
+        reps = []
+        for r in range(n):
+            one = {k: v for k, v in state.items() if k not in ("explore", "shuffle", "batches")}
+            one["explore"] = state["explore"][r * per:(r + 1) * per]
+            one["shuffle"] = [state["shuffle"][r]]
+            one["batches"] = [state["batches"][r]]
+            reps.append(one)
+        return reps, None
+    return None
+
+
+def same_states(sa, sb):
+    """Whether two state.json agree, directly or cut per replica (then explained)."""
+    if sa == sb:
+        return True, False
+    ra, rb = replica_states(sa), replica_states(sb)
+    if ra is None or rb is None:
+        return False, False
+    (reps_a, steps_a), (reps_b, steps_b) = ra, rb
+    strip = lambda r: {k: v for k, v in r.items() if v is not None}
+    same = [strip(x) for x in reps_a] == [strip(y) for y in reps_b]
+    if steps_a is not None and steps_b is not None:
+        same = same and steps_a == steps_b
+    return same, same
+
+
+def close_loss(x, y):
+    if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
+        return False
+    return abs(x - y) <= 1e-5 * max(abs(x), abs(y), 1e-12)
+
+
 def differences(a, b):
-    """The first few differences between runs a and b, empty when they agree."""
-    out = []
+    """The first few differences between runs a and b (empty when they agree) and the known
+    changes of form that explained the rest."""
+    out, explained = [], set()
     ma, mb = metrics(a), metrics(b)
     if len(ma) != len(mb):
         out.append(f"metrics: {len(ma)} vs {len(mb)} lines")
     for k, (x, y) in enumerate(zip(ma, mb)):
         keys = sorted(set(x) | set(y))
         bad = [key for key in keys if x.get(key) != y.get(key)]
+        several = "seeds_return_per_seed" in x
+        if bad == ["loss"] and several and close_loss(x["loss"], y["loss"]):
+            explained.add("loss as the replicas' mean")
+            continue
         if bad:
             out.append(f"metrics line {k + 1}: {', '.join(bad[:6])}")
             break
@@ -116,15 +199,22 @@ def differences(a, b):
             (ta, meta_a), (tb, meta_b) = safetensors(sub), safetensors(other)
             if meta_a != meta_b:
                 out.append(f"{rel}: metadata {meta_a} vs {meta_b}")
+            if ta != tb and (per_replica_tensors(ta) | per_replica_tensors(tb)):
+                if flat_shape(ta) == flat_shape(tb):
+                    explained.add("tensors per replica")
+                    ta, tb = tb, tb
             for t in sorted(set(ta) | set(tb)):
                 if ta.get(t) != tb.get(t):
                     out.append(f"{rel}: tensor {t}")
             sa, sb = sub.parent / "state.json", other.parent / "state.json"
-            if json.loads(sa.read_text()) != json.loads(sb.read_text()):
+            same, cut = same_states(json.loads(sa.read_text()), json.loads(sb.read_text()))
+            if not same:
                 out.append(f"{rel.parent}/state.json")
+            elif cut:
+                explained.add("state per replica")
         if len(out) > 8:
             break
-    return out
+    return out, sorted(explained)
 
 
 def train(binary, args, out, mpi):
@@ -157,9 +247,13 @@ def main():
         for binary, d in zip((args.old, args.new), dirs):
             shutil.rmtree(d, ignore_errors=True)
             train(binary.resolve(), run_args, d, mpi)
-        diff = differences(*dirs)
+        diff, explained = differences(*dirs)
         failed += bool(diff)
-        print(f"{name:18} {'same' if not diff else 'DIFFERS: ' + '; '.join(diff)}", flush=True)
+        if diff:
+            verdict = "DIFFERS: " + "; ".join(diff)
+        else:
+            verdict = "same" + (f" (explained: {', '.join(explained)})" if explained else "")
+        print(f"{name:18} {verdict}", flush=True)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{len(runs) - failed} same, {failed} differ")

@@ -5,6 +5,7 @@
 use super::config::{Algo, RunConfig};
 use super::error::TrainError;
 use super::learner::BoxedLearner;
+use super::replicated::Replicated;
 use super::sizing::{GpuSizing, PlanTensor};
 use super::{iql, pqn, pr2, sizing};
 use crate::critic::{Backend, Chosen};
@@ -60,5 +61,17 @@ pub fn new_learner_in(
     device: &Chosen,
     job: &Job,
 ) -> Result<BoxedLearner, TrainError> {
-    (algorithm(cfg.algo).new)(cfg, loaded, device, job)
+    let new = algorithm(cfg.algo).new;
+    let replicas = cfg
+        .replicas()
+        .map_err(|e| TrainError::Config(e.to_string()))?;
+    if let [one] = &replicas[..] {
+        return new(&one.cfg, loaded, device, job);
+    }
+    // Several replicas: one single run each, under the replica layer.
+    let runs = replicas
+        .iter()
+        .map(|r| new(&r.cfg, loaded, device, job))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::new(Replicated::new(runs)))
 }

@@ -59,7 +59,7 @@ impl GreedyPolicy {
             path: dir.path.clone(),
             reason,
         };
-        let n = learner.critic().params()?.len();
+        let n = learner.params()?.len();
         if c.params.len() < n || !c.params.len().is_multiple_of(n.max(1)) {
             return Err(bad(format!(
                 "{} parameters do not fit this scenario's networks ({n} expected, or a multiple for a multi-seed run)",
@@ -73,14 +73,19 @@ impl GreedyPolicy {
             )));
         }
         let block = &c.params[replica * n..(replica + 1) * n];
-        learner.critic().set_params(block).map_err(|e| {
+        learner.set_params(block).map_err(|e| {
             bad(format!(
                 "parameters do not fit this scenario's networks: {e}"
             ))
         })?;
         // Opponent models (PR2 with `rho: model` acts through them): a tensor of the
         // checkpoint, or in the state of checkpoints written before the tensors existed.
-        let models = match super::tensors::find(&c.extra, "models.params") {
+        // A run of several replicas keeps each replica's models under its `replica.<r>.`.
+        let own = format!("replica.{replica}.models.params");
+        let models = match super::tensors::find(&c.extra, &own)
+            .filter(|_| held > 1)
+            .or_else(|| super::tensors::find(&c.extra, "models.params"))
+        {
             Some(super::tensors::Tensor::F32(p)) => Some(p.clone()),
             _ => serde_json::from_str::<serde_json::Value>(&c.state)
                 .ok()
@@ -89,8 +94,10 @@ impl GreedyPolicy {
         if let Some(m) = models {
             // A multi-replica checkpoint holds every replica's models: replica `replica`'s block
             // (a learner of the whole run takes them all).
+            // Checkpoints of earlier versions stacked every replica's models in one tensor.
             let block = m.len() / held;
-            let m = match held > 1 && m.len().is_multiple_of(held) {
+            let stacked = held > 1 && super::tensors::find(&c.extra, &own).is_none();
+            let m = match stacked && m.len().is_multiple_of(held) {
                 true => &m[replica * block..(replica + 1) * block],
                 false => &m[..],
             };

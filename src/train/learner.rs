@@ -54,7 +54,7 @@ pub trait Learner {
 
     /// g: the hidden-state floats each learner carries (0 for memoryless networks).
     fn state_width(&mut self) -> usize {
-        self.critic().spec().state_width()
+        self.critics()[0].spec().state_width()
     }
 
     /// What [`Learner::q_values`] are (`Q`, or `E_rho[Q]` for PR2).
@@ -86,8 +86,61 @@ pub trait Learner {
     /// The arenas (replica 0's with several seeds: those evaluation and the viewer look at).
     fn batch(&mut self) -> &mut EnvBatch;
 
-    /// The networks.
-    fn critic(&mut self) -> &mut Critic;
+    /// The networks: one stack for a single run, one per replica for a run of several
+    /// (replica order). Parameters and Adam's state are these stacks' concatenated.
+    fn critics(&mut self) -> Vec<&mut Critic>;
+
+    /// Every network's parameters, the stacks' one after the other.
+    fn params(&mut self) -> Result<Vec<f32>, TrainError> {
+        let mut out = Vec::new();
+        for c in self.critics() {
+            out.extend(c.params()?);
+        }
+        Ok(out)
+    }
+
+    /// Replaces every network's parameters (the layout of [`Learner::params`]); refused,
+    /// changing nothing, unless the length is theirs.
+    fn set_params(&mut self, params: &[f32]) -> Result<(), TrainError> {
+        let mut critics = self.critics();
+        let lens: Vec<usize> = critics.iter().map(|c| c.spec().params()).collect();
+        crate::critic::check_len("parameters", lens.iter().sum(), params.len())?;
+        let mut at = 0;
+        for (c, n) in critics.iter_mut().zip(lens) {
+            c.set_params(&params[at..at + n])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Adam's moments of every network (the layout of [`Learner::params`]) and the largest
+    /// step count.
+    fn adam_state(&mut self) -> Result<(Vec<f32>, Vec<f32>, u64), TrainError> {
+        let (mut m, mut v, mut steps) = (Vec::new(), Vec::new(), 0);
+        for c in self.critics() {
+            let (cm, cv, cs) = c.adam_state()?;
+            m.extend(cm);
+            v.extend(cv);
+            steps = steps.max(cs);
+        }
+        Ok((m, v, steps))
+    }
+
+    /// Restores Adam's moments (the layout of [`Learner::params`]) with one step count for
+    /// every network; refused, changing nothing, unless the lengths are theirs.
+    fn set_adam_state(&mut self, m: &[f32], v: &[f32], steps: u64) -> Result<(), TrainError> {
+        let mut critics = self.critics();
+        let lens: Vec<usize> = critics.iter().map(|c| c.spec().params()).collect();
+        let total = lens.iter().sum();
+        crate::critic::check_len("adam state (first moments)", total, m.len())?;
+        crate::critic::check_len("adam state (second moments)", total, v.len())?;
+        let mut at = 0;
+        for (c, n) in critics.iter_mut().zip(lens) {
+            c.set_adam_state(&m[at..at + n], &v[at..at + n], steps)?;
+            at += n;
+        }
+        Ok(())
+    }
 
     /// Updates done.
     fn updates_done(&self) -> u64 {
@@ -126,7 +179,7 @@ pub trait Learner {
     /// tensors.
     fn checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
         let update = self.updates_done();
-        let params = self.critic().params()?;
+        let params = self.params()?;
         if let Some(v) = params.iter().find(|v| !v.is_finite()) {
             return Err(TrainError::NonFinite {
                 update,
@@ -134,7 +187,7 @@ pub trait Learner {
                 value: *v,
             });
         }
-        let (adam_m, adam_v, adam_steps) = self.critic().adam_state()?;
+        let (adam_m, adam_v, adam_steps) = self.adam_state()?;
         let mut extra = NamedTensors::new();
         let state = self.save_state(&mut extra)?;
         Ok(Checkpoint {

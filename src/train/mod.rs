@@ -32,6 +32,7 @@ pub mod rate_limiter;
 mod recurrent;
 pub(crate) mod replay;
 mod replicas;
+mod replicated;
 mod resume_check;
 mod returns;
 pub mod run_dir;
@@ -196,14 +197,12 @@ pub fn restore_in(
         path: dir.path.clone(),
         reason,
     };
-    learner.critic().set_params(&c.params).map_err(|e| {
+    learner.set_params(&c.params).map_err(|e| {
         bad(format!(
             "parameters do not fit this scenario's networks: {e}"
         ))
     })?;
-    learner
-        .critic()
-        .set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
+    learner.set_adam_state(&c.adam_m, &c.adam_v, c.adam_steps)?;
     let resume = learner
         .load_state(&c.state, &c.extra)
         .map_err(|e| match e {
@@ -417,12 +416,12 @@ pub fn train_in(
         learn += l;
         let update = learner.updates_done();
         if fault.perturbs(job.rank(), update) {
-            let mut p = learner.critic().params()?;
+            let mut p = learner.params()?;
             p[0] += 1e-3;
-            learner.critic().set_params(&p)?;
+            learner.set_params(&p)?;
         }
         if job.size() > 1 && blocks.is_none() && update % checksum_every == 0 {
-            let params = learner.critic().params()?;
+            let params = learner.params()?;
             across_ranks::check_checksums(job, &params, update)?;
         }
         let traffic = job.take_traffic();

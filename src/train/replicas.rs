@@ -329,8 +329,8 @@ macro_rules! replica_learner_plumbing {
             &mut self.lanes[0].batch
         }
 
-        fn critic(&mut self) -> &mut crate::critic::Critic {
-            &mut self.critic
+        fn critics(&mut self) -> Vec<&mut crate::critic::Critic> {
+            vec![&mut self.critic]
         }
     };
 }

@@ -113,14 +113,27 @@ pub fn cpu() -> Chosen {
     choose_device(Device::Cpu).unwrap()
 }
 
-/// The newest checkpoint's target parameters.
-pub fn target_params(run: &Path) -> Vec<f32> {
+/// The newest checkpoint's tensor `name`: a single run's, or every replica's one after the
+/// other (`replica.<r>.name`) in a run of several.
+fn replicas_tensor(run: &Path, name: &str) -> Vec<f32> {
     let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    let found = c.extra.iter().find(|(name, _)| name == "target");
-    match found {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no target tensor", run.display()),
+    let find = |n: &str| match c.extra.iter().find(|(found, _)| found == n) {
+        Some((_, Tensor::F32(t))) => Some(t.clone()),
+        _ => None,
+    };
+    if let Some(t) = find(name) {
+        return t;
     }
+    let every: Vec<Vec<f32>> = (0..)
+        .map_while(|r| find(&format!("replica.{r}.{name}")))
+        .collect();
+    assert!(!every.is_empty(), "{}: no {name} tensor", run.display());
+    every.concat()
+}
+
+/// The newest checkpoint's target parameters (every replica's).
+pub fn target_params(run: &Path) -> Vec<f32> {
+    replicas_tensor(run, "target")
 }
 
 /// The newest checkpoint's `state.json`.
@@ -132,8 +145,10 @@ pub fn checkpoint_state(run: &Path) -> serde_json::Value {
 /// Each replica's Adam step count in the newest checkpoint of a run of `replicas` replicas
 /// (every network of a replica counts the same steps).
 pub fn replica_steps(run: &Path, replicas: usize) -> Vec<u64> {
-    let steps: Vec<u64> =
+    let each: Vec<Vec<u64>> =
         serde_json::from_value(checkpoint_state(run)["net_steps"].clone()).unwrap();
+    assert_eq!(each.len(), replicas, "one list of step counts per replica");
+    let steps = each.concat();
     let per = steps.len() / replicas;
     assert!(per > 0, "no step count per network: {steps:?}");
     let chunks = steps.chunks(per);
@@ -219,11 +234,7 @@ pub fn assert_gpu_matches_cpu(cfg: &RunConfig, name: &str) {
 
 /// The newest checkpoint's opponent-model parameters (every replica's).
 pub fn models(run: &Path) -> Vec<f32> {
-    let c = RunDir::open(run).unwrap().load_latest().unwrap();
-    match c.extra.iter().find(|(name, _)| name == "models.params") {
-        Some((_, Tensor::F32(t))) => t.clone(),
-        _ => panic!("{}: no models.params tensor", run.display()),
-    }
+    replicas_tensor(run, "models.params")
 }
 
 /// Whether `a` and `b` are equal bit for bit.

@@ -843,8 +843,8 @@ impl Learner for Pqn {
         &mut self.batches[0]
     }
 
-    fn critic(&mut self) -> &mut Critic {
-        &mut self.critic
+    fn critics(&mut self) -> Vec<&mut Critic> {
+        vec![&mut self.critic]
     }
 }
 

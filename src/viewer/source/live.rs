@@ -130,7 +130,7 @@ impl Live {
         let dir = RunDir::open(run).map_err(|e| ViewError::Run(e.to_string()))?;
         // The networks' size must match exactly (a multi-seed run stores every replica's,
         // replica 0 first): a smaller network must not take a prefix of a larger one.
-        let expected = learner.critic().params().map_err(train_err)?.len();
+        let expected = learner.params().map_err(train_err)?.len();
         let found = dir
             .load_latest()
             .map_err(|e| ViewError::Checkpoint(e.to_string()))?
