@@ -14,11 +14,13 @@ use crate::components::{
 use crate::error::EngineError;
 use crate::layout::Layout;
 
+mod fixed_slots;
 mod inspect;
 mod record;
 mod spawn;
 mod state;
 
+pub use fixed_slots::{FixedSlots, SlotActor};
 pub use state::BatchState;
 
 /// A batch of arenas of one scenario.
@@ -50,6 +52,8 @@ pub struct EnvBatch {
     reset: Schedule,
     arenas: usize,
     seed: u64,
+    /// Learner slots a fixed actor plays ([`EnvBatch::fix_slots`]).
+    fixed: Option<FixedSlots>,
 }
 
 impl EnvBatch {
@@ -105,6 +109,7 @@ impl EnvBatch {
     /// `pool.install(..)` (as the CLI does): dispatching from a worker thread is much cheaper
     /// than injecting every system's work into the pool from outside.
     pub fn step(&mut self) -> Result<(), EngineError> {
+        self.act_fixed_slots()?;
         let (n, actions) = (self.layout().learners, self.layout().actions);
         let buf = &self.buffers().actions;
         if let Some(i) = buf.iter().position(|&a| a as usize >= actions) {
@@ -116,6 +121,7 @@ impl EnvBatch {
             });
         }
         self.step.run(&mut self.world);
+        self.fixed_slots_stepped();
         Ok(())
     }
 

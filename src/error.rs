@@ -112,6 +112,9 @@ fn field_note(field: &str) -> String {
 /// Errors of the simulation engine.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The fixed actor of some learner slots failed ([`crate::engine::EnvBatch::fix_slots`]).
+    #[error("the fixed slots' policy: {0}")]
+    FixedSlots(String),
     /// An action index outside the scenario's action set.
     #[error("arena {arena}, learner {learner}: action {action} is not in 0..{actions}")]
     InvalidAction {

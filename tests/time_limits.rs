@@ -103,7 +103,7 @@ fn truncation_steps(desync: bool, m: u32, steps: u32) -> (Vec<u32>, usize) {
     };
     let device = choose_device(Device::Cpu).unwrap();
     let mut pqn = Pqn::new(&cfg, &loaded, &device).unwrap();
-    let batch = &mut pqn.batches[0];
+    let batch = &mut pqn.batch;
     let (mut at, mut count) = (Vec::new(), 0);
     for step in 1..=steps {
         batch.step().unwrap();

@@ -13,17 +13,34 @@
 use std::path::Path;
 use std::time::Instant;
 
+use std::sync::{Arc, Mutex};
+
 use serde::Serialize;
 
 use super::run::{AnalysisError, Provenance, run_config, write_result};
 use crate::critic::Chosen;
-use crate::engine::EnvBatch;
+use crate::engine::{EnvBatch, FixedSlots, SlotActor};
 use crate::policy::Policy;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{Algo, RunConfig};
-use crate::train::pqn::{FrozenOthers, Pqn};
 use crate::train::stats::mean_ci;
-use crate::train::{GreedyPolicy, Learner, RunError, TrainError, load_scenario};
+use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario, new_learner};
+
+/// The trained run's greedy policy acting for the slots a best response does not learn.
+struct Frozen(Arc<Mutex<GreedyPolicy>>);
+
+impl SlotActor for Frozen {
+    fn act(&mut self, obs: &[u8], actions: &mut [u8]) -> Result<(), String> {
+        let mut policy = self.0.lock().map_err(|_| "a poisoned lock".to_string())?;
+        policy.actions(obs, actions).map_err(|e| e.to_string())
+    }
+
+    fn episodes_start(&mut self, started: &[bool]) {
+        if let Ok(mut policy) = self.0.lock() {
+            policy.episodes_start(started);
+        }
+    }
+}
 
 /// The knobs of a learned best response.
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +189,7 @@ pub fn learned(
         method: "learned".into(),
         agent,
     };
-    let mut frozen: Box<dyn Policy> = Box::new(greedy);
+    let frozen = Arc::new(Mutex::new(greedy));
     let agents: Vec<usize> = agent.map_or_else(|| (0..n).collect(), |i| vec![i]);
     let (mut gains, mut cis, mut values) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut var_sum = 0.0;
@@ -189,11 +206,12 @@ pub fn learned(
             ..cfg.clone()
         };
         br_cfg.validate().map_err(RunError::from)?;
-        let mut br = Pqn::new(&br_cfg, &loaded, device)?;
-        br.freeze_others(FrozenOthers {
-            policy: frozen,
+        // Through the algorithm's public seam: the trained run plays every other slot.
+        let mut br = new_learner(&br_cfg, &loaded, device)?;
+        br.batch().fix_slots(Some(FixedSlots {
+            actor: Box::new(Frozen(frozen.clone())),
             slots: (0..n).map(|l| l != i).collect(),
-        });
+        }));
         let bar = if progress {
             let b = indicatif::ProgressBar::new(br_cfg.total_steps);
             b.set_style(
@@ -213,14 +231,12 @@ pub fn learned(
         }
         bar.finish_and_clear();
         let seed = cfg.seed.wrapping_add(2_000_003);
-        frozen = br
-            .take_frozen()
-            .ok_or_else(|| {
-                AnalysisError::Invalid("the best response lost the frozen policy".into())
-            })?
-            .policy;
-        let mut br = GreedyPolicy::new(Box::new(br));
-        let fz = frozen.as_mut();
+        br.batch().fix_slots(None);
+        let mut br = GreedyPolicy::new(br);
+        let mut guard = frozen
+            .lock()
+            .map_err(|_| AnalysisError::Invalid("the frozen policy's lock was poisoned".into()))?;
+        let fz: &mut dyn Policy = &mut *guard;
         let with_br =
             discounted_returns(&loaded, fz, Some(&mut br), i, opts.episodes, seed, gamma)?;
         let base = discounted_returns(&loaded, fz, None, i, opts.episodes, seed, gamma)?;

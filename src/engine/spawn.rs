@@ -104,6 +104,7 @@ impl EnvBatch {
             reset: schedule::reset_schedule(),
             arenas,
             seed,
+            fixed: None,
         };
         batch.check_dense_order();
         batch.reset.run(&mut batch.world);

@@ -28,7 +28,7 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
     match algo {
         Algo::Pqn => Algorithm {
             new: pqn::Pqn::boxed,
-            plan: pqn::plan,
+            plan: sizing::pqn_plan,
             gpu: sizing::pqn_gpu,
         },
         Algo::Iql => Algorithm {

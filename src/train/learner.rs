@@ -23,7 +23,7 @@ pub struct Progress {
 }
 
 /// A learning algorithm with its arenas: PQN, IQL, PR2-IQL.
-pub trait Learner {
+pub trait Learner: Send {
     /// One update: act, store what happened, learn from it; what it did.
     fn update(&mut self) -> Result<UpdateStats, TrainError>;
 

@@ -1,10 +1,9 @@
 //! PQN's targets: lambda-returns backwards over a rollout, with time limits (a truncation
-//! bootstraps from the episode's final observation, a termination cuts the return), and the
-//! per-replica form a sweep's stacked rollout needs.
+//! bootstraps from the episode's final observation, a termination cuts the return).
 
 /// A rollout's columns as the returns read them, `[T, rows]` each (`q_max` `[T + 1, rows]`).
 pub struct RolloutSteps<'a> {
-    /// Rows per step (replicas x arenas x learners).
+    /// Rows per step (arenas x learners).
     pub rows: usize,
     /// Rewards `r_t`.
     pub rewards: &'a [f32],
@@ -26,16 +25,8 @@ pub struct RolloutSteps<'a> {
 /// `B_t = final_q_t` where step t truncated (the observation after it is the reset's, from
 /// another episode), else `(1 - lambda) q_max_{t+1} + lambda G_{t+1}`; `G_T = q_max_T`.
 pub fn lambda_returns(s: &RolloutSteps, gamma: f32, lambda: f32, returns: &mut [f32]) {
-    lambda_returns_per_replica(s, &[(gamma, lambda)], returns);
-}
-
-/// [`lambda_returns`] where the rows are `replicas.len()` equal blocks (replica-major within a
-/// step), block k with its own `(gamma, lambda)`.
-pub fn lambda_returns_per_replica(s: &RolloutSteps, replicas: &[(f32, f32)], returns: &mut [f32]) {
     let (rows, t_len) = (s.rows, s.rewards.len() / s.rows.max(1));
-    let per = rows / replicas.len().max(1);
     for r in 0..rows {
-        let (gamma, lambda) = replicas[(r / per.max(1)).min(replicas.len() - 1)];
         let mut next = s.q_max[t_len * rows + r];
         for t in (0..t_len).rev() {
             let i = t * rows + r;

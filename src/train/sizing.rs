@@ -372,3 +372,88 @@ pub(crate) fn iql_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout)
         cfg.replica_count() as u64 * cfg.batch_size as u64,
     )
 }
+
+/// PQN's tensors for the memory preflight: the Q-network stack of every replica with a pass of
+/// a training minibatch (or of acting on every learner), the rollout storage, and the
+/// opponent models, which score a whole rollout in one pass.
+pub(crate) fn pqn_plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let replicas = cfg.replica_count() as u64;
+    let (b, t, n) = (
+        cfg.arenas as u64,
+        cfg.rollout as u64,
+        layout.learners as u64,
+    );
+    let rows_per_step = replicas * b * n;
+    let pass_rows = pqn_pass_rows(cfg, layout);
+    let pass = match cfg.network {
+        super::config::NetworkKind::Mlp => "rollout x arenas x learners / minibatches",
+        super::config::NetworkKind::Gru => {
+            "(memory_window + rollout) x arenas x learners / minibatches"
+        }
+    };
+    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
+    let d = spec.input as u64;
+    let g = spec.state_width() as u64;
+    if g > 0 {
+        let (w, rows) = (cfg.memory_window as u64, rows_per_step);
+        let mb = rows / cfg.minibatches as u64 * (w + t);
+        tensors.push(PlanTensor {
+            name: "recurrent state and sequences".into(),
+            shape: format!(
+                "{} rows x {g} hidden x 4 B x 5, {t} + {w} steps of episode starts and memory, \
+                 minibatches of {} sequence steps",
+                fmt(rows),
+                fmt(mb)
+            ),
+            // The batches' hidden states, the acting pass's copy, the rollout's and the
+            // window's start states and the memory's; episode starts of the rollout, the next
+            // step and the memory; the memory's inputs; a minibatch's gathered input, starts,
+            // actions, targets, mask and its per-replica copies (outputs and gradients are the
+            // critic's activations).
+            bytes: 5 * rows * g * 4
+                + (t + 1 + w) * rows
+                + w * rows * d
+                + mb * (d + 1 + 4 * 3 + 4 * 3),
+            knobs: "lower gru_hidden, memory_window, arenas or seeds",
+        });
+    }
+    tensors.push(PlanTensor {
+        name: "rollout storage".into(),
+        shape: format!(
+            "{t} steps x {} rows x ({d} B obs + 32 B)",
+            fmt(rows_per_step)
+        ),
+        bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
+        knobs: "lower rollout, arenas or seeds",
+    });
+    if cfg.opponent_models {
+        let rows = replicas * t * b * n;
+        let extra = rows * (4 + 4 * n);
+        tensors.push(opponent_tensor(
+            cfg, layout, spec.input, backend, rows, extra,
+        ));
+    }
+    let models = if cfg.opponent_models {
+        opponent_spec(cfg, layout, spec.input).params() as u64
+    } else {
+        0
+    };
+    // With recurrent networks an arena's checkpoint also holds its learners' hidden states,
+    // episode-start flags and memory (tensors, counted with the arena's state).
+    let recurrent = if g > 0 {
+        n * (4 * g * 2 + 1 + cfg.memory_window as u64 * (d + 1))
+    } else {
+        0
+    };
+    let (params, arenas) = (
+        spec.params() as u64,
+        (replicas * b, layout.bytes_per_arena() as u64 + recurrent),
+    );
+    tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
+    tensors
+}

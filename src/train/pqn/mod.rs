@@ -9,17 +9,14 @@
 //! learner slot has its own network in the stack (one dispatch serves all), with `shared` one
 //! network serves all learners and gets the learner's index as extra one-hot input bytes.
 //!
-//! Seeds and sweeps in one run: every grid point x seed is a replica (see `train::sweep`), with
-//! its own arenas and random streams (seeded with its own seed) and its own networks, all
-//! stacked in the same buffers so one pass serves every replica. Each replica draws its own
-//! minibatch partition, its loss is normalised by its own minibatch size, and it reads its own
-//! exploration schedule, gamma, lambda, learning rate and gradient clip, so replica k computes
-//! exactly what a single run with its configuration computes.
+//! This file is one run: one seed, one set of hyperparameters. Seeds and sweeps are the
+//! replica layer's (`train::replicated`).
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
 //! `minibatches`, `gamma`, `lambda`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
-//! `shared`, `hidden`, `layers`, `seeds`, `opponent_models`, and the value loss's `loss`,
-//! `huber_delta`, `bins`, `v_min`, `v_max`, `sigma` (`q_head.rs`).
+//! `shared`, `hidden`, `layers`, `network`/`memory_window` (PQN-RNN, `sequences.rs`),
+//! `opponent_models`, and the value loss's `loss`, `huber_delta`, `bins`, `v_min`, `v_max`,
+//! `sigma` (`q_head.rs`).
 
 mod sequences;
 
@@ -34,60 +31,40 @@ use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{
     ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
 };
-use super::q_head::{QHead, q_values_by_replica};
-use super::qnet::{q_rows, stack_spec, write_input};
+use super::q_head::QHead;
+use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::recurrent::{ended_rows, gather_hidden, scatter_hidden};
-pub use super::returns::{RolloutSteps, lambda_returns, lambda_returns_per_replica};
+pub use super::returns::{RolloutSteps, lambda_returns};
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
-use super::sizing::{
-    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
-};
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
-use crate::critic::loss::loss_and_grad;
-use crate::critic::{AdamConfig, Backend, Chosen, Critic, Input, NetOptim, StackSpec};
+use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
-use crate::layout::Layout;
-use crate::metrics::EpisodeSummary;
-use crate::policy::Policy;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 pub use sequences::{Memory, SeqSaved};
 use sequences::{Rollout, SeqState};
 
-// ------------------------------------------------------------------------------------------
-// State
-// ------------------------------------------------------------------------------------------
-
 /// A PQN learner with its arenas.
 pub struct Pqn {
     cfg: RunConfig,
-    /// The arenas, one batch per replica.
-    pub batches: Vec<EnvBatch>,
-    /// The Q-networks of every replica.
+    /// The arenas.
+    pub batch: EnvBatch,
+    /// The Q-networks, one per learner slot (or one shared).
     pub critic: Critic,
     spec: StackSpec,
     /// How outputs become Q-values, and the loss.
     head: QHead,
-    /// Each replica's head (the same width; a sweep may give them their own loss parameters).
-    heads: Vec<QHead>,
-    /// Learners per arena.
     learners: usize,
     actions: usize,
     obs_len: usize,
-    /// Replicas (grid points x seeds).
-    replicas: usize,
-    /// Each replica's single-run configuration (its seed and swept values).
-    reps: Vec<RunConfig>,
-    /// Networks per replica.
-    nets_per_replica: usize,
-    /// Exploration streams, one per (replica, arena).
+    /// Exploration streams, one per arena.
     explore: Vec<ChaCha8Rng>,
-    /// Minibatch shuffling, one per replica.
-    shuffle: Vec<ChaCha8Rng>,
+    /// Minibatch shuffling.
+    shuffle: ChaCha8Rng,
     progress: Progress,
     // Rollout storage, reused every update: [T, rows, input], [T, rows], [T + 1, rows].
     obs: Vec<u8>,
@@ -97,20 +74,18 @@ pub struct Pqn {
     truncated: Vec<f32>,
     /// `[T, rows]` max Q of the final observation where the step truncated (0 elsewhere).
     final_q: Vec<f32>,
-    /// Input rows of the truncated arenas' final observations, gathered to score them.
-    final_input: Vec<u8>,
-    final_nets: Vec<u32>,
     q_max: Vec<f32>,
     returns: Vec<f32>,
     input_row: Vec<u8>,
+    /// Each row's network.
     nets: Vec<u32>,
-    index: Vec<Vec<u32>>,
+    /// The order minibatches are cut from: rows of the rollout, or whole sequences.
+    index: Vec<u32>,
     mb: Minibatch,
     opponents: Option<OpponentModels>,
-    frozen: Option<FrozenOthers>,
     /// With recurrent networks: the rollout's sequences (PQN-RNN).
     seq: Option<SeqState>,
-    /// `[rows, g]` the hidden states of the current acting pass (gathered from the batches).
+    /// `[rows, g]` the hidden states of the current acting pass (gathered from the batch).
     hidden: Vec<f32>,
     /// `[rows]` scratch: which rows' episodes ended in the last step.
     ended: Vec<u8>,
@@ -119,22 +94,10 @@ pub struct Pqn {
 /// A minibatch's rows gathered out of the rollout storage, reused.
 #[derive(Default)]
 struct Minibatch {
-    rows: Vec<usize>,
-    d_out: Vec<f32>,
     obs: Vec<u8>,
     nets: Vec<u32>,
     actions: Vec<u32>,
     targets: Vec<f32>,
-}
-
-/// A fixed policy acting for some slots while the others learn (learned best responses):
-/// `policy` maps raw observations `[B, N, O]` to actions `[B x N]`; `slots[l]` says whether
-/// slot l's action comes from it.
-pub struct FrozenOthers {
-    /// The frozen policy.
-    pub policy: Box<dyn Policy>,
-    /// Which learner slots it controls.
-    pub slots: Vec<bool>,
 }
 
 /// The learner's own evolving state beyond the parameters (checkpoints).
@@ -144,11 +107,11 @@ pub struct PqnState {
     pub update: u64,
     /// Environment steps done.
     pub env_steps: u64,
-    /// Exploration streams.
+    /// Exploration streams, one per arena.
     pub explore: Vec<ChaCha8Rng>,
-    /// Shuffling streams, one per replica.
+    /// The shuffling stream (a list of one).
     pub shuffle: Vec<ChaCha8Rng>,
-    /// The arenas of every replica.
+    /// The arenas (a list of one batch).
     pub batches: Vec<BatchState>,
     /// The opponent models' parameters in checkpoints written before the models' state and
     /// tensors were saved (read, never written).
@@ -159,18 +122,16 @@ pub struct PqnState {
     #[serde(default)]
     pub models_state: Option<ModelsState>,
     /// With recurrent networks: the memory's length (its arrays, the episode-start flags and
-    /// the batches' hidden states are tensors of the checkpoint).
+    /// the batch's hidden states are tensors of the checkpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequences: Option<SeqSaved>,
 }
 
-// ------------------------------------------------------------------------------------------
-// Network
-// ------------------------------------------------------------------------------------------
+/// The checkpoint tensor of the batch's hidden states.
+const HIDDEN: &str = "pqn.hidden.0";
 
 impl Pqn {
-    /// A fresh learner: replica r's arenas and networks seeded with its own seed (`cfg.seed +
-    /// s` for seed index s).
+    /// A fresh learner: arenas and networks seeded with `cfg.seed`.
     pub fn new(
         cfg: &RunConfig,
         loaded: &LoadedScenario,
@@ -187,109 +148,59 @@ impl Pqn {
         device: &Chosen,
         job: &Job,
     ) -> Result<Pqn, TrainError> {
-        let reps: Vec<RunConfig> = cfg
-            .replicas()
-            .map_err(|e| TrainError::Config(e.to_string()))?
-            .into_iter()
-            .map(|r| r.cfg)
-            .collect();
-        let replicas = reps.len();
-        let single = stack_spec(cfg, loaded);
-        let spec = StackSpec {
-            nets: single.nets * replicas,
-            ..single
-        };
-        // One replica: its own seed (a rank's one-replica share of a split run may be replica
-        // k > 0, seeded `seed + k`; a plain run's replica 0 has the run's seed).
-        let mut critic = Critic::new(spec, reps[0].seed, device)?.data_parallel(job);
-        if replicas > 1 {
-            let params: Vec<f32> = reps
-                .iter()
-                .flat_map(|r| crate::critic::init_params(&single, r.seed))
-                .collect();
-            critic.set_params(&params)?;
-        }
+        let spec = stack_spec(cfg, loaded);
+        let critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
         let width = spec.state_width();
-        let mut batches = Vec::with_capacity(replicas);
-        for r in &reps {
-            let mut b = cfg.training_batch(loaded, r.seed, job)?;
-            b.start_episode_log(1 << 16);
-            b.set_hidden_width(width);
-            batches.push(b);
-        }
-        // Replica 0's head acts for the Learner seam; every replica's has the same width (the
-        // sweep checks it), its own loss parameters.
-        let heads: Vec<QHead> = reps.iter().map(QHead::of).collect();
-        let head = heads[0];
+        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
+        batch.start_episode_log(1 << 16);
+        batch.set_hidden_width(width);
+        let head = QHead::of(cfg);
         let actions = spec.head / head.outputs_per_action();
         let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
-        let per = cfg.arenas * learners;
-        let rows = replicas * per;
+        let rows = cfg.arenas * learners;
         let seq = (width > 0).then(|| SeqState::new(width, cfg.memory_window, cfg.rollout, rows));
-        let opponents = if cfg.opponent_models {
-            Some(OpponentModels::new(
+        let opponents = match cfg.opponent_models {
+            true => Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
                 obs_len,
-                (cfg.rollout * per / cfg.minibatches).max(1),
+                (cfg.rollout * rows / cfg.minibatches).max(1),
                 (device, job),
-            )?)
-        } else {
-            None
+            )?),
+            false => None,
         };
+        let first = job.first_arena(cfg.arenas);
+        let (t, seqs) = (cfg.rollout, width > 0);
         Ok(Pqn {
+            explore: (0..cfg.arenas)
+                .map(|a| stream(cfg.seed, first + a as u64, Purpose::Policy))
+                .collect(),
+            shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             opponents,
-            frozen: None,
-            batches,
+            batch,
             critic,
             spec,
             head,
-            heads,
             learners,
             actions,
             obs_len,
-            replicas,
-            explore: reps
-                .iter()
-                .flat_map(|r| {
-                    let first = job.first_arena(cfg.arenas);
-                    (0..cfg.arenas).map(move |a| stream(r.seed, first + a as u64, Purpose::Policy))
-                })
-                .collect(),
-            shuffle: reps
-                .iter()
-                .map(|r| stream(r.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy))
-                .collect(),
             progress: Progress::default(),
-            obs: vec![0; cfg.rollout * rows * obs_len],
-            taken: vec![0; cfg.rollout * rows],
-            rewards: vec![0.0; cfg.rollout * rows],
-            terminated: vec![0.0; cfg.rollout * rows],
-            truncated: vec![0.0; cfg.rollout * rows],
-            final_q: vec![0.0; cfg.rollout * rows],
-            final_input: Vec::new(),
-            final_nets: Vec::new(),
-            q_max: vec![0.0; (cfg.rollout + 1) * rows],
-            returns: vec![0.0; cfg.rollout * rows],
+            obs: vec![0; t * rows * obs_len],
+            taken: vec![0; t * rows],
+            rewards: vec![0.0; t * rows],
+            terminated: vec![0.0; t * rows],
+            truncated: vec![0.0; t * rows],
+            final_q: vec![0.0; t * rows],
+            q_max: vec![0.0; (t + 1) * rows],
+            returns: vec![0.0; t * rows],
             input_row: vec![0; rows * obs_len],
-            nets: (0..rows)
-                .map(|g| {
-                    let (r, local) = (g / per, g % per);
-                    (r * single.nets + if cfg.shared { 0 } else { local % learners }) as u32
-                })
-                .collect(),
-            // The order minibatches are cut from: rows of the rollout, or whole sequences.
-            index: vec![
-                (0..(if width > 0 { per } else { cfg.rollout * per }) as u32).collect();
-                replicas
-            ],
+            nets: row_nets(rows, learners, cfg.shared),
+            index: (0..(if seqs { rows } else { t * rows }) as u32).collect(),
             seq,
             hidden: Vec::new(),
-            ended: vec![0; per],
+            ended: vec![0; rows],
             mb: Minibatch::default(),
-            nets_per_replica: single.nets,
-            reps,
             cfg: cfg.clone(),
         })
     }
@@ -309,140 +220,70 @@ impl Pqn {
         self.spec
     }
 
-    /// Lets `frozen` act for its slots from now on (their networks still train on what they
-    /// see, but never act).
-    pub fn freeze_others(&mut self, frozen: FrozenOthers) {
-        self.frozen = Some(frozen);
-    }
-
-    /// Takes back the frozen policy given to [`Pqn::freeze_others`]; every slot learns and
-    /// acts again.
-    pub fn take_frozen(&mut self) -> Option<FrozenOthers> {
-        self.frozen.take()
-    }
-
-    /// Current observations of every replica as network input rows (`[S * B * N, input]`):
-    /// the observation bytes, plus the learner's one-hot index with shared parameters.
-    fn current_input(&mut self) -> &[u8] {
-        let (n, d) = (self.learners, self.obs_len);
-        let o = self.batches[0].layout().obs_len;
-        let per = self.cfg.arenas * n * d;
-        for (r, b) in self.batches.iter().enumerate() {
-            write_input(
-                &b.buffers().obs,
-                n,
-                o,
-                d,
-                &mut self.input_row[r * per..(r + 1) * per],
-            );
-        }
-        &self.input_row
-    }
-
-    /// Replica 0's current input rows and their networks.
-    fn replica0_input(&mut self) -> (Vec<u8>, Vec<u32>) {
-        let (per, d) = (self.cfg.arenas * self.learners, self.obs_len);
-        let input = self.current_input()[..per * d].to_vec();
-        (input, self.nets[..per].to_vec())
-    }
-
-    // --------------------------------------------------------------------------------------
-    // Rollout
-    // --------------------------------------------------------------------------------------
-
-    /// Q-values `[R, A]` of network outputs `[R, head]` whose row r went through network
-    /// `nets[r]`: each row read by its replica's head.
-    fn q_of_rows(&self, out: Vec<f32>, nets: &[u32]) -> Vec<f32> {
-        q_values_by_replica(&self.heads, out, nets, self.nets_per_replica)
-    }
-
-    /// The exploration rate at the current update (replica 0's).
+    /// The exploration rate at the current update.
     pub fn epsilon(&self) -> f32 {
-        epsilon_by_updates(&self.reps[0], self.progress.update)
+        epsilon_by_updates(&self.cfg, self.progress.update)
     }
 
-    /// Each replica's exploration rate at the current update.
-    fn epsilons(&self) -> Vec<f32> {
-        let update = self.progress.update;
-        self.reps
-            .iter()
-            .map(|r| epsilon_by_updates(r, update))
-            .collect()
+    /// The current observations as network input rows (`[B * N, input]`): the observation
+    /// bytes, plus the learner's one-hot index with shared parameters.
+    fn current_input(&mut self) -> Vec<u8> {
+        let (n, d) = (self.learners, self.obs_len);
+        let o = self.batch.layout().obs_len;
+        write_input(&self.batch.buffers().obs, n, o, d, &mut self.input_row);
+        self.input_row.clone()
     }
 
-    fn rollout(&mut self, epsilons: &[f32]) -> Result<(), TrainError> {
+    /// Acts for T steps with epsilon-greedy actions, storing what the returns and the
+    /// minibatches read.
+    fn rollout(&mut self, epsilon: f32) -> Result<(), TrainError> {
         let (n, a, d) = (self.learners, self.actions, self.obs_len);
-        let arenas = self.cfg.arenas;
-        let per = arenas * n;
-        let rows = self.replicas * per;
-        let thresholds: Vec<u64> = epsilons
-            .iter()
-            .map(|e| crate::rng::threshold(*e as f64))
-            .collect();
+        let rows = self.cfg.arenas * n;
+        let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
-        let mut fixed = vec![0u8; per];
         for t in 0..self.cfg.rollout {
-            let input = self.current_input().to_vec();
-            gather_hidden(&self.batches, &mut self.hidden);
+            let input = self.current_input();
+            gather_hidden(std::slice::from_ref(&self.batch), &mut self.hidden);
             if let Some(seq) = &mut self.seq {
                 seq.before_step(t, self.cfg.rollout, &self.hidden);
             }
-            let out = self
-                .critic
-                .act(Input::U8(&input), &nets, &mut self.hidden)?;
-            scatter_hidden(&self.hidden, &mut self.batches);
-            let q = self.q_of_rows(out, &nets);
+            let out = (self.critic).act(Input::U8(&input), &nets, &mut self.hidden)?;
+            scatter_hidden(&self.hidden, std::slice::from_mut(&mut self.batch));
+            let q = self.head.q_values(out);
             self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
-            for (r, batch) in self.batches.iter_mut().enumerate() {
-                let (at, q_r) = (t * rows + r * per, &q[r * per * a..(r + 1) * per * a]);
-                for (local, row) in q_r.chunks_exact(a).enumerate() {
-                    self.q_max[at + local] = max_value(row);
-                }
-                let streams = &mut self.explore[r * arenas..(r + 1) * arenas];
-                act_epsilon_greedy(streams, q_r, a, thresholds[r], batch.actions_mut());
-                if let Some(f) = &mut self.frozen {
-                    f.policy.actions(&batch.buffers().obs, &mut fixed)?;
-                    let chosen = batch.actions_mut();
-                    for local in (0..per).filter(|l| f.slots[l % n]) {
-                        chosen[local] = fixed[local];
-                    }
-                }
-                for (local, &action) in batch.actions_mut().iter().enumerate() {
-                    self.taken[at + local] = action as u32;
-                }
-                let t0 = std::time::Instant::now();
-                batch.step()?;
-                self.progress.sim_seconds += t0.elapsed().as_secs_f64();
-                let b = batch.buffers();
-                for local in 0..per {
-                    let arena = local / n;
-                    self.rewards[at + local] = b.rewards[local];
-                    self.terminated[at + local] = f32::from(b.terminated[arena] != 0);
-                    self.truncated[at + local] = f32::from(b.truncated[arena] != 0);
-                    self.final_q[at + local] = 0.0;
-                }
-                ended_rows(batch, n, &mut self.ended);
-                if let Some(seq) = &mut self.seq {
-                    seq.after_step(r * per, &self.ended);
-                }
-                if let Some(f) = &mut self.frozen {
-                    let starts: Vec<bool> = self.ended.iter().step_by(n).map(|&e| e != 0).collect();
-                    f.policy.episodes_start(&starts);
-                }
+            let at = t * rows;
+            for (row, values) in q.chunks_exact(a).enumerate() {
+                self.q_max[at + row] = max_value(values);
+            }
+            let batch = &mut self.batch;
+            act_epsilon_greedy(&mut self.explore, &q, a, threshold, batch.actions_mut());
+            let t0 = std::time::Instant::now();
+            batch.step()?;
+            self.progress.sim_seconds += t0.elapsed().as_secs_f64();
+            // The actions played (slots a fixed actor plays for took its actions in the step).
+            let b = batch.buffers();
+            for row in 0..rows {
+                let arena = row / n;
+                self.taken[at + row] = b.actions[row] as u32;
+                self.rewards[at + row] = b.rewards[row];
+                self.terminated[at + row] = f32::from(b.terminated[arena] != 0);
+                self.truncated[at + row] = f32::from(b.truncated[arena] != 0);
+                self.final_q[at + row] = 0.0;
+            }
+            ended_rows(batch, n, &mut self.ended);
+            if let Some(seq) = &mut self.seq {
+                seq.after_step(0, &self.ended);
             }
             self.score_final_observations(t, &nets)?;
         }
         // The values of the observations after the last step, from the hidden states they
         // would be acted with (a copy: the next rollout acts from the states themselves).
-        let input = self.current_input().to_vec();
-        gather_hidden(&self.batches, &mut self.hidden);
-        let out = self
-            .critic
-            .act(Input::U8(&input), &nets, &mut self.hidden)?;
-        let q = self.q_of_rows(out, &nets);
+        let input = self.current_input();
+        gather_hidden(std::slice::from_ref(&self.batch), &mut self.hidden);
+        let out = (self.critic).act(Input::U8(&input), &nets, &mut self.hidden)?;
         let last = self.cfg.rollout * rows;
-        for (g, row) in q.chunks_exact(a).enumerate() {
-            self.q_max[last + g] = max_value(row);
+        for (row, values) in self.head.q_values(out).chunks_exact(a).enumerate() {
+            self.q_max[last + row] = max_value(values);
         }
         self.nets = nets;
         self.progress.env_steps += self.cfg.steps_per_update();
@@ -453,102 +294,51 @@ impl Pqn {
     /// goes on past the time limit, so its target bootstraps from them): one forward pass over
     /// just those arenas' rows, maxima into `final_q`.
     fn score_final_observations(&mut self, t: usize, nets: &[u32]) -> Result<(), TrainError> {
-        let (n, d) = (self.learners, self.obs_len);
-        let per = self.cfg.arenas * n;
-        let rows = self.replicas * per;
-        let o = self.batches[0].layout().obs_len;
-        self.final_input.clear();
-        self.final_nets.clear();
-        let mut final_hidden = Vec::new();
-        for (r, batch) in self.batches.iter().enumerate() {
-            let b = batch.buffers();
-            for arena in (0..self.cfg.arenas).filter(|&k| b.truncated[k] != 0) {
-                let at = self.final_input.len();
-                self.final_input.resize(at + n * d, 0);
-                let src = &b.final_obs[arena * n * o..(arena + 1) * n * o];
-                write_input(src, n, o, d, &mut self.final_input[at..]);
-                let first = r * per + arena * n;
-                self.final_nets.extend_from_slice(&nets[first..first + n]);
-                // The hidden states the final observations are seen with: those this step's
-                // acting pass left, before the episode's end zeroed them.
-                let g = self.spec.state_width();
-                final_hidden.extend_from_slice(&self.hidden[first * g..(first + n) * g]);
-            }
-        }
-        if self.final_nets.is_empty() {
+        let (n, d, g) = (self.learners, self.obs_len, self.spec.state_width());
+        let o = self.batch.layout().obs_len;
+        let b = self.batch.buffers();
+        let truncated: Vec<usize> = (0..self.cfg.arenas)
+            .filter(|&k| b.truncated[k] != 0)
+            .collect();
+        if truncated.is_empty() {
             return Ok(());
         }
-        let input = Input::U8(&self.final_input);
-        let out = self
-            .critic
-            .act(input, &self.final_nets, &mut final_hidden)?;
-        let q = self.q_of_rows(out, &self.final_nets);
-        let mut values = q.chunks_exact(self.actions).map(max_value);
-        for (r, batch) in self.batches.iter().enumerate() {
-            let b = batch.buffers();
-            for arena in (0..self.cfg.arenas).filter(|&k| b.truncated[k] != 0) {
-                let first = t * rows + r * per + arena * n;
-                for slot in &mut self.final_q[first..first + n] {
-                    *slot = values.next().unwrap_or(0.0);
-                }
+        let (mut input, mut final_nets, mut hidden) = (Vec::new(), Vec::new(), Vec::new());
+        for &arena in &truncated {
+            let at = input.len();
+            input.resize(at + n * d, 0);
+            let src = &b.final_obs[arena * n * o..(arena + 1) * n * o];
+            write_input(src, n, o, d, &mut input[at..]);
+            final_nets.extend_from_slice(&nets[arena * n..(arena + 1) * n]);
+            // The hidden states the final observations are seen with: those this step's
+            // acting pass left, before the episode's end zeroed them.
+            hidden.extend_from_slice(&self.hidden[arena * n * g..(arena + 1) * n * g]);
+        }
+        let out = (self.critic).act(Input::U8(&input), &final_nets, &mut hidden)?;
+        let q = self.head.q_values(out);
+        let rows = self.cfg.arenas * n;
+        for (&arena, values) in truncated.iter().zip(q.chunks_exact(self.actions * n)) {
+            let first = t * rows + arena * n;
+            for (slot, v) in self.final_q[first..first + n]
+                .iter_mut()
+                .zip(values.chunks(self.actions))
+            {
+                *slot = max_value(v);
             }
         }
         Ok(())
     }
 
-    // --------------------------------------------------------------------------------------
-    // Targets
-    // --------------------------------------------------------------------------------------
-
-    /// This rollout's lambda-returns (see [`lambda_returns`]), each replica's rows with its own
-    /// gamma and lambda.
-    fn lambda_returns(&mut self) {
-        let steps = RolloutSteps {
-            rows: self.replicas * self.cfg.arenas * self.learners,
-            rewards: &self.rewards,
-            terminated: &self.terminated,
-            truncated: &self.truncated,
-            q_max: &self.q_max,
-            final_q: &self.final_q,
-        };
-        let per_replica: Vec<(f32, f32)> = self.reps.iter().map(|r| (r.gamma, r.lambda)).collect();
-        lambda_returns_per_replica(&steps, &per_replica, &mut self.returns);
-    }
-
-    // --------------------------------------------------------------------------------------
-    // Update
-    // --------------------------------------------------------------------------------------
-
-    /// Shuffles each replica's row order with its own stream (resuming restores the stream).
-    fn shuffle(&mut self) {
-        for (index, rng) in self.index.iter_mut().zip(&mut self.shuffle) {
-            let total = index.len();
-            for k in (1..total).rev() {
-                let j = below(rng.next_u32(), k as u32 + 1) as usize;
-                index.swap(k, j);
-            }
-        }
-    }
-
-    /// Gathers minibatch `mb`: replica r's mb-th slice of its order, as storage rows
-    /// `[t][replica][local row]`.
+    /// Gathers minibatch `mb` of `size` rows out of the rollout, in the shuffled order.
     fn gather(&mut self, mb: usize, size: usize) {
-        let per = self.cfg.arenas * self.learners;
-        let rows = self.replicas * per;
-        let d = self.obs_len;
-        let m = &mut self.mb;
-        m.rows.clear();
-        for (r, index) in self.index.iter().enumerate() {
-            for &i in &index[mb * size..(mb + 1) * size] {
-                let (t, local) = (i as usize / per, i as usize % per);
-                m.rows.push(t * rows + r * per + local);
-            }
-        }
+        let (d, m) = (self.obs_len, &mut self.mb);
+        let rows = self.cfg.arenas * self.learners;
         m.obs.clear();
         m.nets.clear();
         m.actions.clear();
         m.targets.clear();
-        for &g in &m.rows {
+        for &i in &self.index[mb * size..(mb + 1) * size] {
+            let g = i as usize;
             m.obs.extend_from_slice(&self.obs[g * d..(g + 1) * d]);
             m.nets.push(self.nets[g % rows]);
             m.actions.push(self.taken[g]);
@@ -556,110 +346,74 @@ impl Pqn {
         }
     }
 
-    /// Forward and backward of the gathered minibatch: the value loss to the returns; with
-    /// several replicas each replica's loss is averaged over its own rows. Returns the mean loss.
-    fn minibatch_loss(&mut self, size: usize) -> Result<f32, TrainError> {
-        let m = &mut self.mb;
-        if self.replicas == 1 {
-            self.critic.forward(Input::U8(&m.obs), &m.nets)?;
-            let loss = self.head.loss(&m.actions, &m.targets);
-            self.critic.loss_backward(&loss)?;
-            return Ok(self.critic.last_loss()?);
+    /// Forward and backward of minibatch `mb`: the value loss to the returns, over gathered
+    /// rows, or over whole sequences (PQN-RNN, `sequences.rs`). Returns the loss.
+    fn minibatch_loss(&mut self, mb: usize, size: usize) -> Result<f32, TrainError> {
+        if self.seq.is_some() {
+            let seqs: Vec<usize> = self.index[mb * size..(mb + 1) * size]
+                .iter()
+                .map(|&i| i as usize)
+                .collect();
+            let rows = self.cfg.arenas * self.learners;
+            let view = rollout_view(&self.cfg, rows, self.obs_len, &self.obs);
+            let r = view(&self.taken, &self.returns, &self.nets);
+            let Some(seq) = &mut self.seq else {
+                return Ok(0.0);
+            };
+            return seq.minibatch_loss(&mut self.critic, &[self.head], &r, &seqs);
         }
-        let a = self.spec.head;
-        let out = self.critic.forward(Input::U8(&m.obs), &m.nets)?;
-        m.d_out.resize(out.len(), 0.0);
-        let mut sum = 0.0;
-        for r in 0..self.replicas {
-            let (rows_r, vals) = (r * size..(r + 1) * size, r * size * a..(r + 1) * size * a);
-            let loss = self.heads[r].loss(&m.actions[rows_r.clone()], &m.targets[rows_r]);
-            sum += loss_and_grad(&loss, &out[vals.clone()], a, &mut m.d_out[vals]);
-        }
-        self.critic.backward(&m.d_out)?;
-        Ok(sum / self.replicas as f32)
-    }
-
-    /// PQN-RNN's minibatch `mb`: replica r's mb-th slice of its sequence order, each sequence
-    /// replayed whole (see `sequences.rs`). Returns the mean loss.
-    fn sequence_loss(&mut self, mb: usize, size: usize) -> Result<f32, TrainError> {
-        let per = self.cfg.arenas * self.learners;
-        let seqs: Vec<usize> = self
-            .index
-            .iter()
-            .enumerate()
-            .flat_map(|(r, index)| {
-                index[mb * size..(mb + 1) * size]
-                    .iter()
-                    .map(move |&i| r * per + i as usize)
-            })
-            .collect();
-        let view = rollout_view(&self.cfg, self.replicas * per, self.obs_len, &self.obs);
-        let r = view(&self.taken, &self.returns, &self.nets);
-        let Some(seq) = &mut self.seq else {
-            return Ok(0.0);
-        };
-        seq.minibatch_loss(&mut self.critic, &self.heads, &r, &seqs)
+        self.gather(mb, size);
+        let m = &self.mb;
+        self.critic.forward(Input::U8(&m.obs), &m.nets)?;
+        self.critic
+            .loss_backward(&self.head.loss(&m.actions, &m.targets))?;
+        Ok(self.critic.last_loss()?)
     }
 
     /// One PQN update: rollout, lambda-returns, epochs of shuffled minibatches.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
-        let epsilons = self.epsilons();
-        let epsilon = epsilons[0];
-        let update = self.progress.update;
-        let per_replica_opt: Vec<(f32, AdamConfig)> =
-            self.reps.iter().map(|r| optimiser(r, update)).collect();
-        let (lr, adam) = per_replica_opt[0];
-        // One optimiser setting for the whole stack unless the replicas' differ.
-        let per_net: Option<Vec<NetOptim>> =
-            per_replica_opt.iter().any(|(_, a)| *a != adam).then(|| {
-                per_replica_opt
-                    .iter()
-                    .flat_map(|(_, a)| {
-                        let net = NetOptim {
-                            lr: a.lr,
-                            max_grad_norm: a.max_grad_norm,
-                        };
-                        std::iter::repeat_n(net, self.nets_per_replica)
-                    })
-                    .collect()
-            });
+        let epsilon = self.epsilon();
+        let (lr, adam) = optimiser(&self.cfg, self.progress.update);
         let t0 = std::time::Instant::now();
         let sim_before = self.progress.sim_seconds;
-        self.rollout(&epsilons)?;
-        self.lambda_returns();
-        // Each replica's models at its (undecayed) lr on its own rows, runs of `per` rows.
-        let lrs: Vec<f32> = self.reps.iter().map(|r| r.lr).collect();
-        let per = self.cfg.arenas * self.learners;
+        self.rollout(epsilon)?;
+        let rows = self.cfg.arenas * self.learners;
+        let steps = RolloutSteps {
+            rows,
+            rewards: &self.rewards,
+            terminated: &self.terminated,
+            truncated: &self.truncated,
+            q_max: &self.q_max,
+            final_q: &self.final_q,
+        };
+        lambda_returns(&steps, self.cfg.gamma, self.cfg.lambda, &mut self.returns);
+        // The opponent models learn from the same rollout, at the (undecayed) lr.
         let opponents = match &mut self.opponents {
-            Some(models) => models.score_and_train(&self.obs, &self.taken, &lrs, per)?,
+            Some(models) => models.score_and_train(&self.obs, &self.taken, &[self.cfg.lr], rows)?,
             None => Vec::new(),
         };
 
-        let size = self.index[0].len() / self.cfg.minibatches;
+        let size = self.index.len() / self.cfg.minibatches;
         if size == 0 {
             return Err(TrainError::Config(format!(
                 "minibatches {} with network: gru: a minibatch holds whole sequences, one per \
                  learner of an arena, and there are only {} (arenas x learners)",
                 self.cfg.minibatches,
-                self.index[0].len()
+                self.index.len()
             )));
         }
         let (mut losses, mut count) = (0.0f64, 0);
-        for index in &mut self.index {
-            for (i, v) in index.iter_mut().enumerate() {
-                *v = i as u32;
-            }
+        for (i, v) in self.index.iter_mut().enumerate() {
+            *v = i as u32;
         }
         for _ in 0..self.cfg.epochs {
-            self.shuffle();
+            // Fisher-Yates with the run's own stream (resuming restores the stream).
+            for k in (1..self.index.len()).rev() {
+                let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
+                self.index.swap(k, j);
+            }
             for mb in 0..self.cfg.minibatches {
-                let value = match self.seq.is_some() {
-                    true => self.sequence_loss(mb, size)?,
-                    false => {
-                        self.gather(mb, size);
-                        self.minibatch_loss(size)?
-                    }
-                };
+                let value = self.minibatch_loss(mb, size)?;
                 if !value.is_finite() {
                     return Err(TrainError::NonFinite {
                         update: self.progress.update + 1,
@@ -669,49 +423,29 @@ impl Pqn {
                 }
                 losses += value as f64;
                 count += 1;
-                match &per_net {
-                    Some(nets) => self.critic.step_nets(&adam, nets)?,
-                    None => self.critic.step(&adam)?,
-                }
+                self.critic.step(&adam)?;
             }
         }
-
         if let Some(seq) = &mut self.seq {
-            let view = rollout_view(&self.cfg, self.replicas * per, self.obs_len, &self.obs);
+            // The window of this rollout that the next one's burn-in replays.
+            let view = rollout_view(&self.cfg, rows, self.obs_len, &self.obs);
             seq.keep_window(&view(&self.taken, &self.returns, &self.nets));
         }
 
-        // --------------------------------------------------------------------------------------
-        // Logging
-        // --------------------------------------------------------------------------------------
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
-        let mut per_replica: Vec<Vec<EpisodeSummary>> =
-            self.batches.iter_mut().map(|b| b.take_episodes()).collect();
-        let episodes = per_replica[0].clone();
-        if self.replicas == 1 {
-            per_replica.clear();
-        }
         Ok(UpdateStats {
             loss: (losses / count.max(1) as f64) as f32,
             epsilon,
             lr,
-            replica_scalars: if self.replicas == 1 {
-                Vec::new()
-            } else {
-                epsilons
-                    .iter()
-                    .zip(&per_replica_opt)
-                    .map(|(e, (lr, _))| (*e, *lr))
-                    .collect()
-            },
-            episodes,
-            per_replica,
+            replica_scalars: Vec::new(),
+            episodes: self.batch.take_episodes(),
+            per_replica: Vec::new(),
             opponents: None,
             opponents_per_replica: Vec::new(),
         }
-        .with_opponents(opponents, self.replicas))
+        .with_opponents(opponents, 1))
     }
 }
 
@@ -734,19 +468,13 @@ fn rollout_view<'a>(
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// Acting, predictions and checkpoints (the Learner seam)
-// ------------------------------------------------------------------------------------------
-
 impl Learner for Pqn {
     fn update(&mut self) -> Result<UpdateStats, TrainError> {
         Pqn::update(self)
     }
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
-        let o = self.batches[0].layout().obs_len;
-        let shape = (self.learners, o, self.spec.input);
-        q_rows(&mut self.critic, &self.head, obs, shape, &mut [])
+        self.q_values_recurrent(obs, &mut [])
     }
 
     fn q_values_recurrent(
@@ -754,15 +482,14 @@ impl Learner for Pqn {
         obs: &[u8],
         hidden: &mut [f32],
     ) -> Result<Vec<f32>, TrainError> {
-        let o = self.batches[0].layout().obs_len;
-        let shape = (self.learners, o, self.spec.input);
+        let shape = (self.learners, self.batch.layout().obs_len, self.spec.input);
         q_rows(&mut self.critic, &self.head, obs, shape, hidden)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        let (input, nets) = self.replica0_input();
+        let input = self.current_input();
         let n = self.learners as u32;
-        let nets: Vec<u32> = (0..nets.len() as u32).map(|r| r % n).collect();
+        let nets: Vec<u32> = (0..self.nets.len() as u32).map(|r| r % n).collect();
         match &mut self.opponents {
             Some(m) => Ok(Some(m.probs(&input, &nets)?)),
             None => Ok(None),
@@ -778,31 +505,25 @@ impl Learner for Pqn {
             update: self.progress.update,
             env_steps: self.progress.env_steps,
             explore: self.explore.clone(),
-            shuffle: self.shuffle.clone(),
-            batches: self.batches.iter_mut().map(|b| b.save_state()).collect(),
+            shuffle: vec![self.shuffle.clone()],
+            batches: vec![self.batch.save_state()],
             models: None,
             models_state: save_models(&mut self.opponents, extra)?,
             sequences: self.seq.as_ref().map(|seq| seq.save(extra)),
         };
-        for (r, b) in self.batches.iter().enumerate() {
-            if !b.hidden_states().is_empty() {
-                extra.push((
-                    format!("pqn.hidden.{r}"),
-                    Tensor::F32(b.hidden_states().to_vec()),
-                ));
-            }
+        let h = self.batch.hidden_states();
+        if !h.is_empty() {
+            extra.push((HIDDEN.into(), Tensor::F32(h.to_vec())));
         }
         Ok(serde_json::to_string(&state)?)
     }
 
     fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
         let s: PqnState = serde_json::from_str(json)?;
-        BadField::check_len("batches", self.batches.len(), s.batches.len())?;
+        BadField::check_len("batches", 1, s.batches.len())?;
         BadField::check_len("explore", self.explore.len(), s.explore.len())?;
-        BadField::check_len("shuffle", self.shuffle.len(), s.shuffle.len())?;
-        for (b, state) in self.batches.iter_mut().zip(&s.batches) {
-            b.load_state(state)?;
-        }
+        BadField::check_len("shuffle", 1, s.shuffle.len())?;
+        self.batch.load_state(&s.batches[0])?;
         let models = s.models_state.as_ref();
         let resume = load_models(&mut self.opponents, models, s.models.as_deref(), extra)?;
         match (&mut self.seq, &s.sequences) {
@@ -817,17 +538,14 @@ impl Learner for Pqn {
                 .into());
             }
         }
-        for (r, b) in self.batches.iter_mut().enumerate() {
-            let h = b.hidden_states_mut();
-            if !h.is_empty() {
-                let name = format!("pqn.hidden.{r}");
-                h.copy_from_slice(super::tensors::f32s(extra, &name, h.len())?);
-            }
+        let h = self.batch.hidden_states_mut();
+        if !h.is_empty() {
+            h.copy_from_slice(super::tensors::f32s(extra, HIDDEN, h.len())?);
         }
         self.progress.update = s.update;
         self.progress.env_steps = s.env_steps;
         self.explore = s.explore;
-        self.shuffle = s.shuffle;
+        self.shuffle = s.shuffle[0].clone();
         Ok(resume)
     }
 
@@ -840,101 +558,12 @@ impl Learner for Pqn {
     }
 
     fn batch(&mut self) -> &mut EnvBatch {
-        &mut self.batches[0]
+        &mut self.batch
     }
 
     fn critics(&mut self) -> Vec<&mut Critic> {
         vec![&mut self.critic]
     }
-}
-
-// ------------------------------------------------------------------------------------------
-// Memory plan
-// ------------------------------------------------------------------------------------------
-
-/// PQN's tensors for the memory preflight: the Q-network stack of every replica with a pass of
-/// a training minibatch (or of acting on every learner), the rollout storage, and the
-/// opponent models, which score a whole rollout in one pass.
-pub(crate) fn plan(
-    cfg: &RunConfig,
-    loaded: &LoadedScenario,
-    layout: &Layout,
-    backend: Backend,
-) -> Vec<PlanTensor> {
-    let replicas = cfg.replica_count() as u64;
-    let (b, t, n) = (
-        cfg.arenas as u64,
-        cfg.rollout as u64,
-        layout.learners as u64,
-    );
-    let rows_per_step = replicas * b * n;
-    let pass_rows = super::sizing::pqn_pass_rows(cfg, layout);
-    let pass = match cfg.network {
-        super::config::NetworkKind::Mlp => "rollout x arenas x learners / minibatches",
-        super::config::NetworkKind::Gru => {
-            "(memory_window + rollout) x arenas x learners / minibatches"
-        }
-    };
-    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
-    let d = spec.input as u64;
-    let g = spec.state_width() as u64;
-    if g > 0 {
-        let (w, rows) = (cfg.memory_window as u64, rows_per_step);
-        let mb = rows / cfg.minibatches as u64 * (w + t);
-        tensors.push(PlanTensor {
-            name: "recurrent state and sequences".into(),
-            shape: format!(
-                "{} rows x {g} hidden x 4 B x 5, {t} + {w} steps of episode starts and memory, \
-                 minibatches of {} sequence steps",
-                fmt(rows),
-                fmt(mb)
-            ),
-            // The batches' hidden states, the acting pass's copy, the rollout's and the
-            // window's start states and the memory's; episode starts of the rollout, the next
-            // step and the memory; the memory's inputs; a minibatch's gathered input, starts,
-            // actions, targets, mask and its per-replica copies (outputs and gradients are the
-            // critic's activations).
-            bytes: 5 * rows * g * 4
-                + (t + 1 + w) * rows
-                + w * rows * d
-                + mb * (d + 1 + 4 * 3 + 4 * 3),
-            knobs: "lower gru_hidden, memory_window, arenas or seeds",
-        });
-    }
-    tensors.push(PlanTensor {
-        name: "rollout storage".into(),
-        shape: format!(
-            "{t} steps x {} rows x ({d} B obs + 32 B)",
-            fmt(rows_per_step)
-        ),
-        bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
-        knobs: "lower rollout, arenas or seeds",
-    });
-    if cfg.opponent_models {
-        let rows = replicas * t * b * n;
-        let extra = rows * (4 + 4 * n);
-        tensors.push(opponent_tensor(
-            cfg, layout, spec.input, backend, rows, extra,
-        ));
-    }
-    let models = if cfg.opponent_models {
-        opponent_spec(cfg, layout, spec.input).params() as u64
-    } else {
-        0
-    };
-    // With recurrent networks an arena's checkpoint also holds its learners' hidden states,
-    // episode-start flags and memory (tensors, counted with the arena's state).
-    let recurrent = if g > 0 {
-        n * (4 * g * 2 + 1 + cfg.memory_window as u64 * (d + 1))
-    } else {
-        0
-    };
-    let (params, arenas) = (
-        spec.params() as u64,
-        (replicas * b, layout.bytes_per_arena() as u64 + recurrent),
-    );
-    tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
-    tensors
 }
 
 #[cfg(test)]

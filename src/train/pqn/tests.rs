@@ -74,8 +74,8 @@ fn replaying_memory_and_rollout_recomputes_the_acted_values() {
         assert_ne!(p.critic.params().unwrap(), acting);
         p.critic.set_params(&acting).unwrap();
         // A rollout acted with the current parameters, then replayed with the same ones.
-        let eps = p.epsilons();
-        p.rollout(&eps).unwrap();
+        let eps = p.epsilon();
+        p.rollout(eps).unwrap();
         let (steps, rows, a) = (p.cfg.rollout, 8, p.actions);
         let view = rollout_view(&p.cfg, rows, p.obs_len, &p.obs);
         let r = view(&p.taken, &p.returns, &p.nets);
