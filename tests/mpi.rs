@@ -465,13 +465,16 @@ fn replicas_split_over_ranks(job: &Job, dir: &Path, seeds: usize) {
             a.params, c.params,
             "the resumed job is not the straight one"
         );
+        // Replica 0's opponent models: rank 0's own (a single run's when it trains one
+        // replica), and the one process's first replica's.
         let find = |c: &gridarena::train::run_dir::Checkpoint| {
-            c.extra
-                .iter()
-                .find(|(n, _)| n == "models.params")
+            let named = |name: &str| c.extra.iter().find(|(n, _)| n == name);
+            named("replica.0.models.params")
+                .or_else(|| named("models.params"))
                 .map(|(_, t)| t.clone())
         };
-        assert_eq!(find(&a), find(&b), "the opponent models");
+        assert!(find(&b).is_some(), "the one process saved no opponent models");
+        assert_eq!(find(&a), find(&b), "replica 0's opponent models");
         let per_seed = |run: &Path| -> Vec<serde_json::Value> {
             std::fs::read_to_string(run.join("metrics.jsonl"))
                 .unwrap()

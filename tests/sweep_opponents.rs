@@ -170,6 +170,16 @@ fn iql_replica_k_with_opponent_models_equals_its_single_run_bit_for_bit() {
 
 /// Trains `cfg` straight and in two halves with a resume between: same parameters, models
 /// and metrics.
+/// Replicas whose rate limiters let them learn at their own moments keep their own opponent
+/// models, so a sweep of the limiter's keys with models is a set of single runs too.
+#[test]
+fn iql_replicas_learning_at_their_own_moments_keep_their_own_models_bit_for_bit() {
+    let base = small_iql();
+    let sweep = with_sweep(base.clone(), &["samples_per_insert=[1.0, 4.0]"]);
+    assert_eq!(sweep.replica_count(), 2);
+    check_replicas_equal_single_runs("iql-rate", &base, &sweep, &[0, 1]);
+}
+
 fn resumes_exactly(cfg: &RunConfig, name: &str) {
     let straight = temp(&format!("{name}-straight"));
     train(cfg, &straight, &TrainOptions::default()).unwrap();

@@ -27,7 +27,7 @@ pub(crate) struct Algorithm {
 pub(crate) fn algorithm(algo: Algo) -> Algorithm {
     match algo {
         Algo::Pqn => Algorithm {
-            new: pqn::Pqn::boxed,
+            new: |c, l, d, j| Ok(Box::new(pqn::Pqn::new_in(c, l, d, j)?)),
             plan: sizing::pqn_plan,
             gpu: sizing::pqn_gpu,
         },

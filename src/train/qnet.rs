@@ -84,3 +84,49 @@ pub(crate) fn q_rows(
     write_input(obs, learners, obs_len, input, &mut x);
     Ok(head.q_values(critic.act(Input::U8(&x), &nets, hidden)?))
 }
+
+/// The final observations of the arenas whose episode the last step truncated, as network
+/// input rows: which arenas, their rows' input `[k x N, input]`, networks and hidden states
+/// (those the step's acting pass left, before the episode's end zeroed them); `None` when no
+/// arena truncated.
+pub(crate) struct TruncatedRows {
+    pub arenas: Vec<usize>,
+    pub input: Vec<u8>,
+    pub nets: Vec<u32>,
+    pub hidden: Vec<f32>,
+}
+
+/// [`TruncatedRows`] of `batch` after a step, rows through `nets` (`[B x N]`) with `hidden`
+/// (`[B x N, g]`, empty for memoryless networks) and `input` bytes per row.
+pub(crate) fn truncated_rows(
+    batch: &crate::engine::EnvBatch,
+    nets: &[u32],
+    hidden: &[f32],
+    input: usize,
+) -> Option<TruncatedRows> {
+    let (n, o) = (batch.layout().learners, batch.layout().obs_len);
+    let b = batch.buffers();
+    let g = hidden.len() / nets.len().max(1);
+    let arenas: Vec<usize> = (0..batch.arenas())
+        .filter(|&k| b.truncated[k] != 0)
+        .collect();
+    if arenas.is_empty() {
+        return None;
+    }
+    let mut rows = TruncatedRows {
+        input: vec![0; arenas.len() * n * input],
+        nets: Vec::new(),
+        hidden: Vec::new(),
+        arenas,
+    };
+    for (k, &arena) in rows.arenas.iter().enumerate() {
+        let src = &b.final_obs[arena * n * o..(arena + 1) * n * o];
+        let at = k * n * input;
+        write_input(src, n, o, input, &mut rows.input[at..at + n * input]);
+        rows.nets
+            .extend_from_slice(&nets[arena * n..(arena + 1) * n]);
+        rows.hidden
+            .extend_from_slice(&hidden[arena * n * g..(arena + 1) * n * g]);
+    }
+    Some(rows)
+}

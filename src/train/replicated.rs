@@ -143,7 +143,14 @@ impl Learner for Replicated {
     }
 
     fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
-        let s: ReplicatedState = serde_json::from_str(json)?;
+        let s: ReplicatedState = serde_json::from_str(json).map_err(|e| {
+            BadField::range(
+                "state.json",
+                "one state per replica (checkpoints of several replicas written by earlier \
+                 versions, one stacked state, do not resume)",
+                e,
+            )
+        })?;
         BadField::check_len("replicas", self.runs.len(), s.replicas.len())?;
         if !s.net_steps.is_empty() {
             BadField::check_len("net_steps", self.runs.len(), s.net_steps.len())?;

@@ -281,17 +281,6 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         if values.is_empty() {
             return Err(bad(format!("key `{key}` has no values")));
         }
-        let rate_key = matches!(
-            key.as_str(),
-            "samples_per_insert" | "min_replay" | "rate_error_buffer"
-        );
-        if rate_key && cfg.opponent_models && values.len() > 1 {
-            return Err(bad(format!(
-                "key `{key}` lets replicas learn at different moments, and opponent models \
-                 need them in step (their stack has one optimiser step count): sweep it with \
-                 opponent_models: false"
-            )));
-        }
     }
     let count = cfg.all_replica_count();
     if count > MAX_REPLICAS {

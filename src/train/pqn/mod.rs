@@ -19,34 +19,33 @@
 //! `sigma` (`q_head.rs`).
 
 mod sequences;
+mod state;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::{act_epsilon_greedy, max_value};
-use super::learner::{BoxedLearner, Learner, Progress};
-use super::opponent::{
-    ModelsState, OpponentModels, OpponentNetworks, load_models, save_models, set_models_params,
-};
+use super::learner::{Learner, Progress};
+use super::opponent::{OpponentModels, OpponentNetworks, set_models_params};
 use super::q_head::QHead;
-use super::qnet::{q_rows, row_nets, stack_spec, write_input};
+use super::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
 use super::recurrent::{ended_rows, gather_hidden, scatter_hidden};
+use super::returns::{Minibatch, RolloutBuffer};
 pub use super::returns::{RolloutSteps, lambda_returns};
 use super::run_dir::Resume;
 use super::schedule::{epsilon_by_updates, optimiser};
 use super::stats::UpdateStats;
 use super::tensors::{NamedTensors, Tensor};
-use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::critic::{Chosen, Critic, Input};
 use crate::dist::Job;
-use crate::engine::{BatchState, EnvBatch};
-use crate::error::BadField;
+use crate::engine::EnvBatch;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 pub use sequences::{Memory, SeqSaved};
 use sequences::{Rollout, SeqState};
+pub use state::PqnState;
 
 /// A PQN learner with its arenas.
 pub struct Pqn {
@@ -55,7 +54,6 @@ pub struct Pqn {
     pub batch: EnvBatch,
     /// The Q-networks, one per learner slot (or one shared).
     pub critic: Critic,
-    spec: StackSpec,
     /// How outputs become Q-values, and the loss.
     head: QHead,
     learners: usize,
@@ -66,16 +64,8 @@ pub struct Pqn {
     /// Minibatch shuffling.
     shuffle: ChaCha8Rng,
     progress: Progress,
-    // Rollout storage, reused every update: [T, rows, input], [T, rows], [T + 1, rows].
-    obs: Vec<u8>,
-    taken: Vec<u32>,
-    rewards: Vec<f32>,
-    terminated: Vec<f32>,
-    truncated: Vec<f32>,
-    /// `[T, rows]` max Q of the final observation where the step truncated (0 elsewhere).
-    final_q: Vec<f32>,
-    q_max: Vec<f32>,
-    returns: Vec<f32>,
+    /// The rollout, reused every update (its values are max Q).
+    buf: RolloutBuffer,
     input_row: Vec<u8>,
     /// Each row's network.
     nets: Vec<u32>,
@@ -90,45 +80,6 @@ pub struct Pqn {
     /// `[rows]` scratch: which rows' episodes ended in the last step.
     ended: Vec<u8>,
 }
-
-/// A minibatch's rows gathered out of the rollout storage, reused.
-#[derive(Default)]
-struct Minibatch {
-    obs: Vec<u8>,
-    nets: Vec<u32>,
-    actions: Vec<u32>,
-    targets: Vec<f32>,
-}
-
-/// The learner's own evolving state beyond the parameters (checkpoints).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PqnState {
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Exploration streams, one per arena.
-    pub explore: Vec<ChaCha8Rng>,
-    /// The shuffling stream (a list of one).
-    pub shuffle: Vec<ChaCha8Rng>,
-    /// The arenas (a list of one batch).
-    pub batches: Vec<BatchState>,
-    /// The opponent models' parameters in checkpoints written before the models' state and
-    /// tensors were saved (read, never written).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub models: Option<Vec<f32>>,
-    /// The opponent models' optimiser steps and shuffle stream (their parameters and Adam
-    /// moments are tensors of the checkpoint).
-    #[serde(default)]
-    pub models_state: Option<ModelsState>,
-    /// With recurrent networks: the memory's length (its arrays, the episode-start flags and
-    /// the batch's hidden states are tensors of the checkpoint).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequences: Option<SeqSaved>,
-}
-
-/// The checkpoint tensor of the batch's hidden states.
-const HIDDEN: &str = "pqn.hidden.0";
 
 impl Pqn {
     /// A fresh learner: arenas and networks seeded with `cfg.seed`.
@@ -180,20 +131,12 @@ impl Pqn {
             opponents,
             batch,
             critic,
-            spec,
             head,
             learners,
             actions,
             obs_len,
             progress: Progress::default(),
-            obs: vec![0; t * rows * obs_len],
-            taken: vec![0; t * rows],
-            rewards: vec![0.0; t * rows],
-            terminated: vec![0.0; t * rows],
-            truncated: vec![0.0; t * rows],
-            final_q: vec![0.0; t * rows],
-            q_max: vec![0.0; (t + 1) * rows],
-            returns: vec![0.0; t * rows],
+            buf: RolloutBuffer::new(t, rows, obs_len),
             input_row: vec![0; rows * obs_len],
             nets: row_nets(rows, learners, cfg.shared),
             index: (0..(if seqs { rows } else { t * rows }) as u32).collect(),
@@ -203,21 +146,6 @@ impl Pqn {
             mb: Minibatch::default(),
             cfg: cfg.clone(),
         })
-    }
-
-    /// [`Pqn::new`] behind the [`Learner`] seam (the registry's constructor).
-    pub(crate) fn boxed(
-        cfg: &RunConfig,
-        loaded: &LoadedScenario,
-        device: &Chosen,
-        job: &Job,
-    ) -> Result<BoxedLearner, TrainError> {
-        Ok(Box::new(Pqn::new_in(cfg, loaded, device, job)?))
-    }
-
-    /// The network stack's shape.
-    pub fn spec(&self) -> StackSpec {
-        self.spec
     }
 
     /// The exploration rate at the current update.
@@ -250,26 +178,17 @@ impl Pqn {
             let out = (self.critic).act(Input::U8(&input), &nets, &mut self.hidden)?;
             scatter_hidden(&self.hidden, std::slice::from_mut(&mut self.batch));
             let q = self.head.q_values(out);
-            self.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
-            let at = t * rows;
+            self.buf.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
             for (row, values) in q.chunks_exact(a).enumerate() {
-                self.q_max[at + row] = max_value(values);
+                self.buf.q_max[t * rows + row] = max_value(values);
             }
             let batch = &mut self.batch;
             act_epsilon_greedy(&mut self.explore, &q, a, threshold, batch.actions_mut());
             let t0 = std::time::Instant::now();
             batch.step()?;
             self.progress.sim_seconds += t0.elapsed().as_secs_f64();
-            // The actions played (slots a fixed actor plays for took its actions in the step).
-            let b = batch.buffers();
-            for row in 0..rows {
-                let arena = row / n;
-                self.taken[at + row] = b.actions[row] as u32;
-                self.rewards[at + row] = b.rewards[row];
-                self.terminated[at + row] = f32::from(b.terminated[arena] != 0);
-                self.truncated[at + row] = f32::from(b.truncated[arena] != 0);
-                self.final_q[at + row] = 0.0;
-            }
+            // The actions played (slots a fixed actor plays took its actions in the step).
+            self.buf.record(t, batch.buffers(), n);
             ended_rows(batch, n, &mut self.ended);
             if let Some(seq) = &mut self.seq {
                 seq.after_step(0, &self.ended);
@@ -283,7 +202,7 @@ impl Pqn {
         let out = (self.critic).act(Input::U8(&input), &nets, &mut self.hidden)?;
         let last = self.cfg.rollout * rows;
         for (row, values) in self.head.q_values(out).chunks_exact(a).enumerate() {
-            self.q_max[last + row] = max_value(values);
+            self.buf.q_max[last + row] = max_value(values);
         }
         self.nets = nets;
         self.progress.env_steps += self.cfg.steps_per_update();
@@ -294,56 +213,20 @@ impl Pqn {
     /// goes on past the time limit, so its target bootstraps from them): one forward pass over
     /// just those arenas' rows, maxima into `final_q`.
     fn score_final_observations(&mut self, t: usize, nets: &[u32]) -> Result<(), TrainError> {
-        let (n, d, g) = (self.learners, self.obs_len, self.spec.state_width());
-        let o = self.batch.layout().obs_len;
-        let b = self.batch.buffers();
-        let truncated: Vec<usize> = (0..self.cfg.arenas)
-            .filter(|&k| b.truncated[k] != 0)
-            .collect();
-        if truncated.is_empty() {
+        let Some(mut f) = truncated_rows(&self.batch, nets, &self.hidden, self.obs_len) else {
             return Ok(());
-        }
-        let (mut input, mut final_nets, mut hidden) = (Vec::new(), Vec::new(), Vec::new());
-        for &arena in &truncated {
-            let at = input.len();
-            input.resize(at + n * d, 0);
-            let src = &b.final_obs[arena * n * o..(arena + 1) * n * o];
-            write_input(src, n, o, d, &mut input[at..]);
-            final_nets.extend_from_slice(&nets[arena * n..(arena + 1) * n]);
-            // The hidden states the final observations are seen with: those this step's
-            // acting pass left, before the episode's end zeroed them.
-            hidden.extend_from_slice(&self.hidden[arena * n * g..(arena + 1) * n * g]);
-        }
-        let out = (self.critic).act(Input::U8(&input), &final_nets, &mut hidden)?;
+        };
+        let out = (self.critic).act(Input::U8(&f.input), &f.nets, &mut f.hidden)?;
+        let (n, a) = (self.learners, self.actions);
         let q = self.head.q_values(out);
-        let rows = self.cfg.arenas * n;
-        for (&arena, values) in truncated.iter().zip(q.chunks_exact(self.actions * n)) {
-            let first = t * rows + arena * n;
-            for (slot, v) in self.final_q[first..first + n]
-                .iter_mut()
-                .zip(values.chunks(self.actions))
-            {
+        for (&arena, values) in f.arenas.iter().zip(q.chunks_exact(a * n)) {
+            let first = t * self.buf.rows + arena * n;
+            let slots = self.buf.final_q[first..first + n].iter_mut();
+            for (slot, v) in slots.zip(values.chunks(a)) {
                 *slot = max_value(v);
             }
         }
         Ok(())
-    }
-
-    /// Gathers minibatch `mb` of `size` rows out of the rollout, in the shuffled order.
-    fn gather(&mut self, mb: usize, size: usize) {
-        let (d, m) = (self.obs_len, &mut self.mb);
-        let rows = self.cfg.arenas * self.learners;
-        m.obs.clear();
-        m.nets.clear();
-        m.actions.clear();
-        m.targets.clear();
-        for &i in &self.index[mb * size..(mb + 1) * size] {
-            let g = i as usize;
-            m.obs.extend_from_slice(&self.obs[g * d..(g + 1) * d]);
-            m.nets.push(self.nets[g % rows]);
-            m.actions.push(self.taken[g]);
-            m.targets.push(self.returns[g]);
-        }
     }
 
     /// Forward and backward of minibatch `mb`: the value loss to the returns, over gathered
@@ -354,15 +237,14 @@ impl Pqn {
                 .iter()
                 .map(|&i| i as usize)
                 .collect();
-            let rows = self.cfg.arenas * self.learners;
-            let view = rollout_view(&self.cfg, rows, self.obs_len, &self.obs);
-            let r = view(&self.taken, &self.returns, &self.nets);
+            let r = sequences_of(&self.buf, &self.nets);
             let Some(seq) = &mut self.seq else {
                 return Ok(0.0);
             };
             return seq.minibatch_loss(&mut self.critic, &[self.head], &r, &seqs);
         }
-        self.gather(mb, size);
+        let picks = &self.index[mb * size..(mb + 1) * size];
+        self.buf.gather(picks, &self.nets, &mut self.mb);
         let m = &self.mb;
         self.critic.forward(Input::U8(&m.obs), &m.nets)?;
         self.critic
@@ -377,19 +259,13 @@ impl Pqn {
         let t0 = std::time::Instant::now();
         let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
-        let rows = self.cfg.arenas * self.learners;
-        let steps = RolloutSteps {
-            rows,
-            rewards: &self.rewards,
-            terminated: &self.terminated,
-            truncated: &self.truncated,
-            q_max: &self.q_max,
-            final_q: &self.final_q,
-        };
-        lambda_returns(&steps, self.cfg.gamma, self.cfg.lambda, &mut self.returns);
+        self.buf.lambda_returns(self.cfg.gamma, self.cfg.lambda);
+        let rows = self.buf.rows;
         // The opponent models learn from the same rollout, at the (undecayed) lr.
         let opponents = match &mut self.opponents {
-            Some(models) => models.score_and_train(&self.obs, &self.taken, &[self.cfg.lr], rows)?,
+            Some(models) => {
+                models.score_and_train(&self.buf.obs, &self.buf.taken, &[self.cfg.lr], rows)?
+            }
             None => Vec::new(),
         };
 
@@ -428,8 +304,7 @@ impl Pqn {
         }
         if let Some(seq) = &mut self.seq {
             // The window of this rollout that the next one's burn-in replays.
-            let view = rollout_view(&self.cfg, rows, self.obs_len, &self.obs);
-            seq.keep_window(&view(&self.taken, &self.returns, &self.nets));
+            seq.keep_window(&sequences_of(&self.buf, &self.nets));
         }
 
         self.progress.update += 1;
@@ -449,21 +324,15 @@ impl Pqn {
     }
 }
 
-/// A view of the rollout storage for gathering sequences.
-fn rollout_view<'a>(
-    cfg: &RunConfig,
-    rows: usize,
-    input: usize,
-    obs: &'a [u8],
-) -> impl Fn(&'a [u32], &'a [f32], &'a [u32]) -> Rollout<'a> {
-    let steps = cfg.rollout;
-    move |taken, returns, nets| Rollout {
-        steps,
-        rows,
-        input,
-        obs,
-        taken,
-        returns,
+/// The rollout as PQN-RNN's sequences read it.
+fn sequences_of<'a>(b: &'a RolloutBuffer, nets: &'a [u32]) -> Rollout<'a> {
+    Rollout {
+        steps: b.steps,
+        rows: b.rows,
+        input: b.input,
+        obs: &b.obs,
+        taken: &b.taken,
+        returns: &b.returns,
         nets,
     }
 }
@@ -482,7 +351,7 @@ impl Learner for Pqn {
         obs: &[u8],
         hidden: &mut [f32],
     ) -> Result<Vec<f32>, TrainError> {
-        let shape = (self.learners, self.batch.layout().obs_len, self.spec.input);
+        let shape = (self.learners, self.batch.layout().obs_len, self.obs_len);
         q_rows(&mut self.critic, &self.head, obs, shape, hidden)
     }
 
@@ -501,52 +370,11 @@ impl Learner for Pqn {
     }
 
     fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
-        let state = PqnState {
-            update: self.progress.update,
-            env_steps: self.progress.env_steps,
-            explore: self.explore.clone(),
-            shuffle: vec![self.shuffle.clone()],
-            batches: vec![self.batch.save_state()],
-            models: None,
-            models_state: save_models(&mut self.opponents, extra)?,
-            sequences: self.seq.as_ref().map(|seq| seq.save(extra)),
-        };
-        let h = self.batch.hidden_states();
-        if !h.is_empty() {
-            extra.push((HIDDEN.into(), Tensor::F32(h.to_vec())));
-        }
-        Ok(serde_json::to_string(&state)?)
+        self.save(extra)
     }
 
     fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
-        let s: PqnState = serde_json::from_str(json)?;
-        BadField::check_len("batches", 1, s.batches.len())?;
-        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
-        BadField::check_len("shuffle", 1, s.shuffle.len())?;
-        self.batch.load_state(&s.batches[0])?;
-        let models = s.models_state.as_ref();
-        let resume = load_models(&mut self.opponents, models, s.models.as_deref(), extra)?;
-        match (&mut self.seq, &s.sequences) {
-            (Some(seq), Some(saved)) => seq.load(saved, extra, self.obs_len)?,
-            (None, None) => {}
-            (Some(_), None) | (None, Some(_)) => {
-                return Err(BadField::range(
-                    "sequences",
-                    "the recurrent state exactly when network: gru",
-                    "a checkpoint of the other network kind",
-                )
-                .into());
-            }
-        }
-        let h = self.batch.hidden_states_mut();
-        if !h.is_empty() {
-            h.copy_from_slice(super::tensors::f32s(extra, HIDDEN, h.len())?);
-        }
-        self.progress.update = s.update;
-        self.progress.env_steps = s.env_steps;
-        self.explore = s.explore;
-        self.shuffle = s.shuffle[0].clone();
-        Ok(resume)
+        self.load(json, extra)
     }
 
     fn progress(&self) -> &Progress {

@@ -77,15 +77,14 @@ fn replaying_memory_and_rollout_recomputes_the_acted_values() {
         let eps = p.epsilon();
         p.rollout(eps).unwrap();
         let (steps, rows, a) = (p.cfg.rollout, 8, p.actions);
-        let view = rollout_view(&p.cfg, rows, p.obs_len, &p.obs);
-        let r = view(&p.taken, &p.returns, &p.nets);
+        let r = sequences_of(&p.buf, &p.nets);
         let seqs: Vec<usize> = (0..rows).collect();
         let seq = p.seq.as_mut().unwrap();
         let carried = seq.memory.steps;
         assert_eq!(carried, window);
         let out = seq.replay(&mut p.critic, &r, &seqs).unwrap();
         let replayed = maxima(&out[carried * rows * a..], a);
-        let acted = &p.q_max[..steps * rows];
+        let acted = &p.buf.q_max[..steps * rows];
         for (i, (x, y)) in replayed.iter().zip(acted).enumerate() {
             assert!((x - y).abs() < 1e-5, "window {window}, row {i}: {x} vs {y}");
         }
