@@ -145,7 +145,7 @@ fn rank_mode(mode: &str) {
         Err(e) if std::env::var_os("CI").is_some() => panic!("CI has no GPU adapter: {e}"),
         Err(e) => eprintln!("SKIPPED: the GPU gradients under MPI need an adapter: {e}"),
     }
-    for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql] {
+    for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql, Algo::OnlineDqn] {
         identical_parameters(&job, algo);
     }
     if mode == "all" {
@@ -309,6 +309,13 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             total_steps: 4 * 4 * 4,
             ..pqn
         },
+        // No opponent models: the algorithm has none.
+        Algo::OnlineDqn => RunConfig {
+            algo,
+            opponent_models: false,
+            target_tau: 0.1,
+            ..pqn
+        },
     };
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
     (cfg, loaded)
@@ -335,6 +342,9 @@ fn identical_parameters(job: &Job, algo: Algo) {
         let p = learner.params().unwrap();
         assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
         // The opponent models are averaged the same way.
+        if !cfg.opponent_models {
+            continue;
+        }
         let c = learner.checkpoint().unwrap();
         let models = c.extra.iter().find(|(n, _)| n == "models.params");
         let Some((_, gridarena::train::tensors::Tensor::F32(m))) = models else {
@@ -473,7 +483,10 @@ fn replicas_split_over_ranks(job: &Job, dir: &Path, seeds: usize) {
                 .or_else(|| named("models.params"))
                 .map(|(_, t)| t.clone())
         };
-        assert!(find(&b).is_some(), "the one process saved no opponent models");
+        assert!(
+            find(&b).is_some(),
+            "the one process saved no opponent models"
+        );
         assert_eq!(find(&a), find(&b), "replica 0's opponent models");
         let per_seed = |run: &Path| -> Vec<serde_json::Value> {
             std::fs::read_to_string(run.join("metrics.jsonl"))

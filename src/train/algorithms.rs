@@ -7,7 +7,7 @@ use super::error::TrainError;
 use super::learner::BoxedLearner;
 use super::replicated::Replicated;
 use super::sizing::{GpuSizing, PlanTensor};
-use super::{iql, pqn, pr2, sizing};
+use super::{iql, online_dqn, pqn, pr2, sizing};
 use crate::critic::{Backend, Chosen};
 use crate::dist::Job;
 use crate::layout::Layout;
@@ -35,6 +35,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: iql::Iql::boxed,
             plan: iql::plan,
             gpu: sizing::iql_gpu,
+        },
+        Algo::OnlineDqn => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(online_dqn::OnlineDqn::new(c, l, d, j)?)),
+            plan: sizing::pqn_plan,
+            gpu: sizing::pqn_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

@@ -22,6 +22,7 @@ pub mod gpu_plan;
 mod greedy;
 pub mod iql;
 mod learner;
+pub mod online_dqn;
 pub mod opponent;
 pub mod plan;
 pub mod plot;

@@ -106,7 +106,8 @@ pub(crate) fn save(
         fs::create_dir(&shard).map_err(io(&shard))?;
         fault.in_checkpoint(job.rank(), &shard);
         write_checkpoint_files(&shard, c, true)?;
-        assemble(&tmp, c, job)?;
+        let replicas = blocks.and_then(|b| b.last()).map_or(1, |&(_, end)| end);
+        assemble(&tmp, c, job, replicas)?;
     } else if job.is_root() {
         fault.in_checkpoint(job.rank(), &tmp);
         write_checkpoint_files(&tmp, c, true)?;
@@ -136,23 +137,40 @@ pub(crate) fn save(
     Ok(dest)
 }
 
-/// Rank 0 writes the run's networks (every rank's replicas, in rank order) into `tmp`'s own
-/// files, for one-process readers; every rank takes part.
-fn assemble(tmp: &Path, c: &Checkpoint, job: &Job) -> Result<(), RunDirError> {
+/// Rank 0 writes the run's networks (every rank's replicas, in rank order; `replicas` in all)
+/// into `tmp`'s own files, for one-process readers, with each replica's opponent models as a
+/// run of several replicas names them (`replica.<r>.models.params`); every rank takes part.
+fn assemble(tmp: &Path, c: &Checkpoint, job: &Job, replicas: usize) -> Result<(), RunDirError> {
     let params = gather_f32(job, &c.params, tmp)?;
     let adam_m = gather_f32(job, &c.adam_m, tmp)?;
     let adam_v = gather_f32(job, &c.adam_v, tmp)?;
-    let models = match find(&c.extra, "models.params") {
-        Some(Tensor::F32(m)) => m.as_slice(),
-        _ => &[],
+    // This rank's replicas' models, replica after replica: a single run's, or each of its
+    // replicas' under `replica.<k>.`.
+    let own = |name: &str| match find(&c.extra, name) {
+        Some(Tensor::F32(m)) => Some(m.as_slice()),
+        _ => None,
     };
-    let models = gather_f32(job, models, tmp)?;
+    let local: Vec<f32> = match own("models.params") {
+        Some(m) => m.to_vec(),
+        None => (0..)
+            .map_while(|k| own(&format!("replica.{k}.models.params")))
+            .flatten()
+            .copied()
+            .collect(),
+    };
+    let models = gather_f32(job, &local, tmp)?;
     if !job.is_root() {
         return Ok(());
     }
     let mut extra = NamedTensors::new();
     if !models.is_empty() {
-        extra.push(("models.params".into(), Tensor::F32(models)));
+        let per = models.len() / replicas.max(1);
+        for (r, block) in models.chunks(per.max(1)).enumerate() {
+            extra.push((
+                format!("replica.{r}.models.params"),
+                Tensor::F32(block.to_vec()),
+            ));
+        }
     }
     let whole = Checkpoint {
         update: c.update,

@@ -104,12 +104,34 @@ const IQL_KEYS: [(&str, &str); 12] = [
 /// own terms', and `huber_delta` the pairwise terms' threshold).
 pub const PR2_SWEEPABLE: [(&str, &str); 17] = IQL_SWEEPABLE;
 
+/// The keys an online DQN sweep may vary.
+pub const ONLINE_DQN_SWEEPABLE: [(&str, &str); 13] = concat(ONLINE_DQN_KEYS, LOSS_KEYS);
+
+/// Online DQN's own keys (beside the value loss's).
+const ONLINE_DQN_KEYS: [(&str, &str); 8] = [
+    ("lr", "learning rate"),
+    ("lr_decay", "linear decay of the learning rate"),
+    ("gamma", "discount of the replica's one-step targets"),
+    (
+        "target_tau",
+        "Polyak factor of the replica's target networks",
+    ),
+    ("eps_start", "exploration at the start"),
+    ("eps_finish", "exploration after the decay"),
+    (
+        "eps_fraction",
+        "fraction of the run the exploration decays over",
+    ),
+    ("max_grad_norm", "per-network gradient clip"),
+];
+
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
     match algo {
         Algo::Pqn => &SWEEPABLE,
         Algo::Iql => &IQL_SWEEPABLE,
         Algo::Pr2Iql => &PR2_SWEEPABLE,
+        Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
     }
 }
 

@@ -29,6 +29,9 @@ pub enum Algo {
     /// PR2-IQL with combined experience replay: a pairwise-factorised opponent-aware critic
     /// over replayed sequences, bootstrapping from `max_{a_i} E_rho[Q_i]`.
     Pr2Iql,
+    /// Online DQN: PQN's rollouts and epochs with one-step targets from a target network
+    /// (`target_tau`), no replay.
+    OnlineDqn,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -484,6 +487,7 @@ impl RunConfig {
             Algo::Pqn => self.arenas * self.rollout / self.minibatches.max(1),
             Algo::Iql => self.batch_size,
             Algo::Pr2Iql => self.buffer_batch_size * self.rollout,
+            Algo::OnlineDqn => self.arenas * self.rollout / self.minibatches.max(1),
         }
     }
 
