@@ -8,7 +8,7 @@ use crate::components::StepBuffers;
 use crate::error::EngineError;
 
 /// What acts for the fixed slots.
-pub trait SlotActor: Send {
+pub trait SlotActor: Send + Sync {
     /// Actions `[B x N]` for the observations `[B, N, O]` (only the fixed slots' are used).
     fn act(&mut self, obs: &[u8], actions: &mut [u8]) -> Result<(), String>;
 
