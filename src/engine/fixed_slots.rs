@@ -34,6 +34,10 @@ impl EnvBatch {
 
     /// Overwrites the fixed slots' actions (before a step).
     pub(super) fn act_fixed_slots(&mut self) -> Result<(), EngineError> {
+        // Every step passes here: nothing to look up without a fixed actor.
+        if self.fixed.is_none() {
+            return Ok(());
+        }
         let n = self.layout().learners;
         let Some(f) = &mut self.fixed else {
             return Ok(());
