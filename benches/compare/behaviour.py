@@ -62,6 +62,8 @@ MATRIX = [
     ("pr2-seeds", PR2 + ["--steps", "4096", "--seeds", "2"]),
     ("pr2-opponents", PR2 + ["--steps", "4096", "--set", "opponent_models=true",
                              "--set", "rho=model"]),
+    ("pr2-sweep", PR2 + ["--steps", "4096", "--sweep", "lr=[1e-3,3e-3]"]),
+    ("pr2-gru", PR2 + ["--steps", "4096", "--set", "network=gru", "--set", "layers=1"]),
 ]
 MPI = ["pqn", "iql"]
 

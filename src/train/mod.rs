@@ -33,7 +33,6 @@ mod qnet;
 pub mod rate_limiter;
 mod recurrent;
 pub(crate) mod replay;
-mod replicas;
 mod replicated;
 mod resume_check;
 mod returns;

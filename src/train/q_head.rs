@@ -95,38 +95,6 @@ impl QHead {
     }
 }
 
-/// Q-values `[R, A]` of network outputs `[R, width]` whose row r went through network
-/// `nets[r]`, each row read by the head of its replica, `heads[nets[r] / nets_per_replica]`
-/// (the replicas of a sweep may each have their own loss parameters, all as wide). Rows come in
-/// runs of one replica (replica-major): one conversion per run, none when the heads agree.
-pub(crate) fn q_values_by_replica(
-    heads: &[QHead],
-    out: Vec<f32>,
-    nets: &[u32],
-    nets_per_replica: usize,
-) -> Vec<f32> {
-    let Some(first) = heads.first() else {
-        return out;
-    };
-    if heads.iter().all(|h| h == first) || nets.is_empty() {
-        return first.q_values(out);
-    }
-    let (width, per) = (out.len() / nets.len(), nets_per_replica.max(1));
-    let actions = width / first.outputs_per_action();
-    let mut q = Vec::with_capacity(nets.len() * actions);
-    let mut start = 0;
-    while start < nets.len() {
-        let replica = nets[start] as usize / per;
-        let end = (start..nets.len())
-            .find(|&r| nets[r] as usize / per != replica)
-            .unwrap_or(nets.len());
-        let rows = out[start * width..end * width].to_vec();
-        q.extend(heads[replica].q_values(rows));
-        start = end;
-    }
-    q
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -438,6 +438,52 @@ pub(crate) fn restore_target(critic: &mut Critic, target: &[f32]) -> Result<(), 
     Ok(())
 }
 
+/// The [`Learner`](super::Learner) methods a replay learner (IQL, PR2-IQL) answers from its
+/// fields alone: `progress`, `critic`, `models` (an `Option` of [`OpponentNetworks`]), `core`
+/// (a [`ReplayCore`]), `batch` and `replay` (a [`ReplayColumns`]). Expands inside the
+/// learner's `impl Learner` block.
+macro_rules! replay_learner_plumbing {
+    () => {
+        fn save_state(
+            &mut self,
+            extra: &mut crate::train::tensors::NamedTensors,
+        ) -> Result<String, TrainError> {
+            let arenas = (&mut self.batch, &mut self.replay);
+            let (progress, critic) = (&self.progress, &mut self.critic);
+            self.core
+                .save_json(progress, critic, &mut self.models, arenas, extra)
+        }
+
+        fn load_state(
+            &mut self,
+            json: &str,
+            extra: &[(String, crate::train::tensors::Tensor)],
+        ) -> Result<crate::train::Resume, TrainError> {
+            let arenas = (&mut self.batch, &mut self.replay);
+            let (progress, critic) = (&mut self.progress, &mut self.critic);
+            self.core
+                .load_json(json, progress, critic, &mut self.models, arenas, extra)
+        }
+
+        fn progress(&self) -> &crate::train::learner::Progress {
+            &self.progress
+        }
+
+        fn progress_mut(&mut self) -> &mut crate::train::learner::Progress {
+            &mut self.progress
+        }
+
+        fn batch(&mut self) -> &mut crate::engine::EnvBatch {
+            &mut self.batch
+        }
+
+        fn critics(&mut self) -> Vec<&mut crate::critic::Critic> {
+            vec![&mut self.critic]
+        }
+    };
+}
+pub(crate) use replay_learner_plumbing;
+
 #[cfg(test)]
 mod tests {
     use super::*;

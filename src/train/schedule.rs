@@ -54,6 +54,28 @@ pub fn epsilon_by_updates(cfg: &RunConfig, update: u64) -> f32 {
     linear_epsilon(cfg, update, cfg.updates())
 }
 
+/// The values a replay learner's step reads at one update: discount, Polyak factor, optimiser.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StepValues {
+    /// Discount of the TD targets.
+    pub gamma: f32,
+    /// Polyak factor of the target networks.
+    pub tau: f32,
+    /// The optimiser's settings at this update.
+    pub adam: AdamConfig,
+}
+
+impl StepValues {
+    /// The values of `cfg` at an update whose optimiser is `adam`.
+    pub(crate) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
+        StepValues {
+            gamma: cfg.gamma,
+            tau: cfg.target_tau,
+            adam,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

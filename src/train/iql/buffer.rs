@@ -1,7 +1,6 @@
-//! IQL's transitions: the struct-of-arrays replay ring of one replica, the minibatches drawn
-//! from it (the newest `cer` rows plus uniform samples), and the learner step on a minibatch
-//! of every replica stacked: targets from the target networks, a Huber step on the online
-//! networks (each replica's loss averaged over its own rows), a Polyak update.
+//! IQL's transitions: the struct-of-arrays replay ring, the minibatches drawn from it (the
+//! newest `cer` rows plus uniform samples), and the learner step on a minibatch: targets from
+//! the target networks, a Huber step on the online networks, a Polyak update.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -9,12 +8,11 @@ use rand_core::Rng;
 use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
-use super::super::q_head::{QHead, q_values_by_replica};
+use super::super::q_head::QHead;
 use super::super::replay::{ReplayColumns, Ring};
-use super::super::replicas::{StepValues, step_and_average};
+use super::super::schedule::StepValues;
 use super::super::tensors::Column;
 use crate::components::StepBuffers;
-use crate::critic::loss::loss_and_grad;
 use crate::critic::{Critic, Input};
 use crate::rng::below;
 
@@ -33,7 +31,7 @@ pub(super) struct Replay {
     /// 1 where the rules ended the episode (no bootstrap); a truncation keeps 0 and its `next`
     /// is the episode's final observation.
     terminated: Vec<f32>,
-    /// The row's network within its replica (0 with `shared`, else the learner's slot).
+    /// The row's network (0 with `shared`, else the learner's slot).
     net: Vec<u32>,
     /// With opponent models: the learner's slot and the others' actions `[C, N-1]`.
     slot: Vec<u32>,
@@ -138,7 +136,7 @@ impl Replay {
 // ------------------------------------------------------------------------------------------
 
 /// A minibatch's rows copied out of the replay (so a shared replay is locked only while
-/// copying); with several replicas, every replica's rows one after another.
+/// copying).
 #[derive(Default)]
 pub(super) struct Minibatch {
     pub(super) obs: Vec<u8>,
@@ -150,7 +148,6 @@ pub(super) struct Minibatch {
     targets: Vec<f32>,
     pub(super) slots: Vec<u32>,
     pub(super) others: Vec<u32>,
-    d_out: Vec<f32>,
 }
 
 impl Minibatch {
@@ -191,77 +188,30 @@ impl Minibatch {
         }
     }
 
-    /// The minibatches of the replicas that learn this time one after another, each `(r,
-    /// minibatch)` with replica r's networks shifted to its block (`r x nets_per_replica`
-    /// onwards), with the opponent columns (slots and others' actions).
-    pub(super) fn stack<'a>(
-        &mut self,
-        parts: impl Iterator<Item = (usize, &'a Minibatch)>,
-        nets_per_replica: usize,
-    ) {
-        self.clear();
-        for (r, p) in parts {
-            let offset = (r * nets_per_replica) as u32;
-            self.obs.extend_from_slice(&p.obs);
-            self.next.extend_from_slice(&p.next);
-            self.nets.extend(p.nets.iter().map(|n| n + offset));
-            self.actions.extend_from_slice(&p.actions);
-            self.rewards.extend_from_slice(&p.rewards);
-            self.terminated.extend_from_slice(&p.terminated);
-            self.slots.extend_from_slice(&p.slots);
-            self.others.extend_from_slice(&p.others);
-        }
-    }
-
     // --------------------------------------------------------------------------------------
     // Targets and update
     // --------------------------------------------------------------------------------------
 
-    /// Targets from the target networks, a step of the value loss (Huber by default) on the
-    /// online networks, a Polyak update.
-    /// The rows are equal blocks, one per replica whose `active[r]` is true, in replica order
-    /// (replica r's networks the r-th block of `nets_per_replica`), each read with its own
-    /// gamma, head (`heads[r]`: loss and its parameters), loss normalisation, learning rate,
-    /// clip and Polyak factor (`values[r]`). Only those replicas' networks step and average;
-    /// the others' stay as they are. Returns the mean of the stepping replicas' losses.
+    /// Targets from the target networks, a step of the value loss (Huber by default, the
+    /// head's) on the online networks, a Polyak update with `step`'s factor. Returns the loss.
     pub(super) fn train(
         &mut self,
         critic: &mut Critic,
-        (values, active): (&[StepValues], &[bool]),
-        (actions, nets_per_replica, heads): (usize, usize, &[QHead]),
+        step: &StepValues,
+        (actions, head): (usize, QHead),
         update: u64,
     ) -> Result<f32, TrainError> {
-        let blocks: Vec<usize> = (0..values.len()).filter(|&r| active[r]).collect();
-        let replicas = blocks.len().max(1);
-        let rows = (self.actions.len() / replicas).max(1);
         let next = critic.forward_target(Input::U8(&self.next), &self.nets)?;
-        let q_next = q_values_by_replica(heads, next, &self.nets, nets_per_replica);
+        let q_next = head.q_values(next);
         self.targets.clear();
         for (k, row) in q_next.chunks_exact(actions).enumerate() {
-            let gamma = values[blocks[k / rows]].gamma;
-            let target = td_target(self.rewards[k], self.terminated[k], max_value(row), gamma);
+            let (reward, done) = (self.rewards[k], self.terminated[k]);
+            let target = td_target(reward, done, max_value(row), step.gamma);
             self.targets.push(target);
         }
-        let value = if let [r] = blocks[..] {
-            critic.forward(Input::U8(&self.obs), &self.nets)?;
-            critic.loss_backward(&heads[r].loss(&self.actions, &self.targets))?;
-            critic.last_loss()?
-        } else {
-            let out = critic.forward(Input::U8(&self.obs), &self.nets)?;
-            let width = out.len() / self.actions.len().max(1);
-            self.d_out.resize(out.len(), 0.0);
-            let mut sum = 0.0;
-            for (b, &r) in blocks.iter().enumerate() {
-                let (own, vals) = (
-                    b * rows..(b + 1) * rows,
-                    b * rows * width..(b + 1) * rows * width,
-                );
-                let loss = heads[r].loss(&self.actions[own.clone()], &self.targets[own]);
-                sum += loss_and_grad(&loss, &out[vals.clone()], width, &mut self.d_out[vals]);
-            }
-            critic.backward(&self.d_out)?;
-            sum / replicas as f32
-        };
+        critic.forward(Input::U8(&self.obs), &self.nets)?;
+        critic.loss_backward(&head.loss(&self.actions, &self.targets))?;
+        let value = critic.last_loss()?;
         if !value.is_finite() {
             return Err(TrainError::NonFinite {
                 update: update + 1,
@@ -269,7 +219,8 @@ impl Minibatch {
                 value,
             });
         }
-        step_and_average(critic, (values, active), nets_per_replica)?;
+        critic.step(&step.adam)?;
+        critic.polyak(step.tau)?;
         Ok(value)
     }
 }

@@ -1,54 +1,45 @@
-//! IQL: an independent DQN per learner (networks stacked, one dispatch for all) with a
-//! struct-of-arrays replay ring buffer, combined experience replay (the newest rows are in every
-//! minibatch), Polyak-averaged target networks, Huber loss (or the configured `loss`) on
-//! `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter driving the schedule: after
-//! every environment step the rows are inserted (never blocking) and exactly the learner steps
-//! the limiter allows are run, each consuming one batch. With `threaded`, an actor thread and
-//! a learner thread run side by side instead; thread timing then decides which rows each
-//! minibatch sees, so threaded runs (and their resumes) are not bit-for-bit reproducible.
+//! IQL: an independent DQN per learner (one network per learner, or one shared, evaluated in
+//! one dispatch) with a struct-of-arrays replay ring buffer, combined experience replay (the
+//! newest rows are in every minibatch), Polyak-averaged target networks, Huber loss (or the
+//! configured `loss`) on `r + gamma (1 - d) max_a Q_target(s', a)`, and the rate limiter
+//! driving the schedule: after every environment step the rows are inserted (never blocking)
+//! and exactly the learner steps the limiter allows are run, each consuming one batch. With
+//! `threaded`, an actor thread and a learner thread run side by side instead; thread timing
+//! then decides which rows each minibatch sees, so threaded runs (and their resumes) are not
+//! bit-for-bit reproducible.
 //!
-//! Seeds and sweeps in one run (see `train::sweep`): every grid point x seed is a replica with
-//! its own arenas, replay, rate limiter, exploration and sampling streams (seeded from its own
-//! seed as a single run seeds them), and its own networks, the r-th block of one stack. One
-//! forward acts for every replica; a learner step stacks every replica's minibatch into one
-//! forward/backward, each replica's loss (its own kind and parameters, `q_head.rs`) averaged
-//! over its own rows, each network stepped with its replica's learning rate and clip and
-//! averaged into its target with its replica's `target_tau`. Each replica learns at its own
-//! moments: after every environment step, replica r runs exactly the learner steps its own
-//! rate limiter allows (its `samples_per_insert`, `min_replay`, `rate_error_buffer`), so a
-//! stacked pass holds the minibatches of the replicas that still have a step to run, and the
-//! critic's masked step moves only their networks, each with bias correction from its own Adam
-//! step count. So replica k computes exactly what a single run with its configuration computes.
-//! With `opponent_models`, every replica has its own models (the r-th block of the models'
-//! stack) trained on its own block of each learner step's stacked minibatch at its own
-//! learning rate (see `train::opponent`); the models share one step count, so with models the
-//! replicas must learn at the same moments (the rate limiter's keys are not swept).
+//! This file is one run: one seed, one set of hyperparameters. Seeds and sweeps run one `Iql`
+//! per replica under the replica layer (`train::replicated`).
 //!
-//! With `network: gru` the replay holds sequences of `rollout` steps instead of transitions
-//! (R2D2-style, `sequences.rs`): acting reads and writes the arenas' hidden states, a
-//! minibatch is `batch_size` whole sequences replayed from their stored hidden states, the
-//! first `burn_in` steps carrying no loss. Not with `threaded` or `opponent_models` (refused).
+//! With `opponent_models`, the models (see `train::opponent`) train on every learner step's
+//! minibatch. With `network: gru` the replay holds sequences of `rollout` steps instead of
+//! transitions (R2D2-style, `sequences.rs`): acting reads and writes the arenas' hidden
+//! states, a minibatch is `batch_size` whole sequences replayed from their stored hidden
+//! states, the first `burn_in` steps carrying no loss. Not with `threaded` or
+//! `opponent_models` (refused).
 //!
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (environment steps per
 //! update), `replay_capacity`, `batch_size`, `cer`, `min_replay`, `samples_per_insert`,
 //! `rate_error_buffer`, `target_tau`, `gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`,
-//! `eps_*`, `shared`, `hidden`, `layers`, `seeds`, `sweep`, `opponent_models`, `threaded`,
-//! `wait_seconds`, `network`, `gru_hidden`, `burn_in`.
+//! `eps_*`, `shared`, `hidden`, `layers`, `opponent_models`, `threaded`, `wait_seconds`,
+//! `network`, `gru_hidden`, `burn_in`.
 
 mod buffer;
 mod sequences;
 mod threaded;
+
+use std::time::Instant;
 
 use super::config::RunConfig;
 use super::error::TrainError;
 use super::explore::act_epsilon_greedy;
 use super::learner::{BoxedLearner, Learner, Progress};
 use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
-use super::q_head::{QHead, q_values_by_replica};
+use super::q_head::QHead;
 use super::qnet::{q_rows, row_nets, stack_spec, write_input};
 use super::replay::{ReplayCore, successor_input};
-use super::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic};
-use super::schedule::epsilon_by_steps;
+use super::schedule::StepValues;
+use super::schedule::{epsilon_by_steps, optimiser};
 use super::sizing::{
     PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
     sequence_replay_tensors,
@@ -60,64 +51,38 @@ use crate::engine::EnvBatch;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 pub use buffer::td_target;
-use buffer::{Minibatch, Replay};
-use sequences::{SeqBatch, SeqReplay, Store, sequence_config};
-
-// ------------------------------------------------------------------------------------------
-// Learner
-// ------------------------------------------------------------------------------------------
+use buffer::Minibatch;
+use sequences::{SeqBatch, Store, sequence_config};
 
 /// An IQL learner with its arenas.
 pub struct Iql {
     cfg: RunConfig,
-    /// Every replica's own arenas, replay and schedule (one without seeds or a sweep).
-    lanes: Vec<Lane>,
-    /// The online networks of every replica (targets live beside them in the critic).
+    batch: EnvBatch,
+    /// Exploration and sampling streams, the rate limiter, the learner-step count.
+    core: ReplayCore,
+    replay: Store,
+    /// The online networks (the targets live beside them in the critic).
     pub critic: Critic,
-    /// The whole stack (every replica's networks).
     spec: StackSpec,
-    nets_per_replica: usize,
-    /// How outputs become Q-values, and the loss (replica 0's: the [`Learner`] seam's).
+    /// How outputs become Q-values, and the loss.
     head: QHead,
-    /// Each replica's head (the same width; a sweep may give them their own loss parameters).
-    heads: Vec<QHead>,
     learners: usize,
     actions: usize,
     progress: Progress,
-    /// Each row's network within its replica, `[B x N]` (what the replay stores).
-    local_nets: Vec<u32>,
-    /// Each row's network in the stack, `[R x B x N]` (acting).
+    /// Each row's network, `[B x N]`.
     nets: Vec<u32>,
-    /// Every replica's minibatch stacked (several replicas).
-    stacked: Minibatch,
-    /// Opponent models (`opponent_models: true`; every replica's, one block each), trained on
-    /// every sampled minibatch.
-    pub models: Option<OpponentModels>,
-    /// Each replica's opponent-model scores over the update's learner steps.
-    scores: Vec<ScoreMean>,
-    /// With `network: gru`: every learning replica's sequences stacked (reused).
-    seq_batch: SeqBatch,
-    /// `[rows, g]` the hidden states of the current acting pass (gathered from the batches).
-    hidden: Vec<f32>,
-}
-
-/// One replica of an IQL run: its single-run configuration, arenas, replay, streams, limiter
-/// and minibatch.
-struct Lane {
-    cfg: RunConfig,
-    batch: EnvBatch,
-    core: ReplayCore,
-    replay: Store,
     mb: Minibatch,
-    /// With `network: gru`: the sequences of this replica's next minibatch.
+    /// With `network: gru`: the sequences of the next minibatch, and the minibatch.
     picks: Vec<usize>,
+    seq_batch: SeqBatch,
+    /// Opponent models (`opponent_models: true`), trained on every sampled minibatch.
+    pub models: Option<OpponentModels>,
+    /// The opponent-model scores over the update's learner steps.
+    score: ScoreMean,
 }
-
-pub use super::replicas::ReplicasState;
 
 impl Iql {
-    /// A fresh learner: replica r's arenas, streams and networks seeded with its own seed
-    /// (`cfg.seed + s` for seed index s).
+    /// A fresh learner: its arenas, streams and networks seeded with `cfg.seed`.
     pub fn new(
         cfg: &RunConfig,
         loaded: &LoadedScenario,
@@ -135,99 +100,57 @@ impl Iql {
         device: &Chosen,
         job: &Job,
     ) -> Result<Iql, TrainError> {
-        let reps = cfg
-            .replicas()
-            .map_err(|e| TrainError::Config(e.to_string()))?;
-        let single = stack_spec(cfg, loaded);
-        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), (device, job))?;
-        // Replica 0's head acts for the Learner seam; every replica's has the same width (the
-        // sweep refuses others).
-        let heads: Vec<QHead> = reps.iter().map(|r| QHead::of(&r.cfg)).collect();
-        let head = heads[0];
+        let spec = stack_spec(cfg, loaded);
+        let critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
+        let head = QHead::of(cfg);
         let actions = spec.head / head.outputs_per_action();
         let learners = loaded.scenario.learners_per_arena();
         let rows_per_step = cfg.arenas * learners;
-        let width = spec.state_width();
-        if width > 0 {
+        if spec.state_width() > 0 {
             sequence_config(cfg)?;
         }
-        // Rate-limiter items inserted at once and sampled per learner step: rows, or whole
-        // sequences of `rollout` rows.
-        let per_entry = if width > 0 { cfg.rollout } else { 1 };
-        let models = if cfg.opponent_models {
-            Some(OpponentModels::new(
+        let models = match cfg.opponent_models {
+            true => Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
                 spec.input,
                 cfg.batch_size,
                 (device, job),
-            )?)
-        } else {
-            None
+            )?),
+            false => None,
         };
         let groups = if cfg.opponent_models { learners - 1 } else { 0 };
-        let scores = reps.iter().map(|_| ScoreMean::default()).collect();
-        let mut lanes = Vec::with_capacity(reps.len());
-        for r in reps {
-            let mut batch = cfg.training_batch(loaded, r.cfg.seed, job)?;
-            batch.start_episode_log(1 << 16);
-            if width > 0 {
-                batch.set_hidden_width(width);
-            }
-            let sizes = (actions, single.nets);
-            let items = (rows_per_step * per_entry, cfg.batch_size * per_entry);
-            let (capacity, steps) = (cfg.replay_capacity, cfg.rollout);
-            let replay = match width {
-                0 => Store {
-                    rows: Replay::new(capacity, spec.input, groups, sizes),
-                    seqs: None,
-                },
-                _ => Store {
-                    rows: Replay::new(0, spec.input, groups, sizes),
-                    seqs: Some(SeqReplay::new(
-                        (capacity / steps, steps),
-                        (spec.input, width),
-                        rows_per_step,
-                        sizes,
-                    )),
-                },
-            };
-            lanes.push(Lane {
-                core: ReplayCore::new_in(&r.cfg, (items.0 as u64, items.1 as u64), job)?,
-                replay,
-                mb: Minibatch::default(),
-                picks: Vec::new(),
-                batch,
-                cfg: r.cfg,
-            });
+        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
+        batch.start_episode_log(1 << 16);
+        if spec.state_width() > 0 {
+            batch.set_hidden_width(spec.state_width());
         }
-        let local_nets = row_nets(rows_per_step, learners, cfg.shared);
-        let nets = (0..lanes.len())
-            .flat_map(|r| local_nets.iter().map(move |n| n + (r * single.nets) as u32))
-            .collect();
+        let replay = Store::new(cfg, &spec, (rows_per_step, groups), (actions, spec.nets));
+        // Rate-limiter items inserted at once and sampled per learner step.
+        let per_entry = replay.items_per_step(cfg) as u64;
+        let items = (rows_per_step as u64 * per_entry, cfg.batch_size as u64 * per_entry);
         Ok(Iql {
-            lanes,
+            core: ReplayCore::new_in(cfg, items, job)?,
+            replay,
+            batch,
             critic,
             spec,
-            nets_per_replica: single.nets,
             head,
-            heads,
             learners,
             actions,
             progress: Progress::default(),
-            local_nets,
-            nets,
-            stacked: Minibatch::default(),
-            models,
-            scores,
+            nets: row_nets(rows_per_step, learners, cfg.shared),
+            mb: Minibatch::default(),
+            picks: Vec::new(),
             seq_batch: SeqBatch::default(),
-            hidden: Vec::new(),
+            models,
+            score: ScoreMean::default(),
             cfg: cfg.clone(),
         })
     }
 
-    /// [`Iql::new`] behind the [`Learner`] seam (the registry's constructor).
+    /// [`Iql::new_in`] behind the [`Learner`] seam (the registry's constructor).
     pub(crate) fn boxed(
         cfg: &RunConfig,
         loaded: &LoadedScenario,
@@ -237,167 +160,79 @@ impl Iql {
         Ok(Box::new(Iql::new_in(cfg, loaded, device, job)?))
     }
 
-    /// The network stack's shape (every replica's networks).
+    /// The network stack's shape.
     pub fn spec(&self) -> StackSpec {
         self.spec
     }
 
-    /// The observation rows of the first `replicas` replicas as network input, replica after
-    /// replica (with the learner's one-hot index when shared).
-    fn input(&self, replicas: usize) -> Vec<u8> {
+    /// The arenas' observation rows as network input (with the learner's one-hot index when
+    /// shared).
+    fn input(&self) -> Vec<u8> {
         let (n, d) = (self.learners, self.spec.input);
-        let o = self.lanes[0].batch.layout().obs_len;
-        let per = self.cfg.arenas * n * d;
-        let mut out = vec![0u8; replicas * per];
-        for (lane, rows) in self.lanes.iter().zip(out.chunks_exact_mut(per.max(1))) {
-            write_input(&lane.batch.buffers().obs, n, o, d, rows);
-        }
+        let o = self.batch.layout().obs_len;
+        let mut out = vec![0u8; self.cfg.arenas * n * d];
+        write_input(&self.batch.buffers().obs, n, o, d, &mut out);
         out
     }
 
-    /// The exploration rate now (replica 0's; linear over `eps_fraction` of the run's steps).
+    /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        epsilon_by_steps(&self.lanes[0].cfg, self.progress.env_steps)
+        epsilon_by_steps(&self.cfg, self.progress.env_steps)
     }
 
     // --------------------------------------------------------------------------------------
     // Rollout
     // --------------------------------------------------------------------------------------
 
-    /// Epsilon-greedy actions of the first `thresholds.len()` replicas (one forward for all),
-    /// each with its own streams and exploration threshold, into their arenas; returns the
-    /// input rows acted on and each replica's actions. With a recurrent network the pass reads
-    /// and advances the arenas' hidden states; `step` `Some(t)` records step t of the
-    /// sequences being acted (the replay's).
-    fn act(
-        &mut self,
-        thresholds: &[u64],
-        step: Option<usize>,
-    ) -> Result<(Vec<u8>, Vec<Vec<u32>>), TrainError> {
-        let obs = self.input(thresholds.len());
-        let per = self.local_nets.len();
-        let nets = &self.nets[..thresholds.len() * per];
+    /// Epsilon-greedy actions (exploration `threshold`) into the arenas; returns the input rows
+    /// acted on and the actions. With a recurrent network the pass reads and advances the
+    /// arenas' hidden states, and step `t` of the sequences being acted is recorded.
+    fn act(&mut self, threshold: u64, t: usize) -> Result<(Vec<u8>, Vec<u32>), TrainError> {
+        let obs = self.input();
         let out = if self.spec.state_width() == 0 {
-            self.critic.forward(Input::U8(&obs), nets)?
+            self.critic.forward(Input::U8(&obs), &self.nets)?
         } else {
-            let lanes = &mut self.lanes[..thresholds.len()];
-            let (d, g) = (self.spec.input, self.spec.state_width());
-            self.hidden.clear();
-            for (lane, rows) in lanes.iter_mut().zip(obs.chunks_exact(per * d)) {
-                let h = lane.batch.hidden_states();
-                if let (Some(t), Some(seqs)) = (step, &mut lane.replay.seqs) {
-                    seqs.before_step(t, rows, h);
-                }
-                self.hidden.extend_from_slice(h);
+            let mut hidden = self.batch.hidden_states().to_vec();
+            if let Some(seqs) = &mut self.replay.seqs {
+                seqs.before_step(t, &obs, &hidden);
             }
-            let out = self.critic.act(Input::U8(&obs), nets, &mut self.hidden)?;
-            for (lane, h) in lanes.iter_mut().zip(self.hidden.chunks_exact(per * g)) {
-                lane.batch.hidden_states_mut().copy_from_slice(h);
-            }
+            let out = self.critic.act(Input::U8(&obs), &self.nets, &mut hidden)?;
+            self.batch.hidden_states_mut().copy_from_slice(&hidden);
             out
         };
-        let q = q_values_by_replica(&self.heads, out, nets, self.nets_per_replica);
-        let a = self.actions;
-        let mut taken = Vec::with_capacity(thresholds.len());
-        for ((lane, q), &threshold) in self.lanes.iter_mut().zip(q.chunks(per * a)).zip(thresholds)
-        {
-            let chosen = lane.batch.actions_mut();
-            act_epsilon_greedy(&mut lane.core.explore, q, a, threshold, chosen);
-            taken.push(chosen.iter().map(|&x| x as u32).collect());
-        }
-        Ok((obs, taken))
+        let q = self.head.q_values(out);
+        let chosen = self.batch.actions_mut();
+        act_epsilon_greedy(&mut self.core.explore, &q, self.actions, threshold, chosen);
+        Ok((obs, chosen.iter().map(|&x| x as u32).collect()))
     }
 
-    /// Rate-limiter items a learner step samples: `batch_size` rows, or `batch_size`
-    /// sequences of `rollout` rows with a recurrent network.
-    fn sampled_items(&self) -> u64 {
-        let per_entry = if self.spec.state_width() > 0 {
-            self.cfg.rollout
+    /// One learner step: a minibatch (the newest rows and uniform samples, or whole sequences
+    /// with a recurrent network), a step of the loss, a Polyak update; the opponent models
+    /// train on the same rows.
+    fn learn(&mut self, step: &StepValues) -> Result<f32, TrainError> {
+        let (cfg, update) = (&self.cfg, self.progress.update);
+        let sizes = (self.actions, self.head);
+        let value = if let Some(seqs) = &self.replay.seqs {
+            let sampler = &mut self.core.sampler;
+            seqs.sample(sampler, (cfg.batch_size, cfg.cer), &mut self.picks);
+            self.seq_batch.gather(seqs, &self.picks, cfg.burn_in);
+            self.seq_batch.train(&mut self.critic, step, sizes, update)?
         } else {
-            1
-        };
-        (self.cfg.batch_size * per_entry) as u64
-    }
-
-    /// The learner steps each replica's rate limiter allows now.
-    fn allowed_steps(&self) -> Vec<u64> {
-        let batch = self.sampled_items();
-        self.lanes
-            .iter()
-            .map(|lane| lane.core.limiter.allowed_batches(batch))
-            .collect()
-    }
-
-    /// One learner step for every replica whose `active[r]` is true: each fills its minibatch
-    /// (the newest rows and uniform samples of its own replay, with its own stream), all
-    /// stacked into one pass that steps their networks only.
-    fn learn(&mut self, values: &[StepValues], active: &[bool]) -> Result<f32, TrainError> {
-        let update = self.progress.update;
-        if self.spec.state_width() > 0 {
-            return self.learn_sequences(values, active);
-        }
-        models_in_step(self.models.is_some(), active)?;
-        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
-            lane.mb
-                .fill(&lane.replay.rows, &mut lane.core.sampler, &lane.cfg);
-        }
-        let mb = if self.lanes.len() == 1 {
-            &mut self.lanes[0].mb
-        } else {
-            let parts = (self.lanes.iter().enumerate())
-                .filter(|(r, _)| active[*r])
-                .map(|(r, l)| (r, &l.mb));
-            self.stacked.stack(parts, self.nets_per_replica);
-            &mut self.stacked
-        };
-        let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
-        let value = mb.train(&mut self.critic, (values, active), sizes, update)?;
-        if let Some(m) = &mut self.models {
-            // Each replica's models on its own block of rows, at its learning rate.
-            let lrs: Vec<f32> = values.iter().map(|v| v.adam.lr).collect();
-            let block = self.cfg.batch_size;
-            let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, &lrs, block)?;
-            for (mean, s) in self.scores.iter_mut().zip(scores) {
-                mean.add(s, block as f64);
+            self.mb.fill(&self.replay.rows, &mut self.core.sampler, cfg);
+            let value = self.mb.train(&mut self.critic, step, sizes, update)?;
+            if let Some(m) = &mut self.models {
+                let (mb, rows) = (&self.mb, cfg.batch_size);
+                let lr = [step.adam.lr];
+                let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, &lr, rows)?;
+                for s in scores {
+                    self.score.add(s, rows as f64);
+                }
             }
-        }
-        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
-            lane.core.limiter.sample(self.cfg.batch_size as u64);
-            lane.core.learner_steps += 1;
-        }
-        Ok(value)
-    }
-
-    /// [`Iql::learn`] with a recurrent network: each active replica samples whole sequences,
-    /// all stacked into one sequence pass (see `sequences.rs`).
-    fn learn_sequences(
-        &mut self,
-        values: &[StepValues],
-        active: &[bool],
-    ) -> Result<f32, TrainError> {
-        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
-            // Each replica's own `cer` (a sweep may vary it).
-            let sizes = (lane.cfg.batch_size, lane.cfg.cer);
-            if let Some(seqs) = &lane.replay.seqs {
-                seqs.sample(&mut lane.core.sampler, sizes, &mut lane.picks);
-            }
-        }
-        let parts = (self.lanes.iter().enumerate())
-            .filter(|(r, _)| active[*r])
-            .filter_map(|(r, l)| l.replay.seqs.as_ref().map(|s| (r, s, &l.picks[..])));
-        self.seq_batch
-            .gather(parts, self.nets_per_replica, self.cfg.burn_in);
-        let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
-        let update = self.progress.update;
-        let critic = &mut self.critic;
-        let value = self
-            .seq_batch
-            .train(critic, (values, active), sizes, update)?;
-        let sampled = self.sampled_items();
-        for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
-            lane.core.limiter.sample(sampled);
-            lane.core.learner_steps += 1;
-        }
+            value
+        };
+        let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.batch_size;
+        self.core.limiter.sample(sampled as u64);
+        self.core.learner_steps += 1;
         Ok(value)
     }
 
@@ -407,13 +242,14 @@ impl Iql {
     /// replay after the last of them.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
-        let cfgs = self.lanes.iter().map(|l| &l.cfg);
-        let values = UpdateValues::of(cfgs, update, env_steps);
+        let epsilon = epsilon_by_steps(&self.cfg, env_steps);
+        let threshold = crate::rng::threshold(epsilon as f64);
+        let (lr, adam) = optimiser(&self.cfg, update);
+        let step = StepValues::of(&self.cfg, adam);
         let (mut losses, mut steps) = (0.0f64, 0u64);
         let rollout = if self.cfg.threaded {
-            let t0 = std::time::Instant::now();
+            let t0 = Instant::now();
             let sim_before = self.progress.sim_seconds;
-            let (adam, threshold) = (values.steps[0].adam, values.thresholds[0]);
             (losses, steps) = self.update_threaded(&adam, threshold)?;
             self.progress.learn_seconds +=
                 t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
@@ -422,70 +258,49 @@ impl Iql {
             self.cfg.rollout
         };
         let (n, d) = (self.learners, self.spec.input);
-        let per_input = self.local_nets.len() * d;
         let mut next = Vec::new();
         for t in 0..rollout {
-            let t_learn = std::time::Instant::now();
-            let (obs, taken) = self.act(&values.thresholds, Some(t))?;
-            let acting = t_learn.elapsed().as_secs_f64();
-            let t_sim = std::time::Instant::now();
-            for lane in &mut self.lanes {
-                lane.batch.step()?;
-            }
+            let t_act = Instant::now();
+            let (obs, taken) = self.act(threshold, t)?;
+            let acting = t_act.elapsed().as_secs_f64();
+            let t_sim = Instant::now();
+            self.batch.step()?;
             self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
-            let t_learn = std::time::Instant::now();
-            let opponents = self.models.is_some();
-            for (r, (lane, taken)) in self.lanes.iter_mut().zip(&taken).enumerate() {
-                let (b, o) = (lane.batch.buffers(), lane.batch.layout().obs_len);
-                successor_input(b, (n, o, d), &mut next);
-                if let Some(seqs) = &mut lane.replay.seqs {
-                    seqs.after_step(t, (&next, taken), b, n);
-                    if t + 1 == rollout {
-                        let evicted = seqs.finish(&self.local_nets);
-                        lane.core.limiter.insert((taken.len() * rollout) as u64);
-                        lane.core.limiter.delete(evicted * rollout as u64);
-                    }
-                    continue;
+            let t_learn = Instant::now();
+            let (b, o) = (self.batch.buffers(), self.batch.layout().obs_len);
+            successor_input(b, (n, o, d), &mut next);
+            let limiter = &mut self.core.limiter;
+            if let Some(seqs) = &mut self.replay.seqs {
+                seqs.after_step(t, (&next, &taken), b, n);
+                if t + 1 == rollout {
+                    let evicted = seqs.finish(&self.nets);
+                    limiter.insert((taken.len() * rollout) as u64);
+                    limiter.delete(evicted * rollout as u64);
                 }
-                let obs = &obs[r * per_input..(r + 1) * per_input];
-                let evicted = lane.replay.rows.insert_step(
-                    (obs, &next),
-                    taken,
-                    b,
-                    &self.local_nets,
-                    n,
-                    opponents,
-                );
-                lane.core.limiter.insert(taken.len() as u64);
-                lane.core.limiter.delete(evicted);
+            } else {
+                let opponents = self.models.is_some();
+                let rows = &mut self.replay.rows;
+                let evicted = rows.insert_step((&obs, &next), &taken, b, &self.nets, n, opponents);
+                limiter.insert(taken.len() as u64);
+                limiter.delete(evicted);
             }
-            // Each replica runs its own limiter's steps; a pass serves those with one left.
-            let allowed = self.allowed_steps();
-            let most = allowed.iter().copied().max().unwrap_or(0);
-            for i in 0..most {
-                let active: Vec<bool> = allowed.iter().map(|&a| a > i).collect();
-                losses += self.learn(&values.steps, &active)? as f64;
+            let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.batch_size;
+            for _ in 0..self.core.limiter.allowed_batches(sampled as u64) {
+                losses += self.learn(&step)? as f64;
                 steps += 1;
             }
             self.progress.learn_seconds += acting + t_learn.elapsed().as_secs_f64();
         }
 
-        // --------------------------------------------------------------------------------------
+        // ----------------------------------------------------------------------------------
         // Logging
-        // --------------------------------------------------------------------------------------
+        // ----------------------------------------------------------------------------------
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        // Each replica's scores (all or none: the replicas learn in the same steps).
-        let scores: Option<Vec<_>> = self
-            .scores
-            .iter_mut()
-            .map(|s| std::mem::take(s).mean())
-            .collect();
-        let replicas = self.lanes.len();
-        let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
-        Ok(values
-            .stats((losses, steps), per_replica.collect(), None)
-            .with_opponents(scores.unwrap_or_default(), replicas))
+        let scores = std::mem::take(&mut self.score).mean().into_iter().collect();
+        let episodes = self.batch.take_episodes();
+        let stats = UpdateStats::replay((losses, steps), (epsilon, lr), episodes, None);
+        Ok(stats.with_opponents(scores, 1))
     }
 }
 
@@ -499,8 +314,7 @@ impl Learner for Iql {
     }
 
     fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
-        let o = self.lanes[0].batch.layout().obs_len;
-        let shape = (self.learners, o, self.spec.input);
+        let shape = (self.learners, self.batch.layout().obs_len, self.spec.input);
         q_rows(&mut self.critic, &self.head, obs, shape, &mut [])
     }
 
@@ -509,15 +323,14 @@ impl Learner for Iql {
         obs: &[u8],
         hidden: &mut [f32],
     ) -> Result<Vec<f32>, TrainError> {
-        let o = self.lanes[0].batch.layout().obs_len;
-        let shape = (self.learners, o, self.spec.input);
+        let shape = (self.learners, self.batch.layout().obs_len, self.spec.input);
         q_rows(&mut self.critic, &self.head, obs, shape, hidden)
     }
 
     fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        let input = self.input(1);
+        let input = self.input();
         let n = self.learners as u32;
-        let nets: Vec<u32> = (0..self.local_nets.len() as u32).map(|r| r % n).collect();
+        let nets: Vec<u32> = (0..self.nets.len() as u32).map(|r| r % n).collect();
         match &mut self.models {
             Some(m) => Ok(Some(m.probs(&input, &nets)?)),
             None => Ok(None),
@@ -529,7 +342,7 @@ impl Learner for Iql {
     }
 
     // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
-    crate::train::replicas::replica_learner_plumbing!();
+    crate::train::replay::replay_learner_plumbing!();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -588,53 +401,3 @@ pub(crate) fn plan(
     tensors
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::critic::{Device, choose_device};
-
-    /// Replicas whose rate limiters allow different learner steps (here: replica 1 counted
-    /// batches it never learned from, so its limiter holds it back) each run their own: replica
-    /// 0's networks step, replica 1's stay, each network counting its own Adam steps.
-    #[test]
-    fn replicas_whose_limiters_disagree_learn_their_own_steps() {
-        let cfg = RunConfig {
-            algo: super::super::config::Algo::Iql,
-            scenario: Some("tests/data/chase.ron".into()),
-            device: Device::Cpu,
-            arenas: 2,
-            rollout: 8,
-            batch_size: 4,
-            cer: 1,
-            replay_capacity: 64,
-            min_replay: 8,
-            hidden: 8,
-            layers: 1,
-            seeds: 2,
-            total_steps: 2 * 8 * 4,
-            ..RunConfig::default()
-        };
-        cfg.validate().unwrap();
-        let loaded = super::super::load_scenario(&cfg).unwrap();
-        let device = choose_device(Device::Cpu).unwrap();
-        let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
-        iql.update().unwrap();
-        let per = iql.nets_per_replica;
-        let before = iql.critic.net_steps().to_vec();
-        assert!(before[0] > 0 && before[..] == [before[0]].repeat(before.len())[..]);
-        let params = iql.critic.params().unwrap();
-        iql.lanes[1].core.limiter.sample(1 << 20);
-        iql.update().unwrap();
-        let after = iql.critic.net_steps().to_vec();
-        assert!(after[..per].iter().all(|&s| s > before[0]), "{after:?}");
-        assert_eq!(after[per..], before[per..], "replica 1 stepped");
-        let p = iql.critic.params().unwrap();
-        let half = p.len() / 2;
-        assert_eq!(p[half..], params[half..], "replica 1's parameters moved");
-        assert_ne!(
-            p[..half],
-            params[..half],
-            "replica 0's parameters did not move"
-        );
-    }
-}

@@ -21,28 +21,62 @@ use rand_core::Rng;
 use super::super::config::RunConfig;
 use super::super::error::TrainError;
 use super::super::explore::max_value;
-use super::super::q_head::{QHead, q_values_by_replica};
+use super::super::q_head::QHead;
 use super::super::replay::{ReplayColumns, Ring};
-use super::super::replicas::{StepValues, step_and_average};
-use super::super::sequence_loss::{Part, masked_loss_by_blocks};
+use super::super::schedule::StepValues;
 use super::super::tensors::Column;
 use super::buffer::Replay;
 use super::td_target;
 use crate::components::StepBuffers;
-use crate::critic::{Critic, Input, Sequences};
+use crate::critic::loss::loss_and_grad;
+use crate::critic::{Critic, Input, Sequences, StackSpec};
 use crate::rng::below;
 
 // ------------------------------------------------------------------------------------------
 // Replay
 // ------------------------------------------------------------------------------------------
 
-/// A replica's replay: transitions for an MLP (`rows`), sequences for a GRU (`seqs`, and
-/// `rows` left empty); checkpoints save whichever holds the data.
+/// The replay: transitions for an MLP (`rows`), sequences for a GRU (`seqs`, and `rows` left
+/// empty); checkpoints save whichever holds the data.
 pub(super) struct Store {
     /// The transitions (an MLP's replay).
     pub(super) rows: Replay,
     /// The sequences (a recurrent network's replay).
     pub(super) seqs: Option<SeqReplay>,
+}
+
+impl Store {
+    /// An empty replay for the networks `spec` (sequences when they are recurrent) of
+    /// `replay_capacity` rows, `rows` learner rows acting per step, with `groups` other
+    /// learners' actions per row (opponent models); actions and networks below `sizes`.
+    pub(super) fn new(
+        cfg: &RunConfig,
+        spec: &StackSpec,
+        (rows, groups): (usize, usize),
+        sizes: (usize, usize),
+    ) -> Store {
+        let (capacity, steps, width) = (cfg.replay_capacity, cfg.rollout, spec.state_width());
+        if width == 0 {
+            return Store {
+                rows: Replay::new(capacity, spec.input, groups, sizes),
+                seqs: None,
+            };
+        }
+        Store {
+            rows: Replay::new(0, spec.input, groups, sizes),
+            seqs: Some(SeqReplay::new(
+                (capacity / steps, steps),
+                (spec.input, width),
+                rows,
+                sizes,
+            )),
+        }
+    }
+
+    /// Rate-limiter items per stored entry: one per row, `rollout` per sequence.
+    pub(super) fn items_per_step(&self, cfg: &RunConfig) -> usize {
+        if self.seqs.is_some() { cfg.rollout } else { 1 }
+    }
 }
 
 impl ReplayColumns for Store {
@@ -126,7 +160,7 @@ pub(super) struct SeqReplay {
     stored: Steps,
     /// `[C, g]` the hidden state entering each sequence's first step, as acted.
     h0: Vec<f32>,
-    /// `[C]` each sequence's network within its replica.
+    /// `[C]` each sequence's network.
     net: Vec<u32>,
     /// The sequences being acted, `[T, rows]` (step-major), and their `[rows, g]` start.
     acting: Steps,
@@ -304,8 +338,8 @@ pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
 // Minibatch of sequences
 // ------------------------------------------------------------------------------------------
 
-/// The sequences of every learning replica stacked side by side (`[T, n]` time-major, replica
-/// r's columns one block), with the target pass's sequences beside them; reused.
+/// A minibatch of sequences side by side (`[T, n]` time-major), with the target pass's
+/// sequences beside them; reused.
 #[derive(Debug, Default)]
 pub(super) struct SeqBatch {
     /// `[T, n]` the sampled steps.
@@ -320,42 +354,29 @@ pub(super) struct SeqBatch {
     boot: Vec<usize>,
     targets: Vec<f32>,
     d_out: Vec<f32>,
-    /// One replica's rows gathered for its loss.
-    part: Part,
 }
 
 impl SeqBatch {
-    /// Stacks the sampled sequences `picks` of each `(r, replay, picks)` (replica r's networks
-    /// shifted to its block), time-major, the first `burn_in` steps masked out of the loss.
-    pub(super) fn gather<'a>(
-        &mut self,
-        parts: impl Iterator<Item = (usize, &'a SeqReplay, &'a [usize])>,
-        nets_per_replica: usize,
-        burn_in: usize,
-    ) {
-        let columns: Vec<(u32, &SeqReplay, usize)> = parts
-            .flat_map(|(r, replay, picks)| {
-                let offset = (r * nets_per_replica) as u32;
-                picks.iter().map(move |&i| (offset, replay, i))
-            })
-            .collect();
-        let n = columns.len();
-        let Some(&(_, first, _)) = columns.first() else {
+    /// Gathers the sampled sequences `picks` of `replay` time-major, the first `burn_in` steps
+    /// masked out of the loss.
+    pub(super) fn gather(&mut self, replay: &SeqReplay, picks: &[usize], burn_in: usize) {
+        let n = picks.len();
+        if n == 0 {
             return;
-        };
-        let (steps, d, g) = (first.steps, first.width, first.state);
+        }
+        let (steps, d, g) = (replay.steps, replay.width, replay.state);
         if self.steps.action.len() != steps * n {
             self.steps = Steps::zeros(steps * n, d);
         }
         self.nets.clear();
         self.h0.clear();
-        for &(offset, replay, i) in &columns {
-            self.nets.push(replay.net[i] + offset);
+        for &i in picks {
+            self.nets.push(replay.net[i]);
             self.h0.extend_from_slice(&replay.h0[i * g..(i + 1) * g]);
         }
         self.mask.clear();
         for t in 0..steps {
-            for &(_, replay, i) in &columns {
+            for &i in picks {
                 self.steps
                     .copy_step(self.mask.len(), &replay.stored, i * steps + t, d);
                 self.mask.push(f32::from(u8::from(t >= burn_in)));
@@ -417,35 +438,27 @@ impl SeqBatch {
 
     /// Targets from the target networks over the target sequences, a step of the value loss
     /// on the online networks' replay of the sequences (burn-in steps weigh 0), a Polyak
-    /// update. The columns are equal blocks, one per replica whose `active[r]` is true, each
-    /// read with its own gamma, head and step values, its loss averaged over its own trained
-    /// steps. Returns the mean of the stepping replicas' losses.
+    /// update with `step`'s factor. Returns the loss.
     pub(super) fn train(
         &mut self,
         critic: &mut Critic,
-        (values, active): (&[StepValues], &[bool]),
-        (actions, nets_per_replica, heads): (usize, usize, &[QHead]),
+        step: &StepValues,
+        (actions, head): (usize, QHead),
         update: u64,
     ) -> Result<f32, TrainError> {
-        let blocks: Vec<usize> = (0..values.len()).filter(|&r| active[r]).collect();
-        let n = self.nets.len();
-        let cols = n / blocks.len().max(1);
-        let len = self.target_reset.len() / n.max(1);
         let out = critic.forward_target_seq(Sequences {
             input: Input::U8(&self.target_input),
             nets: &self.nets,
             h0: &self.h0,
             reset: &self.target_reset,
         })?;
-        let row_nets = self.nets.repeat(len);
-        let q_next = q_values_by_replica(heads, out, &row_nets, nets_per_replica);
+        let q_next = head.q_values(out);
         let s = &self.steps;
         self.targets.clear();
         for (k, &boot) in self.boot.iter().enumerate() {
-            let gamma = values[blocks[(k % n) / cols.max(1)]].gamma;
             let best = max_value(&q_next[boot * actions..(boot + 1) * actions]);
             self.targets
-                .push(td_target(s.reward[k], s.terminated[k], best, gamma));
+                .push(td_target(s.reward[k], s.terminated[k], best, step.gamma));
         }
         let out = critic.forward_seq(Sequences {
             input: Input::U8(&s.obs),
@@ -454,17 +467,11 @@ impl SeqBatch {
             reset: &s.reset,
         })?;
         let width = out.len() / s.action.len().max(1);
-        let block_heads = blocks.iter().map(|&r| heads[r]);
-        let rows = (&s.action[..], &self.targets[..], &self.mask[..]);
-        let sum = masked_loss_by_blocks(
-            (&out, width, n),
-            rows,
-            block_heads,
-            &mut self.part,
-            &mut self.d_out,
-        );
+        let loss = head.masked_loss(&s.action, &self.targets, Some(&self.mask));
+        self.d_out.clear();
+        self.d_out.resize(out.len(), 0.0);
+        let value = loss_and_grad(&loss, &out, width, &mut self.d_out);
         critic.backward(&self.d_out)?;
-        let value = sum / blocks.len().max(1) as f32;
         if !value.is_finite() {
             return Err(TrainError::NonFinite {
                 update: update + 1,
@@ -472,7 +479,8 @@ impl SeqBatch {
                 value,
             });
         }
-        step_and_average(critic, (values, active), nets_per_replica)?;
+        critic.step(&step.adam)?;
+        critic.polyak(step.tau)?;
         Ok(value)
     }
 }
@@ -501,7 +509,7 @@ mod tests {
         assert_eq!(replay.finish(&[0, 0]), 0);
         let mut mb = SeqBatch::default();
         let picks = [0usize, 1];
-        mb.gather(std::iter::once((0, &replay, &picks[..])), 1, 1);
+        mb.gather(&replay, &picks, 1);
         assert_eq!(mb.mask, [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]);
         assert_eq!(mb.steps.reset, [1, 1, 0, 1, 0, 0]);
         // Column 0: 10 11 12 30+2; column 1: 20 40 21 22 42 (the successor of the end at 0).
@@ -541,14 +549,13 @@ mod tests {
         replay.finish(&[0, 0]);
         let mut mb = SeqBatch::default();
         let picks = [0usize, 1];
-        mb.gather(std::iter::once((0, &replay, &picks[..])), 1, 2);
-        let values = [StepValues {
+        mb.gather(&replay, &picks, 2);
+        let values = StepValues {
             gamma: 0.9,
             tau: 0.5,
             adam: AdamConfig::default(),
-        }];
-        let heads = [QHead::Huber(1.0)];
-        mb.train(&mut critic, (&values, &[true]), (3, 1, &heads), 0)
+        };
+        mb.train(&mut critic, &values, (3, QHead::Huber(1.0)), 0)
             .unwrap();
         critic.params().unwrap()
     }

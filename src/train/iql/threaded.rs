@@ -1,13 +1,13 @@
-//! IQL's threaded mode (`threaded: true`, one replica): an actor thread steps the arenas and
+//! IQL's threaded mode (`threaded: true`): an actor thread steps the arenas and
 //! inserts rows while this thread learns whenever the rate limiter allows. Thread timing decides
 //! which rows each minibatch sees, so threaded runs are not bit-for-bit reproducible.
 
 use super::super::error::TrainError;
 use super::super::explore::act_epsilon_greedy;
 use super::super::replay::{ReplayCore, successor_input};
-use super::super::replicas::StepValues;
+use super::super::schedule::StepValues;
 use super::buffer::Replay;
-use super::{Iql, Lane};
+use super::Iql;
 use crate::critic::{AdamConfig, CriticBackend, Input};
 
 impl Iql {
@@ -28,35 +28,30 @@ impl Iql {
         use super::super::rate_limiter::SharedLimiter;
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
-        let lane = &mut self.lanes[0];
-        let limiter = SharedLimiter::new(lane.core.limiter.clone());
+        let limiter = SharedLimiter::new(self.core.limiter.clone());
         let replay = Mutex::new(std::mem::replace(
-            &mut lane.replay.rows,
+            &mut self.replay.rows,
             Replay::new(0, 0, 0, (0, 0)),
         ));
         let snapshot = Mutex::new(self.critic.params()?);
         let version = AtomicU64::new(0);
         let done = AtomicBool::new(false);
         let Iql {
-            lanes,
+            cfg,
+            batch,
+            core,
+            mb,
             critic,
             spec,
             head,
             learners,
             actions,
-            local_nets: nets,
+            nets,
             progress,
             ..
         } = self;
-        let Lane {
-            cfg,
-            batch,
-            core,
-            mb,
-            ..
-        } = &mut lanes[0];
         let (cfg, spec, head, n, a) = (&*cfg, *spec, *head, *learners, *actions);
-        let (values, heads) = ([StepValues::of(cfg, *adam)], [head]);
+        let values = StepValues::of(cfg, *adam);
         let ReplayCore {
             explore,
             sampler,
@@ -125,12 +120,7 @@ impl Iql {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
-                            losses += mb.train(
-                                critic,
-                                (&values, &[true]),
-                                (a, spec.nets, &heads),
-                                update,
-                            )? as f64;
+                            losses += mb.train(critic, &values, (a, head), update)? as f64;
                             steps += 1;
                             *learner_steps += 1;
                             if steps % 8 == 0 {
@@ -167,9 +157,8 @@ impl Iql {
             )
         });
         progress.sim_seconds += actor_seconds;
-        let lane = &mut self.lanes[0];
-        lane.core.limiter = limiter.snapshot();
-        lane.replay.rows = replay.into_inner().unwrap_or_else(|p| p.into_inner());
+        self.core.limiter = limiter.snapshot();
+        self.replay.rows = replay.into_inner().unwrap_or_else(|p| p.into_inner());
         result
     }
 }

@@ -13,21 +13,8 @@
 //! loss ([`Pr2Loss`]: Huber by default) on all `rollout x sequences x learners` rows, then a
 //! Polyak update.
 //!
-//! Seeds and sweeps in one run (see `train::sweep`): every grid point x seed is a replica with
-//! its own arenas, sequence replay, rate limiter, exploration and sampling streams (seeded from
-//! its own seed as a single run seeds them), and its own networks, the r-th block of one critic
-//! stack, with its own value loss (`loss` and its parameters; every replica's head as wide).
-//! One forward acts for every replica. Each replica runs exactly the learner steps its own
-//! rate limiter allows: a learner step stacks the sequences of the replicas that step this
-//! time ([`step`]), each replica's rows scored and trained with its own loss and averaged over
-//! its own rows, its networks stepped with its learning rate and clip (the critic's masked
-//! step: each network counts its own Adam steps, the others' stay untouched) and averaged into
-//! its targets with its `target_tau` (the others' with a factor of 0). So replica k computes
-//! exactly what a single run with its configuration computes. Each replica has its own
-//! conditional opponent models (network `r x N + i` of their stack, as of the critics'), trained
-//! on its own rows at its learning rate and scored on its own; `rho: model` reads a row's own
-//! replica's models. The models' stack counts one step for all, so with models the replicas
-//! must learn at the same moments (a rate-limiter sweep is refused).
+//! This file is one run: one seed, one set of hyperparameters. Seeds and sweeps run one
+//! `Pr2Iql` per replica under the replica layer (`train::replicated`).
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
 //! ([`sizing`] holds the shapes and the memory plan).
@@ -55,52 +42,42 @@ use crate::train::explore::{act_epsilon_greedy, greedy_actions};
 use crate::train::learner::{BoxedLearner, Learner, Progress};
 use crate::train::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
 use crate::train::replay::ReplayCore;
-use crate::train::replicas::{UpdateValues, replicas_critic};
-use crate::train::schedule::epsilon_by_steps;
+use crate::train::schedule::StepValues;
+use crate::train::schedule::{epsilon_by_steps, optimiser};
 use crate::train::stats::UpdateStats;
 
 // ------------------------------------------------------------------------------------------
 // Learner
 // ------------------------------------------------------------------------------------------
 
-/// A PR2-IQL learner with its arenas (every replica's).
+/// A PR2-IQL learner with its arenas.
 pub struct Pr2Iql {
     cfg: RunConfig,
-    /// Every replica's own arenas, replay and schedule (one without seeds or a sweep).
-    lanes: Vec<Lane>,
-    /// The critics of every replica (targets beside them).
+    batch: EnvBatch,
+    /// Exploration and sampling streams, the rate limiter (counting arena-steps), the
+    /// learner-step count.
+    core: ReplayCore,
+    replay: SequenceReplay,
+    /// The update's rollout, stored as one sequence per arena after its last step.
+    rollout: Rollout,
+    /// The critics (targets beside them).
     pub critic: Critic,
-    /// The conditional opponent models (`opponent_models: true`; every replica's).
+    /// The conditional opponent models (`opponent_models: true`).
     pub models: Option<ConditionalModels>,
-    /// The whole stack (every replica's networks).
     spec: StackSpec,
-    /// Each replica's head and value loss (docs/algorithms.md, PR2, "Value loss"): the same
-    /// head and width, each with its replica's loss and parameters.
-    rows: Vec<Pr2Loss>,
+    /// The head and value loss (docs/algorithms.md, PR2, "Value loss").
+    row: Pr2Loss,
     learners: usize,
     actions: usize,
-    /// Each acting row's network in the stack, `[R x B x N]`.
+    /// Each acting row's network, `[B x N]`.
     nets: Vec<u32>,
-    /// `[rows, g]` the hidden states of the current acting pass (recurrent critic).
-    hidden: Vec<f32>,
     step: StepBuffers,
     scratch: Scratch,
     progress: Progress,
 }
 
-/// One replica of a PR2-IQL run: its single-run configuration, arenas, streams, limiter,
-/// sequence replay and rollout.
-struct Lane {
-    cfg: RunConfig,
-    batch: EnvBatch,
-    core: ReplayCore,
-    replay: SequenceReplay,
-    rollout: Rollout,
-}
-
 impl Pr2Iql {
-    /// A fresh learner: replica r's arenas, streams and networks seeded with its own seed
-    /// (`cfg.seed + s` for seed index s).
+    /// A fresh learner: its arenas, streams and networks seeded with `cfg.seed`.
     pub fn new(
         cfg: &RunConfig,
         loaded: &LoadedScenario,
@@ -136,47 +113,48 @@ impl Pr2Iql {
                 row.bins()
             )));
         }
-        let reps = cfg
-            .replicas()
-            .map_err(|e| TrainError::Config(e.to_string()))?;
-        let single = stack_spec(cfg, loaded);
-        let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), (device, job))?;
-        let models = if cfg.opponent_models {
-            Some(ConditionalModels::new(
+        let spec = stack_spec(cfg, loaded);
+        let critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
+        let models = match cfg.opponent_models {
+            true => Some(ConditionalModels::new(
                 cfg,
                 learners,
                 actions,
-                single.input,
+                spec.input,
                 (device, job),
-            )?)
-        } else {
-            None
+            )?),
+            false => None,
         };
-        let rows = (reps.iter())
-            .map(|r| critic_row(&r.cfg, learners, actions))
-            .collect();
-        let mut lanes = Vec::with_capacity(reps.len());
-        for r in reps {
-            lanes.push(Lane::new(
-                r.cfg,
-                (loaded, job),
-                (learners, actions, (single.input, single.state_width())),
-            )?);
+        // The rate limiter counts arena-steps: `arenas x rollout` inserted per update,
+        // `buffer_batch_size x rollout` sampled per learner step.
+        let (t, b, g) = (cfg.rollout, cfg.arenas, spec.state_width());
+        let items = ((b * t) as u64, (cfg.buffer_batch_size * t) as u64);
+        let core = ReplayCore::new_in(cfg, items, job)?;
+        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
+        batch.start_episode_log(1 << 16);
+        if g > 0 {
+            batch.set_hidden_width(g);
         }
-        let per = cfg.arenas * learners;
-        let nets = (0..lanes.len() * per)
-            .map(|k| ((k / per) * learners + k % learners) as u32)
-            .collect();
+        let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
+        let replay = SequenceReplay::new(
+            replay_sequences(cfg),
+            (t, learners, finals_per),
+            (spec.input, g),
+            (actions, b),
+        );
+        let rollout = Rollout::new((t, b), (learners, spec.input, g), finals_per);
         Ok(Pr2Iql {
-            lanes,
+            batch,
+            core,
+            replay,
+            rollout,
             critic,
             models,
             spec,
-            rows,
+            row,
             learners,
             actions,
-            nets,
-            hidden: Vec::new(),
+            nets: (0..b * learners).map(|k| (k % learners) as u32).collect(),
             step: StepBuffers::default(),
             scratch: Scratch::default(),
             progress: Progress::default(),
@@ -201,30 +179,23 @@ impl Pr2Iql {
 
     /// The critic head.
     pub fn head(&self) -> Pr2Head {
-        self.rows[0].head
+        self.row.head
     }
 
     // --------------------------------------------------------------------------------------
     // Network: values under rho
     // --------------------------------------------------------------------------------------
 
-    /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from the rows `out` of networks `nets` (each
-    /// row read with its replica's loss) and, with a learned rho, the models' probabilities
-    /// `rho` `[R, N-1, A, A]`.
-    fn expectations(
-        &mut self,
-        (out, nets): (&[f32], &[u32]),
-        rho: Option<&[f32]>,
-        values: &mut Vec<f32>,
-    ) {
-        let (w, a) = (self.rows[0].width(), self.actions);
+    /// `E_rho[Q_i(s, a_i, .)]` per row `[R, A]` from the rows `out` and, with a learned rho,
+    /// the models' probabilities `rho` `[R, N-1, A, A]`.
+    fn expectations(&mut self, out: &[f32], rho: Option<&[f32]>, values: &mut Vec<f32>) {
+        let (w, a) = (self.row.width(), self.actions);
         let rows = out.len() / w;
         values.clear();
         values.resize(rows * a, 0.0);
         let m = (self.learners - 1) * a * a;
         for r in 0..rows {
-            let row = self.rows[nets[r] as usize / self.learners];
-            row.expectation(
+            self.row.expectation(
                 &out[r * w..(r + 1) * w],
                 rho.map(|p| &p[r * m..(r + 1) * m]),
                 &mut self.scratch,
@@ -240,7 +211,7 @@ impl Pr2Iql {
         }
     }
 
-    /// `E_rho[Q_i(s, a_i, .)]` `[R x N, A]` of replica 0's online critic for observation rows
+    /// `E_rho[Q_i(s, a_i, .)]` `[R x N, A]` of the online critic for observation rows
     /// `[R, N, O]`.
     pub fn values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
         let rows = obs.len() / self.spec.input.max(1);
@@ -253,41 +224,21 @@ impl Pr2Iql {
         let out = self.critic.forward(Input::U8(obs), nets)?;
         let rho = self.rho_for(obs, nets)?;
         let mut values = Vec::new();
-        self.expectations((&out, nets), rho.as_deref(), &mut values);
+        self.expectations(&out, rho.as_deref(), &mut values);
         Ok(values)
     }
 
-    /// `E_rho[Q_i]` `[B x N, A]` for replica 0's current observations (online critic; a
-    /// recurrent one reads and advances replica 0's hidden states).
+    /// `E_rho[Q_i]` `[B x N, A]` for the current observations (online critic; a recurrent
+    /// one reads and advances the arenas' hidden states).
     pub fn acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
         if self.spec.state_width() > 0 {
-            return self.recurrent_acting_values(1);
+            return self.recurrent_acting_values();
         }
-        let obs = self.lanes[0].batch.buffers().obs.clone();
+        let obs = self.batch.buffers().obs.clone();
         self.values(&obs)
     }
 
-    /// `E_rho[Q_i]` `[R x B x N, A]` for every replica's current observations, each through
-    /// its own networks, in one forward.
-    fn all_acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
-        if self.spec.state_width() > 0 {
-            return self.recurrent_acting_values(self.lanes.len());
-        }
-        if self.lanes.len() == 1 {
-            return self.acting_values();
-        }
-        let obs: Vec<u8> = self
-            .lanes
-            .iter()
-            .flat_map(|l| l.batch.buffers().obs.iter().copied())
-            .collect();
-        let nets = std::mem::take(&mut self.nets);
-        let values = self.values_of(&obs, &nets);
-        self.nets = nets;
-        values
-    }
-
-    /// The conditional opponent models' predictions for replica 0's current observations at
+    /// The conditional opponent models' predictions for the current observations at
     /// each learner's greedy action: `[B x N, N-1, A]`, or `None` without models.
     pub fn predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
         if self.models.is_none() {
@@ -297,7 +248,7 @@ impl Pr2Iql {
         }
         let a = self.actions;
         let greedy = greedy_actions(&self.acting_values()?, a);
-        let obs = self.lanes[0].batch.buffers().obs.clone();
+        let obs = self.batch.buffers().obs.clone();
         let nets: Vec<u32> = (0..greedy.len())
             .map(|r| (r % self.learners) as u32)
             .collect();
@@ -316,88 +267,62 @@ impl Pr2Iql {
         Ok(Some(out))
     }
 
-    /// The exploration rate now (replica 0's; linear over `eps_fraction` of the run's steps).
+    /// The exploration rate now (linear over `eps_fraction` of the run's steps).
     pub fn epsilon(&self) -> f32 {
-        epsilon_by_steps(&self.lanes[0].cfg, self.progress.env_steps)
+        epsilon_by_steps(&self.cfg, self.progress.env_steps)
     }
 
     // --------------------------------------------------------------------------------------
     // Rollout and schedule
     // --------------------------------------------------------------------------------------
 
-    /// One update: a rollout of every arena of every replica (one forward acting for all),
-    /// stored as sequences, then the learner steps the rate limiters allow.
+    /// One update: a rollout of every arena, stored as sequences, then the learner steps the
+    /// rate limiter allows.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
-        let cfgs = self.lanes.iter().map(|l| &l.cfg);
-        let values = UpdateValues::of(cfgs, update, env_steps);
-        let (n, a, b, d) = (
-            self.learners,
-            self.actions,
-            self.cfg.arenas,
-            self.spec.input,
-        );
+        let epsilon = epsilon_by_steps(&self.cfg, env_steps);
+        let threshold = crate::rng::threshold(epsilon as f64);
+        let (lr, adam) = optimiser(&self.cfg, update);
+        let step = StepValues::of(&self.cfg, adam);
+        let (n, b, d) = (self.learners, self.cfg.arenas, self.spec.input);
         let per_step = b * n * d;
-        for lane in &mut self.lanes {
-            lane.rollout.kept.fill(0);
-            lane.rollout.finals.fill(0);
-        }
+        self.rollout.kept.fill(0);
+        self.rollout.finals.fill(0);
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
             if self.spec.state_width() > 0 {
-                for lane in &mut self.lanes {
-                    let h = lane.batch.hidden_states();
-                    lane.rollout.before_step(t, &lane.replay.next_reset, h);
-                }
+                let h = self.batch.hidden_states();
+                self.rollout.before_step(t, &self.replay.next_reset, h);
             }
-            let q = self.all_acting_values()?;
-            for ((lane, q), &threshold) in self
-                .lanes
-                .iter_mut()
-                .zip(q.chunks(b * n * a))
-                .zip(&values.thresholds)
-            {
-                lane.act(t, q, (a, threshold));
-            }
+            let q = self.acting_values()?;
+            self.act(t, &q, threshold);
             self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
             let t_sim = std::time::Instant::now();
-            for lane in &mut self.lanes {
-                lane.batch.step()?;
-            }
+            self.batch.step()?;
             self.progress.sim_seconds += t_sim.elapsed().as_secs_f64();
-            for lane in &mut self.lanes {
-                let buf = lane.batch.buffers();
-                lane.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
-                lane.rollout.record_ends(t, buf, n * d);
-                for (r, (&term, &trunc)) in (lane.replay.next_reset.iter_mut())
-                    .zip(buf.terminated.iter().zip(&buf.truncated))
-                {
-                    *r = u8::from(term != 0 || trunc != 0);
-                }
+            let buf = self.batch.buffers();
+            self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
+            self.rollout.record_ends(t, buf, n * d);
+            for (r, (&term, &trunc)) in (self.replay.next_reset.iter_mut())
+                .zip(buf.terminated.iter().zip(&buf.truncated))
+            {
+                *r = u8::from(term != 0 || trunc != 0);
             }
         }
         let t_learn = std::time::Instant::now();
-        let last = self.cfg.rollout * per_step;
-        let t_steps = self.cfg.rollout as u64;
-        for lane in &mut self.lanes {
-            let obs = &lane.batch.buffers().obs;
-            lane.rollout.obs[last..last + per_step].copy_from_slice(obs);
-            let mut evicted = 0u64;
-            for arena in 0..b {
-                evicted += u64::from(lane.replay.push(&lane.rollout, arena));
-            }
-            lane.core.limiter.insert(b as u64 * t_steps);
-            lane.core.limiter.delete(evicted * t_steps);
+        let (last, t_steps) = (self.cfg.rollout * per_step, self.cfg.rollout as u64);
+        let obs = &self.batch.buffers().obs;
+        self.rollout.obs[last..last + per_step].copy_from_slice(obs);
+        let mut evicted = 0u64;
+        for arena in 0..b {
+            evicted += u64::from(self.replay.push(&self.rollout, arena));
         }
+        self.core.limiter.insert(b as u64 * t_steps);
+        self.core.limiter.delete(evicted * t_steps);
         let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
-        // Each replica runs its own limiter's steps; a learner step serves those with one left.
         let batch = self.cfg.buffer_batch_size as u64 * t_steps;
-        let allowed: Vec<u64> = (self.lanes.iter())
-            .map(|l| l.core.limiter.allowed_batches(batch))
-            .collect();
-        for i in 0..allowed.iter().copied().max().unwrap_or(0) {
-            let active: Vec<bool> = allowed.iter().map(|&a| a > i).collect();
-            let (loss, s) = self.learn(&values.steps, &active)?;
+        for _ in 0..self.core.limiter.allowed_batches(batch) {
+            let (loss, s) = self.learn(&step)?;
             losses += loss as f64;
             steps += 1;
             scores = s.or(scores);
@@ -405,78 +330,22 @@ impl Pr2Iql {
         self.progress.learn_seconds += t_learn.elapsed().as_secs_f64();
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        let replicas = self.lanes.len();
-        let per_replica = self.lanes.iter_mut().map(|l| l.batch.take_episodes());
-        Ok(values
-            .stats((losses, steps), per_replica.collect(), None)
-            .with_opponents(scores.unwrap_or_default(), replicas))
-    }
-}
-
-impl Lane {
-    /// A replica's arenas (seeded with its seed), streams, limiter (counting arena-steps:
-    /// `arenas x rollout` inserted per update, `buffer_batch_size x rollout` sampled per
-    /// learner step), sequence replay and rollout buffers, for `learners` learners of `actions`
-    /// actions and observations of `d` bytes.
-    fn new(
-        cfg: RunConfig,
-        (loaded, job): (&LoadedScenario, &Job),
-        (learners, actions, (d, g)): (usize, usize, (usize, usize)),
-    ) -> Result<Lane, TrainError> {
-        let (insert, sample) = (
-            (cfg.arenas * cfg.rollout) as u64,
-            (cfg.buffer_batch_size * cfg.rollout) as u64,
-        );
-        let core = ReplayCore::new_in(&cfg, (insert, sample), job)?;
-        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
-        batch.start_episode_log(1 << 16);
-        if g > 0 {
-            batch.set_hidden_width(g);
-        }
-        let (t, b) = (cfg.rollout, cfg.arenas);
-        let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
-        let replay = SequenceReplay::new(
-            replay_sequences(&cfg),
-            (t, learners, finals_per),
-            (d, g),
-            (actions, b),
-        );
-        let recurrent = usize::from(g > 0);
-        let rollout = Rollout {
-            arenas: b,
-            obs: vec![0; (t + 1) * b * learners * d],
-            actions: vec![0; t * b * learners],
-            rewards: vec![0.0; t * b * learners],
-            terminated: vec![0.0; t * b],
-            truncated: vec![0.0; t * b],
-            finals: vec![0; b * finals_per * learners * d],
-            kept: vec![0; b],
-            h0: vec![0.0; b * learners * g],
-            reset: vec![0; recurrent * t * b],
-        };
-        Ok(Lane {
-            cfg,
-            batch,
-            core,
-            replay,
-            rollout,
-        })
+        let episodes = self.batch.take_episodes();
+        let stats = UpdateStats::replay((losses, steps), (epsilon, lr), episodes, None);
+        Ok(stats.with_opponents(scores.into_iter().collect(), 1))
     }
 
     /// Step `t` of the rollout: records the observations, then acts epsilon-greedily (with
-    /// `threshold`, on this replica's streams) on `values` `[B x N, A]` into the arenas and the
-    /// rollout.
-    fn act(&mut self, t: usize, values: &[f32], (a, threshold): (usize, u64)) {
-        let per_step = self.batch.buffers().obs.len();
+    /// `threshold`) on `values` `[B x N, A]` into the arenas and the rollout.
+    fn act(&mut self, t: usize, values: &[f32], threshold: u64) {
         let obs = &self.batch.buffers().obs;
+        let per_step = obs.len();
         self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
         let chosen = self.batch.actions_mut();
         let rows = chosen.len();
-        act_epsilon_greedy(&mut self.core.explore, values, a, threshold, chosen);
-        for (taken, &action) in self.rollout.actions[t * rows..(t + 1) * rows]
-            .iter_mut()
-            .zip(chosen.iter())
-        {
+        act_epsilon_greedy(&mut self.core.explore, values, self.actions, threshold, chosen);
+        let taken = &mut self.rollout.actions[t * rows..(t + 1) * rows];
+        for (taken, &action) in taken.iter_mut().zip(chosen.iter()) {
             *taken = action as u32;
         }
     }
@@ -519,5 +388,5 @@ impl Learner for Pr2Iql {
     }
 
     // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
-    crate::train::replicas::replica_learner_plumbing!();
+    crate::train::replay::replay_learner_plumbing!();
 }

@@ -7,8 +7,7 @@
 //! history), then its last observation, padded to `T + 1 + K` steps; so every bootstrap value
 //! sees the history its step was acted with. The factorised critic math is PR2's, per row.
 //!
-//! Minibatch c of an epoch holds the c-th chunk of every stepping replica's shuffled
-//! sequences (whole sequences, not rows).
+//! A minibatch holds whole sequences (a chunk of the epoch's shuffled sequences), not rows.
 
 use super::Pr2Iql;
 use super::sequences::SequenceReplay;
@@ -17,7 +16,7 @@ use crate::critic::{Input, Sequences};
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
 use crate::train::explore::max_value;
-use crate::train::replicas::{StepValues, masked_step, masked_target_update};
+use crate::train::schedule::StepValues;
 
 /// Refuses what PR2-IQL with `network: gru` does not do, naming the field.
 pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
@@ -43,8 +42,6 @@ struct Trained {
     own: u32,
     reward: f32,
     terminated: f32,
-    /// The replica whose loss and discount apply.
-    replica: usize,
 }
 
 /// The sampled sequences of one learner step laid out sequence-major (timeline `[L, N]` each).
@@ -56,10 +53,8 @@ pub(super) struct SeqStage {
     reset: Vec<u8>,
     /// `[S, N, g]`.
     h0: Vec<f32>,
-    /// `[S]` the network of learner 0 (learner i's is `+ i`).
-    net0: Vec<u32>,
-    /// `[S]` the index of each sequence's replica among those stepping.
-    replica: Vec<usize>,
+    /// `[S]` the sequence's index in its replay.
+    seqs: Vec<usize>,
     /// `[rows, N-1]` the other learners' actions of every trained row.
     others: Vec<u32>,
     rows: Vec<Trained>,
@@ -68,20 +63,12 @@ pub(super) struct SeqStage {
 }
 
 impl SeqStage {
-    /// Appends sequence `c` of `rp` (replica `replica`, its networks from `net0`), its steps
-    /// before `burn_in` untrained.
-    fn push(
-        &mut self,
-        rp: &SequenceReplay,
-        c: usize,
-        (replica, net0): (usize, u32),
-        burn_in: usize,
-    ) {
+    /// Appends sequence `c` of `rp`, its steps before `burn_in` untrained.
+    fn push(&mut self, rp: &SequenceReplay, c: usize, burn_in: usize) {
         let (t_max, n, d, k_max) = (rp.steps, rp.learners, rp.width, rp.finals_per);
-        let seq = self.net0.len();
+        let seq = self.seqs.len();
         self.len = t_max + 1 + k_max;
-        self.net0.push(net0);
-        self.replica.push(replica);
+        self.seqs.push(c);
         let h = n * rp.state;
         self.h0.extend_from_slice(&rp.h0[c * h..(c + 1) * h]);
         let obs = |t: usize| {
@@ -107,7 +94,6 @@ impl SeqStage {
                         own: rp.actions[a],
                         reward: rp.rewards[a],
                         terminated: rp.terminated[at],
-                        replica,
                     });
                     self.others
                         .extend((0..n).filter(|&j| j != i).map(|j| rp.actions[at * n + j]));
@@ -136,16 +122,6 @@ impl SeqStage {
         }
         self.rows.extend(pending);
     }
-
-    fn clear(&mut self) {
-        self.input.clear();
-        self.reset.clear();
-        self.h0.clear();
-        self.net0.clear();
-        self.replica.clear();
-        self.others.clear();
-        self.rows.clear();
-    }
 }
 
 /// Sequences `seqs` of a stage as one time-major pass `[L, |seqs| x N]` (column `k x N + i`
@@ -170,7 +146,7 @@ impl Pass {
         for &s in seqs {
             self.h0
                 .extend_from_slice(&st.h0[s * n * g..(s + 1) * n * g]);
-            self.nets.extend((0..n as u32).map(|i| st.net0[s] + i));
+            self.nets.extend(0..n as u32);
         }
         for p in 0..l {
             for &s in seqs {
@@ -197,38 +173,22 @@ impl Pass {
 }
 
 impl Pr2Iql {
-    /// `E_rho[Q_i]` `[R x B x N, A]` of the first `lanes` replicas' current observations
-    /// through [`crate::critic::CriticBackend::act`], reading and advancing their arenas'
-    /// hidden states.
-    pub(super) fn recurrent_acting_values(&mut self, lanes: usize) -> Result<Vec<f32>, TrainError> {
-        let mut obs = Vec::new();
-        self.hidden.clear();
-        for lane in &self.lanes[..lanes] {
-            obs.extend_from_slice(&lane.batch.buffers().obs);
-            self.hidden.extend_from_slice(lane.batch.hidden_states());
-        }
+    /// `E_rho[Q_i]` `[B x N, A]` of the current observations through
+    /// [`crate::critic::CriticBackend::act`], reading and advancing the arenas' hidden states.
+    pub(super) fn recurrent_acting_values(&mut self) -> Result<Vec<f32>, TrainError> {
+        let obs = self.batch.buffers().obs.clone();
+        let mut hidden = self.batch.hidden_states().to_vec();
         let rows = obs.len() / self.spec.input.max(1);
-        let nets: Vec<u32> = if lanes == self.lanes.len() {
-            self.nets[..rows].to_vec()
-        } else {
-            (0..rows).map(|r| (r % self.learners) as u32).collect()
-        };
-        let out = self.critic.act(Input::U8(&obs), &nets, &mut self.hidden)?;
-        let per = self.hidden.len() / lanes.max(1);
-        for (lane, h) in self
-            .lanes
-            .iter_mut()
-            .zip(self.hidden.chunks_exact(per.max(1)))
-        {
-            lane.batch.hidden_states_mut().copy_from_slice(h);
-        }
+        let nets = self.nets[..rows].to_vec();
+        let out = self.critic.act(Input::U8(&obs), &nets, &mut hidden)?;
+        self.batch.hidden_states_mut().copy_from_slice(&hidden);
         let mut values = Vec::new();
-        self.expectations((&out, &nets), None, &mut values);
+        self.expectations(&out, None, &mut values);
         Ok(values)
     }
 
-    /// `E_rho[Q_i]` of replica 0's online critics for observation rows `[R, N, O]` entering
-    /// with the hidden states `hidden` `[R x N, g]`, which it advances (greedy evaluation).
+    /// `E_rho[Q_i]` of the online critics for observation rows `[R, N, O]` entering with the
+    /// hidden states `hidden` `[R x N, g]`, which it advances (greedy evaluation).
     pub(super) fn values_recurrent(
         &mut self,
         obs: &[u8],
@@ -238,122 +198,87 @@ impl Pr2Iql {
         let nets: Vec<u32> = (0..rows).map(|r| (r % self.learners) as u32).collect();
         let out = self.critic.act(Input::U8(obs), &nets, hidden)?;
         let mut values = Vec::new();
-        self.expectations((&out, &nets), None, &mut values);
+        self.expectations(&out, None, &mut values);
         Ok(values)
     }
 
-    /// One learner step of every replica with `active[r]` on a recurrent critic (see the
-    /// module's doc); returns the mean of their losses.
-    pub(super) fn learn_sequences(
-        &mut self,
-        settings: &[StepValues],
-        active: &[bool],
-    ) -> Result<f32, TrainError> {
+    /// One learner step on a recurrent critic (see the module's doc); returns the mean loss.
+    pub(super) fn learn_sequences(&mut self, step: &StepValues) -> Result<f32, TrainError> {
         let (n, w, a, d, g) = (
             self.learners,
-            self.rows[0].width(),
+            self.row.width(),
             self.actions,
             self.spec.input,
             self.spec.state_width(),
         );
         let o = n - 1;
-        let stepping: Vec<usize> = (0..self.lanes.len()).filter(|&r| active[r]).collect();
         let mut stage = SeqStage::default();
-        stage.clear();
         let mut chosen = Vec::new();
-        let mut seqs_of: Vec<Vec<usize>> = Vec::new();
-        for (k, &r) in stepping.iter().enumerate() {
-            self.sample_sequences(r, &mut chosen);
-            let lane = &self.lanes[r];
-            let first = stage.net0.len();
-            for &c in &chosen {
-                stage.push(&lane.replay, c, (k, (r * n) as u32), lane.cfg.burn_in);
-            }
-            seqs_of.push((first..stage.net0.len()).collect());
+        self.sample_sequences(&mut chosen);
+        for &c in &chosen {
+            stage.push(&self.replay, c, self.cfg.burn_in);
         }
-        let all: Vec<usize> = (0..stage.net0.len()).collect();
-        let bw = all.len() * n;
+        let mut order: Vec<usize> = (0..stage.seqs.len()).collect();
+        let bw = order.len() * n;
 
         // Targets from the target critics over the whole timeline of every sequence.
         let mut pass = Pass::default();
-        pass.gather(&stage, &all, (n, d, g));
+        pass.gather(&stage, &order, (n, d, g));
         let q = self.critic.forward_target_seq(pass.sequences())?;
         let mut values = Vec::new();
-        self.expectations((&q, &pass.row_nets), None, &mut values);
+        self.expectations(&q, None, &mut values);
         let targets: Vec<f32> = (stage.rows.iter())
             .map(|t| {
                 let row = t.boot * bw + t.seq * n + t.learner;
-                let gamma = settings[stepping[t.replica]].gamma;
-                t.reward + gamma * (1.0 - t.terminated) * max_value(&values[row * a..(row + 1) * a])
+                let next = max_value(&values[row * a..(row + 1) * a]);
+                t.reward + step.gamma * (1.0 - t.terminated) * next
             })
             .collect();
         // Each sequence's trained rows (indices into stage.rows).
-        let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
+        let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
         for (k, t) in stage.rows.iter().enumerate() {
             rows_of[t.seq].push(k);
         }
 
-        let per_batch = seqs_of[0]
-            .len()
-            .div_ceil(self.cfg.minibatches.max(1))
-            .max(1);
+        let per_batch = order.len().div_ceil(self.cfg.minibatches.max(1)).max(1);
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
-        let mut chunk = Vec::new();
         let mut d_out = Vec::new();
         for _ in 0..self.cfg.epochs {
-            for (&r, order) in stepping.iter().zip(&mut seqs_of) {
-                shuffle(order, &mut self.lanes[r].core.sampler);
-            }
-            for start in (0..seqs_of[0].len()).step_by(per_batch) {
-                chunk.clear();
-                for order in &seqs_of {
-                    let end = (start + per_batch).min(order.len());
-                    chunk.extend_from_slice(&order[start..end]);
-                }
-                pass.gather(&stage, &chunk, (n, d, g));
+            shuffle(&mut order, &mut self.core.sampler);
+            for chunk in order.chunks(per_batch) {
+                pass.gather(&stage, chunk, (n, d, g));
                 let out = self.critic.forward_seq(pass.sequences())?;
                 let b = chunk.len() * n;
                 d_out.clear();
                 d_out.resize(out.len(), 0.0);
-                let mut mean = 0.0f64;
-                for k in 0..stepping.len() {
-                    let cols: Vec<(usize, usize)> = (chunk.iter().enumerate())
-                        .filter(|&(_, &s)| stage.replica[s] == k)
-                        .map(|(col, &s)| (col, s))
-                        .collect();
-                    let count: usize = cols.iter().map(|&(_, s)| rows_of[s].len()).sum();
-                    if count == 0 {
-                        continue;
+                let count: usize = chunk.iter().map(|&s| rows_of[s].len()).sum();
+                let scale = 1.0 / count as f32;
+                let mut loss = 0.0f64;
+                for (col, &s) in chunk.iter().enumerate() {
+                    for &ri in &rows_of[s] {
+                        let t = stage.rows[ri];
+                        let at = t.pos * b + col * n + t.learner;
+                        loss += self.row.row_loss(
+                            &out[at * w..(at + 1) * w],
+                            t.own as usize,
+                            &stage.others[ri * o..(ri + 1) * o],
+                            targets[ri],
+                            scale,
+                            &mut self.scratch,
+                            &mut d_out[at * w..(at + 1) * w],
+                        ) as f64;
                     }
-                    let scale = 1.0 / count as f32;
-                    let row_loss = self.rows[stepping[k]];
-                    let mut loss = 0.0f64;
-                    for &(col, s) in &cols {
-                        for &ri in &rows_of[s] {
-                            let t = stage.rows[ri];
-                            let at = t.pos * b + col * n + t.learner;
-                            loss += row_loss.row_loss(
-                                &out[at * w..(at + 1) * w],
-                                t.own as usize,
-                                &stage.others[ri * o..(ri + 1) * o],
-                                targets[ri],
-                                scale,
-                                &mut self.scratch,
-                                &mut d_out[at * w..(at + 1) * w],
-                            ) as f64;
-                        }
-                    }
-                    mean += finite_loss(loss / count as f64, self.progress.update)? as f64;
                 }
-                drop(out);
-                loss_sum += mean / stepping.len() as f64;
+                if count > 0 {
+                    loss_sum += finite_loss(loss / count as f64, self.progress.update)? as f64;
+                }
                 batches += 1;
                 self.critic.backward(&d_out)?;
-                masked_step(&mut self.critic, (settings, active), n)?;
+                self.critic.step(&step.adam)?;
             }
         }
-        masked_target_update(&mut self.critic, (settings, active), n)?;
-        self.count_step(&stepping);
+        self.critic.polyak(step.tau)?;
+        self.count_step();
         Ok((loss_sum / batches.max(1) as f64) as f32)
     }
 }

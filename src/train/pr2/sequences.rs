@@ -151,6 +151,23 @@ pub(super) struct Rollout {
 }
 
 impl Rollout {
+    /// Empty buffers for `t` steps of `b` arenas of `n` learners with `d`-byte observations
+    /// (hidden states of `g` floats, 0 without recurrence), `k` final observations per arena.
+    pub(super) fn new((t, b): (usize, usize), (n, d, g): (usize, usize, usize), k: usize) -> Self {
+        Rollout {
+            arenas: b,
+            obs: vec![0; (t + 1) * b * n * d],
+            actions: vec![0; t * b * n],
+            rewards: vec![0.0; t * b * n],
+            terminated: vec![0.0; t * b],
+            truncated: vec![0.0; t * b],
+            finals: vec![0; b * k * n * d],
+            kept: vec![0; b],
+            h0: vec![0.0; b * n * g],
+            reset: vec![0; usize::from(g > 0) * t * b],
+        }
+    }
+
     /// Before acting step `t` (recurrent critic): records which arenas start an episode there
     /// (`next_reset`) and at `t = 0` the hidden states `hidden` `[B, N, g]` entering it.
     pub(super) fn before_step(&mut self, t: usize, next_reset: &[u8], hidden: &[f32]) {

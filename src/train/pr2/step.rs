@@ -1,10 +1,6 @@
-//! One PR2-IQL learner step of the replicas whose rate limiters allow one now, at once: each
-//! samples sequences of its own replay with its own stream, their rows are stacked (replica
-//! r's networks the r-th block of the stack) and go through one target pass and one pass per
-//! minibatch; each replica's rows are shuffled with its own stream, scored and trained with its
-//! own value loss and averaged over its own rows, and its networks alone are stepped (masked)
-//! and averaged into their targets with its values. So replica k computes what a single run
-//! with its configuration computes.
+//! One PR2-IQL learner step: sample sequences, targets from the target critics, `epochs`
+//! shuffled passes of `minibatches` value-loss steps, one pass of the opponent models, a
+//! Polyak update.
 
 use rand_core::Rng;
 
@@ -15,9 +11,9 @@ use crate::rng::below;
 use crate::train::error::TrainError;
 use crate::train::explore::max_value;
 use crate::train::opponent::{OpponentScores, ScoreMean};
-use crate::train::replicas::{StepValues, masked_step, masked_target_update, models_in_step};
+use crate::train::schedule::StepValues;
 
-/// The row buffers of one learner step (every replica's rows, replica after replica), reused.
+/// The row buffers of one learner step, reused.
 #[derive(Default)]
 pub(super) struct StepBuffers {
     input: Vec<u8>,
@@ -48,8 +44,8 @@ impl StepBuffers {
     }
 
     /// Appends `sequences` of `rp` as rows `[S, T+1+K, N]` (the K final observations after
-    /// each sequence's steps, scored but not trained on), their networks from `net_offset` on.
-    fn gather(&mut self, rp: &SequenceReplay, sequences: &[usize], net_offset: u32) {
+    /// each sequence's steps, scored but not trained on), learner i's rows through network i.
+    fn gather(&mut self, rp: &SequenceReplay, sequences: &[usize]) {
         let (t_max, n, d, k_max) = (rp.steps, rp.learners, rp.width, rp.finals_per);
         let o = n - 1;
         for &c in sequences {
@@ -61,7 +57,7 @@ impl StepBuffers {
                 let last = t == t_max;
                 let truncated = !last && rp.truncated[c * t_max + t] != 0.0;
                 for i in 0..n {
-                    self.nets.push(net_offset + i as u32);
+                    self.nets.push(i as u32);
                     self.train.push(!last);
                     if last {
                         self.push_untrained(o);
@@ -87,7 +83,7 @@ impl StepBuffers {
                 .extend_from_slice(&rp.finals[c * per..(c + 1) * per]);
             for _ in 0..k_max {
                 for i in 0..n {
-                    self.nets.push(net_offset + i as u32);
+                    self.nets.push(i as u32);
                     self.train.push(false);
                     self.push_untrained(o);
                 }
@@ -138,7 +134,7 @@ impl Minibatch {
     }
 }
 
-/// A replica's mean critic loss as f32, or the error naming it (in the update after
+/// A mean critic loss as f32, or the error naming it (in the update after
 /// `update`) where it is not finite.
 pub(super) fn finite_loss(loss: f64, update: u64) -> Result<f32, TrainError> {
     let loss = loss as f32;
@@ -161,40 +157,25 @@ pub(super) fn shuffle(order: &mut [usize], sampler: &mut rand_chacha::ChaCha8Rng
 }
 
 impl Pr2Iql {
-    /// One learner step of every replica with `active[r]`: sample sequences, targets from the
-    /// target critics (in passes of at most [`pass_rows`] rows per replica), `epochs` shuffled
-    /// passes of `minibatches` value-loss steps (masked steps of their networks), one pass of
-    /// the opponent models (each replica's on its own rows), a Polyak update of their targets;
-    /// `settings` holds each replica's values. Returns the mean of their losses and each
-    /// replica's opponent-model scores.
+    /// One learner step: sample sequences, targets from the target critics (in passes of at
+    /// most [`pass_rows`] rows), `epochs` shuffled passes of `minibatches` value-loss steps,
+    /// one pass of the opponent models over the same rows, a Polyak update of the targets.
+    /// Returns the mean loss and the opponent-model scores.
     pub(super) fn learn(
         &mut self,
-        settings: &[StepValues],
-        active: &[bool],
-    ) -> Result<(f32, Option<Vec<OpponentScores>>), TrainError> {
-        models_in_step(self.models.is_some(), active)?;
+        step: &StepValues,
+    ) -> Result<(f32, Option<OpponentScores>), TrainError> {
         if self.spec.state_width() > 0 {
-            return Ok((self.learn_sequences(settings, active)?, None));
+            return Ok((self.learn_sequences(step)?, None));
         }
-        let (n, w, a, d) = (
-            self.learners,
-            self.rows[0].width(),
-            self.actions,
-            self.spec.input,
-        );
-        // The replicas that learn this time, in stack order.
-        let stepping: Vec<usize> = (0..self.lanes.len()).filter(|&r| active[r]).collect();
-        let (o, replicas) = (n - 1, stepping.len());
+        let (n, w, a, d) = (self.learners, self.row.width(), self.actions, self.spec.input);
+        let o = n - 1;
         self.step.clear();
         let mut chosen = Vec::new();
-        for &r in &stepping {
-            self.sample_sequences(r, &mut chosen);
-            self.step
-                .gather(&self.lanes[r].replay, &chosen, (r * n) as u32);
-        }
+        self.sample_sequences(&mut chosen);
+        self.step.gather(&self.replay, &chosen);
         let rows = self.step.nets.len();
-        let own_rows = rows / replicas;
-        let pass = pass_rows(&self.cfg, n) * replicas;
+        let pass = pass_rows(&self.cfg, n);
 
         // Targets: V(s') = max_a E_rho[Q_target(s', a, .)] of row `boot[r]`: s_{t+1}, or the
         // final observation where step t truncated; a termination does not bootstrap.
@@ -205,11 +186,10 @@ impl Pr2Iql {
         let mut chunk_values = Vec::new();
         for start in (0..rows).step_by(pass) {
             let end = (start + pass).min(rows);
-            let q = self
-                .critic
-                .forward_target(Input::U8(&input[start * d..end * d]), &nets[start..end])?;
-            let rho = self.rho_for(&input[start * d..end * d], &nets[start..end])?;
-            self.expectations((&q, &nets[start..end]), rho.as_deref(), &mut chunk_values);
+            let (x, nets) = (&input[start * d..end * d], &nets[start..end]);
+            let q = self.critic.forward_target(Input::U8(x), nets)?;
+            let rho = self.rho_for(x, nets)?;
+            self.expectations(&q, rho.as_deref(), &mut chunk_values);
             values.extend_from_slice(&chunk_values);
         }
         let s = &mut self.step;
@@ -218,125 +198,85 @@ impl Pr2Iql {
             if !s.train[r] {
                 return 0.0;
             }
-            let gamma = settings[nets[r] as usize / n].gamma;
             let next = &values[s.boot[r] * a..(s.boot[r] + 1) * a];
-            s.rewards[r] + gamma * (1.0 - s.terminated[r]) * max_value(next)
+            s.rewards[r] + step.gamma * (1.0 - s.terminated[r]) * max_value(next)
         }));
         self.step.values = values;
 
-        // Epochs of shuffled minibatches of each replica's value loss on the observed
-        // Q(s, a_i, a_-i); minibatch c holds the c-th chunk of every stepping replica's own
-        // shuffled rows.
-        let mut orders: Vec<Vec<usize>> = (0..replicas)
-            .map(|k| {
-                (k * own_rows..(k + 1) * own_rows)
-                    .filter(|&r| self.step.train[r])
-                    .collect()
-            })
-            .collect();
-        let own_train = orders[0].len();
-        let per_batch = own_train.div_ceil(self.cfg.minibatches.max(1)).max(1);
+        // Epochs of shuffled minibatches of the value loss on the observed Q(s, a_i, a_-i).
+        let mut order: Vec<usize> = (0..rows).filter(|&r| self.step.train[r]).collect();
+        let trained = order.len();
+        let per_batch = trained.div_ceil(self.cfg.minibatches.max(1)).max(1);
         let mut mb = Minibatch::default();
-        let mut chunk = Vec::new();
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
         for _ in 0..self.cfg.epochs {
-            for (&r, order) in stepping.iter().zip(&mut orders) {
-                shuffle(order, &mut self.lanes[r].core.sampler);
-            }
-            for start in (0..own_train).step_by(per_batch) {
-                let end = (start + per_batch).min(own_train);
-                chunk.clear();
-                for order in &orders {
-                    chunk.extend_from_slice(&order[start..end]);
-                }
-                mb.gather(&chunk, &input, &nets, &self.step, d, o);
+            shuffle(&mut order, &mut self.core.sampler);
+            for start in (0..trained).step_by(per_batch) {
+                let chunk = &order[start..(start + per_batch).min(trained)];
+                mb.gather(chunk, &input, &nets, &self.step, d, o);
                 let out = self.critic.forward(Input::U8(&mb.input), &mb.nets)?;
                 let s = &mut self.step;
                 s.d_out.clear();
                 s.d_out.resize(out.len(), 0.0);
-                let own = end - start;
-                let scale = 1.0 / own as f32;
-                let mut mean = 0.0f64;
-                for (rows_k, rows_r) in chunk.chunks(own).enumerate() {
-                    let row_loss = self.rows[stepping[rows_k]];
-                    let mut loss = 0.0f64;
-                    for (j, &r) in rows_r.iter().enumerate() {
-                        let k = rows_k * own + j;
-                        let row = &out[k * w..(k + 1) * w];
-                        let others = &s.others[r * o..(r + 1) * o];
-                        let own_action = s.own[r] as usize;
-                        loss += row_loss.row_loss(
-                            row,
-                            own_action,
-                            others,
-                            s.targets[r],
-                            scale,
-                            &mut self.scratch,
-                            &mut s.d_out[k * w..(k + 1) * w],
-                        ) as f64;
-                    }
-                    mean += finite_loss(loss / own as f64, self.progress.update)? as f64;
+                let scale = 1.0 / chunk.len() as f32;
+                let mut loss = 0.0f64;
+                for (k, &r) in chunk.iter().enumerate() {
+                    loss += self.row.row_loss(
+                        &out[k * w..(k + 1) * w],
+                        s.own[r] as usize,
+                        &s.others[r * o..(r + 1) * o],
+                        s.targets[r],
+                        scale,
+                        &mut self.scratch,
+                        &mut s.d_out[k * w..(k + 1) * w],
+                    ) as f64;
                 }
-                drop(out);
-                loss_sum += mean / replicas as f64;
+                let loss = loss / chunk.len() as f64;
+                loss_sum += finite_loss(loss, self.progress.update)? as f64;
                 batches += 1;
                 self.critic.backward(&self.step.d_out)?;
-                masked_step(&mut self.critic, (settings, active), n)?;
+                self.critic.step(&step.adam)?;
             }
         }
-        masked_target_update(&mut self.critic, (settings, active), n)?;
+        self.critic.polyak(step.tau)?;
 
-        // The opponent models: one pass over the same rows, minibatch c the c-th chunk of
-        // every replica's last order, each replica's rows scored before each step and training
-        // its own models at its learning rate.
-        let scores = match &mut self.models {
-            Some(m) => {
-                let lrs: Vec<f32> = settings.iter().map(|v| v.adam.lr).collect();
-                let mut means: Vec<ScoreMean> =
-                    orders.iter().map(|_| ScoreMean::default()).collect();
-                for c in 0..own_train.div_ceil(per_batch) {
-                    let own = c * per_batch..((c + 1) * per_batch).min(own_train);
-                    chunk.clear();
-                    chunk.extend(orders.iter().flat_map(|order| &order[own.clone()]));
-                    mb.gather(&chunk, &input, &nets, &self.step, d, o);
-                    let train = vec![true; chunk.len()];
-                    let labels = (&mb.own[..], &mb.others[..]);
-                    let sc = m.score_and_train(&mb.input, &mb.nets, labels, &train, &lrs)?;
-                    for (mean, s) in means.iter_mut().zip(sc) {
-                        mean.add(s, own.len() as f64);
-                    }
+        // The opponent models: one pass over the same rows in the last epoch's order, each
+        // minibatch scored before the models step on it.
+        let mut score = ScoreMean::default();
+        if let Some(m) = &mut self.models {
+            for chunk in order.chunks(per_batch) {
+                mb.gather(chunk, &input, &nets, &self.step, d, o);
+                let train = vec![true; chunk.len()];
+                let labels = (&mb.own[..], &mb.others[..]);
+                let lr = [step.adam.lr];
+                for s in m.score_and_train(&mb.input, &mb.nets, labels, &train, &lr)? {
+                    score.add(s, chunk.len() as f64);
                 }
-                means.into_iter().map(ScoreMean::mean).collect()
             }
-            None => None,
-        };
+        }
         self.step.input = input;
         self.step.nets = nets;
-        self.count_step(&stepping);
-        Ok(((loss_sum / batches.max(1) as f64) as f32, scores))
+        self.count_step();
+        Ok(((loss_sum / batches.max(1) as f64) as f32, score.mean()))
     }
 
-    /// Replica r's sequences of one learner step into `chosen`: the newest first when `cer >
-    /// 0`, then uniform samples from its sampling stream.
-    pub(super) fn sample_sequences(&mut self, r: usize, chosen: &mut Vec<usize>) {
-        let lane = &mut self.lanes[r];
+    /// The sequences of one learner step into `chosen`: the newest first when `cer > 0`, then
+    /// uniform samples from the sampling stream.
+    pub(super) fn sample_sequences(&mut self, chosen: &mut Vec<usize>) {
         chosen.clear();
-        for k in 0..lane.cfg.buffer_batch_size {
-            chosen.push(if k == 0 && lane.cfg.cer > 0 {
-                lane.replay.ring.newest(0)
+        for k in 0..self.cfg.buffer_batch_size {
+            chosen.push(if k == 0 && self.cfg.cer > 0 {
+                self.replay.ring.newest(0)
             } else {
-                below(lane.core.sampler.next_u32(), lane.replay.ring.len as u32) as usize
+                below(self.core.sampler.next_u32(), self.replay.ring.len as u32) as usize
             });
         }
     }
 
-    /// Counts a learner step of the replicas `stepping` in their rate limiters.
-    pub(super) fn count_step(&mut self, stepping: &[usize]) {
-        for &r in stepping {
-            let lane = &mut self.lanes[r];
-            let sampled = lane.cfg.buffer_batch_size * lane.cfg.rollout;
-            lane.core.limiter.sample(sampled as u64);
-            lane.core.learner_steps += 1;
-        }
+    /// Counts a learner step in the rate limiter.
+    pub(super) fn count_step(&mut self) {
+        let sampled = self.cfg.buffer_batch_size * self.cfg.rollout;
+        self.core.limiter.sample(sampled as u64);
+        self.core.learner_steps += 1;
     }
 }
