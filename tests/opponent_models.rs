@@ -93,9 +93,7 @@ fn the_opponent_models_predict_from_the_observation() {
     let history: Vec<OpponentScores> = (0..3000)
         .map(|step| {
             let (obs, slots, _, other) = batch(step, false);
-            m.score_and_train_rows(&obs, &slots, &other, &[3e-3], ROWS)
-                .unwrap()
-                .remove(0)
+            m.score_and_train_rows(&obs, &slots, &other, 3e-3).unwrap()
         })
         .collect();
     assert_beats_the_frequency_baseline("plain models", &history);
@@ -115,9 +113,8 @@ fn pr2s_conditional_models_predict_from_the_observation_and_the_own_action() {
     let history: Vec<OpponentScores> = (0..3000)
         .map(|step| {
             let (obs, slots, own, other) = batch(step, true);
-            m.score_and_train(&obs, &slots, (&own, &other), &[true; ROWS], &[3e-3])
+            m.score_and_train(&obs, &slots, (&own, &other), &[true; ROWS], 3e-3)
                 .unwrap()
-                .remove(0)
         })
         .collect();
     assert_beats_the_frequency_baseline("conditional models", &history);

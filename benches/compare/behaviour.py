@@ -58,6 +58,10 @@ MATRIX = [
                                           "--set", "batch_size=4", "--set", "cer=1"]),
     ("iql-opponents", TINY + PURSUIT_3 + IQL + ["--steps", "2048",
                                                 "--set", "opponent_models=true"]),
+    ("iql-opponents-seeds", TINY + PURSUIT_3 + IQL + ["--steps", "2048", "--seeds", "2",
+                                                      "--set", "opponent_models=true"]),
+    ("pqn-opponents-sweep", TINY + PURSUIT_3 + ["--steps", "2048", "--sweep", "lr=[1e-3,3e-3]",
+                                                "--set", "opponent_models=true"]),
     ("pr2", PR2 + ["--steps", "4096"]),
     ("pr2-seeds", PR2 + ["--steps", "4096", "--seeds", "2"]),
     ("pr2-opponents", PR2 + ["--steps", "4096", "--set", "opponent_models=true",
@@ -241,10 +245,11 @@ def main():
     runs = [(name, a, False) for name, a in MATRIX]
     if args.mpi:
         runs += [(f"{name}-mpi2", a, True) for name, a in MATRIX if name in MPI]
-    failed = 0
+    failed = ran = 0
     for name, run_args, mpi in runs:
         if args.only and args.only not in name:
             continue
+        ran += 1
         dirs = [work / f"{name}-{side}" for side in ("old", "new")]
         for binary, d in zip((args.old, args.new), dirs):
             shutil.rmtree(d, ignore_errors=True)
@@ -258,7 +263,7 @@ def main():
         print(f"{name:18} {verdict}", flush=True)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(runs) - failed} same, {failed} differ")
+    print(f"{ran - failed} same, {failed} differ")
     sys.exit(1 if failed else 0)
 
 

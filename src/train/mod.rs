@@ -40,7 +40,6 @@ pub mod run_dir;
 mod run_setup;
 mod saving;
 pub mod schedule;
-mod sequence_loss;
 pub mod shards;
 pub(crate) mod sizing;
 pub(crate) mod stats;

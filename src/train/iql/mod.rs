@@ -50,8 +50,8 @@ use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
-pub use buffer::td_target;
 use buffer::Minibatch;
+pub use buffer::td_target;
 use sequences::{SeqBatch, Store, sequence_config};
 
 /// An IQL learner with its arenas.
@@ -129,7 +129,10 @@ impl Iql {
         let replay = Store::new(cfg, &spec, (rows_per_step, groups), (actions, spec.nets));
         // Rate-limiter items inserted at once and sampled per learner step.
         let per_entry = replay.items_per_step(cfg) as u64;
-        let items = (rows_per_step as u64 * per_entry, cfg.batch_size as u64 * per_entry);
+        let items = (
+            rows_per_step as u64 * per_entry,
+            cfg.batch_size as u64 * per_entry,
+        );
         Ok(Iql {
             core: ReplayCore::new_in(cfg, items, job)?,
             replay,
@@ -216,17 +219,16 @@ impl Iql {
             let sampler = &mut self.core.sampler;
             seqs.sample(sampler, (cfg.batch_size, cfg.cer), &mut self.picks);
             self.seq_batch.gather(seqs, &self.picks, cfg.burn_in);
-            self.seq_batch.train(&mut self.critic, step, sizes, update)?
+            self.seq_batch
+                .train(&mut self.critic, step, sizes, update)?
         } else {
             self.mb.fill(&self.replay.rows, &mut self.core.sampler, cfg);
             let value = self.mb.train(&mut self.critic, step, sizes, update)?;
             if let Some(m) = &mut self.models {
                 let (mb, rows) = (&self.mb, cfg.batch_size);
-                let lr = [step.adam.lr];
-                let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, &lr, rows)?;
-                for s in scores {
-                    self.score.add(s, rows as f64);
-                }
+                let lr = step.adam.lr;
+                let s = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, lr)?;
+                self.score.add(s, rows as f64);
             }
             value
         };
@@ -400,4 +402,3 @@ pub(crate) fn plan(
     tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
     tensors
 }
-

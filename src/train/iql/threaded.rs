@@ -6,8 +6,8 @@ use super::super::error::TrainError;
 use super::super::explore::act_epsilon_greedy;
 use super::super::replay::{ReplayCore, successor_input};
 use super::super::schedule::StepValues;
-use super::buffer::Replay;
 use super::Iql;
+use super::buffer::Replay;
 use crate::critic::{AdamConfig, CriticBackend, Input};
 
 impl Iql {

@@ -241,7 +241,7 @@ impl Pqn {
             let Some(seq) = &mut self.seq else {
                 return Ok(0.0);
             };
-            return seq.minibatch_loss(&mut self.critic, &[self.head], &r, &seqs);
+            return seq.minibatch_loss(&mut self.critic, self.head, &r, &seqs);
         }
         let picks = &self.index[mb * size..(mb + 1) * size];
         self.buf.gather(picks, &self.nets, &mut self.mb);
@@ -260,11 +260,10 @@ impl Pqn {
         let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
         self.buf.lambda_returns(self.cfg.gamma, self.cfg.lambda);
-        let rows = self.buf.rows;
         // The opponent models learn from the same rollout, at the (undecayed) lr.
         let opponents = match &mut self.opponents {
             Some(models) => {
-                models.score_and_train(&self.buf.obs, &self.buf.taken, &[self.cfg.lr], rows)?
+                vec![models.score_and_train(&self.buf.obs, &self.buf.taken, self.cfg.lr)?]
             }
             None => Vec::new(),
         };

@@ -12,10 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::critic::loss::loss_and_grad;
 use crate::critic::{Critic, Input, Sequences};
 use crate::train::error::TrainError;
 use crate::train::q_head::QHead;
-use crate::train::sequence_loss::{Part, masked_loss_by_blocks};
 use crate::train::tensors::{NamedTensors, Tensor};
 
 /// The steps carried from one rollout to the next (the burn-in of the next update).
@@ -69,15 +69,13 @@ struct SeqMinibatch {
     targets: Vec<f32>,
     mask: Vec<f32>,
     d_out: Vec<f32>,
-    /// One replica's rows gathered for its loss.
-    part: Part,
 }
 
 /// What the rollout storage holds, for gathering sequences.
 pub(crate) struct Rollout<'a> {
     /// T.
     pub(crate) steps: usize,
-    /// Rows per step (all replicas).
+    /// Rows per step.
     pub(crate) rows: usize,
     /// Input bytes per row.
     pub(crate) input: usize,
@@ -142,29 +140,25 @@ impl SeqState {
         m.h0.clone_from(&self.h_window);
     }
 
-    /// Forward and BPTT of the sequences `seqs` (rows of the rollout, the same number per
-    /// replica, replica-major; see `sequence_loss`): burn-in from the memory, then the rollout's steps with the value loss to
-    /// their returns, each replica's loss averaged over its own trained steps. Returns the mean
-    /// of the replicas' losses.
+    /// Forward and BPTT of the sequences `seqs` (rows of the rollout): burn-in from the
+    /// memory, then the rollout's steps with the value loss (`head`'s) to their returns,
+    /// averaged over the trained steps. Returns the loss.
     pub(crate) fn minibatch_loss(
         &mut self,
         critic: &mut Critic,
-        heads: &[QHead],
+        head: QHead,
         r: &Rollout,
         seqs: &[usize],
     ) -> Result<f32, TrainError> {
         let out = self.replay(critic, r, seqs)?;
         let m = &mut self.mb;
         let a = critic.spec().head;
-        let sum = masked_loss_by_blocks(
-            (&out, a, seqs.len()),
-            (&m.actions, &m.targets, &m.mask),
-            heads.iter().copied(),
-            &mut m.part,
-            &mut m.d_out,
-        );
+        let loss = head.masked_loss(&m.actions, &m.targets, Some(&m.mask));
+        m.d_out.clear();
+        m.d_out.resize(out.len(), 0.0);
+        let value = loss_and_grad(&loss, &out, a, &mut m.d_out);
         critic.backward(&m.d_out)?;
-        Ok(sum / heads.len() as f32)
+        Ok(value)
     }
 
     /// The training forward of the sequences `seqs` (the memory's steps, then the rollout's,

@@ -303,8 +303,8 @@ impl Pr2Iql {
             let buf = self.batch.buffers();
             self.rollout.rewards[t * b * n..(t + 1) * b * n].copy_from_slice(&buf.rewards);
             self.rollout.record_ends(t, buf, n * d);
-            for (r, (&term, &trunc)) in (self.replay.next_reset.iter_mut())
-                .zip(buf.terminated.iter().zip(&buf.truncated))
+            for (r, (&term, &trunc)) in
+                (self.replay.next_reset.iter_mut()).zip(buf.terminated.iter().zip(&buf.truncated))
             {
                 *r = u8::from(term != 0 || trunc != 0);
             }
@@ -343,7 +343,13 @@ impl Pr2Iql {
         self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
         let chosen = self.batch.actions_mut();
         let rows = chosen.len();
-        act_epsilon_greedy(&mut self.core.explore, values, self.actions, threshold, chosen);
+        act_epsilon_greedy(
+            &mut self.core.explore,
+            values,
+            self.actions,
+            threshold,
+            chosen,
+        );
         let taken = &mut self.rollout.actions[t * rows..(t + 1) * rows];
         for (taken, &action) in taken.iter_mut().zip(chosen.iter()) {
             *taken = action as u32;

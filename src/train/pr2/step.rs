@@ -168,7 +168,12 @@ impl Pr2Iql {
         if self.spec.state_width() > 0 {
             return Ok((self.learn_sequences(step)?, None));
         }
-        let (n, w, a, d) = (self.learners, self.row.width(), self.actions, self.spec.input);
+        let (n, w, a, d) = (
+            self.learners,
+            self.row.width(),
+            self.actions,
+            self.spec.input,
+        );
         let o = n - 1;
         self.step.clear();
         let mut chosen = Vec::new();
@@ -248,10 +253,8 @@ impl Pr2Iql {
                 mb.gather(chunk, &input, &nets, &self.step, d, o);
                 let train = vec![true; chunk.len()];
                 let labels = (&mb.own[..], &mb.others[..]);
-                let lr = [step.adam.lr];
-                for s in m.score_and_train(&mb.input, &mb.nets, labels, &train, &lr)? {
-                    score.add(s, chunk.len() as f64);
-                }
+                let s = m.score_and_train(&mb.input, &mb.nets, labels, &train, step.adam.lr)?;
+                score.add(s, chunk.len() as f64);
             }
         }
         self.step.input = input;
