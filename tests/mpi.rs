@@ -138,6 +138,7 @@ fn rank_mode(mode: &str) {
         "rank mode runs under mpirun with several ranks"
     );
     let dir = PathBuf::from(std::env::var(DIR_VAR).unwrap());
+    gathers_of_empty_messages(&job);
     gradients_match(&job, &cpu());
     // The GPU backend reads its gradients back and uploads their mean (lavapipe in CI).
     match gridarena::critic::choose_device(Device::Gpu) {
@@ -156,6 +157,19 @@ fn rank_mode(mode: &str) {
         replicas_split_over_ranks(&job, &dir, 4);
     }
     job.barrier();
+}
+
+/// Gathers where every rank, or only some, send nothing arrive at rank 0 as sent (an empty
+/// buffer once reached Open MPI as MPI_IN_PLACE and failed the job).
+fn gathers_of_empty_messages(job: &Job) {
+    let none = job.gather_bytes(&[]).unwrap();
+    let mine = vec![7u8; job.rank()];
+    let some = job.gather_bytes(&mine).unwrap();
+    if job.is_root() {
+        assert_eq!(none, vec![Vec::<u8>::new(); job.size()]);
+        let expected: Vec<Vec<u8>> = (0..job.size()).map(|r| vec![7u8; r]).collect();
+        assert_eq!(some, expected);
+    }
 }
 
 fn cpu() -> Chosen {

@@ -19,8 +19,8 @@ differences (`same (explained: ...)`):
   averaged each minibatch over the replicas first; equal up to float rounding (relative 1e-5).
 
 The matrix: PQN, IQL and PR2-IQL; one seed, --seeds 3 and a --sweep; MLP and GRU networks;
-opponent models; with --mpi (binaries built with `--features mpi`, mpirun on PATH) the PQN and
-IQL runs under `mpirun -np 2` too.
+opponent models; with --mpi (binaries built with `--features mpi`, mpirun on PATH) the PQN,
+IQL and PR2-IQL runs under `mpirun -np 2` too.
 
 Usage: benches/compare/behaviour.py OLD_BINARY NEW_BINARY [--mpi] [--keep DIR] [--only NAME]
 Build the old binary from a worktree of the old commit:
@@ -69,7 +69,7 @@ MATRIX = [
     ("pr2-sweep", PR2 + ["--steps", "4096", "--sweep", "lr=[1e-3,3e-3]"]),
     ("pr2-gru", PR2 + ["--steps", "4096", "--set", "network=gru", "--set", "layers=1"]),
 ]
-MPI = ["pqn", "iql"]
+MPI = ["pqn", "iql", "pr2"]
 
 
 def safetensors(path):

@@ -235,7 +235,7 @@ impl Job {
     /// than 2 GiB in all is refused, on every rank alike.
     pub fn gather_bytes(&self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, JobError> {
         if self.size() > 1 {
-            let total: u64 = self.all_gather_u64(bytes.len() as u64).iter().sum();
+            let total: u64 = self.all_gather_u64(bytes.len() as u64 + 1).iter().sum();
             if total > i32::MAX as u64 {
                 return Err(JobError::TooLarge { bytes: total });
             }

@@ -74,12 +74,16 @@ impl Comm for MpiComm {
     }
 
     fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        // Every message carries one trailing byte: the buffer of an empty slice is the dangling
+        // pointer 1, which Open MPI reads as MPI_IN_PLACE and refuses (MPI_ERR_ARG).
+        let mut sent = Vec::with_capacity(bytes.len() + 1);
+        sent.extend_from_slice(bytes);
+        sent.push(0);
         let world = self.world();
         let root = world.process_at_rank(0);
-        let len = bytes.len() as u64;
-        let lens = self.all_gather_u64(len);
+        let lens = self.all_gather_u64(sent.len() as u64);
         if self.rank != 0 {
-            root.gather_varcount_into(bytes);
+            root.gather_varcount_into(&sent[..]);
             return Vec::new();
         }
         let counts: Vec<Count> = lens.iter().map(|&l| l as Count).collect();
@@ -94,12 +98,12 @@ impl Comm for MpiComm {
         let mut all = vec![0u8; lens.iter().sum::<u64>() as usize];
         {
             let mut partition = PartitionMut::new(&mut all[..], counts, &displs[..]);
-            root.gather_varcount_into_root(bytes, &mut partition);
+            root.gather_varcount_into_root(&sent[..], &mut partition);
         }
         let mut out = Vec::with_capacity(self.size);
         let mut at = 0usize;
         for l in lens {
-            out.push(all[at..at + l as usize].to_vec());
+            out.push(all[at..at + l as usize - 1].to_vec());
             at += l as usize;
         }
         out
