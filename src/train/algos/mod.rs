@@ -1,17 +1,21 @@
-//! The algorithm registry: [`new_learner`] builds the configured algorithm's [`Learner`](super::learner::Learner) and
-//! the memory preflight sizes its tensors through [`algorithm`]. Adding an algorithm adds a file
-//! and one line to [`algorithm`].
+//! The algorithms, one module each, and their registry: [`new_learner`] builds the configured
+//! algorithm's [`Learner`](crate::train::Learner) and the memory preflight sizes its tensors
+//! through [`algorithm`]. Adding an algorithm adds a file and one line to [`algorithm`].
 
-use super::config::{Algo, RunConfig};
-use super::error::TrainError;
-use super::learner::BoxedLearner;
-use super::replicated::Replicated;
-use super::sizing::{GpuSizing, PlanTensor};
-use super::{iql, online_dqn, pqn, pr2, sizing};
+pub mod iql;
+pub mod online_dqn;
+pub mod pqn;
+pub mod pr2;
+
 use crate::critic::{Backend, Chosen};
 use crate::dist::Job;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
+use crate::train::config::{Algo, RunConfig};
+use crate::train::error::TrainError;
+use crate::train::learner::BoxedLearner;
+use crate::train::preflight::sizing::{self, GpuSizing, PlanTensor};
+use crate::train::replicated::Replicated;
 
 /// How to build an algorithm's learner and size its tensors before it allocates them.
 pub(crate) struct Algorithm {
@@ -43,8 +47,8 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,
-            plan: pr2::plan,
-            gpu: pr2::gpu_sizing,
+            plan: crate::train::preflight::pr2::plan,
+            gpu: crate::train::preflight::pr2::gpu,
         },
     }
 }

@@ -19,24 +19,24 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::config::RunConfig;
-use super::error::TrainError;
-use super::explore::{act_epsilon_greedy, max_value};
-use super::learner::{Learner, Progress};
-use super::q_head::QHead;
-use super::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
-use super::replay::restore_target;
-use super::returns::{Minibatch, RolloutBuffer};
-use super::run_dir::Resume;
-use super::schedule::{epsilon_by_updates, optimiser};
-use super::stats::UpdateStats;
-use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::{Chosen, Critic, Input};
 use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
+use crate::train::config::RunConfig;
+use crate::train::error::TrainError;
+use crate::train::kit::explore::{act_epsilon_greedy, max_value};
+use crate::train::kit::q_head::QHead;
+use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
+use crate::train::kit::replay::restore_target;
+use crate::train::kit::returns::{Minibatch, RolloutBuffer};
+use crate::train::kit::schedule::{epsilon_by_updates, optimiser};
+use crate::train::kit::stats::UpdateStats;
+use crate::train::learner::{Learner, Progress};
+use crate::train::run::run_dir::Resume;
+use crate::train::tensors::{NamedTensors, Tensor, f32s};
 
 /// An online DQN learner with its arenas.
 pub struct OnlineDqn {
@@ -88,7 +88,7 @@ impl OnlineDqn {
         device: &Chosen,
         job: &Job,
     ) -> Result<OnlineDqn, TrainError> {
-        if cfg.opponent_models || cfg.network != super::config::NetworkKind::Mlp {
+        if cfg.opponent_models || cfg.network != crate::train::config::NetworkKind::Mlp {
             return Err(TrainError::Config(
                 "algo online_dqn takes network: mlp and opponent_models: false".into(),
             ));

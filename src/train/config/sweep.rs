@@ -14,7 +14,7 @@
 //! network has its own Adam step count), so their rate limiters' keys sweep too, and each
 //! replica has its own value loss.
 
-use super::config::{Algo, ConfigError, RunConfig};
+use super::{Algo, ConfigError, RunConfig};
 
 /// The value loss's keys (every learner sweeps them).
 const LOSS_KEYS: [(&str, &str); 5] = [
@@ -138,7 +138,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
 /// Largest number of replicas (grid points x seeds) in one run.
 pub const MAX_REPLICAS: usize = 1024;
 
-pub use super::config::Sweep;
+pub use super::Sweep;
 
 impl RunConfig {
     /// Derived: every replica with its single-run configuration; refuses a key that cannot be
@@ -348,7 +348,7 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
     }
     // One stack: every replica's head must be as wide (a swept `loss` may not mix hl_gauss
     // with mse or huber).
-    let width = |c: &RunConfig| super::q_head::QHead::of(c).outputs_per_action();
+    let width = |c: &RunConfig| crate::train::kit::q_head::QHead::of(c).outputs_per_action();
     if let Some(r) = out.iter().find(|r| width(&r.cfg) != width(cfg)) {
         return Err(bad(format!(
             "grid point {} gives the networks {} outputs per action where the configuration's \

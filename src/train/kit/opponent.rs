@@ -18,13 +18,13 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::error::TrainError;
-use super::run_dir::Resume;
-use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::loss::{Loss, loss_and_grad};
 use crate::critic::{AdamConfig, Chosen, Critic, Input, NetOptim, StackSpec};
 use crate::dist::Job;
 use crate::rng::below;
+use crate::train::error::TrainError;
+use crate::train::run::run_dir::Resume;
+use crate::train::tensors::{NamedTensors, Tensor, f32s};
 
 mod conditional;
 mod scores;
@@ -209,7 +209,7 @@ fn two_learners(learners: usize) -> Result<(), TrainError> {
 }
 
 /// Every replica's seed (seeds x sweep grid points; the run's own seed alone without).
-fn replica_seeds(cfg: &super::config::RunConfig) -> Result<Vec<u64>, TrainError> {
+fn replica_seeds(cfg: &crate::train::config::RunConfig) -> Result<Vec<u64>, TrainError> {
     Ok(cfg
         .replicas()
         .map_err(|e| TrainError::Config(e.to_string()))?
@@ -286,7 +286,7 @@ impl OpponentModels {
     /// `learners` models per replica of `cfg` (seeds x sweep grid points), each initialised and
     /// shuffled from its replica's seed exactly as a single run with that seed.
     pub fn new(
-        cfg: &super::config::RunConfig,
+        cfg: &crate::train::config::RunConfig,
         learners: usize,
         actions: usize,
         input: usize,

@@ -4,9 +4,9 @@
 //! IQL read every network output through [`QHead::q_values`] (acting, greedy actions,
 //! bootstrapping, the `Learner` seam's Q-values), so both heads act and bootstrap alike.
 
-use super::config::{Algo, RunConfig, ValueLoss};
 use crate::critic::hl_gauss::Support;
 use crate::critic::loss::Loss;
+use crate::train::config::{Algo, RunConfig, ValueLoss};
 
 /// The head a run's configuration asks for (`loss`, `huber_delta`, `bins`, `v_min`, `v_max`,
 /// `sigma`).

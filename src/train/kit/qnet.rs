@@ -4,11 +4,11 @@
 //! The head has one output per action, or `bins` logits per action with HL-Gauss
 //! ([`QHead`] turns outputs into Q-values).
 
-use super::config::{NetworkKind, RunConfig};
-use super::error::TrainError;
 use super::q_head::QHead;
 use crate::critic::{Critic, Input, Network, StackSpec};
 use crate::scenario::LoadedScenario;
+use crate::train::config::{NetworkKind, RunConfig};
+use crate::train::error::TrainError;
 
 /// The Q-network stack a scenario needs under this configuration.
 pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {

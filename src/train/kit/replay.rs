@@ -6,18 +6,18 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::config::RunConfig;
-use super::error::TrainError;
-use super::learner::Progress;
 use super::opponent::{ModelsState, OpponentNetworks, load_models, save_models};
 use super::rate_limiter::{RateLimiter, RateLimiterConfig};
-use super::run_dir::Resume;
-use super::tensors::{Column, NamedTensors, Tensor, f32s, find};
 use crate::critic::Critic;
 use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
 use crate::rng::{Purpose, stream};
+use crate::train::config::RunConfig;
+use crate::train::error::TrainError;
+use crate::train::learner::Progress;
+use crate::train::run::run_dir::Resume;
+use crate::train::tensors::{Column, NamedTensors, Tensor, f32s, find};
 
 // ------------------------------------------------------------------------------------------
 // Ring index

@@ -7,21 +7,21 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::RunConfig;
-use super::error::TrainError;
-use super::learner::Progress;
 use super::opponent::{ModelsState, OpponentNetworks, OpponentScores, load_models, save_models};
 use super::replay::{ReplayColumns, ReplayCore, ReplayState, restore_target};
-use super::run_dir::Resume;
 use super::schedule::{epsilon_by_steps, optimiser};
 use super::stats::UpdateStats;
-use super::sweep::Replica;
-use super::tensors::{NamedTensors, Tensor, f32s};
 use crate::critic::{AdamConfig, Chosen, Critic, NetOptim, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::error::BadField;
 use crate::metrics::EpisodeSummary;
+use crate::train::config::RunConfig;
+use crate::train::config::sweep::Replica;
+use crate::train::error::TrainError;
+use crate::train::learner::Progress;
+use crate::train::run::run_dir::Resume;
+use crate::train::tensors::{NamedTensors, Tensor, f32s};
 
 // ------------------------------------------------------------------------------------------
 // The stack
@@ -284,7 +284,7 @@ pub(crate) fn load_lanes<'a, M: OpponentNetworks, R: ReplayColumns + 'a>(
     Ok(resume)
 }
 
-/// The [`Learner`](super::Learner) methods a replay learner of replicas (IQL, PR2-IQL) answers
+/// The [`Learner`](crate::train::Learner) methods a replay learner of replicas (IQL, PR2-IQL) answers
 /// from its fields alone: `progress`, `critic`, `models` (an `Option` of
 /// [`OpponentNetworks`]) and `lanes`, each with `core` (a [`ReplayCore`]), `batch` and `replay`
 /// (a [`ReplayColumns`]). Expands inside the learner's `impl Learner` block.
@@ -300,7 +300,13 @@ macro_rules! replica_learner_plumbing {
                 .map(|l| (&mut l.core, &mut l.batch, &mut l.replay))
                 .collect();
             let (progress, critic) = (&self.progress, &mut self.critic);
-            crate::train::replicas::save_lanes(progress, critic, &mut self.models, lanes, extra)
+            crate::train::kit::replicas::save_lanes(
+                progress,
+                critic,
+                &mut self.models,
+                lanes,
+                extra,
+            )
         }
 
         fn load_state(
@@ -314,7 +320,12 @@ macro_rules! replica_learner_plumbing {
                 .map(|l| (&mut l.core, &mut l.batch, &mut l.replay))
                 .collect();
             let networks = (&mut self.critic, &mut self.models);
-            crate::train::replicas::load_lanes((json, extra), &mut self.progress, networks, lanes)
+            crate::train::kit::replicas::load_lanes(
+                (json, extra),
+                &mut self.progress,
+                networks,
+                lanes,
+            )
         }
 
         fn progress(&self) -> &crate::train::learner::Progress {

@@ -2,8 +2,8 @@
 //! exploration rate (linear decay over updates for PQN, over environment steps for the replay
 //! learners).
 
-use super::config::{LrScale, RunConfig};
 use crate::critic::AdamConfig;
+use crate::train::config::{LrScale, RunConfig};
 
 /// The learning rate before any decay: `lr`, scaled by `lr_scale` with the effective batch
 /// against `reference_batch`.
@@ -75,7 +75,7 @@ mod tests {
         assert!((optimiser(&cfg, 0).0 - 4e-3).abs() < 1e-9);
         cfg.lr_scale = LrScale::Sqrt;
         assert!((optimiser(&cfg, 0).0 - 2e-3).abs() < 1e-9);
-        cfg.algo = super::super::config::Algo::Iql;
+        cfg.algo = crate::train::config::Algo::Iql;
         cfg.batch_size = 256;
         assert!((optimiser(&cfg, 0).0 - 5e-4).abs() < 1e-9);
         cfg.reference_batch = 0;

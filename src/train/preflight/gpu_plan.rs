@@ -429,7 +429,7 @@ fn stack_tensors(stack: &GpuStack) -> Vec<GpuTensor> {
 
 // The integration tests' skip rule for the GPU test below: fail under CI, else a recorded skip.
 #[cfg(all(test, feature = "gpu"))]
-#[path = "../../tests/common/skip.rs"]
+#[path = "../../../tests/common/skip.rs"]
 mod test_skip;
 
 #[cfg(test)]

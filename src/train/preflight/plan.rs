@@ -7,8 +7,6 @@
 
 use serde::Serialize;
 
-use super::algorithms::algorithm;
-use super::config::RunConfig;
 use super::gpu_plan::{GpuPlan, gpu_budget};
 pub use super::sizing::PlanTensor;
 use super::sizing::table_line;
@@ -16,6 +14,8 @@ use crate::critic::{Backend, Chosen};
 use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
+use crate::train::algos::algorithm;
+use crate::train::config::RunConfig;
 
 /// The whole plan.
 #[derive(Debug, Clone, Serialize)]

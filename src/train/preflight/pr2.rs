@@ -9,9 +9,9 @@ use crate::critic::{Backend, StackSpec};
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{CriticForm, RunConfig};
-use crate::train::opponent::ConditionalModels;
-use crate::train::q_head::QHead;
-use crate::train::sizing::{GpuSizing, GpuStack, PlanTensor, checkpoint_tensor, fmt};
+use crate::train::kit::opponent::ConditionalModels;
+use crate::train::kit::q_head::QHead;
+use crate::train::preflight::sizing::{GpuSizing, GpuStack, PlanTensor, checkpoint_tensor, fmt};
 
 /// The critic head a configuration asks for.
 pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
@@ -48,7 +48,7 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let learners = loaded.scenario.learners_per_arena();
     let actions = loaded.scenario.action_set().len();
     StackSpec {
-        network: crate::train::qnet::network(cfg),
+        network: crate::train::kit::qnet::network(cfg),
         nets: learners,
         input: loaded.scenario.observation_len(),
         hidden: cfg.hidden,

@@ -6,12 +6,12 @@
 
 use serde::Serialize;
 
-use super::config::RunConfig;
-use super::qnet::stack_spec;
 use crate::critic::{Backend, StackSpec};
 use crate::error::human_bytes;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
+use crate::train::config::RunConfig;
+use crate::train::kit::qnet::stack_spec;
 
 /// One tensor of the plan.
 #[derive(Debug, Clone, Serialize)]
@@ -224,7 +224,7 @@ pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
 pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     let replicas = cfg.replica_count() as u64;
     let rows_per_step = replicas * cfg.arenas as u64 * layout.learners as u64;
-    let mlp = cfg.network == super::config::NetworkKind::Mlp;
+    let mlp = cfg.network == crate::train::config::NetworkKind::Mlp;
     let steps = if mlp { 1 } else { cfg.rollout as u64 };
     (replicas * cfg.batch_size as u64 * steps).max(rows_per_step)
 }
@@ -391,8 +391,8 @@ pub(crate) fn pqn_plan(
     let rows_per_step = replicas * b * n;
     let pass_rows = pqn_pass_rows(cfg, layout);
     let pass = match cfg.network {
-        super::config::NetworkKind::Mlp => "rollout x arenas x learners / minibatches",
-        super::config::NetworkKind::Gru => {
+        crate::train::config::NetworkKind::Mlp => "rollout x arenas x learners / minibatches",
+        crate::train::config::NetworkKind::Gru => {
             "(memory_window + rollout) x arenas x learners / minibatches"
         }
     };

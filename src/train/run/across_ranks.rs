@@ -4,10 +4,10 @@
 //! agreement to stop (Ctrl-C reaches ranks at different moments; they stop at the same update).
 //! With one rank every function is the identity.
 
-use super::error::TrainError;
-use super::opponent::OpponentScores;
-use super::stats::UpdateStats;
 use crate::dist::Job;
+use crate::train::error::TrainError;
+use crate::train::kit::opponent::OpponentScores;
+use crate::train::kit::stats::UpdateStats;
 
 /// The update report of the whole job at rank 0: every rank's finished episodes (so returns
 /// are averaged over all episodes of all ranks), the loss and opponent scores averaged over
@@ -168,7 +168,7 @@ pub(crate) fn agree(job: &Job, stop: bool, update: u64) -> Result<bool, TrainErr
 #[cfg(test)]
 mod tests {
     use super::{checksum, concat_replicas, disagreement, merge};
-    use crate::train::stats::UpdateStats;
+    use crate::train::kit::stats::UpdateStats;
 
     fn report(loss: f32, episodes: usize) -> UpdateStats {
         let mut s = UpdateStats::replay((0.0, 0), (0.1, 0.001), Vec::new(), None);

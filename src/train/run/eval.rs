@@ -5,16 +5,17 @@
 
 use serde::Serialize;
 
-use super::algorithms::new_learner;
 use super::greedy::GreedyPolicy;
 use super::run_dir::RunDir;
-use super::stats::mean_ci;
-use super::{RunError, TrainError, load_scenario};
+use super::{RunError, load_scenario};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
 use crate::metrics::{EpisodeSummary, learners_only, summarize};
 use crate::policy::{Policy, RandomPolicy, heuristics_for};
 use crate::scenario::LoadedScenario;
+use crate::train::TrainError;
+use crate::train::algos::new_learner;
+use crate::train::kit::stats::mean_ci;
 
 /// One policy's results.
 #[derive(Debug, Clone, Serialize)]

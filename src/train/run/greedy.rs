@@ -4,14 +4,14 @@
 
 use std::path::Path;
 
-use super::algorithms::new_learner;
-use super::config::RunConfig;
-use super::learner::{BoxedLearner, Learner};
 use super::run_dir::RunDir;
 use super::{RunError, load_scenario};
 use crate::critic::{Chosen, Device, choose_device};
 use crate::policy::{Policy, PolicyError};
 use crate::scenario::{LoadedScenario, Scenario};
+use crate::train::algos::new_learner;
+use crate::train::config::RunConfig;
+use crate::train::learner::{BoxedLearner, Learner};
 
 /// The greedy policy of a learner's networks. With recurrent networks it keeps every acting
 /// row's hidden state (`[R x N, g]` for the R arenas it last acted in), zeroed for the arenas
@@ -82,11 +82,11 @@ impl GreedyPolicy {
         // checkpoint, or in the state of checkpoints written before the tensors existed.
         // A run of several replicas keeps each replica's models under its `replica.<r>.`.
         let own = format!("replica.{replica}.models.params");
-        let models = match super::tensors::find(&c.extra, &own)
+        let models = match crate::train::tensors::find(&c.extra, &own)
             .filter(|_| held > 1)
-            .or_else(|| super::tensors::find(&c.extra, "models.params"))
+            .or_else(|| crate::train::tensors::find(&c.extra, "models.params"))
         {
-            Some(super::tensors::Tensor::F32(p)) => Some(p.clone()),
+            Some(crate::train::tensors::Tensor::F32(p)) => Some(p.clone()),
             _ => serde_json::from_str::<serde_json::Value>(&c.state)
                 .ok()
                 .and_then(|v| serde_json::from_value::<Vec<f32>>(v.get("models")?.clone()).ok()),
@@ -96,7 +96,7 @@ impl GreedyPolicy {
             // (a learner of the whole run takes them all).
             // Checkpoints of earlier versions stacked every replica's models in one tensor.
             let block = m.len() / held;
-            let stacked = held > 1 && super::tensors::find(&c.extra, &own).is_none();
+            let stacked = held > 1 && crate::train::tensors::find(&c.extra, &own).is_none();
             let m = match stacked && m.len().is_multiple_of(held) {
                 true => &m[replica * block..(replica + 1) * block],
                 false => &m[..],
@@ -145,7 +145,7 @@ impl GreedyPolicy {
     }
 }
 
-fn learner_error(e: super::TrainError) -> PolicyError {
+fn learner_error(e: crate::train::TrainError) -> PolicyError {
     PolicyError::Learner(Box::new(e))
 }
 
@@ -181,7 +181,7 @@ impl Policy for GreedyPolicy {
     fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
         let values = self.values(obs, true)?;
         let a = self.learner.batch().layout().actions;
-        let actions = super::explore::greedy_actions(&values, a);
+        let actions = crate::train::kit::explore::greedy_actions(&values, a);
         if actions.len() != out.len() {
             return Err(PolicyError::Shape {
                 what: "greedy actions",

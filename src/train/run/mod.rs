@@ -1,64 +1,25 @@
-//! Training: the run configuration, the learners, the run directory with metrics and
-//! atomic checkpoints, resuming, plots and evaluation. [`train`] drives one run.
-//!
-//! Where things are: the [`Learner`] seam and its registry in `learner`; one file per
-//! algorithm (`pqn`, `iql`, `pr2`) with what they share in `error`, `schedule` (learning and
-//! exploration rates), `explore` (acting on values), `qnet` (the PQN/IQL network stack),
-//! `replay` (ring, rate limiter, replay learners' state), `opponent` (opponent models) and
-//! `stats` (update statistics, confidence intervals); TensorBoard event files per replica in
-//! `tensorboard`; the memory preflight in `plan`; what a
-//! resume may change in `resume_check`; a
-//! trained run's greedy [`Policy`](crate::policy::Policy) in `greedy`. Around [`train_in`]'s
-//! update loop: its setup (resuming included) in `run_setup`, what it saves in `saving`.
+//! The run around the learner: [`train_in`]'s update loop, its setup (resuming included) in
+//! `setup`, what it saves in `saving`; the run directory (`run_dir`) and a job's checkpoint
+//! shards (`shards`), what the loop does across ranks (`across_ranks`) and the multi-rank
+//! tests' fault injection (`faults`); what a resume may change (`resume_check`); TensorBoard
+//! event files per replica (`tensorboard`), the learning curve (`plot`) and a sweep's ranking
+//! (`sweep_report`); a trained run's greedy [`Policy`](crate::policy::Policy) (`greedy`) and
+//! its evaluation (`eval`).
 
 pub(crate) mod across_ranks;
-mod algorithms;
-pub mod config;
-mod error;
 pub mod eval;
-pub(crate) mod explore;
 pub(crate) mod faults;
-pub mod gpu_plan;
-mod greedy;
-pub mod iql;
-mod learner;
-pub mod online_dqn;
-pub mod opponent;
-pub mod plan;
+pub(crate) mod greedy;
 pub mod plot;
-pub mod pqn;
-pub mod pr2;
-mod q_head;
-mod qnet;
-pub mod rate_limiter;
-mod recurrent;
-pub(crate) mod replay;
-mod replicas;
-mod replicated;
-mod resume_check;
-mod returns;
+pub(crate) mod resume_check;
 pub mod run_dir;
-mod run_setup;
 mod saving;
-pub mod schedule;
-mod sequence_loss;
+mod setup;
 pub mod shards;
-pub(crate) mod sizing;
-pub(crate) mod stats;
-pub mod sweep;
 pub mod sweep_report;
 pub mod tensorboard;
-pub mod tensors;
 
-pub use algorithms::{new_learner, new_learner_in};
-pub use error::TrainError;
-pub use greedy::{GreedyPolicy, load_policy};
-pub use learner::{BoxedLearner, Learner, Progress};
-pub use replay::ReplayState;
-pub use resume_check::Change;
-pub use run_dir::Resume;
-pub use run_setup::{restore, restore_in};
-pub use stats::{UpdateStats, mean_ci};
+pub use setup::{restore, restore_in};
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -66,15 +27,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use config::RunConfig;
-use run_dir::RunDirError;
-use run_setup::{open_run_dir, progress_bar, refuse_across_ranks, same_checkpoint};
+use resume_check::Change;
+use run_dir::{Resume, RunDirError};
 use saving::{checkpoint, finish_files};
+use setup::{open_run_dir, progress_bar, refuse_across_ranks, same_checkpoint};
 
 use crate::critic::{Chosen, CriticError, choose_device};
 use crate::dist::Job;
 use crate::error::ScenarioError;
 use crate::scenario::{LoadedScenario, Scenario};
+use crate::train::algos::new_learner_in;
+use crate::train::config::{self, RunConfig};
+use crate::train::error::TrainError;
+use crate::train::kit::stats;
+use crate::train::preflight::plan;
 
 /// Everything that can stop a run.
 #[derive(Debug, thiserror::Error)]
@@ -297,7 +263,7 @@ pub fn train_in(
     if resume {
         resume_check::refuse_changes(&dir, cfg, &loaded)?;
     }
-    let mut learner = algorithms::new_learner_in(&mine, &loaded, &device, &learner_job)?;
+    let mut learner = new_learner_in(&mine, &loaded, &device, &learner_job)?;
     // A resumed run's files are rewritten only once its checkpoint has been restored: a
     // failed resume leaves the run directory exactly as it was.
     let restored = if resume {

@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::run_dir::RunDir;
-use super::stats::mean_ci;
+use crate::train::kit::stats::mean_ci;
 
 /// Fonts tried for labels; without one the plot is drawn without text.
 const FONTS: [&str; 2] = [

@@ -14,9 +14,9 @@
 use std::fmt;
 
 use super::RunError;
-use super::config::RunConfig;
 use super::run_dir::RunDir;
 use crate::scenario::LoadedScenario;
+use crate::train::config::RunConfig;
 
 /// One field a resume would change: `field: saved -> asked`.
 #[derive(Debug, Clone, PartialEq, Eq)]

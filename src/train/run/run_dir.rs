@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use safetensors::tensor::{Dtype, TensorView};
 
-use super::tensors::{NamedTensors, Tensor};
+use crate::train::tensors::{NamedTensors, Tensor};
 
 /// Problems with the run directory.
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +113,7 @@ impl Resume {
 /// epoch, `<scenario>__<algo>__<seed>__<start>`, with `_2`, `_3`, ... appended when that is
 /// taken (two runs started in the same second). `taken` says whether a name is in use.
 pub fn fresh_run_name(
-    cfg: &super::config::RunConfig,
+    cfg: &crate::train::config::RunConfig,
     start: u64,
     taken: impl Fn(&str) -> bool,
 ) -> String {
@@ -234,8 +234,10 @@ impl RunDir {
     }
 
     /// The run configuration saved in `run`.
-    pub fn load_config(run: &Path) -> Result<super::config::RunConfig, super::config::ConfigError> {
-        super::config::RunConfig::load(&Self::config_file(run))
+    pub fn load_config(
+        run: &Path,
+    ) -> Result<crate::train::config::RunConfig, crate::train::config::ConfigError> {
+        crate::train::config::RunConfig::load(&Self::config_file(run))
     }
 
     /// Creates a new run directory (refusing an existing run) and proves it is writable.

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use super::config::RunConfig;
 use super::run_dir::RunDir;
-use super::{Learner, RunError, TrainError, faults, plot, shards, sweep_report};
+use super::{RunError, faults, plot, shards, sweep_report};
 use crate::dist::Job;
+use crate::train::config::RunConfig;
+use crate::train::{Learner, TrainError};
 
 /// Saves `learner`'s checkpoint into `dir` (this rank's part of it in a job of several ranks),
 /// keeping the newest `keep`.

@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use super::config::RunConfig;
 use super::run_dir::{self, Resume, RunDir};
-use super::{Learner, RunError, TrainError, shards};
+use super::{RunError, shards};
 use crate::dist::Job;
+use crate::train::config::RunConfig;
+use crate::train::{Learner, TrainError};
 
 /// Restores the newest checkpoint of `dir` into `learner`: the update it was taken after and
 /// whether the run continues exactly ([`Resume`]). Every length and range is checked before

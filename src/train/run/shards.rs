@@ -23,8 +23,8 @@ use super::run_dir::{
     Checkpoint, RunDir, RunDirError, checkpoint_name, io, le_words, load_checkpoint,
     write_checkpoint_files, write_synced,
 };
-use super::tensors::{NamedTensors, Tensor, find};
 use crate::dist::Job;
+use crate::train::tensors::{NamedTensors, Tensor, find};
 
 /// The file naming a multi-rank checkpoint's shards.
 pub const MANIFEST: &str = "manifest.json";

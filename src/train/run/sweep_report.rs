@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use super::stats::mean_ci;
-use super::sweep::{Replica, point_label};
+use crate::train::config::sweep::{Replica, point_label};
+use crate::train::kit::stats::mean_ci;
 
 /// One grid point's row of the ranking.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,7 +232,7 @@ mod tests {
             seeds: 2,
             ..RunConfig::default()
         };
-        let (k, v) = super::super::sweep::parse_axis("lr=[1e-3, 5e-4, 1e-4]").unwrap();
+        let (k, v) = crate::train::config::sweep::parse_axis("lr=[1e-3, 5e-4, 1e-4]").unwrap();
         cfg.sweep.insert(k, v);
         let replicas = cfg.replicas().unwrap();
         // 20 updates: the window is the last 2. Point 0 (lr 1e-3): 1.0 and 3.0; point 1: 5.0 and

@@ -18,9 +18,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crc::{CRC_32_ISCSI, Crc};
 
-use super::opponent::OpponentScores;
-use super::stats::{UpdateStats, mean_over_agents};
 use crate::metrics::{learners_only, summarize};
+use crate::train::kit::opponent::OpponentScores;
+use crate::train::kit::stats::{UpdateStats, mean_over_agents};
 
 /// The `file_version` of the first event of every file.
 pub const FILE_VERSION: &str = "brain.Event:2";
@@ -263,7 +263,7 @@ impl RunBoard {
     /// environment steps a resumed run continues from.
     pub(crate) fn new(
         run: &Path,
-        replicas: &[super::sweep::Replica],
+        replicas: &[crate::train::config::sweep::Replica],
         counter_names: &[String],
         resumed_at: Option<u64>,
     ) -> RunBoard {
@@ -357,7 +357,7 @@ impl RunBoard {
 /// A replica's directory name: `replica_<k>`, and for a sweep `replica_<k>_<key>=<value>..._seed<s>`
 /// (characters other than letters, digits, `.`, `-`, `=` and `_` become `_`), so TensorBoard
 /// lists the sweep as one run per replica named by its values.
-fn replica_dir(r: &super::sweep::Replica) -> String {
+fn replica_dir(r: &crate::train::config::sweep::Replica) -> String {
     if r.values.is_empty() {
         return format!("replica_{}", r.index);
     }

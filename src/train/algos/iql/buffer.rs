@@ -6,17 +6,17 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::super::config::RunConfig;
-use super::super::error::TrainError;
-use super::super::explore::max_value;
-use super::super::q_head::{QHead, q_values_by_replica};
-use super::super::replay::{ReplayColumns, Ring};
-use super::super::replicas::{StepValues, step_and_average};
-use super::super::tensors::Column;
 use crate::components::StepBuffers;
 use crate::critic::loss::loss_and_grad;
 use crate::critic::{Critic, Input};
 use crate::rng::below;
+use crate::train::config::RunConfig;
+use crate::train::error::TrainError;
+use crate::train::kit::explore::max_value;
+use crate::train::kit::q_head::{QHead, q_values_by_replica};
+use crate::train::kit::replay::{ReplayColumns, Ring};
+use crate::train::kit::replicas::{StepValues, step_and_average};
+use crate::train::tensors::Column;
 
 // ------------------------------------------------------------------------------------------
 // Replay
@@ -95,7 +95,7 @@ impl Replay {
     }
 
     /// Adds one environment step of every learner of every arena: input rows `obs` before and
-    /// `next` after (the successor rows of [`successor_input`](super::super::replay::successor_input)),
+    /// `next` after (the successor rows of [`successor_input`](crate::train::kit::replay::successor_input)),
     /// the actions `taken`, rewards and terminations from `b`, each row's network; with
     /// `opponents`, each row's slot and the others' actions too. Returns the rows evicted.
     pub(super) fn insert_step(

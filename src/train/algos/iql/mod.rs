@@ -39,26 +39,26 @@ mod buffer;
 mod sequences;
 mod threaded;
 
-use super::config::RunConfig;
-use super::error::TrainError;
-use super::explore::act_epsilon_greedy;
-use super::learner::{BoxedLearner, Learner, Progress};
-use super::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
-use super::q_head::{QHead, q_values_by_replica};
-use super::qnet::{q_rows, row_nets, stack_spec, write_input};
-use super::replay::{ReplayCore, successor_input};
-use super::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic};
-use super::schedule::epsilon_by_steps;
-use super::sizing::{
-    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
-    sequence_replay_tensors,
-};
-use super::stats::UpdateStats;
 use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
+use crate::train::config::RunConfig;
+use crate::train::error::TrainError;
+use crate::train::kit::explore::act_epsilon_greedy;
+use crate::train::kit::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
+use crate::train::kit::q_head::{QHead, q_values_by_replica};
+use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
+use crate::train::kit::replay::{ReplayCore, successor_input};
+use crate::train::kit::replicas::{StepValues, UpdateValues, models_in_step, replicas_critic};
+use crate::train::kit::schedule::epsilon_by_steps;
+use crate::train::kit::stats::UpdateStats;
+use crate::train::learner::{BoxedLearner, Learner, Progress};
+use crate::train::preflight::sizing::{
+    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
+    sequence_replay_tensors,
+};
 pub use buffer::td_target;
 use buffer::{Minibatch, Replay};
 use sequences::{SeqBatch, SeqReplay, Store, sequence_config};
@@ -113,7 +113,7 @@ struct Lane {
     picks: Vec<usize>,
 }
 
-pub use super::replicas::ReplicasState;
+pub use crate::train::kit::replicas::ReplicasState;
 
 impl Iql {
     /// A fresh learner: replica r's arenas, streams and networks seeded with its own seed
@@ -529,7 +529,7 @@ impl Learner for Iql {
     }
 
     // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
-    crate::train::replicas::replica_learner_plumbing!();
+    crate::train::kit::replicas::replica_learner_plumbing!();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -548,7 +548,7 @@ pub(crate) fn plan(
     backend: Backend,
 ) -> Vec<PlanTensor> {
     let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
-    let pass_rows = super::sizing::iql_pass_rows(cfg, layout);
+    let pass_rows = crate::train::preflight::sizing::iql_pass_rows(cfg, layout);
     let pass = "replicas x batch_size (x rollout with network: gru), or replicas x arenas x \
                 learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
@@ -599,7 +599,7 @@ mod tests {
     #[test]
     fn replicas_whose_limiters_disagree_learn_their_own_steps() {
         let cfg = RunConfig {
-            algo: super::super::config::Algo::Iql,
+            algo: crate::train::config::Algo::Iql,
             scenario: Some("tests/data/chase.ron".into()),
             device: Device::Cpu,
             arenas: 2,
@@ -615,7 +615,7 @@ mod tests {
             ..RunConfig::default()
         };
         cfg.validate().unwrap();
-        let loaded = super::super::load_scenario(&cfg).unwrap();
+        let loaded = crate::train::load_scenario(&cfg).unwrap();
         let device = choose_device(Device::Cpu).unwrap();
         let mut iql = Iql::new(&cfg, &loaded, &device).unwrap();
         iql.update().unwrap();

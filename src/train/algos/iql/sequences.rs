@@ -18,19 +18,19 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::super::config::RunConfig;
-use super::super::error::TrainError;
-use super::super::explore::max_value;
-use super::super::q_head::{QHead, q_values_by_replica};
-use super::super::replay::{ReplayColumns, Ring};
-use super::super::replicas::{StepValues, step_and_average};
-use super::super::sequence_loss::{Part, masked_loss_by_blocks};
-use super::super::tensors::Column;
 use super::buffer::Replay;
 use super::td_target;
 use crate::components::StepBuffers;
 use crate::critic::{Critic, Input, Sequences};
 use crate::rng::below;
+use crate::train::config::RunConfig;
+use crate::train::error::TrainError;
+use crate::train::kit::explore::max_value;
+use crate::train::kit::q_head::{QHead, q_values_by_replica};
+use crate::train::kit::replay::{ReplayColumns, Ring};
+use crate::train::kit::replicas::{StepValues, step_and_average};
+use crate::train::kit::sequence_loss::{Part, masked_loss_by_blocks};
+use crate::train::tensors::Column;
 
 // ------------------------------------------------------------------------------------------
 // Replay

@@ -2,13 +2,13 @@
 //! inserts rows while this thread learns whenever the rate limiter allows. Thread timing decides
 //! which rows each minibatch sees, so threaded runs are not bit-for-bit reproducible.
 
-use super::super::error::TrainError;
-use super::super::explore::act_epsilon_greedy;
-use super::super::replay::{ReplayCore, successor_input};
-use super::super::replicas::StepValues;
 use super::buffer::Replay;
 use super::{Iql, Lane};
 use crate::critic::{AdamConfig, CriticBackend, Input};
+use crate::train::error::TrainError;
+use crate::train::kit::explore::act_epsilon_greedy;
+use crate::train::kit::replay::{ReplayCore, successor_input};
+use crate::train::kit::replicas::StepValues;
 
 impl Iql {
     /// Threaded mode: an actor thread steps the arenas and inserts rows (waiting on the rate
@@ -25,7 +25,7 @@ impl Iql {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         use std::time::{Duration, Instant};
 
-        use super::super::rate_limiter::SharedLimiter;
+        use crate::train::kit::rate_limiter::SharedLimiter;
 
         let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
         let lane = &mut self.lanes[0];

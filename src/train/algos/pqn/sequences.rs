@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::critic::{Critic, Input, Sequences};
 use crate::train::error::TrainError;
-use crate::train::q_head::QHead;
-use crate::train::sequence_loss::{Part, masked_loss_by_blocks};
+use crate::train::kit::q_head::QHead;
+use crate::train::kit::sequence_loss::{Part, masked_loss_by_blocks};
 use crate::train::tensors::{NamedTensors, Tensor};
 
 /// The steps carried from one rollout to the next (the burn-in of the next update).

@@ -9,8 +9,8 @@ use super::Pqn;
 use crate::engine::BatchState;
 use crate::error::BadField;
 use crate::train::error::TrainError;
-use crate::train::opponent::{ModelsState, load_models, save_models};
-use crate::train::run_dir::Resume;
+use crate::train::kit::opponent::{ModelsState, load_models, save_models};
+use crate::train::run::run_dir::Resume;
 use crate::train::tensors::{NamedTensors, Tensor, f32s};
 
 pub use super::sequences::SeqSaved;

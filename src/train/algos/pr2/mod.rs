@@ -34,14 +34,14 @@
 
 mod recurrent;
 mod sequences;
-mod sizing;
 mod step;
 
 use sequences::{Rollout, SequenceReplay};
 use step::StepBuffers;
 
-pub use sizing::{batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec};
-pub(crate) use sizing::{gpu as gpu_sizing, plan};
+pub use crate::train::preflight::pr2::{
+    batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec,
+};
 
 use crate::critic::pr2::Pr2Head;
 use crate::critic::pr2_loss::{Pr2Loss, Scratch};
@@ -51,13 +51,13 @@ use crate::engine::EnvBatch;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::explore::{act_epsilon_greedy, greedy_actions};
+use crate::train::kit::explore::{act_epsilon_greedy, greedy_actions};
+use crate::train::kit::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
+use crate::train::kit::replay::ReplayCore;
+use crate::train::kit::replicas::{UpdateValues, replicas_critic};
+use crate::train::kit::schedule::epsilon_by_steps;
+use crate::train::kit::stats::UpdateStats;
 use crate::train::learner::{BoxedLearner, Learner, Progress};
-use crate::train::opponent::{ConditionalModels, OpponentNetworks, set_models_params};
-use crate::train::replay::ReplayCore;
-use crate::train::replicas::{UpdateValues, replicas_critic};
-use crate::train::schedule::epsilon_by_steps;
-use crate::train::stats::UpdateStats;
 
 // ------------------------------------------------------------------------------------------
 // Learner
@@ -118,7 +118,7 @@ impl Pr2Iql {
         device: &Chosen,
         job: &Job,
     ) -> Result<Pr2Iql, TrainError> {
-        if cfg.network != super::config::NetworkKind::Mlp {
+        if cfg.network != crate::train::config::NetworkKind::Mlp {
             recurrent::sequence_config(cfg)?;
         }
         let learners = loaded.scenario.learners_per_arena();
@@ -519,5 +519,5 @@ impl Learner for Pr2Iql {
     }
 
     // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
-    crate::train::replicas::replica_learner_plumbing!();
+    crate::train::kit::replicas::replica_learner_plumbing!();
 }

@@ -16,8 +16,8 @@ use super::step::{finite_loss, shuffle};
 use crate::critic::{Input, Sequences};
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::explore::max_value;
-use crate::train::replicas::{StepValues, masked_step, masked_target_update};
+use crate::train::kit::explore::max_value;
+use crate::train::kit::replicas::{StepValues, masked_step, masked_target_update};
 
 /// Refuses what PR2-IQL with `network: gru` does not do, naming the field.
 pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {

@@ -2,7 +2,7 @@
 //! observations of their truncated episodes beside them) and the rollout it is filled from.
 
 use crate::components::StepBuffers;
-use crate::train::replay::{ReplayColumns, Ring};
+use crate::train::kit::replay::{ReplayColumns, Ring};
 use crate::train::tensors::Column;
 
 /// Whole rollouts of single arenas, one column per field: `obs` `[C, T+1, N, D]`, `own`

@@ -13,9 +13,9 @@ use super::{Pr2Iql, pass_rows};
 use crate::critic::Input;
 use crate::rng::below;
 use crate::train::error::TrainError;
-use crate::train::explore::max_value;
-use crate::train::opponent::{OpponentScores, ScoreMean};
-use crate::train::replicas::{StepValues, masked_step, masked_target_update, models_in_step};
+use crate::train::kit::explore::max_value;
+use crate::train::kit::opponent::{OpponentScores, ScoreMean};
+use crate::train::kit::replicas::{StepValues, masked_step, masked_target_update, models_in_step};
 
 /// The row buffers of one learner step (every replica's rows, replica after replica), reused.
 #[derive(Default)]

@@ -1,0 +1,19 @@
+//! The algorithm kit: the learning maths and storage the algorithms share. Targets
+//! (`returns`: PQN's lambda-returns), acting on values (`explore`), the Q-network stack and its
+//! head (`qnet`, `q_head`), recurrent acting and the recurrent value loss (`recurrent`,
+//! `sequence_loss`), replay (`replay`: ring and replay learners' state, `rate_limiter`,
+//! `replicas`: several replicas in one stack), opponent models (`opponent`), learning and
+//! exploration rates (`schedule`), and what an update reports (`stats`).
+
+pub(crate) mod explore;
+pub mod opponent;
+pub(crate) mod q_head;
+pub(crate) mod qnet;
+pub mod rate_limiter;
+pub(crate) mod recurrent;
+pub(crate) mod replay;
+pub(crate) mod replicas;
+pub(crate) mod returns;
+pub mod schedule;
+pub(crate) mod sequence_loss;
+pub(crate) mod stats;
