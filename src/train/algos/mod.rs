@@ -37,7 +37,7 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
         },
         Algo::Iql => Algorithm {
             new: iql::Iql::boxed,
-            plan: iql::plan,
+            plan: sizing::iql_plan,
             gpu: sizing::iql_gpu,
         },
         Algo::OnlineDqn => Algorithm {

@@ -1,61 +1,17 @@
-//! PR2-IQL's shapes: the critic head and stack a configuration asks for, the rows of a learner
-//! step and of its largest pass, the sequences the replay holds, and from them the memory
-//! preflight's tensors (the head on its own line, so a joint critic's `A^N` shows where it
-//! comes from).
+//! PR2-IQL's memory preflight: its tensors (the critic head on its own line, so a joint
+//! critic's `A^N` shows where it comes from) and the stacks it keeps on a GPU, from the shapes
+//! the algorithm asks for (`algos/pr2/shapes.rs`).
 
-use crate::critic::pr2::{HeadForm, Pr2Head};
-use crate::critic::pr2_loss::{Pr2Loss, Pr2ValueLoss};
+use crate::critic::pr2::HeadForm;
 use crate::critic::{Backend, StackSpec};
 use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
-use crate::train::config::{CriticForm, RunConfig};
+use crate::train::algos::pr2::{
+    batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec,
+};
+use crate::train::config::RunConfig;
 use crate::train::kit::opponent::ConditionalModels;
-use crate::train::kit::q_head::QHead;
 use crate::train::preflight::sizing::{GpuSizing, GpuStack, PlanTensor, checkpoint_tensor, fmt};
-
-/// The critic head a configuration asks for.
-pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
-    Pr2Head {
-        agents: learners,
-        actions,
-        form: match (cfg.critic, cfg.pair_rank) {
-            (CriticForm::Joint, _) => HeadForm::Joint,
-            (CriticForm::Factorized, 0) => HeadForm::Pairwise,
-            (CriticForm::Factorized, k) => HeadForm::LowRank(k),
-        },
-    }
-}
-
-/// The critic's network row a configuration asks for: the head and its value loss (`loss`;
-/// `default` is Huber with `huber_delta`; `hl_gauss` makes the categorical entries `bins` wide
-/// and keeps Huber with `huber_delta` for the pairwise terms).
-pub fn critic_row(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Loss {
-    Pr2Loss {
-        head: head(cfg, learners, actions),
-        loss: match QHead::of(cfg) {
-            QHead::Mse => Pr2ValueLoss::Mse,
-            QHead::Huber(delta) => Pr2ValueLoss::Huber(delta),
-            QHead::HlGauss(support) => Pr2ValueLoss::HlGauss {
-                support,
-                delta: cfg.huber_delta,
-            },
-        },
-    }
-}
-
-/// The critic stack: one network per learner with the PR2 head and its loss's outputs.
-pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
-    let learners = loaded.scenario.learners_per_arena();
-    let actions = loaded.scenario.action_set().len();
-    StackSpec {
-        network: crate::train::kit::qnet::network(cfg),
-        nets: learners,
-        input: loaded.scenario.observation_len(),
-        hidden: cfg.hidden,
-        layers: cfg.layers,
-        head: critic_row(cfg, learners, actions).width(),
-    }
-}
 
 /// The critic stack of every replica (seeds x sweep grid points): one block of
 /// [`stack_spec`]'s networks each.
@@ -65,24 +21,6 @@ pub(crate) fn replicas_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSp
         nets: single.nets.saturating_mul(cfg.replica_count()),
         ..single
     }
-}
-
-/// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
-pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
-    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
-}
-
-/// Sequences the replay holds.
-pub fn replay_sequences(cfg: &RunConfig) -> usize {
-    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
-}
-
-/// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
-/// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
-pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
-    batch_rows(cfg, learners)
-        .div_ceil(cfg.minibatches.max(1))
-        .max(1)
 }
 
 /// PR2-IQL's plan: the critic head (the only tensor whose width depends on the number of

@@ -1,8 +1,9 @@
 //! The sizing vocabulary of the memory preflight ([`super::plan`]): one tensor's line
 //! ([`PlanTensor`]) and the lines PQN and IQL share (the Q-network stack, the opponent models);
 //! for the GPU half ([`super::gpu_plan`]), the stacks an algorithm keeps on the device
-//! ([`GpuSizing`]), PQN's and IQL's among them. Each algorithm lists its tensors with these; the
-//! preflight sums them through the algorithm registry.
+//! ([`GpuSizing`]). Each algorithm lists its tensors with these: PQN's and online DQN's
+//! ([`pqn_plan`], [`pqn_gpu`]) and IQL's ([`iql_plan`], [`iql_gpu`]) here, PR2-IQL's in
+//! `pr2.rs`; the preflight sums them through the algorithm registry.
 
 use serde::Serialize;
 
@@ -455,5 +456,57 @@ pub(crate) fn pqn_plan(
         (replicas * b, layout.bytes_per_arena() as u64 + recurrent),
     );
     tensors.push(checkpoint_tensor(cfg, (params, false), models, 0, arenas));
+    tensors
+}
+
+/// IQL's tensors for the memory preflight: the Q-network stack of every replica with a pass of
+/// every replica's minibatch (or of acting on every learner), every replica's replay buffer
+/// (of sequences with `network: gru`, with the sequences being acted and the minibatch's
+/// buffers), and the opponent models, which score one minibatch per pass and store the
+/// others' actions with every replayed row.
+pub(crate) fn iql_plan(
+    cfg: &RunConfig,
+    loaded: &LoadedScenario,
+    layout: &Layout,
+    backend: Backend,
+) -> Vec<PlanTensor> {
+    let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
+    let pass_rows = iql_pass_rows(cfg, layout);
+    let pass = "replicas x batch_size (x rollout with network: gru), or replicas x arenas x \
+                learners when acting";
+    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
+    let d = spec.input as u64;
+    let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
+    if spec.state_width() > 0 {
+        let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
+        tensors.extend(lines);
+        replay = ring;
+    } else {
+        tensors.push(PlanTensor {
+            name: "replay buffer".into(),
+            shape: format!(
+                "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
+                fmt(cfg.replay_capacity as u64)
+            ),
+            bytes: replay,
+            knobs: "lower replay_capacity or seeds",
+        });
+    }
+    let mut models = 0;
+    if cfg.opponent_models {
+        let rows = replicas * cfg.batch_size as u64;
+        let extra = replicas * cfg.replay_capacity as u64 * 4 * n;
+        tensors.push(opponent_tensor(
+            cfg, layout, spec.input, backend, rows, extra,
+        ));
+        replay += extra;
+        models = opponent_spec(cfg, layout, spec.input).params() as u64;
+    }
+    let params = (spec.params() as u64, true);
+    let arenas = (
+        replicas * cfg.arenas as u64,
+        layout.bytes_per_arena() as u64,
+    );
+    tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
     tensors
 }

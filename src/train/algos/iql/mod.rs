@@ -39,10 +39,9 @@ mod buffer;
 mod sequences;
 mod threaded;
 
-use crate::critic::{Backend, Chosen, Critic, Input, StackSpec};
+use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
-use crate::layout::Layout;
 use crate::scenario::LoadedScenario;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
@@ -55,10 +54,6 @@ use crate::train::kit::replicas::{StepValues, UpdateValues, models_in_step, repl
 use crate::train::kit::schedule::epsilon_by_steps;
 use crate::train::kit::stats::UpdateStats;
 use crate::train::learner::{BoxedLearner, Learner, Progress};
-use crate::train::preflight::sizing::{
-    PlanTensor, checkpoint_tensor, fmt, opponent_spec, opponent_tensor, qnet_tensors,
-    sequence_replay_tensors,
-};
 pub use buffer::td_target;
 use buffer::{Minibatch, Replay};
 use sequences::{SeqBatch, SeqReplay, Store, sequence_config};
@@ -530,62 +525,6 @@ impl Learner for Iql {
 
     // State, progress and the batch/critic accessors: the same fields in IQL and PR2-IQL.
     crate::train::kit::replicas::replica_learner_plumbing!();
-}
-
-// ------------------------------------------------------------------------------------------
-// Memory plan
-// ------------------------------------------------------------------------------------------
-
-/// IQL's tensors for the memory preflight: the Q-network stack of every replica with a pass of
-/// every replica's minibatch (or of acting on every learner), every replica's replay buffer
-/// (of sequences with `network: gru`, with the sequences being acted and the minibatch's
-/// buffers), and the opponent models, which score one minibatch per pass and store the
-/// others' actions with every replayed row.
-pub(crate) fn plan(
-    cfg: &RunConfig,
-    loaded: &LoadedScenario,
-    layout: &Layout,
-    backend: Backend,
-) -> Vec<PlanTensor> {
-    let (n, replicas) = (layout.learners as u64, cfg.replica_count() as u64);
-    let pass_rows = crate::train::preflight::sizing::iql_pass_rows(cfg, layout);
-    let pass = "replicas x batch_size (x rollout with network: gru), or replicas x arenas x \
-                learners when acting";
-    let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
-    let d = spec.input as u64;
-    let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
-    if spec.state_width() > 0 {
-        let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
-        tensors.extend(lines);
-        replay = ring;
-    } else {
-        tensors.push(PlanTensor {
-            name: "replay buffer".into(),
-            shape: format!(
-                "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-                fmt(cfg.replay_capacity as u64)
-            ),
-            bytes: replay,
-            knobs: "lower replay_capacity or seeds",
-        });
-    }
-    let mut models = 0;
-    if cfg.opponent_models {
-        let rows = replicas * cfg.batch_size as u64;
-        let extra = replicas * cfg.replay_capacity as u64 * 4 * n;
-        tensors.push(opponent_tensor(
-            cfg, layout, spec.input, backend, rows, extra,
-        ));
-        replay += extra;
-        models = opponent_spec(cfg, layout, spec.input).params() as u64;
-    }
-    let params = (spec.params() as u64, true);
-    let arenas = (
-        replicas * cfg.arenas as u64,
-        layout.bytes_per_arena() as u64,
-    );
-    tensors.push(checkpoint_tensor(cfg, params, models, replay, arenas));
-    tensors
 }
 
 #[cfg(test)]

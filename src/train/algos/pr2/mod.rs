@@ -30,18 +30,17 @@
 //! must learn at the same moments (a rate-limiter sweep is refused).
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
-//! ([`sizing`] holds the shapes and the memory plan).
+//! ([`shapes`] holds the shapes, `preflight/pr2.rs` the memory plan).
 
 mod recurrent;
 mod sequences;
+mod shapes;
 mod step;
 
 use sequences::{Rollout, SequenceReplay};
 use step::StepBuffers;
 
-pub use crate::train::preflight::pr2::{
-    batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec,
-};
+pub use shapes::{batch_rows, critic_row, head, pass_rows, replay_sequences, stack_spec};
 
 use crate::critic::pr2::Pr2Head;
 use crate::critic::pr2_loss::{Pr2Loss, Scratch};
