@@ -2,12 +2,102 @@
 //! gradients: one report per update at rank 0 (every rank's episodes, the mean loss), the
 //! periodic parameter checksum that proves the ranks still hold the same networks, and the
 //! agreement to stop (Ctrl-C reaches ranks at different moments; they stop at the same update).
-//! With one rank every function is the identity.
+//! With one rank every function is the identity. [`Ranks`] is the job as the loop sees it:
+//! these steps, the fault injected for the multi-rank tests, and how the job splits the run.
 
+use super::RunError;
+use super::faults::Fault;
 use crate::dist::Job;
+use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
 use crate::train::kit::opponent::OpponentScores;
 use crate::train::kit::stats::UpdateStats;
+use crate::train::learner::Learner;
+
+/// The job a run trains in, with what its loop does across ranks.
+pub(crate) struct Ranks<'a> {
+    pub(crate) job: &'a Job,
+    /// The fault `GRIDARENA_FAULT` injects (none in normal use).
+    pub(crate) fault: Fault,
+    /// With several replicas on several ranks, each rank's block of whole replicas: it trains
+    /// them with no gradient exchange (a one-process learner of its replicas). `None`: one
+    /// rank, or data parallelism (every rank steps its own arenas of the one run).
+    pub(crate) blocks: Option<Vec<(usize, usize)>>,
+    /// Updates between two parameter-checksum comparisons of a data-parallel job.
+    checksum_every: u64,
+}
+
+impl<'a> Ranks<'a> {
+    /// The job of `job.size()` ranks training `cfg`: the fault read from `GRIDARENA_FAULT`
+    /// (refused when it does not parse), and the replica blocks.
+    pub(crate) fn new(
+        cfg: &RunConfig,
+        job: &'a Job,
+        checksum_every: u64,
+    ) -> Result<Ranks<'a>, RunError> {
+        let fault = Fault::from_env().map_err(RunError::Fault)?;
+        let blocks = (job.size() > 1 && cfg.replica_count() > 1)
+            .then(|| crate::dist::replica_blocks(cfg.replica_count(), job.size()));
+        Ok(Ranks {
+            job,
+            fault,
+            blocks,
+            checksum_every,
+        })
+    }
+
+    /// This rank's share of the run: its configuration (its block of replicas) and the job its
+    /// learner averages gradients over (none with replica blocks).
+    pub(crate) fn share(&self, cfg: &RunConfig) -> (RunConfig, Job) {
+        match &self.blocks {
+            Some(b) => (
+                RunConfig {
+                    replica_shard: Some(b[self.job.rank()]),
+                    ..cfg.clone()
+                },
+                Job::single(),
+            ),
+            None => (cfg.clone(), self.job.clone()),
+        }
+    }
+
+    /// The job's environment steps per step this rank's learner counts: every rank's arenas
+    /// with data parallelism; one replica's (each replica steps its own) with replica blocks.
+    pub(crate) fn env_steps_factor(&self) -> u64 {
+        if self.blocks.is_some() {
+            1
+        } else {
+            self.job.size() as u64
+        }
+    }
+
+    /// [`agree`]: whether any rank was asked to stop before update `done + 1`.
+    pub(crate) fn agree_to_stop(&self, stop: bool, done: u64) -> Result<bool, TrainError> {
+        agree(self.job, stop, done)
+    }
+
+    /// After an update of `learner`: the `perturb` fault (the asked rank adds 0.001 to its
+    /// first parameter), and every `checksum_every` updates of a data-parallel job the
+    /// comparison of the ranks' parameter checksums ([`check_checksums`]).
+    pub(crate) fn check(&self, learner: &mut dyn Learner) -> Result<(), TrainError> {
+        let update = learner.updates_done();
+        if self.fault.perturbs(self.job.rank(), update) {
+            let mut p = learner.params()?;
+            p[0] += 1e-3;
+            learner.set_params(&p)?;
+        }
+        if self.job.size() > 1 && self.blocks.is_none() && update % self.checksum_every == 0 {
+            let params = learner.params()?;
+            check_checksums(self.job, &params, update)?;
+        }
+        Ok(())
+    }
+
+    /// [`gather_stats`]: the job's report of an update at rank 0, `None` on the other ranks.
+    pub(crate) fn gather(&self, stats: UpdateStats) -> Result<Option<UpdateStats>, TrainError> {
+        gather_stats(self.job, stats, self.blocks.is_some())
+    }
+}
 
 /// The update report of the whole job at rank 0: every rank's finished episodes (so returns
 /// are averaged over all episodes of all ranks), the loss and opponent scores averaged over

@@ -1,16 +1,19 @@
-//! The run around the learner: [`train_in`]'s update loop, its setup (resuming included) in
-//! `setup`, what it saves in `saving`; the run directory (`run_dir`) and a job's checkpoint
-//! shards (`shards`), what the loop does across ranks (`across_ranks`) and the multi-rank
-//! tests' fault injection (`faults`); what a resume may change (`resume_check`); TensorBoard
-//! event files per replica (`tensorboard`), the learning curve (`plot`) and a sweep's ranking
-//! (`sweep_report`); a trained run's greedy [`Policy`](crate::policy::Policy) (`greedy`) and
-//! its evaluation (`eval`).
+//! The run around the learner. [`train_in`]'s update loop is on one screen below: its setup
+//! (resuming included) is in `setup.rs`, what it reports each update (`metrics.jsonl`,
+//! TensorBoard, the progress bar) in `report.rs`, what it saves in `saving.rs`, and what it
+//! does across the ranks of a job in `across_ranks.rs` (with the multi-rank tests' fault
+//! injection in `faults.rs`). Around it: the run directory (`run_dir`) and a job's checkpoint
+//! shards (`shards`), what a resume may change (`resume_check`), TensorBoard event files per
+//! replica (`tensorboard`), the learning curve (`plot`) and a sweep's ranking
+//! (`sweep_report`), and a trained run's greedy [`Policy`](crate::policy::Policy) (`greedy`)
+//! with its evaluation (`eval`).
 
 pub(crate) mod across_ranks;
 pub mod eval;
 pub(crate) mod faults;
 pub(crate) mod greedy;
 pub mod plot;
+mod report;
 pub(crate) mod resume_check;
 pub mod run_dir;
 mod saving;
@@ -19,28 +22,26 @@ pub mod shards;
 pub mod sweep_report;
 pub mod tensorboard;
 
-pub use setup::{restore, restore_in};
+pub use setup::{load_scenario, restore, restore_in};
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use across_ranks::Ranks;
+use report::Reporter;
 use resume_check::Change;
-use run_dir::{Resume, RunDirError};
+use run_dir::{RunDir, RunDirError};
 use saving::{checkpoint, finish_files};
-use setup::{open_run_dir, progress_bar, refuse_across_ranks, same_checkpoint};
 
-use crate::critic::{Chosen, CriticError, choose_device};
+use crate::critic::{Chosen, CriticError};
 use crate::dist::Job;
 use crate::error::ScenarioError;
-use crate::scenario::{LoadedScenario, Scenario};
-use crate::train::algos::new_learner_in;
 use crate::train::config::{self, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::kit::stats;
-use crate::train::preflight::plan;
+use crate::train::kit::stats::UpdateStats;
+use crate::train::learner::BoxedLearner;
 
 /// Everything that can stop a run.
 #[derive(Debug, thiserror::Error)]
@@ -125,14 +126,6 @@ pub struct TrainSummary {
     pub sweep: Option<sweep_report::SweepTable>,
 }
 
-/// Loads the scenario a configuration names (the embedded default when none).
-pub fn load_scenario(cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
-    match &cfg.scenario {
-        Some(p) => Scenario::load(p),
-        None => Ok(Scenario::default_pursuit()),
-    }
-}
-
 /// How to drive a run.
 #[derive(Debug, Clone, Default)]
 pub struct TrainOptions {
@@ -147,7 +140,7 @@ pub struct TrainOptions {
     /// Memory budget for the preflight (default: three quarters of the available memory).
     pub memory_budget: Option<u64>,
     /// Device memory budget for the preflight's GPU half (default:
-    /// [`gpu_plan::GPU_MEMORY_RULE`]).
+    /// [`GPU_MEMORY_RULE`](crate::train::gpu_plan::GPU_MEMORY_RULE)).
     pub gpu_memory: Option<u64>,
     /// In a job of several ranks, compare the ranks' parameter checksums every this many
     /// updates (default [`CHECKSUM_EVERY`]).
@@ -210,199 +203,147 @@ pub fn train_in(
     opts: &TrainOptions,
     job: &Job,
 ) -> Result<TrainSummary, RunError> {
-    let (resume, stop) = (opts.resume, opts.stop.clone());
-    let progress = opts.progress && job.is_root();
-    cfg.validate()?;
-    // Every grid point of a sweep is a configuration of its own: checked before anything runs.
-    cfg.replicas()?;
-    refuse_across_ranks(cfg, job)?;
-    let fault = faults::Fault::from_env().map_err(RunError::Fault)?;
-    // Several replicas on several ranks: each rank trains its block of whole replicas, with no
-    // gradient exchange (a rank is then a one-process learner of its replicas).
-    let blocks = (job.size() > 1 && cfg.replica_count() > 1)
-        .then(|| crate::dist::replica_blocks(cfg.replica_count(), job.size()));
-    let (mine, learner_job) = match &blocks {
-        Some(b) => (
-            RunConfig {
-                replica_shard: Some(b[job.rank()]),
-                ..cfg.clone()
-            },
-            Job::single(),
-        ),
-        None => (cfg.clone(), job.clone()),
-    };
-    let loaded = load_scenario(cfg)?;
-    let device: Chosen = choose_device(cfg.device)?;
-    // Ranks on one node share its memory (a one-rank job keeps the whole budget).
-    let share = if job.size() > 1 {
-        crate::dist::local_ranks() as u64
-    } else {
-        1
-    };
-    let budget = opts
-        .memory_budget
-        .unwrap_or_else(|| plan::default_budget() / share);
-    let preflight = plan::PlanDevice::Chosen(&device);
-    let planned = plan::plan_for(&mine, &loaded, preflight, budget, opts.gpu_memory);
-    if let Some(refusal) = planned.refusal() {
-        return Err(RunError::Memory(refusal));
-    }
-    if job.size() > 1 && job.is_root() {
-        let n = job.size() as u64;
-        let human = crate::error::human_bytes;
-        println!(
-            "memory preflight: {} per rank (budget {}: this node's over {} rank(s) on it), {} for \
-             the job's {n} ranks",
-            human(planned.total_bytes),
-            human(planned.budget_bytes),
-            crate::dist::local_ranks(),
-            human(planned.total_bytes.saturating_mul(n))
-        );
-    }
-    let dir = open_run_dir(out, resume, job)?;
-    if resume {
-        resume_check::refuse_changes(&dir, cfg, &loaded)?;
-    }
-    let mut learner = new_learner_in(&mine, &loaded, &device, &learner_job)?;
-    // A resumed run's files are rewritten only once its checkpoint has been restored: a
-    // failed resume leaves the run directory exactly as it was.
-    let restored = if resume {
-        Some(restore_in(learner.as_mut(), &dir, job)?)
-    } else {
-        None
-    };
-    if let Some((update, _)) = &restored {
-        same_checkpoint(job, *update, &dir)?;
-    }
-    let resume_note = match &restored {
-        Some((_, Resume::Approximate(why))) => {
-            let note = format!("this resume is approximate: {why}");
-            if job.is_root() {
-                eprintln!("warning: {note}");
-            }
-            Some(note)
-        }
-        _ => None,
-    };
-    // The job's env steps: every rank's arenas with data parallelism; one replica's (each
-    // replica steps its own) with replicas split over ranks.
-    let ranks = if blocks.is_some() {
-        1
-    } else {
-        job.size() as u64
-    };
-    let mut board = None;
-    if job.is_root() {
-        dir.save_config(&cfg.to_ron(), &loaded.scenario.to_ron())?;
-        if let Some((update, _)) = restored {
-            dir.truncate_metrics(update)?;
-        }
-        let resumed_at = restored.as_ref().map(|_| learner.env_steps() * ranks);
-        let counters = &learner.batch().layout().counter_names;
-        board = Some(tensorboard::RunBoard::new(
-            &dir.path,
-            &cfg.replicas()?,
-            counters,
-            resumed_at,
-        ));
-    }
-    let updates = cfg.updates();
-    let bar = progress_bar(progress, cfg.total_steps * ranks);
-    bar.set_position(learner.env_steps() * ranks);
-    let start = Instant::now();
-    // Mean returns of the last 20 updates with finished episodes, for the progress bar.
-    let mut recent: VecDeque<f64> = VecDeque::new();
+    // Validation, this rank's share of the run, the memory preflight, the run directory, the
+    // learner (restored when resuming) and the reports (`setup.rs`).
+    let mut run = Run::setup(cfg, out, opts, job)?;
     let mut interrupted = false;
-    let (mut sim, mut learn) = (0.0, 0.0);
-    let last = opts.until_update.map_or(updates, |u| u.min(updates));
-    let checksum_every = opts.checksum_every.unwrap_or(CHECKSUM_EVERY).max(1);
-    let ranked = (job, &fault, blocks.as_deref());
-    while learner.updates_done() < last {
-        let done = learner.updates_done();
-        if across_ranks::agree(job, stop.load(Ordering::SeqCst), done)? {
+    while !run.done() {
+        // Ctrl-C (`opts.stop`) on any rank: every rank stops after the same update.
+        if run.stop_requested()? {
             interrupted = true;
             break;
         }
+        let update = run.update()?;
+        // The injected fault and the ranks' parameter checksums (`across_ranks.rs`).
+        run.check_ranks()?;
+        // At rank 0: `metrics.jsonl`, TensorBoard and the progress bar (`report.rs`).
+        run.log(update)?;
+        if run.checkpoint_due() {
+            run.checkpoint()?;
+        }
+    }
+    run.checkpoint()?;
+    run.finish(interrupted)
+}
+
+/// A run between its setup ([`Run::setup`]) and its end: what [`train_in`]'s loop holds.
+struct Run<'a> {
+    cfg: &'a RunConfig,
+    /// The job, its injected fault and how it splits the run over its ranks.
+    ranks: Ranks<'a>,
+    learner: BoxedLearner,
+    dir: RunDir,
+    /// Rank 0's metrics, TensorBoard files and progress bar.
+    report: Reporter,
+    /// Polled before every update.
+    stop: Arc<AtomicBool>,
+    /// The loop ends after this update (the run's last, or `until_update`).
+    last: u64,
+    device: Chosen,
+    /// Why a resume is approximate (see [`TrainSummary::resume_note`]).
+    resume_note: Option<String>,
+    /// Seconds stepping arenas, and in the critic, over this invocation's updates.
+    sim_seconds: f64,
+    learn_seconds: f64,
+}
+
+/// One update's report and the seconds it took.
+struct Update {
+    stats: UpdateStats,
+    seconds: f64,
+}
+
+impl Run<'_> {
+    /// Whether the run (or this invocation, with `until_update`) has done its updates.
+    fn done(&self) -> bool {
+        self.learner.updates_done() >= self.last
+    }
+
+    /// Whether any rank was asked to stop (every rank gets the same answer), once the ranks
+    /// have checked that they took the same number of optimiser steps.
+    fn stop_requested(&self) -> Result<bool, RunError> {
+        let stop = self.stop.load(Ordering::SeqCst);
+        Ok(self
+            .ranks
+            .agree_to_stop(stop, self.learner.updates_done())?)
+    }
+
+    /// One update of the learner, timed. A failed update leaves the progress bar where it is.
+    fn update(&mut self) -> Result<Update, RunError> {
         let t0 = Instant::now();
-        let stats = match learner.update() {
+        let stats = match self.learner.update() {
             Ok(s) => s,
             Err(e) => {
-                bar.abandon();
+                self.report.abandon();
                 return Err(e.into());
             }
         };
-        let secs = t0.elapsed().as_secs_f64();
-        let (s, l) = learner.take_timing();
-        sim += s;
-        learn += l;
-        let update = learner.updates_done();
-        if fault.perturbs(job.rank(), update) {
-            let mut p = learner.params()?;
-            p[0] += 1e-3;
-            learner.set_params(&p)?;
-        }
-        if job.size() > 1 && blocks.is_none() && update % checksum_every == 0 {
-            let params = learner.params()?;
-            across_ranks::check_checksums(job, &params, update)?;
-        }
-        let traffic = job.take_traffic();
-        // Rank 0 reports the job's update; the other ranks' reports went to it.
-        if let Some(stats) = across_ranks::gather_stats(job, stats, blocks.is_some())? {
-            let sps = (cfg.steps_per_update() * ranks) as f64 / secs.max(1e-9);
-            let done = (update, learner.env_steps() * ranks);
-            let layout = learner.batch().layout();
-            let seconds = start.elapsed().as_secs_f64();
-            let (mut line, mean_return) = stats::metrics_line(&stats, layout, done, sps, seconds);
-            if job.size() > 1 {
-                line["ranks"] = job.size().into();
-                line["allreduce_seconds"] = traffic.seconds.into();
-                line["allreduce_bytes"] = traffic.bytes.into();
-                line["allreduce_calls"] = traffic.calls.into();
-            }
-            if let Some(r) = mean_return {
-                recent.push_back(r);
-                if recent.len() > 20 {
-                    recent.pop_front();
-                }
-            }
-            dir.append_metrics(&line.to_string())?;
-            if let Some(board) = &mut board {
-                board.log(&stats, layout.learners, done.1, sps)?;
-            }
-            let recent_mean = if recent.is_empty() {
-                f64::NAN
-            } else {
-                recent.iter().sum::<f64>() / recent.len() as f64
-            };
-            bar.set_position(done.1);
-            bar.set_message(format!(
-                "{sps:.0} sps  return {recent_mean:.2}  loss {:.4}",
-                stats.loss
-            ));
-        }
-        if update % cfg.checkpoint_every == 0 {
-            checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
-        }
+        let seconds = t0.elapsed().as_secs_f64();
+        let (sim, learn) = self.learner.take_timing();
+        self.sim_seconds += sim;
+        self.learn_seconds += learn;
+        Ok(Update { stats, seconds })
     }
-    checkpoint(learner.as_mut(), &dir, cfg.keep_checkpoints, ranked)?;
-    bar.finish_and_clear();
-    let sweep = if job.is_root() {
-        finish_files(cfg, &dir)?
-    } else {
-        None
-    };
-    Ok(TrainSummary {
-        run: dir.path.clone(),
-        updates: learner.updates_done(),
-        env_steps: learner.env_steps() * ranks,
-        ranks: job.size(),
-        seconds: start.elapsed().as_secs_f64(),
-        interrupted,
-        device: device.to_string(),
-        sim_seconds: sim,
-        learn_seconds: learn,
-        resume_note,
-        replicas: cfg.replica_count(),
-        sweep,
-    })
+
+    /// After an update: the fault `GRIDARENA_FAULT` injects, and every `checksum_every` updates
+    /// of a data-parallel job the ranks' parameter checksums compared.
+    fn check_ranks(&mut self) -> Result<(), RunError> {
+        Ok(self.ranks.check(self.learner.as_mut())?)
+    }
+
+    /// Reports an update: every rank's report goes to rank 0, which writes it (with the job's
+    /// allreduce traffic since the last update).
+    fn log(&mut self, update: Update) -> Result<(), RunError> {
+        let traffic = self.ranks.job.take_traffic();
+        let Some(stats) = self.ranks.gather(update.stats)? else {
+            return Ok(());
+        };
+        let ranks = self.ranks.env_steps_factor();
+        let sps = (self.cfg.steps_per_update() * ranks) as f64 / update.seconds.max(1e-9);
+        let done = (
+            self.learner.updates_done(),
+            self.learner.env_steps() * ranks,
+        );
+        let layout = self.learner.batch().layout();
+        let job = (self.ranks.job.size(), traffic);
+        self.report.log(&self.dir, &stats, layout, done, sps, job)
+    }
+
+    /// Whether the update just done is one to checkpoint after (`checkpoint_every`).
+    fn checkpoint_due(&self) -> bool {
+        self.learner.updates_done() % self.cfg.checkpoint_every == 0
+    }
+
+    /// Saves this rank's checkpoint (its shard in a job of several ranks), keeping the newest
+    /// `keep_checkpoints`.
+    fn checkpoint(&mut self) -> Result<(), RunError> {
+        let keep = self.cfg.keep_checkpoints;
+        checkpoint(self.learner.as_mut(), &self.dir, keep, &self.ranks)?;
+        Ok(())
+    }
+
+    /// Ends the run: the progress bar cleared, rank 0's closing files (the learning curve, a
+    /// sweep's ranking), and the summary.
+    fn finish(self, interrupted: bool) -> Result<TrainSummary, RunError> {
+        self.report.finish();
+        let sweep = if self.ranks.job.is_root() {
+            finish_files(self.cfg, &self.dir)?
+        } else {
+            None
+        };
+        Ok(TrainSummary {
+            run: self.dir.path.clone(),
+            updates: self.learner.updates_done(),
+            env_steps: self.learner.env_steps() * self.ranks.env_steps_factor(),
+            ranks: self.ranks.job.size(),
+            seconds: self.report.seconds(),
+            interrupted,
+            device: self.device.to_string(),
+            sim_seconds: self.sim_seconds,
+            learn_seconds: self.learn_seconds,
+            resume_note: self.resume_note,
+            replicas: self.cfg.replica_count(),
+            sweep,
+        })
+    }
 }

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use super::across_ranks::Ranks;
 use super::run_dir::RunDir;
-use super::{RunError, faults, plot, shards, sweep_report};
-use crate::dist::Job;
+use super::{RunError, plot, shards, sweep_report};
 use crate::train::config::RunConfig;
 use crate::train::{Learner, TrainError};
 
@@ -15,7 +15,7 @@ pub(super) fn checkpoint(
     learner: &mut dyn Learner,
     dir: &RunDir,
     keep: usize,
-    (job, fault, blocks): (&Job, &faults::Fault, Option<&[(usize, usize)]>),
+    ranks: &Ranks,
 ) -> Result<PathBuf, RunError> {
     let c = learner.checkpoint().map_err(|e| match e {
         TrainError::State(e) => RunError::Checkpoint {
@@ -24,7 +24,14 @@ pub(super) fn checkpoint(
         },
         e => RunError::Train(e),
     })?;
-    Ok(shards::save(dir, &c, keep, (job, fault), blocks)?)
+    let (job, fault) = (ranks.job, &ranks.fault);
+    Ok(shards::save(
+        dir,
+        &c,
+        keep,
+        (job, fault),
+        ranks.blocks.as_deref(),
+    )?)
 }
 
 /// Rank 0's files at the end of a run: the learning curve, and a sweep's ranking.
