@@ -6,7 +6,7 @@ appended to its observation as a one-hot), picks epsilon-greedy actions for the 
 Every update collects a rollout of T steps, turns it into Q(lambda) targets and regresses the
 Q-values of the taken actions onto them for a few epochs of minibatches with a hand-written Adam.
 
-Targets (the same rule as the engine's own trainer, `src/train/returns.rs`), backwards over the
+Targets (the same rule as the engine's own trainer, `src/train/kit/returns.rs`), backwards over the
 rollout, per row (one agent in one arena):
 
     G_t = r_t + gamma * (1 - terminated_t) * B_t

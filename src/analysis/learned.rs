@@ -23,7 +23,7 @@ use crate::engine::{EnvBatch, FixedSlots, SlotActor};
 use crate::policy::Policy;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{Algo, RunConfig};
-use crate::train::stats::mean_ci;
+use crate::train::kit::stats::mean_ci;
 use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario, new_learner};
 
 /// The trained run's greedy policy acting for the slots a best response does not learn.

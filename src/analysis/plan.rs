@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::explicit::edge_bytes;
 use super::model::TransitionModel;
 use crate::train::plan::{Plan, PlanTensor};
-use crate::train::sizing::fmt;
+use crate::train::preflight::sizing::fmt;
 
 /// How NashConv is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]

@@ -1,10 +1,10 @@
 //! The seam every algorithm plugs into: a [`Learner`] owns its arenas and networks, acts,
 //! updates, reports, and saves and restores its state. The algorithms are listed in
-//! [`super::algorithms`].
+//! [`super::algos`].
 
 use super::error::TrainError;
-use super::run_dir::{Checkpoint, Resume};
-use super::stats::UpdateStats;
+use super::kit::stats::UpdateStats;
+use super::run::run_dir::{Checkpoint, Resume};
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::Critic;
 use crate::engine::EnvBatch;
@@ -32,7 +32,7 @@ pub trait Learner: Send {
     fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
         let a = self.batch().layout().actions;
         let values = self.q_values(obs)?;
-        Ok(super::explore::greedy_actions(&values, a))
+        Ok(super::kit::explore::greedy_actions(&values, a))
     }
 
     /// The values `[R x N, A]` the learner ranks actions by, for observation rows `[R, N, O]`.

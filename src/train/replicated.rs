@@ -1,5 +1,5 @@
 //! The replica layer: a run of several replicas (sweep grid points x seeds, see
-//! [`super::sweep`]) is one single run per replica, each built by its algorithm from the
+//! [`super::config::sweep`]) is one single run per replica, each built by its algorithm from the
 //! replica's own configuration (its seed, its swept values) with its own arenas, random
 //! streams and networks, and updated one after the other. No algorithm knows it has siblings,
 //! so replica k computes exactly what a single run with its configuration computes, and a new
@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::error::TrainError;
+use super::kit::stats::UpdateStats;
 use super::learner::{BoxedLearner, Learner, Progress};
-use super::run_dir::Resume;
-use super::stats::UpdateStats;
+use super::run::run_dir::Resume;
 use super::tensors::{NamedTensors, Tensor};
 use crate::critic::Critic;
 use crate::engine::EnvBatch;

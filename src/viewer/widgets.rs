@@ -62,7 +62,7 @@ pub(super) fn q_bars(ui: &mut egui::Ui, q: &[f32], names: &[String]) {
     let finite = q.iter().copied().filter(|v| v.is_finite());
     let lo = finite.clone().fold(f32::INFINITY, f32::min);
     let hi = finite.fold(f32::NEG_INFINITY, f32::max);
-    let best = crate::train::explore::argmax(q) as usize;
+    let best = crate::train::kit::explore::argmax(q) as usize;
     for (a, &v) in q.iter().enumerate() {
         let frac = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
         // Keep the smallest visible.
@@ -103,7 +103,7 @@ pub(super) fn prediction_bars(
         let c = color(colors.get(j).copied().unwrap_or([128, 128, 128]));
         ui.label(RichText::new(format!("agent {j}")).color(c));
         let probs = &p[k * a..(k + 1) * a];
-        let best = crate::train::explore::argmax(probs) as usize;
+        let best = crate::train::kit::explore::argmax(probs) as usize;
         for (act, &v) in probs.iter().enumerate() {
             let fill = if act == best {
                 c

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::critic::Device;
 
 mod set;
+pub mod sweep;
 mod validate;
 
 pub use validate::{

@@ -1,0 +1,16 @@
+//! The algorithm kit: the learning maths and storage the algorithms share. Targets
+//! (`returns`: PQN's lambda-returns), acting on values (`explore`), the Q-network stack and its
+//! head (`qnet`, `q_head`), recurrent acting (`recurrent`), replay (`replay`: ring and replay
+//! learners' state, `rate_limiter`), opponent models (`opponent`), learning and exploration
+//! rates (`schedule`), and what an update reports (`stats`).
+
+pub(crate) mod explore;
+pub mod opponent;
+pub(crate) mod q_head;
+pub(crate) mod qnet;
+pub mod rate_limiter;
+pub(crate) mod recurrent;
+pub(crate) mod replay;
+pub(crate) mod returns;
+pub mod schedule;
+pub(crate) mod stats;
