@@ -267,8 +267,11 @@ fn per_network_counts_restore_and_one_count_applies_to_every_network() {
     assert_eq!(a.net_steps(), [4, 4, 4]);
 }
 
+/// Parameters, Adam moments, targets (as bits) and step counts.
+type State = (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u64>);
+
 /// Everything a refused call must leave alone.
-fn state(c: &mut dyn CriticBackend) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<u64>) {
+fn state(c: &mut dyn CriticBackend) -> State {
     let (m, v, _) = c.adam_state().unwrap();
     let (p, t) = (c.params().unwrap(), c.target_params().unwrap());
     (

@@ -147,10 +147,10 @@ fn find_cycle(
     }
     let mut state = BTreeMap::new();
     for m in mods.keys() {
-        if !state.contains_key(m) {
-            if let Some(c) = visit(m, &graph, &mut state, &mut Vec::new()) {
-                return (graph, Some(c));
-            }
+        if !state.contains_key(m)
+            && let Some(c) = visit(m, &graph, &mut state, &mut Vec::new())
+        {
+            return (graph, Some(c));
         }
     }
     (graph, None)

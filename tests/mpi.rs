@@ -35,7 +35,8 @@ fn main() {
     let base = std::env::temp_dir().join(format!("gridarena-mpi-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
-    let checks: [(&str, fn(&Path)); 6] = [
+    type Check = (&'static str, fn(&Path));
+    let checks: [Check; 6] = [
         (
             "ranks: gradients, identical parameters, resume, metrics (-np 2)",
             |b| ranks(2, "all", b),

@@ -181,7 +181,7 @@ fn the_joint_pr2_critic_of_the_report_is_its_own_line_of_the_plan() {
         .find(|l| l.starts_with("PR2 joint Q tensors"))
         .unwrap_or_else(|| panic!("no joint Q line in:\n{stdout}"));
     assert_mentions(
-        &line,
+        line,
         &[
             "4.07 GiB",
             "257 steps x 4 sequences x 9^6 = 531,441",

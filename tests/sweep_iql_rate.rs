@@ -194,7 +194,8 @@ fn a_sweep_of_rates_on_the_gpu_matches_the_cpu() {
         return;
     }
     let (_, cfg) = iql_sweep(&["samples_per_insert=[1.0, 4.0]"]);
-    let runs: Vec<(Vec<f32>, (Vec<f32>, serde_json::Value))> = [Device::Cpu, Device::Gpu]
+    type Run = (Vec<f32>, (Vec<f32>, serde_json::Value));
+    let runs: Vec<Run> = [Device::Cpu, Device::Gpu]
         .into_iter()
         .map(|device| {
             let run = temp(&format!("gpu-{device:?}"));

@@ -34,7 +34,7 @@ fn crc32c(bytes: &[u8]) -> u32 {
 /// The TFRecord checksum of `bytes`.
 fn masked(bytes: &[u8]) -> u32 {
     let c = crc32c(bytes);
-    ((c >> 15) | (c << 17)).wrapping_add(0xa282_ead8)
+    c.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

@@ -79,8 +79,8 @@ pub(crate) fn train(
     });
     let opts = gridarena::train::TrainOptions::default();
     let summary = py
-        .detach(|| gridarena::train::train(&cfg, &out, &opts))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .detach(|| gridarena::train::train(&cfg, &out, &opts).map_err(|e| e.to_string()))
+        .map_err(PyValueError::new_err)?;
     Ok(summary.run.display().to_string())
 }
 
@@ -205,8 +205,10 @@ pub(crate) fn eval(
         reason: "python".into(),
     };
     let report = py
-        .detach(|| gridarena::train::eval::evaluate(&run_dir, episodes, &device))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .detach(|| {
+            gridarena::train::eval::evaluate(&run_dir, episodes, &device).map_err(|e| e.to_string())
+        })
+        .map_err(PyValueError::new_err)?;
     let text = serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let json = py.import("json")?;
     Ok(json.call_method1("loads", (text,))?.unbind())

@@ -223,10 +223,12 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         gridarena::train::train_in(&cfg, &out, &opts, job).map_err(anyhow::Error::from)
     })?;
     // runs/latest names the new run once it exists (also after a failure part-way).
-    if fresh && root && gridarena::train::run_dir::RunDir::config_file(&out).exists() {
-        if let Err(e) = gridarena::train::run_dir::point_latest(Path::new(RUNS), &out) {
-            eprintln!("warning: {e}");
-        }
+    if fresh
+        && root
+        && gridarena::train::run_dir::RunDir::config_file(&out).exists()
+        && let Err(e) = gridarena::train::run_dir::point_latest(Path::new(RUNS), &out)
+    {
+        eprintln!("warning: {e}");
     }
     let summary = summary?;
     if !root {

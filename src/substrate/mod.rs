@@ -153,7 +153,7 @@ pub(crate) trait SubstrateRules:
     ) -> Result<(), ScenarioError> {
         c.observation_unused(
             Self::NAME,
-            &scenario.observation,
+            scenario.observation,
             &["radius", "window", "channels"],
         )
     }

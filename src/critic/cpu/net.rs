@@ -237,7 +237,7 @@ impl NetForward<'_> {
                 self.x0.linear(self.n, o, self.net, &mut z);
             } else {
                 let _t = span(Phase::Linear);
-                linear(self.n, o, self.net, &before[l - 1], &mut z);
+                linear(self.n, o, self.net, before[l - 1], &mut z);
             }
             let _t = span(Phase::NormRelu);
             layernorm_relu(

@@ -86,7 +86,10 @@ impl<'a> Ranks<'a> {
             p[0] += 1e-3;
             learner.set_params(&p)?;
         }
-        if self.job.size() > 1 && self.blocks.is_none() && update % self.checksum_every == 0 {
+        if self.job.size() > 1
+            && self.blocks.is_none()
+            && update.is_multiple_of(self.checksum_every)
+        {
             let params = learner.params()?;
             check_checksums(self.job, &params, update)?;
         }

@@ -63,7 +63,7 @@ impl Fault {
     pub(crate) fn in_checkpoint(&self, rank: usize, shard: &Path) {
         let nth = self.checkpoints.fetch_add(1, Ordering::SeqCst) + 1;
         if self.kind == Some(Kind::KillInCheckpoint { rank, nth }) {
-            let _ = std::fs::write(super::run_dir::RunDir::params_file(&shard), b"partial");
+            let _ = std::fs::write(super::run_dir::RunDir::params_file(shard), b"partial");
             eprintln!("{FAULT_VAR}: rank {rank} kills itself in checkpoint {nth}");
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", &std::process::id().to_string()])

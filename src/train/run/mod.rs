@@ -311,7 +311,9 @@ impl Run<'_> {
 
     /// Whether the update just done is one to checkpoint after (`checkpoint_every`).
     fn checkpoint_due(&self) -> bool {
-        self.learner.updates_done() % self.cfg.checkpoint_every == 0
+        self.learner
+            .updates_done()
+            .is_multiple_of(self.cfg.checkpoint_every)
     }
 
     /// Saves this rank's checkpoint (its shard in a job of several ranks), keeping the newest

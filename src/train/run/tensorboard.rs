@@ -68,7 +68,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TensorBoardError + '_ {
 /// A TFRecord checksum: the CRC-32C of `bytes`, rotated right by 15 bits, plus a constant.
 pub(crate) fn masked_crc32c(bytes: &[u8]) -> u32 {
     let crc = CASTAGNOLI.checksum(bytes);
-    ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8)
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 // ------------------------------------------------------------------------------------------

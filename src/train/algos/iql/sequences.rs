@@ -254,9 +254,9 @@ impl SeqReplay {
         let rows = self.next_reset.len();
         let (d, at) = (self.width, t * rows);
         self.acting.next[at * d..(at + rows) * d].copy_from_slice(next);
-        for r in 0..rows {
+        for (r, &action) in taken.iter().enumerate().take(rows) {
             let (term, trunc) = (b.terminated[r / n] != 0, b.truncated[r / n] != 0);
-            self.acting.action[at + r] = taken[r];
+            self.acting.action[at + r] = action;
             self.acting.reward[at + r] = b.rewards[r];
             self.acting.terminated[at + r] = f32::from(term);
             self.acting.truncated[at + r] = f32::from(trunc);
