@@ -46,8 +46,14 @@ pub(crate) fn train(
         None => RunConfig::default(),
     };
     if let Some(kv) = overrides {
-        for (k, v) in kv.iter() {
-            let key: String = k.extract()?;
+        // `algo` first: a bare name several sections hold (`epochs`) resolves with the run's
+        // algorithm wherever `algo=` stands among the keywords.
+        let mut items: Vec<(String, Bound<'_, PyAny>)> = kv
+            .iter()
+            .map(|(k, v)| Ok((k.extract::<String>()?, v)))
+            .collect::<PyResult<_>>()?;
+        items.sort_by_key(|(k, _)| k.trim() != "algo");
+        for (key, v) in items {
             if let Err(quoted) = cfg.set(&format!("{key}={}", ron_text(&v)?)) {
                 // A str naming an enum variant (`network="gru"`, `algo="iql"`) is a RON
                 // identifier, not a string: retried bare, and its error reported then.

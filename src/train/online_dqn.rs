@@ -88,7 +88,7 @@ impl OnlineDqn {
         device: &Chosen,
         job: &Job,
     ) -> Result<OnlineDqn, TrainError> {
-        if cfg.opponent_models || cfg.network != super::config::NetworkKind::Mlp {
+        if cfg.learn.opponent_models || cfg.network.kind != super::config::NetworkKind::Mlp {
             return Err(TrainError::Config(
                 "algo online_dqn takes network: mlp and opponent_models: false".into(),
             ));
@@ -110,7 +110,7 @@ impl OnlineDqn {
             obs_len: spec.input,
             buf: RolloutBuffer::new(cfg.rollout, rows, spec.input),
             input_row: vec![0; rows * spec.input],
-            nets: row_nets(rows, learners, cfg.shared),
+            nets: row_nets(rows, learners, cfg.network.shared),
             index: (0..(cfg.rollout * rows) as u32).collect(),
             mb: Minibatch::default(),
             progress: Progress::default(),
@@ -184,18 +184,18 @@ impl OnlineDqn {
         let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
         // Lambda-returns with lambda = 0 are the one-step targets from the stored values.
-        self.buf.lambda_returns(self.cfg.gamma, 0.0);
-        let size = self.index.len() / self.cfg.minibatches;
+        self.buf.lambda_returns(self.cfg.learn.gamma, 0.0);
+        let size = self.index.len() / self.cfg.online_dqn.minibatches;
         let (mut losses, mut count) = (0.0f64, 0);
         for (i, v) in self.index.iter_mut().enumerate() {
             *v = i as u32;
         }
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.online_dqn.epochs {
             for k in (1..self.index.len()).rev() {
                 let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
                 self.index.swap(k, j);
             }
-            for mb in 0..self.cfg.minibatches {
+            for mb in 0..self.cfg.online_dqn.minibatches {
                 let picks = &self.index[mb * size..(mb + 1) * size];
                 self.buf.gather(picks, &self.nets, &mut self.mb);
                 let m = &self.mb;
@@ -214,7 +214,7 @@ impl OnlineDqn {
                 self.critic.step(&adam)?;
             }
         }
-        self.critic.polyak(self.cfg.target_tau)?;
+        self.critic.polyak(self.cfg.online_dqn.target_tau)?;
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);

@@ -299,8 +299,8 @@ impl OpponentModels {
             network: Default::default(),
             nets: learners,
             input,
-            hidden: cfg.hidden,
-            layers: cfg.layers,
+            hidden: cfg.network.hidden,
+            layers: cfg.network.layers,
             head: (learners - 1) * actions,
         };
         let critic = replicas_stack(single, (&seeds, 0x6f70_706f), (device, job))?;

@@ -74,8 +74,8 @@ impl StepValues {
     /// A replica's values at an update whose optimiser is `adam`.
     pub(crate) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
         StepValues {
-            gamma: cfg.gamma,
-            tau: cfg.target_tau,
+            gamma: cfg.learn.gamma,
+            tau: cfg.iql.target_tau,
             adam,
         }
     }

@@ -154,19 +154,19 @@ impl Iql {
         // Rate-limiter items inserted at once and sampled per learner step: rows, or whole
         // sequences of `rollout` rows.
         let per_entry = if width > 0 { cfg.rollout } else { 1 };
-        let models = if cfg.opponent_models {
+        let models = if cfg.learn.opponent_models {
             Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
                 spec.input,
-                cfg.batch_size,
+                cfg.iql.batch_size,
                 (device, job),
             )?)
         } else {
             None
         };
-        let groups = if cfg.opponent_models { learners - 1 } else { 0 };
+        let groups = if cfg.learn.opponent_models { learners - 1 } else { 0 };
         let scores = reps.iter().map(|_| ScoreMean::default()).collect();
         let mut lanes = Vec::with_capacity(reps.len());
         for r in reps {
@@ -176,8 +176,8 @@ impl Iql {
                 batch.set_hidden_width(width);
             }
             let sizes = (actions, single.nets);
-            let items = (rows_per_step * per_entry, cfg.batch_size * per_entry);
-            let (capacity, steps) = (cfg.replay_capacity, cfg.rollout);
+            let items = (rows_per_step * per_entry, cfg.iql.batch_size * per_entry);
+            let (capacity, steps) = (cfg.iql.replay_capacity, cfg.rollout);
             let replay = match width {
                 0 => Store {
                     rows: Replay::new(capacity, spec.input, groups, sizes),
@@ -202,7 +202,7 @@ impl Iql {
                 cfg: r.cfg,
             });
         }
-        let local_nets = row_nets(rows_per_step, learners, cfg.shared);
+        let local_nets = row_nets(rows_per_step, learners, cfg.network.shared);
         let nets = (0..lanes.len())
             .flat_map(|r| local_nets.iter().map(move |n| n + (r * single.nets) as u32))
             .collect();
@@ -316,7 +316,7 @@ impl Iql {
         } else {
             1
         };
-        (self.cfg.batch_size * per_entry) as u64
+        (self.cfg.iql.batch_size * per_entry) as u64
     }
 
     /// The learner steps each replica's rate limiter allows now.
@@ -355,14 +355,14 @@ impl Iql {
         if let Some(m) = &mut self.models {
             // Each replica's models on its own block of rows, at its learning rate.
             let lrs: Vec<f32> = values.iter().map(|v| v.adam.lr).collect();
-            let block = self.cfg.batch_size;
+            let block = self.cfg.iql.batch_size;
             let scores = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, &lrs, block)?;
             for (mean, s) in self.scores.iter_mut().zip(scores) {
                 mean.add(s, block as f64);
             }
         }
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
-            lane.core.limiter.sample(self.cfg.batch_size as u64);
+            lane.core.limiter.sample(self.cfg.iql.batch_size as u64);
             lane.core.learner_steps += 1;
         }
         Ok(value)
@@ -377,7 +377,7 @@ impl Iql {
     ) -> Result<f32, TrainError> {
         for (lane, _) in self.lanes.iter_mut().zip(active).filter(|(_, a)| **a) {
             // Each replica's own `cer` (a sweep may vary it).
-            let sizes = (lane.cfg.batch_size, lane.cfg.cer);
+            let sizes = (lane.cfg.iql.batch_size, lane.cfg.iql.cer);
             if let Some(seqs) = &lane.replay.seqs {
                 seqs.sample(&mut lane.core.sampler, sizes, &mut lane.picks);
             }
@@ -386,7 +386,7 @@ impl Iql {
             .filter(|(r, _)| active[*r])
             .filter_map(|(r, l)| l.replay.seqs.as_ref().map(|s| (r, s, &l.picks[..])));
         self.seq_batch
-            .gather(parts, self.nets_per_replica, self.cfg.burn_in);
+            .gather(parts, self.nets_per_replica, self.cfg.network.burn_in);
         let sizes = (self.actions, self.nets_per_replica, &self.heads[..]);
         let update = self.progress.update;
         let critic = &mut self.critic;
@@ -410,7 +410,7 @@ impl Iql {
         let cfgs = self.lanes.iter().map(|l| &l.cfg);
         let values = UpdateValues::of(cfgs, update, env_steps);
         let (mut losses, mut steps) = (0.0f64, 0u64);
-        let rollout = if self.cfg.threaded {
+        let rollout = if self.cfg.iql.threaded {
             let t0 = std::time::Instant::now();
             let sim_before = self.progress.sim_seconds;
             let (adam, threshold) = (values.steps[0].adam, values.thresholds[0]);
@@ -553,7 +553,7 @@ pub(crate) fn plan(
                 learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;
-    let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
+    let mut replay = replicas * cfg.iql.replay_capacity as u64 * (2 * d + 16);
     if spec.state_width() > 0 {
         let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
         tensors.extend(lines);
@@ -563,16 +563,16 @@ pub(crate) fn plan(
             name: "replay buffer".into(),
             shape: format!(
                 "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-                fmt(cfg.replay_capacity as u64)
+                fmt(cfg.iql.replay_capacity as u64)
             ),
             bytes: replay,
             knobs: "lower replay_capacity or seeds",
         });
     }
     let mut models = 0;
-    if cfg.opponent_models {
-        let rows = replicas * cfg.batch_size as u64;
-        let extra = replicas * cfg.replay_capacity as u64 * 4 * n;
+    if cfg.learn.opponent_models {
+        let rows = replicas * cfg.iql.batch_size as u64;
+        let extra = replicas * cfg.iql.replay_capacity as u64 * 4 * n;
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));
@@ -598,22 +598,19 @@ mod tests {
     /// 0's networks step, replica 1's stay, each network counting its own Adam steps.
     #[test]
     fn replicas_whose_limiters_disagree_learn_their_own_steps() {
-        let cfg = RunConfig {
+        let mut cfg = RunConfig {
             algo: super::super::config::Algo::Iql,
             scenario: Some("tests/data/chase.ron".into()),
             device: Device::Cpu,
             arenas: 2,
             rollout: 8,
-            batch_size: 4,
-            cer: 1,
-            replay_capacity: 64,
-            min_replay: 8,
-            hidden: 8,
-            layers: 1,
             seeds: 2,
             total_steps: 2 * 8 * 4,
             ..RunConfig::default()
         };
+        (cfg.iql.batch_size, cfg.iql.cer) = (4, 1);
+        (cfg.iql.replay_capacity, cfg.iql.min_replay) = (64, 8);
+        (cfg.network.hidden, cfg.network.layers) = (8, 1);
         cfg.validate().unwrap();
         let loaded = super::super::load_scenario(&cfg).unwrap();
         let device = choose_device(Device::Cpu).unwrap();

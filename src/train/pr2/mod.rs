@@ -118,7 +118,7 @@ impl Pr2Iql {
         device: &Chosen,
         job: &Job,
     ) -> Result<Pr2Iql, TrainError> {
-        if cfg.network != super::config::NetworkKind::Mlp {
+        if cfg.network.kind != super::config::NetworkKind::Mlp {
             recurrent::sequence_config(cfg)?;
         }
         let learners = loaded.scenario.learners_per_arena();
@@ -141,7 +141,7 @@ impl Pr2Iql {
             .map_err(|e| TrainError::Config(e.to_string()))?;
         let single = stack_spec(cfg, loaded);
         let (critic, spec) = replicas_critic(single, (cfg.seed, &reps), (device, job))?;
-        let models = if cfg.opponent_models {
+        let models = if cfg.learn.opponent_models {
             Some(ConditionalModels::new(
                 cfg,
                 learners,
@@ -234,7 +234,7 @@ impl Pr2Iql {
     }
 
     fn rho_for(&mut self, input: &[u8], nets: &[u32]) -> Result<Option<Vec<f32>>, TrainError> {
-        match (&mut self.models, self.cfg.rho) {
+        match (&mut self.models, self.cfg.pr2.rho) {
             (Some(m), RhoForm::Model) => Ok(Some(m.probs(input, nets)?)),
             _ => Ok(None),
         }
@@ -391,7 +391,7 @@ impl Pr2Iql {
         }
         let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
         // Each replica runs its own limiter's steps; a learner step serves those with one left.
-        let batch = self.cfg.buffer_batch_size as u64 * t_steps;
+        let batch = self.cfg.pr2.buffer_batch_size as u64 * t_steps;
         let allowed: Vec<u64> = (self.lanes.iter())
             .map(|l| l.core.limiter.allowed_batches(batch))
             .collect();
@@ -425,7 +425,7 @@ impl Lane {
     ) -> Result<Lane, TrainError> {
         let (insert, sample) = (
             (cfg.arenas * cfg.rollout) as u64,
-            (cfg.buffer_batch_size * cfg.rollout) as u64,
+            (cfg.pr2.buffer_batch_size * cfg.rollout) as u64,
         );
         let core = ReplayCore::new_in(&cfg, (insert, sample), job)?;
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;

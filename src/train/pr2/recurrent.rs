@@ -21,7 +21,7 @@ use crate::train::replicas::{StepValues, masked_step, masked_target_update};
 
 /// Refuses what PR2-IQL with `network: gru` does not do, naming the field.
 pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
-    if cfg.opponent_models || cfg.rho == RhoForm::Model {
+    if cfg.learn.opponent_models || cfg.pr2.rho == RhoForm::Model {
         return Err(TrainError::Config(
             "opponent_models: true (or rho: model) with network: gru and algo pr2_iql: the \
              opponent models learn from single observations, not replayed sequences; use \
@@ -267,7 +267,7 @@ impl Pr2Iql {
             let lane = &self.lanes[r];
             let first = stage.net0.len();
             for &c in &chosen {
-                stage.push(&lane.replay, c, (k, (r * n) as u32), lane.cfg.burn_in);
+                stage.push(&lane.replay, c, (k, (r * n) as u32), lane.cfg.network.burn_in);
             }
             seqs_of.push((first..stage.net0.len()).collect());
         }
@@ -295,12 +295,12 @@ impl Pr2Iql {
 
         let per_batch = seqs_of[0]
             .len()
-            .div_ceil(self.cfg.minibatches.max(1))
+            .div_ceil(self.cfg.pr2.minibatches.max(1))
             .max(1);
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
         let mut chunk = Vec::new();
         let mut d_out = Vec::new();
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.pr2.epochs {
             for (&r, order) in stepping.iter().zip(&mut seqs_of) {
                 shuffle(order, &mut self.lanes[r].core.sampler);
             }

@@ -18,7 +18,7 @@ pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
     Pr2Head {
         agents: learners,
         actions,
-        form: match (cfg.critic, cfg.pair_rank) {
+        form: match (cfg.pr2.critic, cfg.pr2.pair_rank) {
             (CriticForm::Joint, _) => HeadForm::Joint,
             (CriticForm::Factorized, 0) => HeadForm::Pairwise,
             (CriticForm::Factorized, k) => HeadForm::LowRank(k),
@@ -37,7 +37,7 @@ pub fn critic_row(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Loss {
             QHead::Huber(delta) => Pr2ValueLoss::Huber(delta),
             QHead::HlGauss(support) => Pr2ValueLoss::HlGauss {
                 support,
-                delta: cfg.huber_delta,
+                delta: cfg.learn.huber_delta,
             },
         },
     }
@@ -51,8 +51,8 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
         network: crate::train::qnet::network(cfg),
         nets: learners,
         input: loaded.scenario.observation_len(),
-        hidden: cfg.hidden,
-        layers: cfg.layers,
+        hidden: cfg.network.hidden,
+        layers: cfg.network.layers,
         head: critic_row(cfg, learners, actions).width(),
     }
 }
@@ -69,19 +69,19 @@ pub(crate) fn replicas_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSp
 
 /// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
 pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
-    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
+    (cfg.rollout + 1) * cfg.pr2.buffer_batch_size * learners
 }
 
 /// Sequences the replay holds.
 pub fn replay_sequences(cfg: &RunConfig) -> usize {
-    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
+    (cfg.iql.replay_capacity / cfg.rollout.max(1)).max(cfg.pr2.buffer_batch_size)
 }
 
 /// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
 /// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
 pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
     batch_rows(cfg, learners)
-        .div_ceil(cfg.minibatches.max(1))
+        .div_ceil(cfg.pr2.minibatches.max(1))
         .max(1)
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn plan(
     let spec = replicas_spec(cfg, loaded);
     let (t, s_seq, b) = (
         cfg.rollout as u64,
-        cfg.buffer_batch_size as u64,
+        cfg.pr2.buffer_batch_size as u64,
         cfg.arenas as u64,
     );
     let d = spec.input as u64;
@@ -164,7 +164,7 @@ pub(crate) fn plan(
                 "{form} x {} rows per pass ({reps} replicas x {} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
                 fmt(pass_rows),
                 t + 1,
-                cfg.minibatches
+                cfg.pr2.minibatches
             ),
             bytes: head_bytes,
             knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches, or fewer seeds / grid points",
@@ -230,7 +230,7 @@ pub(crate) fn plan(
             knobs: "lower gru_hidden, replay_capacity, buffer_batch_size or rollout",
         });
     }
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         let m = ConditionalModels::spec(cfg, n.max(2), a, spec.input);
         let ms = m.sizing_for(pass_rows as usize, backend, false);
         tensors.push(PlanTensor {
@@ -244,7 +244,7 @@ pub(crate) fn plan(
             knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
         });
     }
-    let models = if cfg.opponent_models {
+    let models = if cfg.learn.opponent_models {
         ConditionalModels::spec(cfg, n.max(2), a, spec.input).params() as u64
     } else {
         0
@@ -276,7 +276,7 @@ pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> 
         rows,
         knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
     }];
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         stacks.push(GpuStack {
             name: "conditional opponent models",
             spec: ConditionalModels::spec(cfg, n.max(2), a, spec.input),
@@ -288,7 +288,7 @@ pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> 
     let figures = match head.form {
         HeadForm::Joint => vec![joint_q_figure(
             cfg.rollout as u64 + 1,
-            cfg.buffer_batch_size as u64,
+            cfg.pr2.buffer_batch_size as u64,
             n,
             a,
             head.width_checked().unwrap_or(u64::MAX),

@@ -235,11 +235,11 @@ impl Pr2Iql {
             })
             .collect();
         let own_train = orders[0].len();
-        let per_batch = own_train.div_ceil(self.cfg.minibatches.max(1)).max(1);
+        let per_batch = own_train.div_ceil(self.cfg.pr2.minibatches.max(1)).max(1);
         let mut mb = Minibatch::default();
         let mut chunk = Vec::new();
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.pr2.epochs {
             for (&r, order) in stepping.iter().zip(&mut orders) {
                 shuffle(order, &mut self.lanes[r].core.sampler);
             }
@@ -321,8 +321,8 @@ impl Pr2Iql {
     pub(super) fn sample_sequences(&mut self, r: usize, chosen: &mut Vec<usize>) {
         let lane = &mut self.lanes[r];
         chosen.clear();
-        for k in 0..lane.cfg.buffer_batch_size {
-            chosen.push(if k == 0 && lane.cfg.cer > 0 {
+        for k in 0..lane.cfg.pr2.buffer_batch_size {
+            chosen.push(if k == 0 && lane.cfg.iql.cer > 0 {
                 lane.replay.ring.newest(0)
             } else {
                 below(lane.core.sampler.next_u32(), lane.replay.ring.len as u32) as usize
@@ -334,7 +334,7 @@ impl Pr2Iql {
     pub(super) fn count_step(&mut self, stepping: &[usize]) {
         for &r in stepping {
             let lane = &mut self.lanes[r];
-            let sampled = lane.cfg.buffer_batch_size * lane.cfg.rollout;
+            let sampled = lane.cfg.pr2.buffer_batch_size * lane.cfg.rollout;
             lane.core.limiter.sample(sampled as u64);
             lane.core.learner_steps += 1;
         }
