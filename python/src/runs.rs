@@ -30,8 +30,8 @@ fn ron_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// Trains a run (the `gridarena train` of the command line) and returns its directory: `out`,
 /// or without it a new `runs/<scenario>__<algo>__<seed>__<unix time>`.
 /// `config` is a run configuration file (defaults when None); keyword overrides set config
-/// fields (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`). The GIL is released while
-/// training.
+/// fields as `--set` does (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`, dotted
+/// paths through a dict: `**{"learn.lr": 1e-3}`). The GIL is released while training.
 #[pyfunction]
 #[pyo3(signature = (config=None, out=None, **overrides))]
 pub(crate) fn train(

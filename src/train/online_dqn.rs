@@ -6,14 +6,15 @@
 //! network (`target_tau`) after each update.
 //!
 //! It is PQN with lambda = 0 and its bootstrap values from a slowly moving copy: the small
-//! algorithm docs/new_algorithm.md adds, in this one file plus its `Algo` variant, its sweep
-//! keys and one registry line. Seeds, sweeps, resume, evaluation, MPI and Python's
-//! `load_policy` come from the layers below it.
+//! algorithm docs/new_algorithm.md adds, in this one file plus its `Algo` variant, its
+//! configuration section, its sweep keys and one registry line. Seeds, sweeps, resume,
+//! evaluation, MPI and Python's `load_policy` come from the layers below it.
 //!
-//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
-//! `minibatches`, `gamma`, `target_tau`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
-//! `shared`, `hidden`, `layers`, and the value loss (`loss`, Huber by default). Memoryless
-//! networks only, without opponent models.
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), its own section
+//! `online_dqn` (`epochs`, `minibatches`, `target_tau`), `learn` (`gamma`,
+//! `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`, and the value loss: `loss`, Huber by
+//! default) and `network` (`shared`, `hidden`, `layers`). Memoryless networks only, without
+//! opponent models.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -90,7 +91,7 @@ impl OnlineDqn {
     ) -> Result<OnlineDqn, TrainError> {
         if cfg.learn.opponent_models || cfg.network.kind != super::config::NetworkKind::Mlp {
             return Err(TrainError::Config(
-                "algo online_dqn takes network: mlp and opponent_models: false".into(),
+                "algo online_dqn takes network.kind: mlp and learn.opponent_models: false".into(),
             ));
         }
         let spec = stack_spec(cfg, loaded);

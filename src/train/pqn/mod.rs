@@ -277,7 +277,7 @@ impl Pqn {
         let size = self.index.len() / self.cfg.pqn.minibatches;
         if size == 0 {
             return Err(TrainError::Config(format!(
-                "minibatches {} with network: gru: a minibatch holds whole sequences, one per \
+                "pqn.minibatches {} with network.kind: gru: a minibatch holds whole sequences, one per \
                  learner of an arena, and there are only {} (arenas x learners)",
                 self.cfg.pqn.minibatches,
                 self.index.len()
