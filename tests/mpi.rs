@@ -366,7 +366,7 @@ fn identical_parameters(job: &Job, algo: Algo) {
         let p = learner.params().unwrap();
         assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
         // The opponent models are averaged the same way.
-        if !cfg.opponent_models {
+        if !cfg.learn.opponent_models {
             continue;
         }
         let c = learner.checkpoint().unwrap();
