@@ -43,7 +43,6 @@ fn small() -> RunConfig {
             epochs: 2,
             minibatches: 4,
             target_tau: 0.2,
-            ..Default::default()
         },
         ..RunConfig::default()
     }
