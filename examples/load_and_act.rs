@@ -18,7 +18,7 @@ use gridarena::engine::EnvBatch;
 use gridarena::metrics::{learners_only, summarize};
 use gridarena::policy::{Policy, RandomPolicy};
 use gridarena::scenario::LoadedScenario;
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, PqnConfig, RunConfig};
 use gridarena::train::{TrainOptions, load_policy, load_scenario, train};
 
 const ARENAS: usize = 8;
@@ -42,9 +42,15 @@ fn train_tiny_run(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
         total_steps: 8 * 16 * 10,
         arenas: 8,
         rollout: 16,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let run = dir.join("run");

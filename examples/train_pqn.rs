@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{Algo, LearnConfig, NetworkConfig, PqnConfig, RunConfig};
 use gridarena::train::{TrainOptions, train};
 
 /// The scenario is data: a RON asset like those in `assets/scenarios/` (see docs/scenarios.md).
@@ -49,12 +49,21 @@ fn train_and_report(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Err
         total_steps: 16 * 8 * 300,
         arenas: 16,
         rollout: 8,
-        epochs: 2,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
         checkpoint_every: 100,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let run: PathBuf = dir.join("run");

@@ -9,6 +9,9 @@ use gridarena::analysis::plan::{Method, plan};
 use gridarena::analysis::{Horizon, TransitionModel};
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
+use gridarena::train::config::{
+    LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 
 fn load(path: &str) -> LoadedScenario {
     Scenario::load(Path::new(path)).unwrap()
@@ -266,16 +269,33 @@ fn exact_and_learned_nashconv_of_a_trained_checkpoint_through_the_cli() {
     use std::process::Command;
     let run = std::env::temp_dir().join(format!("gridarena-nashconv-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&run);
-    let cfg = gridarena::train::config::RunConfig {
+    let cfg = RunConfig {
         scenario: Some("tests/data/tiny_pursuit.ron".into()),
         device: gridarena::critic::Device::Cpu,
         arenas: 16,
         rollout: 8,
-        minibatches: 2,
-        hidden: 32,
-        layers: 1,
-        gamma: 0.9,
         total_steps: 16 * 8 * 40,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            gamma: 0.9,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
         ..Default::default()
     };
     gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();
@@ -404,16 +424,33 @@ fn a_clearly_exploitable_checkpoint_has_a_learned_gain_clearly_above_zero() {
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&run);
-        let cfg = gridarena::train::config::RunConfig {
+        let cfg = RunConfig {
             scenario: Some(scenario.into()),
             device: Device::Cpu,
             arenas: 16,
             rollout: 8,
-            minibatches: 2,
-            hidden: 16,
-            layers: 1,
-            gamma: 0.9,
             total_steps: 16 * 8,
+            network: NetworkConfig {
+                hidden: 16,
+                layers: 1,
+                ..Default::default()
+            },
+            learn: LearnConfig {
+                gamma: 0.9,
+                ..Default::default()
+            },
+            pqn: PqnConfig {
+                minibatches: 2,
+                ..Default::default()
+            },
+            pr2: Pr2Config {
+                minibatches: 2,
+                ..Default::default()
+            },
+            online_dqn: OnlineDqnConfig {
+                minibatches: 2,
+                ..Default::default()
+            },
             ..Default::default()
         };
         gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use gridarena::critic::{Device, choose_device};
 use gridarena::policy::{RandomPolicy, heuristics_for};
 use gridarena::scenario::{LoadedScenario, Scenario};
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{
+    LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::eval::{EvalReport, PolicyResult, evaluate, evaluate_policy};
 use gridarena::train::{TrainOptions, train};
 
@@ -146,14 +148,33 @@ fn pqn_config(name: &str, steps: u64, arenas: usize, hidden: usize) -> RunConfig
         seed: SEED,
         arenas,
         rollout: 16,
-        epochs: 2,
-        minibatches: 4,
-        hidden,
-        layers: 2,
-        lr: 3e-3,
-        shared: true,
         total_steps: steps,
         checkpoint_every: 1_000_000,
+        network: NetworkConfig {
+            hidden,
+            layers: 2,
+            shared: true,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

@@ -12,6 +12,7 @@ use gridarena::critic::cpu::CpuCritic;
 use gridarena::critic::gpu::{GpuCritic, SHADERS};
 use gridarena::critic::loss::Loss;
 use gridarena::critic::{AdamConfig, CriticBackend, Input, StackSpec};
+use gridarena::train::config::{IqlConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config};
 
 /// The GPU critic, or `None` after a recorded skip when no adapter exists; an error building
 /// it on an adapter that exists fails the test.
@@ -390,12 +391,29 @@ fn pqn_and_iql_train_on_the_gpu_backend() {
             device: Device::Gpu,
             arenas: 16,
             rollout: 8,
-            minibatches: 4,
-            hidden: 32,
-            layers: 1,
-            batch_size: 32,
-            min_replay: 64,
             total_steps: 16 * 8 * 6,
+            network: NetworkConfig {
+                hidden: 32,
+                layers: 1,
+                ..Default::default()
+            },
+            pqn: PqnConfig {
+                minibatches: 4,
+                ..Default::default()
+            },
+            iql: IqlConfig {
+                batch_size: 32,
+                min_replay: 64,
+                ..Default::default()
+            },
+            pr2: Pr2Config {
+                minibatches: 4,
+                ..Default::default()
+            },
+            online_dqn: OnlineDqnConfig {
+                minibatches: 4,
+                ..Default::default()
+            },
             ..RunConfig::default()
         };
         let run = std::env::temp_dir().join(format!(

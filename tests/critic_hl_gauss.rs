@@ -12,7 +12,9 @@ use proptest::prelude::*;
 use gridarena::critic::hl_gauss::{Support, erf};
 use gridarena::critic::loss::{Loss, loss_and_grad};
 use gridarena::critic::{Device, choose_device};
-use gridarena::train::config::{RunConfig, ValueLoss};
+use gridarena::train::config::{
+    LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig, ValueLoss,
+};
 use gridarena::train::{TrainOptions, load_policy, train};
 
 #[path = "common/checks.rs"]
@@ -209,17 +211,36 @@ fn chase_hl_gauss() -> RunConfig {
         device: Device::Cpu,
         arenas: 16,
         rollout: 8,
-        epochs: 2,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
         checkpoint_every: 50,
         total_steps: 16 * 8 * 700,
-        loss: ValueLoss::HlGauss,
-        bins: 51,
-        v_min: -3.0,
-        v_max: 2.0,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            loss: ValueLoss::HlGauss,
+            bins: 51,
+            v_min: -3.0,
+            v_max: 2.0,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -258,7 +279,8 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
     let actions = policy.learner().batch().layout().actions;
     assert_eq!(q.len(), actions, "one Q per action for the one learner");
     assert!(
-        q.iter().all(|v| (cfg.v_min..=cfg.v_max).contains(v)),
+        q.iter()
+            .all(|v| (cfg.learn.v_min..=cfg.learn.v_max).contains(v)),
         "{q:?}"
     );
     let greedy = policy.learner().greedy_obs(&obs).unwrap();
@@ -266,11 +288,9 @@ fn pqn_with_hl_gauss_learns_keeps_q_on_the_support_and_refuses_to_resume_as_mse(
     assert_eq!(greedy[0] as usize, best, "{q:?}");
 
     // Resuming the hl_gauss run as an MSE run is refused, naming the field.
-    let mse = RunConfig {
-        loss: ValueLoss::Mse,
-        total_steps: 2 * cfg.total_steps,
-        ..cfg.clone()
-    };
+    let mut mse = cfg.clone();
+    mse.total_steps = 2 * cfg.total_steps;
+    mse.learn.loss = ValueLoss::Mse;
     let resume = TrainOptions {
         resume: true,
         ..TrainOptions::default()
@@ -285,16 +305,14 @@ fn iql_with_hl_gauss_learns_to_catch_and_its_loss_falls() {
     // IQL with replay on chase, the budget of tests/train.rs's IQL chase test at this file's
     // learning rate, 3e-3 (at 1e-3 the greedy policy caught no more often than random, 0.61 vs
     // 0.58 an episode; at 3e-3 seeds 0, 1 and 2 caught 0.995, 0.895 and 1.0, eval over 200).
-    let cfg = RunConfig {
-        algo: gridarena::train::config::Algo::Iql,
-        total_steps: 16 * 8 * 234,
-        lr_decay: false,
-        batch_size: 64,
-        min_replay: 500,
-        samples_per_insert: 2.0,
-        eps_fraction: 0.3,
-        ..chase_hl_gauss()
-    };
+    let mut cfg = chase_hl_gauss();
+    cfg.algo = gridarena::train::config::Algo::Iql;
+    cfg.total_steps = 16 * 8 * 234;
+    cfg.learn.lr_decay = false;
+    cfg.learn.eps_fraction = 0.3;
+    cfg.iql.batch_size = 64;
+    cfg.iql.min_replay = 500;
+    cfg.iql.samples_per_insert = 2.0;
     let run = temp("iql");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     // Learning starts after min_replay rows (the updates before report a loss of 0); from

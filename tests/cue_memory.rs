@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use gridarena::engine::EnvBatch;
 use gridarena::policy::{RandomPolicy, heuristics_for};
 use gridarena::scenario::Scenario;
+use gridarena::train::config::NetworkConfig;
 use gridarena::train::eval::evaluate_policy;
 
 /// A cue_memory scenario with `k` cues, choice at step `l`, `players` players.
@@ -290,10 +291,13 @@ fn pqn_with_a_gru_network_learns_to_remember_the_cue() {
     let cfg = RunConfig {
         scenario: Some("assets/scenarios/cue_memory.ron".into()),
         device: Device::Cpu,
-        network: NetworkKind::Gru,
-        layers: 1,
-        hidden: 64,
         total_steps: 1_000_000,
+        network: NetworkConfig {
+            kind: NetworkKind::Gru,
+            layers: 1,
+            hidden: 64,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     train(&cfg, &out, &TrainOptions::default()).unwrap();

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, NetworkKind, RunConfig};
+use gridarena::train::config::{Algo, LearnConfig, NetworkConfig, NetworkKind, RunConfig};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, TrainSummary, train};
 
@@ -26,10 +26,16 @@ fn tiny(scenario: &str) -> RunConfig {
         scenario: Some(PathBuf::from(scenario)),
         device: Device::Cpu,
         arenas: 4,
-        hidden: 16,
-        layers: 1,
-        opponent_models: true,
         checkpoint_every: 100,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            opponent_models: true,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -38,47 +44,50 @@ fn tiny(scenario: &str) -> RunConfig {
 /// in the first update, so the replay, the limiter, the models' Adam and shuffle stream all
 /// carry over a resume.
 fn iql() -> RunConfig {
-    RunConfig {
-        algo: Algo::Iql,
-        rollout: 8,
-        lr: 1e-3,
-        lr_decay: false,
-        batch_size: 16,
-        cer: 2,
-        replay_capacity: 200,
-        min_replay: 32,
-        total_steps: 4 * 8 * 6,
-        ..tiny("assets/scenarios/pursuit_3.ron")
+    {
+        let mut cfg = tiny("assets/scenarios/pursuit_3.ron");
+        cfg.algo = Algo::Iql;
+        cfg.rollout = 8;
+        cfg.total_steps = 4 * 8 * 6;
+        cfg.learn.lr = 1e-3;
+        cfg.learn.lr_decay = false;
+        cfg.iql.batch_size = 16;
+        cfg.iql.cer = 2;
+        cfg.iql.replay_capacity = 200;
+        cfg.iql.min_replay = 32;
+        cfg
     }
 }
 
 /// IQL with GRU networks on the three-learner Pursuit: sequence replay (evicting within the
 /// run), burn-in, the arenas' hidden states and the episode-start flags carry over a resume.
 fn iql_gru() -> RunConfig {
-    RunConfig {
-        network: gridarena::train::config::NetworkKind::Gru,
-        opponent_models: false,
-        burn_in: 2,
-        batch_size: 4,
-        cer: 1,
-        replay_capacity: 8 * 40,
-        min_replay: 96,
-        ..iql()
+    {
+        let mut cfg = iql();
+        cfg.network.kind = gridarena::train::config::NetworkKind::Gru;
+        cfg.network.burn_in = 2;
+        cfg.learn.opponent_models = false;
+        cfg.iql.batch_size = 4;
+        cfg.iql.cer = 1;
+        cfg.iql.replay_capacity = 8 * 40;
+        cfg.iql.min_replay = 96;
+        cfg
     }
 }
 
 /// PR2-IQL with conditional opponent models on the climbing game.
 fn pr2() -> RunConfig {
-    RunConfig {
-        algo: Algo::Pr2Iql,
-        rollout: 4,
-        minibatches: 2,
-        buffer_batch_size: 2,
-        replay_capacity: 40,
-        min_replay: 16,
-        target_tau: 0.05,
-        total_steps: 4 * 4 * 8,
-        ..tiny("assets/scenarios/climbing_game.ron")
+    {
+        let mut cfg = tiny("assets/scenarios/climbing_game.ron");
+        cfg.algo = Algo::Pr2Iql;
+        cfg.rollout = 4;
+        cfg.total_steps = 4 * 4 * 8;
+        cfg.iql.replay_capacity = 40;
+        cfg.iql.min_replay = 16;
+        cfg.iql.target_tau = 0.05;
+        cfg.pr2.minibatches = 2;
+        cfg.pr2.buffer_batch_size = 2;
+        cfg
     }
 }
 
@@ -86,30 +95,34 @@ fn pr2() -> RunConfig {
 /// sequence's entering hidden states and episode starts (evicting within the run), burn-in,
 /// the arenas' hidden states and the episode-start flags carry over a resume.
 fn pr2_gru() -> RunConfig {
-    RunConfig {
-        algo: Algo::Pr2Iql,
-        network: NetworkKind::Gru,
-        gru_hidden: 8,
-        opponent_models: false,
-        burn_in: 2,
-        rollout: 8,
-        minibatches: 2,
-        buffer_batch_size: 2,
-        replay_capacity: 8 * 10,
-        min_replay: 16,
-        target_tau: 0.05,
-        total_steps: 4 * 8 * 6,
-        ..tiny("assets/scenarios/pursuit_3.ron")
+    {
+        let mut cfg = tiny("assets/scenarios/pursuit_3.ron");
+        cfg.algo = Algo::Pr2Iql;
+        cfg.rollout = 8;
+        cfg.total_steps = 4 * 8 * 6;
+        cfg.network.kind = NetworkKind::Gru;
+        cfg.network.gru_hidden = 8;
+        cfg.network.burn_in = 2;
+        cfg.learn.opponent_models = false;
+        cfg.iql.replay_capacity = 8 * 10;
+        cfg.iql.min_replay = 16;
+        cfg.iql.target_tau = 0.05;
+        cfg.pr2.minibatches = 2;
+        cfg.pr2.buffer_batch_size = 2;
+        cfg
     }
 }
 
 /// PQN with opponent models on the three-learner Pursuit.
 fn pqn() -> RunConfig {
-    RunConfig {
-        rollout: 8,
-        minibatches: 2,
-        total_steps: 4 * 8 * 6,
-        ..tiny("assets/scenarios/pursuit_3.ron")
+    {
+        let mut cfg = tiny("assets/scenarios/pursuit_3.ron");
+        cfg.rollout = 8;
+        cfg.total_steps = 4 * 8 * 6;
+        cfg.pqn.minibatches = 2;
+        cfg.pr2.minibatches = 2;
+        cfg.online_dqn.minibatches = 2;
+        cfg
     }
 }
 
@@ -211,11 +224,12 @@ fn pqn_with_opponent_models_resumes_bit_for_bit() {
 #[test]
 fn pqn_with_gru_networks_and_a_memory_window_resumes_bit_for_bit() {
     exact(
-        RunConfig {
-            network: NetworkKind::Gru,
-            gru_hidden: 8,
-            memory_window: 3,
-            ..pqn()
+        {
+            let mut cfg = pqn();
+            cfg.network.kind = NetworkKind::Gru;
+            cfg.network.gru_hidden = 8;
+            cfg.network.memory_window = 3;
+            cfg
         },
         "pqn-gru",
     );

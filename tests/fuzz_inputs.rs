@@ -16,7 +16,7 @@ use gridarena::critic::{Device, choose_device};
 use gridarena::engine::EnvBatch;
 use gridarena::rollout::Rollout;
 use gridarena::scenario::Scenario;
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig};
 use gridarena::train::pqn::PqnState;
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{Learner, TrainOptions, new_learner, restore, train};
@@ -422,10 +422,24 @@ fn tiny_run(name: &str) -> TinyRun {
         scenario: Some("assets/scenarios/pursuit_3.ron".into()),
         arenas: 2,
         rollout: 4,
-        minibatches: 1,
-        hidden: 4,
-        layers: 1,
         total_steps: 2 * 2 * 4,
+        network: NetworkConfig {
+            hidden: 4,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 1,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 1,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 1,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     train(&cfg, &dir, &TrainOptions::default()).unwrap();

@@ -20,7 +20,9 @@ use gridarena::critic::{AdamConfig, Chosen, Critic, Device, Input, StackSpec};
 use gridarena::dist::Job;
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{
+    Algo, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::run_dir::load_checkpoint;
 use gridarena::train::{TrainOptions, new_learner, new_learner_in, train, train_in};
 
@@ -285,13 +287,30 @@ fn pursuit_3() -> (RunConfig, LoadedScenario) {
         scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
         device: Device::Cpu,
         arenas: 4,
-        hidden: 16,
-        layers: 1,
-        opponent_models: true,
         checkpoint_every: 100,
         rollout: 8,
-        minibatches: 2,
         total_steps: 4 * 8 * 4,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            opponent_models: true,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
@@ -303,34 +322,39 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
     let (pqn, _) = pursuit_3();
     let cfg = match algo {
         Algo::Pqn => pqn,
-        Algo::Iql => RunConfig {
-            algo,
-            lr: 1e-3,
-            lr_decay: false,
-            batch_size: 16,
-            cer: 2,
-            replay_capacity: 200,
-            min_replay: 32,
-            ..pqn
-        },
-        Algo::Pr2Iql => RunConfig {
-            algo,
-            scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
-            rollout: 4,
-            buffer_batch_size: 2,
-            replay_capacity: 40,
-            min_replay: 16,
-            target_tau: 0.05,
-            total_steps: 4 * 4 * 4,
-            ..pqn
-        },
+        Algo::Iql => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.learn.lr = 1e-3;
+            cfg.learn.lr_decay = false;
+            cfg.iql.batch_size = 16;
+            cfg.iql.cer = 2;
+            cfg.iql.replay_capacity = 200;
+            cfg.iql.min_replay = 32;
+            cfg
+        }
+        Algo::Pr2Iql => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.scenario = Some(PathBuf::from("assets/scenarios/climbing_game.ron"));
+            cfg.rollout = 4;
+            cfg.total_steps = 4 * 4 * 4;
+            cfg.iql.replay_capacity = 40;
+            cfg.iql.min_replay = 16;
+            cfg.iql.target_tau = 0.05;
+            cfg.pr2.buffer_batch_size = 2;
+            cfg.online_dqn.target_tau = 0.05;
+            cfg
+        }
         // No opponent models: the algorithm has none.
-        Algo::OnlineDqn => RunConfig {
-            algo,
-            opponent_models: false,
-            target_tau: 0.1,
-            ..pqn
-        },
+        Algo::OnlineDqn => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.learn.opponent_models = false;
+            cfg.iql.target_tau = 0.1;
+            cfg.online_dqn.target_tau = 0.1;
+            cfg
+        }
     };
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
     (cfg, loaded)
@@ -357,7 +381,7 @@ fn identical_parameters(job: &Job, algo: Algo) {
         let p = learner.params().unwrap();
         assert_all_equal(job, &p, &format!("{algo:?} after update {u}"));
         // The opponent models are averaged the same way.
-        if !cfg.opponent_models {
+        if !cfg.learn.opponent_models {
             continue;
         }
         let c = learner.checkpoint().unwrap();

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{Algo, LearnConfig, NetworkConfig, OnlineDqnConfig, RunConfig};
 use gridarena::train::eval::evaluate;
 use gridarena::train::{TrainOptions, load_policy, train};
 
@@ -27,15 +27,23 @@ fn small() -> RunConfig {
         device: Device::Cpu,
         arenas: 16,
         rollout: 8,
-        epochs: 2,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
-        target_tau: 0.2,
         seed: 11,
         total_steps: 16 * 8 * 6,
         checkpoint_every: 2,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            target_tau: 0.2,
+        },
         ..RunConfig::default()
     }
 }
@@ -104,13 +112,15 @@ fn online_dqn_resumes_exactly_and_its_policy_loads() {
 #[test]
 fn online_dqn_refuses_what_it_does_not_take() {
     for cfg in [
-        RunConfig {
-            opponent_models: true,
-            ..small()
+        {
+            let mut cfg = small();
+            cfg.learn.opponent_models = true;
+            cfg
         },
-        RunConfig {
-            network: gridarena::train::config::NetworkKind::Gru,
-            ..small()
+        {
+            let mut cfg = small();
+            cfg.network.kind = gridarena::train::config::NetworkKind::Gru;
+            cfg
         },
     ] {
         let run = temp("dqn-refused");

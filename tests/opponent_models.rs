@@ -6,7 +6,7 @@
 
 use gridarena::critic::{Device, choose_device};
 use gridarena::dist::Job;
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, RunConfig};
 use gridarena::train::opponent::{ConditionalModels, OpponentModels, OpponentScores};
 
 const ACTIONS: u32 = 5;
@@ -16,8 +16,11 @@ const ROWS: usize = 256;
 fn cfg() -> RunConfig {
     RunConfig {
         device: Device::Cpu,
-        hidden: 32,
-        layers: 1,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

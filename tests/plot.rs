@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use gridarena::critic::Device;
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig};
 use gridarena::train::plot::{PLOT_SIZE, plot_run};
 use gridarena::train::{TrainOptions, train};
 
@@ -19,12 +19,28 @@ fn a_two_seed_run_plots_a_png_of_the_expected_size_with_each_seeds_counters() {
         seeds: 2,
         arenas: 16,
         rollout: 8,
-        epochs: 1,
-        minibatches: 2,
-        hidden: 16,
-        layers: 1,
         total_steps: 16 * 8 * 12,
         checkpoint_every: 100,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     train(&cfg, &run, &TrainOptions::default()).unwrap();

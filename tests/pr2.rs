@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 mod skip;
 
 use gridarena::critic::{Device, choose_device};
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{
+    Algo, IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::{RunError, TrainOptions, train};
 
 fn temp(name: &str) -> PathBuf {
@@ -85,19 +87,28 @@ fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
         scenario: Some(PathBuf::from("assets/scenarios/pursuit_3.ron")),
         algo: Algo::Pr2Iql,
         device: Device::Cpu,
-        network: NetworkKind::Gru,
-        gru_hidden: 8,
-        hidden: 16,
-        layers: 1,
-        burn_in: 2,
         arenas: 4,
         rollout: 8,
-        minibatches: 2,
-        buffer_batch_size: 4,
-        replay_capacity: 8 * 16,
-        min_replay: 32,
         total_steps: 4 * 8 * 4,
         checkpoint_every: 100,
+        network: NetworkConfig {
+            kind: NetworkKind::Gru,
+            gru_hidden: 8,
+            hidden: 16,
+            layers: 1,
+            burn_in: 2,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            replay_capacity: 8 * 16,
+            min_replay: 32,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 2,
+            buffer_batch_size: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     // The memory plan counts the sequences' hidden states and timelines.
@@ -136,9 +147,10 @@ fn pr2_iql_with_gru_critics_trains_with_finite_losses_and_resumes() {
     assert_eq!(resumed.updates, 5);
     let _ = std::fs::remove_dir_all(&run);
     let refused = train(
-        &RunConfig {
-            opponent_models: true,
-            ..cfg
+        &{
+            let mut base = cfg;
+            base.learn.opponent_models = true;
+            base
         },
         &temp("gru-models"),
         &TrainOptions::default(),
@@ -167,34 +179,47 @@ fn pr2_iql_with_gru_critics_remembers_the_cue_where_mlp_critics_cannot() {
         scenario: Some(scenario.clone()),
         algo: Algo::Pr2Iql,
         device: Device::Cpu,
-        network,
-        layers: 1,
-        hidden: 32,
-        gru_hidden: 32,
-        burn_in: 2,
         arenas: 16,
         rollout: 8,
-        minibatches: 1,
-        buffer_batch_size: 16,
-        cer: 1,
-        samples_per_insert: 8.0,
-        replay_capacity: 8 * 16 * 32,
-        min_replay: 8 * 16 * 4,
-        lr: 1e-3,
-        lr_decay: false,
-        target_tau: 0.05,
-        eps_fraction: 0.3,
         total_steps: 16 * 8 * 600,
         seed: 1,
+        network: NetworkConfig {
+            kind: network,
+            layers: 1,
+            hidden: 32,
+            gru_hidden: 32,
+            burn_in: 2,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 1e-3,
+            lr_decay: false,
+            eps_fraction: 0.3,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            cer: 1,
+            samples_per_insert: 8.0,
+            replay_capacity: 8 * 16 * 32,
+            min_replay: 8 * 16 * 4,
+            target_tau: 0.05,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 1,
+            buffer_batch_size: 16,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let t0 = std::time::Instant::now();
     let gru = greedy_return(&cfg(NetworkKind::Gru), "cue-gru");
     let mlp = greedy_return(
-        &RunConfig {
-            burn_in: 0,
-            gru_hidden: RunConfig::default().gru_hidden,
-            ..cfg(NetworkKind::Mlp)
+        &{
+            let mut base = cfg(NetworkKind::Mlp);
+            base.network.burn_in = 0;
+            base.network.gru_hidden = RunConfig::default().network.gru_hidden;
+            base
         },
         "cue-mlp",
     );
@@ -292,11 +317,9 @@ fn pr2_on_the_gpu_backend_matches_the_cpu_backend() {
         return;
     }
     let device = choose_device(Device::Gpu).expect("an adapter exists");
-    let cfg = RunConfig {
-        total_steps: 16 * 16 * 2,
-        min_replay: 128,
-        ..shipped("climbing_pr2")
-    };
+    let mut cfg = shipped("climbing_pr2");
+    cfg.total_steps = 16 * 16 * 2;
+    cfg.iql.min_replay = 128;
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
     let cpu = choose_device(Device::Cpu).unwrap();
     let mut losses = Vec::new();
@@ -323,21 +346,33 @@ fn opponent_predictions_reach_the_agents_components_for_the_viewer() {
         device: Device::Cpu,
         arenas: 4,
         rollout: 8,
-        minibatches: 2,
-        hidden: 16,
-        layers: 1,
         total_steps: 4 * 8 * 4,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let loaded = gridarena::train::load_scenario(&base).unwrap();
     let device = choose_device(Device::Cpu).unwrap();
     for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql] {
         for models in [false, true] {
-            let cfg = RunConfig {
-                algo,
-                opponent_models: models,
-                ..base.clone()
-            };
+            let mut cfg = base.clone();
+            cfg.algo = algo;
+            cfg.learn.opponent_models = models;
             let mut learner = gridarena::train::new_learner(&cfg, &loaded, &device).unwrap();
             learner.update().unwrap();
             assert_eq!(learner.predict_opponents().unwrap(), models, "{algo:?}");

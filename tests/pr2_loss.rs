@@ -341,11 +341,9 @@ fn hl_gauss_pr2_on_the_gpu_backend_matches_the_cpu_backend() {
     let Some(device) = common::gpu_or_skip() else {
         return;
     };
-    let cfg = RunConfig {
-        total_steps: 16 * 16 * 2,
-        min_replay: 128,
-        ..climbing("hl_gauss")
-    };
+    let mut cfg = climbing("hl_gauss");
+    cfg.total_steps = 16 * 16 * 2;
+    cfg.iql.min_replay = 128;
     let loaded = gridarena::train::load_scenario(&cfg).unwrap();
     let cpu = choose_device(Device::Cpu).unwrap();
     let mut losses = Vec::new();

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use gridarena::critic::{Device, choose_device};
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{IqlConfig, LearnConfig, RunConfig};
 use gridarena::train::plan::PlanDevice;
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{RunError, TrainOptions, load_scenario, new_learner, plan, train};
@@ -82,30 +82,32 @@ fn the_preflight_estimate_matches_the_bytes_allocated_within_five_percent() {
     let iql = RunConfig {
         algo: gridarena::train::config::Algo::Iql,
         scenario: Some("assets/scenarios/pursuit_3.ron".into()),
-        opponent_models: true,
         arenas: 64,
         rollout: 64,
-        min_replay: 512,
-        replay_capacity: 200_000,
         total_steps: 64 * 64 * 2,
         checkpoint_replay: false,
+        learn: LearnConfig {
+            opponent_models: true,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            min_replay: 512,
+            replay_capacity: 200_000,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     // IQL-GRU: a ring of sequences, the sequences being acted, BPTT over sequence batches.
-    let iql_gru = RunConfig {
-        opponent_models: false,
-        network: gridarena::train::config::NetworkKind::Gru,
-        layers: 1,
-        batch_size: 16,
-        cer: 1,
-        burn_in: 8,
-        ..iql.clone()
-    };
+    let mut iql_gru = iql.clone();
+    iql_gru.network.kind = gridarena::train::config::NetworkKind::Gru;
+    iql_gru.network.layers = 1;
+    iql_gru.network.burn_in = 8;
+    iql_gru.learn.opponent_models = false;
+    iql_gru.iql.batch_size = 16;
+    iql_gru.iql.cer = 1;
     // HL-Gauss widens the head to actions x bins outputs.
-    let pqn_hl_gauss = RunConfig {
-        loss: gridarena::train::config::ValueLoss::HlGauss,
-        ..pqn.clone()
-    };
+    let mut pqn_hl_gauss = pqn.clone();
+    pqn_hl_gauss.learn.loss = gridarena::train::config::ValueLoss::HlGauss;
     for (name, cfg, updates) in [
         ("gift_pr2", gift, 2),
         ("pqn_pursuit", pqn, 2),

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use gridarena::critic::{Device, choose_device};
 use gridarena::train::GreedyPolicy;
-use gridarena::train::config::{Algo, NetworkKind, RunConfig};
+use gridarena::train::config::{
+    Algo, IqlConfig, LearnConfig, NetworkConfig, NetworkKind, RunConfig,
+};
 use gridarena::train::eval::evaluate_policy;
 use gridarena::train::{TrainOptions, load_scenario, new_learner, train};
 
@@ -31,23 +33,32 @@ fn cue_iql(seed: u64) -> RunConfig {
         scenario: Some(PathBuf::from("assets/scenarios/cue_memory.ron")),
         device: Device::Cpu,
         seed,
-        network: NetworkKind::Gru,
-        layers: 1,
-        hidden: 32,
-        gru_hidden: 32,
-        burn_in: 2,
         arenas: 16,
         rollout: 8,
-        batch_size: 16,
-        cer: 1,
-        samples_per_insert: 8.0,
-        replay_capacity: 8 * 16 * 32,
-        min_replay: 8 * 16 * 4,
-        lr: 1e-3,
-        lr_decay: false,
-        target_tau: 0.05,
-        eps_fraction: 0.3,
         total_steps: 16 * 8 * 600,
+        network: NetworkConfig {
+            kind: NetworkKind::Gru,
+            layers: 1,
+            hidden: 32,
+            gru_hidden: 32,
+            burn_in: 2,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 1e-3,
+            lr_decay: false,
+            eps_fraction: 0.3,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            batch_size: 16,
+            cer: 1,
+            samples_per_insert: 8.0,
+            replay_capacity: 8 * 16 * 32,
+            min_replay: 8 * 16 * 4,
+            target_tau: 0.05,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -93,35 +104,39 @@ fn unsupported_combinations_with_gru_are_refused_naming_the_field() {
     let base = cue_iql(1);
     let cases = [
         (
-            RunConfig {
-                threaded: true,
-                ..base.clone()
+            {
+                let mut cfg = base.clone();
+                cfg.iql.threaded = true;
+                cfg
             },
             "threaded: true with network: gru",
         ),
         (
-            RunConfig {
-                opponent_models: true,
-                ..base.clone()
+            {
+                let mut cfg = base.clone();
+                cfg.learn.opponent_models = true;
+                cfg
             },
             "opponent_models: true with network: gru",
         ),
         (
-            RunConfig {
-                replay_capacity: 8 * 15,
-                min_replay: 64,
-                ..base.clone()
+            {
+                let mut cfg = base.clone();
+                cfg.iql.replay_capacity = 8 * 15;
+                cfg.iql.min_replay = 64;
+                cfg
             },
             "replay_capacity: 120 rows hold 15 sequences",
         ),
         (
-            RunConfig {
-                algo: Algo::Pr2Iql,
-                scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
-                buffer_batch_size: 2,
-                burn_in: 0,
-                opponent_models: true,
-                ..base.clone()
+            {
+                let mut cfg = base.clone();
+                cfg.algo = Algo::Pr2Iql;
+                cfg.scenario = Some(PathBuf::from("assets/scenarios/climbing_game.ron"));
+                cfg.network.burn_in = 0;
+                cfg.learn.opponent_models = true;
+                cfg.pr2.buffer_batch_size = 2;
+                cfg
             },
             "opponent_models: true (or rho: model) with network: gru and algo pr2_iql",
         ),
@@ -141,21 +156,30 @@ fn iql_gru_replica_k_of_a_sweep_equals_the_single_run_bit_for_bit() {
         algo: Algo::Iql,
         scenario: Some(PathBuf::from("tests/data/chase.ron")),
         device: Device::Cpu,
-        network: NetworkKind::Gru,
-        layers: 1,
-        hidden: 16,
         arenas: 4,
         rollout: 8,
-        burn_in: 2,
-        batch_size: 4,
-        cer: 1,
-        replay_capacity: 8 * 40,
-        min_replay: 64,
-        lr: 3e-3,
-        lr_decay: false,
         seed: 11,
         total_steps: 4 * 8 * 5,
         checkpoint_every: 1,
+        network: NetworkConfig {
+            kind: NetworkKind::Gru,
+            layers: 1,
+            hidden: 16,
+            burn_in: 2,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            lr_decay: false,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            batch_size: 4,
+            cer: 1,
+            replay_capacity: 8 * 40,
+            min_replay: 64,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let axes = [

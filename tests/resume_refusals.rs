@@ -4,11 +4,15 @@
 //! directory is left byte for byte as it was. Run-control fields (steps, device, checkpointing)
 //! may change.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{
+    Algo, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::{TrainOptions, train};
 
 fn temp(name: &str) -> PathBuf {
@@ -23,12 +27,28 @@ fn small(scenario: &Path) -> RunConfig {
         device: Device::Cpu,
         arenas: 16,
         rollout: 8,
-        epochs: 1,
-        minibatches: 2,
-        hidden: 32,
-        layers: 1,
         checkpoint_every: 2,
         total_steps: 2 * 16 * 8,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 1,
+            minibatches: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -94,18 +114,20 @@ fn a_resume_that_changes_shapes_streams_or_learning_is_refused_and_touches_nothi
     };
     let cases: Vec<(RunConfig, Vec<&str>)> = vec![
         (
-            RunConfig {
-                hidden: 64,
-                ..longer.clone()
+            {
+                let mut cfg = longer.clone();
+                cfg.network.hidden = 64;
+                cfg
             },
-            vec!["hidden: 32 -> 64"],
+            vec!["network.hidden: 32 -> 64"],
         ),
         (
-            RunConfig {
-                layers: 2,
-                ..longer.clone()
+            {
+                let mut cfg = longer.clone();
+                cfg.network.layers = 2;
+                cfg
             },
-            vec!["layers: 1 -> 2"],
+            vec!["network.layers: 1 -> 2"],
         ),
         (
             RunConfig {
@@ -143,28 +165,41 @@ fn a_resume_that_changes_shapes_streams_or_learning_is_refused_and_touches_nothi
             vec!["algo: Pqn -> Iql"],
         ),
         (
-            RunConfig {
-                epochs: 2,
-                ..longer.clone()
+            {
+                let mut cfg = longer.clone();
+                cfg.pqn.epochs = 2;
+                cfg.pr2.epochs = 2;
+                cfg.online_dqn.epochs = 2;
+                cfg
             },
-            vec!["epochs: 1 -> 2"],
+            vec![
+                "pqn.epochs: 1 -> 2",
+                "pr2.epochs: 1 -> 2",
+                "online_dqn.epochs: 1 -> 2",
+            ],
         ),
         (
-            RunConfig {
-                lr: 1e-3,
-                ..longer.clone()
+            {
+                let mut cfg = longer.clone();
+                cfg.learn.lr = 1e-3;
+                cfg
             },
-            vec!["lr: 0.0005 -> 0.001"],
+            vec!["learn.lr: 0.0005 -> 0.001"],
         ),
         // Several at once: each is named.
         (
-            RunConfig {
-                hidden: 16,
-                rollout: 4,
-                gamma: 0.9,
-                ..longer.clone()
+            {
+                let mut cfg = longer.clone();
+                cfg.rollout = 4;
+                cfg.network.hidden = 16;
+                cfg.learn.gamma = 0.9;
+                cfg
             },
-            vec!["hidden: 32 -> 16", "rollout: 8 -> 4", "gamma: 0.99 -> 0.9"],
+            vec![
+                "network.hidden: 32 -> 16",
+                "rollout: 8 -> 4",
+                "learn.gamma: 0.99 -> 0.9",
+            ],
         ),
         // Another scenario with the same observation and action shapes.
         (
@@ -255,7 +290,7 @@ fn the_cli_refuses_a_resume_with_other_flags_and_resumes_with_the_saved_config()
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "accepted: {err}");
     assert!(
-        err.contains("hidden: 32 -> 64") && err.contains("--out"),
+        err.contains("network.hidden: 32 -> 64") && err.contains("--out"),
         "{err}"
     );
     assert!(
@@ -274,6 +309,68 @@ fn the_cli_refuses_a_resume_with_other_flags_and_resumes_with_the_saved_config()
         String::from_utf8_lossy(&out.stderr)
     );
     let saved = RunConfig::load(&run.join("config.ron")).unwrap();
-    assert_eq!((saved.hidden, saved.total_steps), (32, 512));
+    assert_eq!((saved.network.hidden, saved.total_steps), (32, 512));
+    std::fs::remove_dir_all(&run).unwrap();
+}
+
+#[test]
+fn a_run_saved_in_the_old_flat_form_resumes_and_is_saved_sectioned() {
+    use std::process::Command;
+    let run = temp("flat");
+    // PQN's passes in its section; the other sections at their defaults, as the flat form
+    // leaves them.
+    let mut cfg = RunConfig {
+        pr2: Pr2Config::default(),
+        online_dqn: OnlineDqnConfig::default(),
+        ..small(Path::new("tests/data/chase.ron"))
+    };
+    cfg.pqn.epochs = 2;
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
+    // The config.ron of a run saved before the sections: every field at the top.
+    let config = run.join("config.ron");
+    let flat = common::flat::flat_text(&cfg);
+    assert!(flat.contains("\n    hidden: 32,") && !flat.contains("network: ("));
+    std::fs::write(&config, &flat).unwrap();
+    assert_eq!(RunConfig::load(&config).unwrap(), cfg);
+    // Resumed from the library and from the command line, which warns about nothing: the run
+    // directory's configuration is not a file the user edits.
+    let longer = RunConfig {
+        total_steps: 3 * 16 * 8,
+        ..cfg.clone()
+    };
+    assert_eq!(train(&longer, &run, &resume()).unwrap().updates, 3);
+    std::fs::write(&config, &flat).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+        .args(["train", "--steps", "512", "--resume"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("warning"), "{err}");
+    // A change is still refused, named by its new place.
+    std::fs::write(&config, &flat).unwrap();
+    let changed = {
+        let mut c = longer.clone();
+        c.learn.lr = 1e-3;
+        c
+    };
+    assert_refused(&run, &changed, &["learn.lr: 0.0005 -> 0.001"]);
+    // The resumed run saved its configuration in the sectioned form.
+    let out = Command::new(env!("CARGO_BIN_EXE_gridarena"))
+        .args(["train", "--steps", "640", "--resume"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let saved = std::fs::read_to_string(&config).unwrap();
+    assert!(saved.contains("    network: (\n"), "{saved}");
+    let saved = RunConfig::load(&config).unwrap();
+    assert_eq!(
+        saved,
+        RunConfig {
+            total_steps: 640,
+            ..cfg
+        }
+    );
     std::fs::remove_dir_all(&run).unwrap();
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{
+    Algo, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::eval::evaluate_replica;
 use gridarena::train::{TrainOptions, train};
 
@@ -32,14 +34,33 @@ fn small() -> RunConfig {
         device: Device::Cpu,
         arenas: 16,
         rollout: 8,
-        epochs: 2,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
         seed: 11,
         total_steps: 16 * 8 * 6,
         checkpoint_every: 2,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -193,18 +214,19 @@ fn shape_changing_keys_and_bad_values_are_refused_naming_the_key() {
 /// IQL on the chase task, small enough that learner steps start in the first update: the
 /// replay passes `min_replay` after a few environment steps.
 fn small_iql() -> RunConfig {
-    RunConfig {
-        algo: Algo::Iql,
-        arenas: 4,
-        rollout: 8,
-        batch_size: 16,
-        cer: 2,
-        replay_capacity: 200,
-        min_replay: 32,
-        lr_decay: false,
-        total_steps: 4 * 8 * 5,
-        checkpoint_every: 1,
-        ..small()
+    {
+        let mut cfg = small();
+        cfg.algo = Algo::Iql;
+        cfg.arenas = 4;
+        cfg.rollout = 8;
+        cfg.total_steps = 4 * 8 * 5;
+        cfg.checkpoint_every = 1;
+        cfg.learn.lr_decay = false;
+        cfg.iql.batch_size = 16;
+        cfg.iql.cer = 2;
+        cfg.iql.replay_capacity = 200;
+        cfg.iql.min_replay = 32;
+        cfg
     }
 }
 
@@ -278,17 +300,13 @@ fn iql_sweeps_take_rate_limiter_keys_pqn_refuses_them_and_threads() {
         );
     }
     // Every replica has its own opponent models, so they may learn at their own moments.
-    let models = RunConfig {
-        opponent_models: true,
-        ..small_iql()
-    };
+    let mut models = small_iql();
+    models.learn.opponent_models = true;
     let sweep = with_sweep(models, &["min_replay=[64, 128]"]);
     assert_eq!(sweep.replicas().unwrap().len(), 2);
-    let threaded = RunConfig {
-        threaded: true,
-        seeds: 2,
-        ..small_iql()
-    };
+    let mut threaded = small_iql();
+    threaded.seeds = 2;
+    threaded.iql.threaded = true;
     let err = threaded.validate().unwrap_err().to_string();
     assert!(
         err.contains("threaded") && err.contains("2 replicas"),
@@ -306,10 +324,8 @@ fn iql_sweeps_take_rate_limiter_keys_pqn_refuses_them_and_threads() {
 fn the_iql_memory_preflight_counts_every_replica_replay() {
     let total = plan_total;
     let small_replay = small_iql();
-    let big_replay = RunConfig {
-        replay_capacity: 100_000,
-        ..small_iql()
-    };
+    let mut big_replay = small_iql();
+    big_replay.iql.replay_capacity = 100_000;
     let one = total(&big_replay) - total(&small_replay);
     let four = total(&RunConfig {
         seeds: 4,
@@ -401,10 +417,11 @@ fn pqn_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
     for (base, axes) in [
         (small(), ["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"]),
         (
-            RunConfig {
-                loss: gridarena::train::config::ValueLoss::HlGauss,
-                bins: 11,
-                ..small()
+            {
+                let mut cfg = small();
+                cfg.learn.loss = gridarena::train::config::ValueLoss::HlGauss;
+                cfg.learn.bins = 11;
+                cfg
             },
             ["v_max=[10.0, 2.0]", "sigma=[0.0, 0.5]"],
         ),

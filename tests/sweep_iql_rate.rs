@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig, ValueLoss};
+use gridarena::train::config::{Algo, IqlConfig, LearnConfig, NetworkConfig, RunConfig, ValueLoss};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::sweep::parse_axis;
 use gridarena::train::{TrainOptions, train};
@@ -40,17 +40,26 @@ fn iql_sweep(axes: &[&str]) -> (RunConfig, RunConfig) {
         device: Device::Cpu,
         arenas: 4,
         rollout: 8,
-        batch_size: 16,
-        cer: 2,
-        replay_capacity: 200,
-        min_replay: 32,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
-        lr_decay: false,
         seed: 11,
         total_steps: 4 * 8 * 5,
         checkpoint_every: 1,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            lr_decay: false,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            batch_size: 16,
+            cer: 2,
+            replay_capacity: 200,
+            min_replay: 32,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let mut sweep = RunConfig {
@@ -95,10 +104,11 @@ fn iql_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
     let (base, sweep) = iql_sweep(&["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"]);
     check_every_replica("loss", (&base, &sweep));
     let (base, sweep) = iql_sweep(&["v_max=[10.0, 2.0]", "sigma=[0.0, 0.5]"]);
-    let hl = |c: RunConfig| RunConfig {
-        loss: ValueLoss::HlGauss,
-        bins: 11,
-        ..c
+    let hl = |c: RunConfig| {
+        let mut cfg = c;
+        cfg.learn.loss = ValueLoss::HlGauss;
+        cfg.learn.bins = 11;
+        cfg
     };
     check_every_replica("hl", (&hl(base), &hl(sweep)));
 }

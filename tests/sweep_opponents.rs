@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use gridarena::critic::{Chosen, Device, choose_device};
-use gridarena::train::config::{Algo, RunConfig};
+use gridarena::train::config::{
+    Algo, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
@@ -40,15 +42,34 @@ fn small_pqn() -> RunConfig {
         device: Device::Cpu,
         arenas: 4,
         rollout: 8,
-        epochs: 2,
-        minibatches: 2,
-        hidden: 16,
-        layers: 1,
-        lr: 3e-3,
         seed: 5,
-        opponent_models: true,
         total_steps: 4 * 8 * 4,
         checkpoint_every: 2,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            opponent_models: true,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -56,15 +77,16 @@ fn small_pqn() -> RunConfig {
 /// IQL with opponent models: the replay passes `min_replay` in the first update, so the
 /// models train from the first update on (at the decayed learning rate, `lr_decay` on).
 fn small_iql() -> RunConfig {
-    RunConfig {
-        algo: Algo::Iql,
-        batch_size: 16,
-        cer: 2,
-        replay_capacity: 200,
-        min_replay: 32,
-        total_steps: 4 * 8 * 5,
-        checkpoint_every: 1,
-        ..small_pqn()
+    {
+        let mut cfg = small_pqn();
+        cfg.algo = Algo::Iql;
+        cfg.total_steps = 4 * 8 * 5;
+        cfg.checkpoint_every = 1;
+        cfg.iql.batch_size = 16;
+        cfg.iql.cer = 2;
+        cfg.iql.replay_capacity = 200;
+        cfg.iql.min_replay = 32;
+        cfg
     }
 }
 
@@ -229,10 +251,8 @@ fn runs_with_opponent_models_and_replicas_resume_exactly() {
 
 #[test]
 fn threaded_iql_still_refuses_opponent_models_with_replicas_and_pr2_accepts_them() {
-    let threaded = RunConfig {
-        threaded: true,
-        ..small_iql()
-    };
+    let mut threaded = small_iql();
+    threaded.iql.threaded = true;
     let err = threaded.validate().unwrap_err().to_string();
     assert!(err.contains("opponent_models"), "{err}");
     let pr2 = RunConfig {

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RunConfig, ValueLoss};
+use gridarena::train::config::{
+    Algo, IqlConfig, LearnConfig, NetworkConfig, Pr2Config, RunConfig, ValueLoss,
+};
 use gridarena::train::{TrainOptions, train};
 
 #[path = "common/checks.rs"]
@@ -39,17 +41,29 @@ fn small_pr2() -> RunConfig {
         device: Device::Cpu,
         arenas: 4,
         rollout: 4,
-        epochs: 2,
-        minibatches: 2,
-        buffer_batch_size: 2,
-        replay_capacity: 40,
-        min_replay: 16,
-        hidden: 16,
-        layers: 1,
-        lr: 3e-3,
         seed: 5,
         total_steps: 4 * 4 * 8,
         checkpoint_every: 1,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            replay_capacity: 40,
+            min_replay: 16,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 2,
+            buffer_batch_size: 2,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -161,11 +175,9 @@ fn pr2_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
         &["loss=[mse, huber]", "huber_delta=[1.0, 0.1]"],
     );
     check_every_replica("pr2-loss", (&base, &sweep));
-    let hl = RunConfig {
-        loss: ValueLoss::HlGauss,
-        bins: 11,
-        ..base
-    };
+    let mut hl = base;
+    hl.learn.loss = ValueLoss::HlGauss;
+    hl.learn.bins = 11;
     let sweep = with_sweep(hl.clone(), &["v_max=[12.0, 3.0]", "sigma=[0.0, 0.5]"]);
     check_every_replica("pr2-hl", (&hl, &sweep));
 }
@@ -191,11 +203,9 @@ fn a_pr2_sweep_of_rates_on_the_gpu_matches_the_cpu() {
             &["samples_per_insert=[1.0, 4.0]", "sigma=[0.0, 0.5]"],
         )
     };
-    let hl = RunConfig {
-        loss: ValueLoss::HlGauss,
-        bins: 11,
-        ..cfg
-    };
+    let mut hl = cfg;
+    hl.learn.loss = ValueLoss::HlGauss;
+    hl.learn.bins = 11;
     assert_gpu_matches_cpu(&hl, "pr2-rate");
 }
 
@@ -241,10 +251,8 @@ fn pr2_seeds_are_accepted_and_shape_keys_refused_by_name() {
     let err = mixed.replicas().unwrap_err().to_string();
     assert!(err.contains("`loss`") && err.contains("hl_gauss"), "{err}");
     // Opponent models: every replica has its own (tests/sweep_pr2_opponents.rs).
-    let models = RunConfig {
-        opponent_models: true,
-        ..seeds
-    };
+    let mut models = seeds;
+    models.learn.opponent_models = true;
     models.validate().unwrap();
 }
 
@@ -263,10 +271,8 @@ fn the_pr2_memory_preflight_counts_every_replica() {
     assert_eq!(grid, seeds, "4 grid points cost what 4 seeds cost");
     assert!(grid > one, "4 replicas {grid} vs one {one}");
     // The replay's bytes (in memory and in checkpoints) scale with the replicas.
-    let big = RunConfig {
-        replay_capacity: 40_000,
-        ..small_pr2()
-    };
+    let mut big = small_pr2();
+    big.iql.replay_capacity = 40_000;
     let replay_one = total(&big) - one;
     let replay_four = total(&RunConfig { seeds: 4, ..big }) - seeds;
     assert_eq!(replay_four, 4 * replay_one);

@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 
 use gridarena::critic::Device;
-use gridarena::train::config::{Algo, RhoForm, RunConfig};
+use gridarena::train::config::{
+    Algo, IqlConfig, LearnConfig, NetworkConfig, Pr2Config, RhoForm, RunConfig,
+};
 use gridarena::train::opponent::ConditionalModels;
 use gridarena::train::plan::{PlanDevice, plan_for};
 use gridarena::train::{TrainOptions, load_scenario, train};
@@ -37,21 +39,33 @@ fn pr2_with_models(rho: RhoForm) -> RunConfig {
         algo: Algo::Pr2Iql,
         scenario: Some(PathBuf::from("assets/scenarios/climbing_game.ron")),
         device: Device::Cpu,
-        opponent_models: true,
-        rho,
         arenas: 4,
         rollout: 4,
-        epochs: 2,
-        minibatches: 2,
-        buffer_batch_size: 3,
-        replay_capacity: 40,
-        min_replay: 16,
-        hidden: 16,
-        layers: 1,
-        lr: 3e-3,
         seed: 11,
         total_steps: 4 * 4 * 7,
         checkpoint_every: 1,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            opponent_models: true,
+            lr: 3e-3,
+            ..Default::default()
+        },
+        iql: IqlConfig {
+            replay_capacity: 40,
+            min_replay: 16,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            rho,
+            epochs: 2,
+            minibatches: 2,
+            buffer_batch_size: 3,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

@@ -14,6 +14,7 @@ use gridarena::scenario::{
 };
 use gridarena::substrate::cue::CueParams;
 use gridarena::substrate::goal::GoalParams;
+use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, config::RunConfig, train};
 
@@ -253,10 +254,24 @@ fn every_template_trains_for_a_few_updates() {
             device: gridarena::critic::Device::Cpu,
             arenas: 4,
             rollout: 4,
-            minibatches: 1,
-            hidden: 8,
-            layers: 1,
             total_steps: 4 * 4 * 2,
+            network: NetworkConfig {
+                hidden: 8,
+                layers: 1,
+                ..Default::default()
+            },
+            pqn: PqnConfig {
+                minibatches: 1,
+                ..Default::default()
+            },
+            pr2: Pr2Config {
+                minibatches: 1,
+                ..Default::default()
+            },
+            online_dqn: OnlineDqnConfig {
+                minibatches: 1,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let summary =

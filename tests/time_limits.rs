@@ -7,7 +7,7 @@ use std::path::Path;
 use gridarena::critic::{Device, choose_device};
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig};
 use gridarena::train::iql::td_target;
 use gridarena::train::pqn::{Pqn, RolloutSteps, lambda_returns};
 
@@ -95,10 +95,24 @@ fn truncation_steps(desync: bool, m: u32, steps: u32) -> (Vec<u32>, usize) {
         device: Device::Cpu,
         arenas: 64,
         rollout: m as usize,
-        minibatches: 1,
-        hidden: 8,
-        layers: 1,
         desync_episodes: desync,
+        network: NetworkConfig {
+            hidden: 8,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 1,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 1,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 1,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let device = choose_device(Device::Cpu).unwrap();
@@ -141,10 +155,24 @@ fn pqn_losses(desync: bool, updates: usize) -> Vec<f32> {
         device: Device::Cpu,
         arenas: 32,
         rollout: 16,
-        minibatches: 4,
-        hidden: 64,
         desync_episodes: desync,
         total_steps: (updates * 32 * 16) as u64,
+        network: NetworkConfig {
+            hidden: 64,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 4,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 4,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let device = choose_device(Device::Cpu).unwrap();

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 use gridarena::critic::{Device, choose_device};
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{
+    LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig,
+};
 use gridarena::train::eval::EvalReport;
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{RunError, TrainOptions, TrainSummary, train};
@@ -29,12 +31,31 @@ fn small(scenario: &str) -> RunConfig {
         device: Device::Cpu,
         arenas: 16,
         rollout: 8,
-        epochs: 2,
-        minibatches: 4,
-        hidden: 32,
-        layers: 1,
-        lr: 3e-3,
         checkpoint_every: 2,
+        network: NetworkConfig {
+            hidden: 32,
+            layers: 1,
+            ..Default::default()
+        },
+        learn: LearnConfig {
+            lr: 3e-3,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            epochs: 2,
+            minibatches: 4,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -52,18 +73,19 @@ fn train_and_evaluate(cfg: &RunConfig, name: &str) -> (TrainSummary, EvalReport)
 
 /// IQL+CER on the chase task (shared by the synchronous and the threaded test).
 fn iql_chase(threaded: bool) -> RunConfig {
-    RunConfig {
-        algo: gridarena::train::config::Algo::Iql,
-        threaded,
-        wait_seconds: 20.0,
-        total_steps: 16 * 8 * 234,
-        lr: 1e-3,
-        lr_decay: false,
-        batch_size: 64,
-        min_replay: 500,
-        samples_per_insert: 2.0,
-        eps_fraction: 0.3,
-        ..small("tests/data/chase.ron")
+    {
+        let mut cfg = small("tests/data/chase.ron");
+        cfg.algo = gridarena::train::config::Algo::Iql;
+        cfg.total_steps = 16 * 8 * 234;
+        cfg.learn.lr = 1e-3;
+        cfg.learn.lr_decay = false;
+        cfg.learn.eps_fraction = 0.3;
+        cfg.iql.threaded = threaded;
+        cfg.iql.wait_seconds = 20.0;
+        cfg.iql.batch_size = 64;
+        cfg.iql.min_replay = 500;
+        cfg.iql.samples_per_insert = 2.0;
+        cfg
     }
 }
 
@@ -197,15 +219,13 @@ fn an_existing_run_is_not_overwritten_and_an_unwritable_directory_is_refused() {
 
 #[test]
 fn a_diverging_run_stops_with_the_step_and_tensor_and_keeps_the_last_good_checkpoint() {
-    let cfg = RunConfig {
-        total_steps: 16 * 8 * 20,
-        lr: 1e30,
-        lr_decay: false,
-        radam: false,
-        max_grad_norm: 1e30,
-        checkpoint_every: 1,
-        ..small("assets/scenarios/coin_game.ron")
-    };
+    let mut cfg = small("assets/scenarios/coin_game.ron");
+    cfg.total_steps = 16 * 8 * 20;
+    cfg.checkpoint_every = 1;
+    cfg.learn.lr = 1e30;
+    cfg.learn.lr_decay = false;
+    cfg.learn.radam = false;
+    cfg.learn.max_grad_norm = 1e30;
     let run = temp("nan");
     let err = train(&cfg, &run, &TrainOptions::default()).unwrap_err();
     let text = err.to_string();
@@ -236,19 +256,19 @@ fn pqn_and_iql_train_on_every_shipped_scenario() {
             gridarena::train::config::Algo::Pqn,
             gridarena::train::config::Algo::Iql,
         ] {
-            let cfg = RunConfig {
-                algo,
-                arenas: 4,
-                rollout: 4,
-                minibatches: 2,
-                hidden: 16,
-                total_steps: 4 * 4 * 3,
-                batch_size: 16,
-                min_replay: 16,
-                replay_capacity: 1024,
-                cer: 2,
-                ..small(path.to_str().unwrap())
-            };
+            let mut cfg = small(path.to_str().unwrap());
+            cfg.algo = algo;
+            cfg.arenas = 4;
+            cfg.rollout = 4;
+            cfg.total_steps = 4 * 4 * 3;
+            cfg.network.hidden = 16;
+            cfg.pqn.minibatches = 2;
+            cfg.iql.batch_size = 16;
+            cfg.iql.min_replay = 16;
+            cfg.iql.replay_capacity = 1024;
+            cfg.iql.cer = 2;
+            cfg.pr2.minibatches = 2;
+            cfg.online_dqn.minibatches = 2;
             let run = temp(&format!(
                 "every-{}-{algo:?}",
                 path.file_stem().unwrap().to_string_lossy()
@@ -448,18 +468,18 @@ fn seen() -> RunConfig {
 #[test]
 fn pqn_opponent_models_beat_the_frequency_baseline_against_trained_opponents() {
     // 2 pursuers and 1 evader, all learning; each predicts the other two's actions.
-    let cfg = RunConfig {
-        total_steps: 400_000,
-        arenas: 64,
-        rollout: 16,
-        minibatches: 4,
-        hidden: 64,
-        layers: 2,
-        opponent_models: true,
-        lr: 5e-4,
-        checkpoint_every: 1000,
-        ..seen()
-    };
+    let mut cfg = seen();
+    cfg.total_steps = 400_000;
+    cfg.arenas = 64;
+    cfg.rollout = 16;
+    cfg.checkpoint_every = 1000;
+    cfg.network.hidden = 64;
+    cfg.network.layers = 2;
+    cfg.learn.opponent_models = true;
+    cfg.learn.lr = 5e-4;
+    cfg.pqn.minibatches = 4;
+    cfg.pr2.minibatches = 4;
+    cfg.online_dqn.minibatches = 4;
     let run = temp("opponents");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     assert_models_beat_the_frequency_baseline("PQN", &run);
@@ -468,21 +488,19 @@ fn pqn_opponent_models_beat_the_frequency_baseline_against_trained_opponents() {
 
 #[test]
 fn iql_opponent_models_beat_the_frequency_baseline_against_trained_opponents() {
-    let cfg = RunConfig {
-        algo: gridarena::train::config::Algo::Iql,
-        arenas: 32,
-        rollout: 8,
-        hidden: 64,
-        layers: 2,
-        lr: 1e-3,
-        batch_size: 128,
-        cer: 4,
-        min_replay: 512,
-        opponent_models: true,
-        total_steps: 32 * 8 * 600,
-        checkpoint_every: 1000,
-        ..seen()
-    };
+    let mut cfg = seen();
+    cfg.algo = gridarena::train::config::Algo::Iql;
+    cfg.arenas = 32;
+    cfg.rollout = 8;
+    cfg.total_steps = 32 * 8 * 600;
+    cfg.checkpoint_every = 1000;
+    cfg.network.hidden = 64;
+    cfg.network.layers = 2;
+    cfg.learn.lr = 1e-3;
+    cfg.learn.opponent_models = true;
+    cfg.iql.batch_size = 128;
+    cfg.iql.cer = 4;
+    cfg.iql.min_replay = 512;
     let run = temp("opponents-iql");
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     assert_models_beat_the_frequency_baseline("IQL", &run);

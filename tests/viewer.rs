@@ -20,7 +20,7 @@ use gridarena::critic::Device;
 use gridarena::render::output::rollout_layout;
 use gridarena::render::scene::palette;
 use gridarena::rollout::Rollout;
-use gridarena::train::config::RunConfig;
+use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config, RunConfig};
 use gridarena::train::{TrainOptions, train};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gridarena");
@@ -170,10 +170,24 @@ fn tiny_run(dir: &Path) -> PathBuf {
         device: Device::Cpu,
         arenas: 8,
         rollout: 8,
-        minibatches: 2,
-        hidden: 16,
-        layers: 1,
         total_steps: 8 * 8 * 4,
+        network: NetworkConfig {
+            hidden: 16,
+            layers: 1,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
+        pr2: Pr2Config {
+            minibatches: 2,
+            ..Default::default()
+        },
+        online_dqn: OnlineDqnConfig {
+            minibatches: 2,
+            ..Default::default()
+        },
         ..Default::default()
     };
     train(&cfg, &run, &TrainOptions::default()).unwrap();

@@ -1,7 +1,7 @@
 """PQN on JaxMARL's coin game, purejaxql-style, timed in env steps/s.
 
 The configuration is gridarena's assets/runs/pqn_coin.ron with the defaults of
-src/train/config.rs: 256 arenas x 32 steps per rollout, 2 epochs x 4 minibatches, one
+src/train/config/sections.rs: 256 arenas x 32 steps per rollout, 2 epochs x 4 minibatches, one
 38-128-128-5 LayerNorm MLP shared by both players (the observation plus the player's one-hot
 index), RAdam after global-norm clipping at 10, lr 5e-4 decaying linearly to 0, gamma 0.99,
 lambda 0.65, epsilon 1.0 -> 0.05 over the first 10% of the updates, loss 0.5 (Q(s,a) - G)^2.
@@ -28,7 +28,7 @@ from flax.training.train_state import TrainState
 from jaxmarl.environments.coin_game import CoinGame
 
 # ------------------------------------------------------------------------------------------
-# Configuration (gridarena's assets/runs/pqn_coin.ron + src/train/config.rs defaults)
+# Configuration (gridarena's assets/runs/pqn_coin.ron + src/train/config/sections.rs defaults)
 # ------------------------------------------------------------------------------------------
 
 CONFIG = {

@@ -18,16 +18,15 @@ thread_local! {
 }
 
 fn learner() -> BoxedLearner {
-    let cfg = RunConfig {
+    let mut cfg = RunConfig {
         device: Device::Cpu,
         scenario: Some("assets/scenarios/pursuit_3.ron".into()),
         arenas: 2,
         rollout: 4,
-        minibatches: 1,
-        hidden: 4,
-        layers: 1,
         ..RunConfig::default()
     };
+    cfg.pqn.minibatches = 1;
+    (cfg.network.hidden, cfg.network.layers) = (4, 1);
     let loaded = load_scenario(&cfg).expect("run from the repository root");
     let device = choose_device(Device::Cpu).expect("the CPU device");
     new_learner(&cfg, &loaded, &device).expect("a PQN learner")

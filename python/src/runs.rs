@@ -30,8 +30,8 @@ fn ron_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// Trains a run (the `gridarena train` of the command line) and returns its directory: `out`,
 /// or without it a new `runs/<scenario>__<algo>__<seed>__<unix time>`.
 /// `config` is a run configuration file (defaults when None); keyword overrides set config
-/// fields (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`). The GIL is released while
-/// training.
+/// fields as `--set` does (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`, dotted
+/// paths through a dict: `**{"learn.lr": 1e-3}`). The GIL is released while training.
 #[pyfunction]
 #[pyo3(signature = (config=None, out=None, **overrides))]
 pub(crate) fn train(
@@ -46,8 +46,14 @@ pub(crate) fn train(
         None => RunConfig::default(),
     };
     if let Some(kv) = overrides {
-        for (k, v) in kv.iter() {
-            let key: String = k.extract()?;
+        // `algo` first: a bare name several sections hold (`epochs`) resolves with the run's
+        // algorithm wherever `algo=` stands among the keywords.
+        let mut items: Vec<(String, Bound<'_, PyAny>)> = kv
+            .iter()
+            .map(|(k, v)| Ok((k.extract::<String>()?, v)))
+            .collect::<PyResult<_>>()?;
+        items.sort_by_key(|(k, _)| k.trim() != "algo");
+        for (key, v) in items {
             if let Err(quoted) = cfg.set(&format!("{key}={}", ron_text(&v)?)) {
                 // A str naming an enum variant (`network="gru"`, `algo="iql"`) is a RON
                 // identifier, not a string: retried bare, and its error reported then.

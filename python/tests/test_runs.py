@@ -9,16 +9,18 @@ import gridarena
 
 
 def test_train_load_act_and_eval(tmp_path):
+    # Keys as `--set` takes them: bare names, or dotted paths through a dict.
     run = gridarena.train(
         out=str(tmp_path / "run"),
         device="cpu",
         arenas=4,
         rollout=8,
-        minibatches=2,
-        hidden=16,
         layers=1,
         total_steps=4 * 8 * 2,
+        **{"pqn.minibatches": 2, "network.hidden": 16},
     )
+    config = (Path(run) / "config.ron").read_text()
+    assert "network: (" in config and "hidden: 16," in config and "minibatches: 2," in config
     policy = gridarena.load_policy(run)
     assert policy.update == 2
     env = gridarena.VecEnv("pursuit", 3, seed=5)
@@ -39,6 +41,12 @@ def test_bad_overrides_and_observations_are_refused(tmp_path):
         gridarena.train(out=str(tmp_path / "x"), no_such_field=1)
     with pytest.raises(ValueError, match="use a str, bool, int or float"):
         gridarena.train(out=str(tmp_path / "y"), lr=[1])
+    # A bare name several sections hold goes to the section the run's algo reads (`algo` is
+    # set first, wherever it stands), or is refused naming the candidates.
+    with pytest.raises(ValueError, match="`pqn.epochs`, `pr2.epochs` or `online_dqn.epochs`"):
+        gridarena.train(out=str(tmp_path / "z"), epochs=2, algo="iql")
+    with pytest.raises(ValueError, match="it is `network.hidden`"):
+        gridarena.train(out=str(tmp_path / "w"), **{"learn.hidden": 16})
 
 
 def test_a_recurrent_policy_carries_its_hidden_state_until_told_an_episode_starts(tmp_path):

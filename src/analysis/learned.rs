@@ -22,7 +22,7 @@ use crate::critic::Chosen;
 use crate::engine::{EnvBatch, FixedSlots, SlotActor};
 use crate::policy::Policy;
 use crate::scenario::LoadedScenario;
-use crate::train::config::{Algo, RunConfig};
+use crate::train::config::{Algo, LearnConfig, PqnConfig, RunConfig};
 use crate::train::kit::stats::mean_ci;
 use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario, new_learner};
 
@@ -165,7 +165,7 @@ pub fn learned(
         .map_err(RunError::from)?
         .arenas;
     let mut loaded = load_scenario(&cfg).map_err(RunError::from)?;
-    let gamma = cfg.gamma as f64;
+    let gamma = cfg.learn.gamma as f64;
     let h = horizon(gamma);
     loaded.scenario.max_steps = h;
     let n = loaded.scenario.learners_per_arena();
@@ -194,15 +194,26 @@ pub fn learned(
     let (mut gains, mut cis, mut values) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
     let mut var_sum = 0.0;
     for &i in &agents {
+        // PQN with the trained run's passes (its own section's epochs and minibatches, as
+        // every algorithm read them from one field before the configuration had sections).
+        let (epochs, minibatches) = cfg.passes();
         let br_cfg = RunConfig {
             algo: Algo::Pqn,
             seeds: 1,
-            opponent_models: false,
             seed: cfg.seed.wrapping_add(7919 * (i as u64 + 1)),
             total_steps: opts
                 .steps
                 .max(trained_arenas.max(1) as u64 * cfg.rollout as u64),
             arenas: trained_arenas.max(1),
+            learn: LearnConfig {
+                opponent_models: false,
+                ..cfg.learn.clone()
+            },
+            pqn: PqnConfig {
+                epochs,
+                minibatches,
+                ..cfg.pqn.clone()
+            },
             ..cfg.clone()
         };
         br_cfg.validate().map_err(RunError::from)?;

@@ -139,7 +139,7 @@ pub fn exact(
     let source = Provenance {
         checkpoint: format!("checkpoints/update_{:08}", greedy.update()),
         update: greedy.update(),
-        gamma: cfg.gamma as f64,
+        gamma: cfg.learn.gamma as f64,
         method: "exact".into(),
         agent,
     };
@@ -158,7 +158,7 @@ pub fn exact(
         None
     };
     let b = bar(0, "value iteration", progress);
-    let result = nashconv(&model, &policy, cfg.gamma as f64, cache, agent, &b);
+    let result = nashconv(&model, &policy, cfg.learn.gamma as f64, cache, agent, &b);
     b.finish_and_clear();
     write_result(run, &source, &result)?;
     Ok(result)

@@ -20,20 +20,34 @@ pub(crate) fn load_scenario(path: Option<&Path>) -> Result<(LoadedScenario, Stri
 }
 
 /// The run config at `path` (defaults when `None`) with every `--set key=value` applied in order.
+/// A file in the old flat form loads, with one warning naming where its fields are now.
 pub(crate) fn load_config(path: Option<&Path>, set: &[String]) -> Result<RunConfig> {
     let mut cfg = match path {
-        Some(p) => RunConfig::load(p)?,
+        Some(p) => {
+            let (cfg, moved) = RunConfig::load_with_moves(p)?;
+            if !moved.is_empty() {
+                let moves: Vec<String> = moved
+                    .iter()
+                    .map(|m| format!("{} is now {}", m.from, m.to.join(" and ")))
+                    .collect();
+                eprintln!(
+                    "warning: {} is in the old flat form (it loads as before): {}",
+                    p.display(),
+                    moves.join(", ")
+                );
+            }
+            cfg
+        }
         None => RunConfig::default(),
     };
     apply_sets(&mut cfg, set)?;
     Ok(cfg)
 }
 
-/// Applies every `--set key=value` to `cfg`, in order.
+/// Applies every `--set key=value` to `cfg`, in order (those setting `algo` first, so that a
+/// bare name several sections hold resolves with the run's algorithm).
 pub(crate) fn apply_sets(cfg: &mut RunConfig, set: &[String]) -> Result<()> {
-    for assignment in set {
-        cfg.set(assignment)?;
-    }
+    cfg.set_all(set)?;
     Ok(())
 }
 

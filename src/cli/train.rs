@@ -192,13 +192,13 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         cfg.rollout,
         if resume { ", resuming" } else { "" }
     ));
-    if cfg.lr_scale != gridarena::train::config::LrScale::None {
+    if cfg.learn.lr_scale != gridarena::train::config::LrScale::None {
         say(format!(
             "learning rate {} scaled {:?} with the effective batch {} against {}: {}",
-            cfg.lr,
-            cfg.lr_scale,
+            cfg.learn.lr,
+            cfg.learn.lr_scale,
             cfg.effective_batch(),
-            cfg.reference_batch,
+            cfg.learn.reference_batch,
             gridarena::train::schedule::resolved_lr(&cfg)
         ));
     }

@@ -3,6 +3,7 @@
 #![allow(dead_code, missing_docs)]
 
 pub mod checks;
+pub mod flat;
 pub mod skip;
 
 use gridarena::components::GridPos;

@@ -53,11 +53,11 @@ pub(crate) fn run(args: BenchTrainArgs) -> Result<()> {
         cfg.algo,
         cfg.arenas,
         cfg.rollout,
-        cfg.epochs,
-        cfg.minibatches,
-        cfg.layers,
-        cfg.hidden,
-        if cfg.shared {
+        cfg.passes().0,
+        cfg.passes().1,
+        cfg.network.layers,
+        cfg.network.hidden,
+        if cfg.network.shared {
             " shared"
         } else {
             " per learner"

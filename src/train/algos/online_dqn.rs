@@ -6,14 +6,15 @@
 //! network (`target_tau`) after each update.
 //!
 //! It is PQN with lambda = 0 and its bootstrap values from a slowly moving copy: the small
-//! algorithm docs/new_algorithm.md adds, in this one file plus its `Algo` variant, its sweep
-//! keys and one registry line. Seeds, sweeps, resume, evaluation, MPI and Python's
-//! `load_policy` come from the layers below it.
+//! algorithm docs/new_algorithm.md adds, in this one file plus its `Algo` variant, its
+//! configuration section, its sweep keys and one registry line. Seeds, sweeps, resume,
+//! evaluation, MPI and Python's `load_policy` come from the layers below it.
 //!
-//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), `epochs`,
-//! `minibatches`, `gamma`, `target_tau`, `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`,
-//! `shared`, `hidden`, `layers`, and the value loss (`loss`, Huber by default). Memoryless
-//! networks only, without opponent models.
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), its own section
+//! `online_dqn` (`epochs`, `minibatches`, `target_tau`), `learn` (`gamma`,
+//! `lr`/`lr_decay`/`max_grad_norm`/`radam`, `eps_*`, and the value loss: `loss`, Huber by
+//! default) and `network` (`shared`, `hidden`, `layers`). Memoryless networks only, without
+//! opponent models.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -88,9 +89,9 @@ impl OnlineDqn {
         device: &Chosen,
         job: &Job,
     ) -> Result<OnlineDqn, TrainError> {
-        if cfg.opponent_models || cfg.network != crate::train::config::NetworkKind::Mlp {
+        if cfg.learn.opponent_models || cfg.network.kind != crate::train::config::NetworkKind::Mlp {
             return Err(TrainError::Config(
-                "algo online_dqn takes network: mlp and opponent_models: false".into(),
+                "algo online_dqn takes network.kind: mlp and learn.opponent_models: false".into(),
             ));
         }
         let spec = stack_spec(cfg, loaded);
@@ -110,7 +111,7 @@ impl OnlineDqn {
             obs_len: spec.input,
             buf: RolloutBuffer::new(cfg.rollout, rows, spec.input),
             input_row: vec![0; rows * spec.input],
-            nets: row_nets(rows, learners, cfg.shared),
+            nets: row_nets(rows, learners, cfg.network.shared),
             index: (0..(cfg.rollout * rows) as u32).collect(),
             mb: Minibatch::default(),
             progress: Progress::default(),
@@ -184,18 +185,18 @@ impl OnlineDqn {
         let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
         // Lambda-returns with lambda = 0 are the one-step targets from the stored values.
-        self.buf.lambda_returns(self.cfg.gamma, 0.0);
-        let size = self.index.len() / self.cfg.minibatches;
+        self.buf.lambda_returns(self.cfg.learn.gamma, 0.0);
+        let size = self.index.len() / self.cfg.online_dqn.minibatches;
         let (mut losses, mut count) = (0.0f64, 0);
         for (i, v) in self.index.iter_mut().enumerate() {
             *v = i as u32;
         }
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.online_dqn.epochs {
             for k in (1..self.index.len()).rev() {
                 let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
                 self.index.swap(k, j);
             }
-            for mb in 0..self.cfg.minibatches {
+            for mb in 0..self.cfg.online_dqn.minibatches {
                 let picks = &self.index[mb * size..(mb + 1) * size];
                 self.buf.gather(picks, &self.nets, &mut self.mb);
                 let m = &self.mb;
@@ -214,7 +215,7 @@ impl OnlineDqn {
                 self.critic.step(&adam)?;
             }
         }
-        self.critic.polyak(self.cfg.target_tau)?;
+        self.critic.polyak(self.cfg.online_dqn.target_tau)?;
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);

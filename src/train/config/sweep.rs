@@ -8,12 +8,16 @@
 //! Order: grid points in the cartesian product of the keys in name order (the first key varies
 //! slowest), seeds fastest within a point: replica `k = point x seeds + s`.
 //!
-//! Keys that change a tensor's shape or the arenas (`hidden`, `arenas`, `rollout`, ...) are
-//! refused with their name: they cannot share one stack. PQN, IQL and PR2-IQL sweep (each its
+//! A key is a field as `--set` names it: a dotted path (`learn.lr`) or a bare name
+//! (`lr`; one several sections hold, such as `target_tau`, is the one the run's `algo` reads);
+//! it is kept as written in the replicas' labels, metrics and tables. Keys that change a
+//! tensor's shape or the arenas (`network.hidden`, `arenas`, `rollout`, ...) are refused with
+//! their name: they cannot share one stack. PQN, IQL and PR2-IQL sweep (each its
 //! own keys, [`sweepable`]); IQL's and PR2-IQL's replicas learn at their own moments (each
 //! network has its own Adam step count), so their rate limiters' keys sweep too, and each
 //! replica has its own value loss.
 
+use super::keys::{self, Key, Section};
 use super::{Algo, ConfigError, RunConfig};
 
 /// The value loss's keys (every learner sweeps them).
@@ -237,13 +241,53 @@ fn value_text(value: &ron::Value) -> Result<String, String> {
     }
 }
 
-/// Why `key` cannot be swept with `algo`, or `None` when it can.
+/// The field a sweep key names with `algo` (`lr` and `learn.lr` alike; the bare `network` is
+/// `network.kind`), or why it names none.
+fn swept_field(algo: Algo, key: &str) -> Result<Key, String> {
+    match keys::resolve(key, algo) {
+        Ok(Key::Section(Section::Network)) => Ok(Key::Field(Section::Network, "kind")),
+        Ok(Key::Section(s)) => Err(format!(
+            "is the section `{}`: sweep its fields (`{}.{}`)",
+            s.name(),
+            s.name(),
+            s.fields()[0]
+        )),
+        Ok(k) => Ok(k),
+        // A bare name several sections hold, none of them read by `algo`.
+        Err(_) if keys::flat_candidates(key).len() > 1 => {
+            Err("is not read by this algorithm".into())
+        }
+        Err(_) => Err("is not a per-network scalar".into()),
+    }
+}
+
+/// Why `key` cannot be swept with `algo`, or `None` when it can. A key is resolved as `--set`
+/// resolves it; the reasons name it as written.
 fn refusal(algo: Algo, key: &str) -> Option<String> {
     let allowed = sweepable(algo);
-    if allowed.iter().any(|(k, _)| *k == key) {
+    let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();
+    let refuse = |why: &str| {
+        Some(format!(
+            "key `{key}` {why}; a sweep with algo {algo:?} varies per-network scalars only: {} (or run separate sweeps)",
+            keys.join(", ")
+        ))
+    };
+    let field = match swept_field(algo, key) {
+        Ok(field) => field,
+        Err(why) => return refuse(&why),
+    };
+    if allowed
+        .iter()
+        .any(|(k, _)| swept_field(algo, k) == Ok(field))
+    {
         return None;
     }
-    let why = match key {
+    if let Key::Field(s, _) = field
+        && !s.read_by(algo)
+    {
+        return refuse("is not read by this algorithm");
+    }
+    refuse(match field.flat_name() {
         "hidden" | "layers" | "shared" | "opponent_models" | "critic" | "pair_rank" | "algo"
         | "rho" | "scenario" | "loss" | "bins" => "changes the networks' shapes",
         "arenas" | "rollout" | "epochs" | "minibatches" | "total_steps" | "batch_size"
@@ -258,12 +302,7 @@ fn refusal(algo: Algo, key: &str) -> Option<String> {
             "is not read by this algorithm"
         }
         _ => "is not a per-network scalar",
-    };
-    let keys: Vec<&str> = allowed.iter().map(|(k, _)| *k).collect();
-    Some(format!(
-        "key `{key}` {why}; a sweep with algo {algo:?} varies per-network scalars only: {} (or run separate sweeps)",
-        keys.join(", ")
-    ))
+    })
 }
 
 /// The grid points of `sweep`: each a list of (key, value) in key order.
@@ -296,12 +335,22 @@ pub fn replicas(cfg: &RunConfig) -> Result<Vec<Replica>, ConfigError> {
         field: "sweep",
         message,
     };
+    let mut fields: Vec<(Key, &str)> = Vec::new();
     for (key, values) in &cfg.sweep {
         if let Some(why) = refusal(cfg.algo, key) {
             return Err(bad(why));
         }
         if values.is_empty() {
             return Err(bad(format!("key `{key}` has no values")));
+        }
+        if let Ok(field) = swept_field(cfg.algo, key) {
+            if let Some((_, other)) = fields.iter().find(|(f, _)| *f == field) {
+                return Err(bad(format!(
+                    "keys `{other}` and `{key}` both name `{}`; sweep it once",
+                    field.path()
+                )));
+            }
+            fields.push((field, key));
         }
     }
     let count = cfg.all_replica_count();
@@ -401,9 +450,12 @@ mod tests {
         // gamma (first key by name) varies slowest, then lr, then the seed.
         let r = &reps[3];
         assert_eq!((r.point, r.seed_index, r.cfg.seed), (1, 1, 8));
-        assert_eq!((r.cfg.gamma, r.cfg.lr), (0.9, 5e-4));
+        assert_eq!((r.cfg.learn.gamma, r.cfg.learn.lr), (0.9, 5e-4));
         assert_eq!(r.point_label(), "gamma=0.9 lr=0.0005");
-        assert_eq!((reps[11].cfg.gamma, reps[11].cfg.lr), (0.999, 5e-4));
+        assert_eq!(
+            (reps[11].cfg.learn.gamma, reps[11].cfg.learn.lr),
+            (0.999, 5e-4)
+        );
         assert!(
             reps.iter()
                 .all(|r| r.cfg.seeds == 1 && r.cfg.sweep.is_empty())
@@ -411,7 +463,7 @@ mod tests {
         // The same values a `--set` gives, bit for bit.
         let mut single = RunConfig::default();
         single.set("lr=5e-4").unwrap();
-        assert_eq!(r.cfg.lr.to_bits(), single.lr.to_bits());
+        assert_eq!(r.cfg.learn.lr.to_bits(), single.learn.lr.to_bits());
     }
 
     #[test]

@@ -8,19 +8,19 @@ use super::{Algo, ConfigError, CriticForm, LrScale, NetworkKind, RhoForm, RunCon
 pub const MAX_ARENAS: usize = 1 << 20;
 /// Largest `rollout` (steps per rollout).
 pub const MAX_ROLLOUT: usize = 1 << 16;
-/// Largest `epochs`.
+/// Largest `epochs` (of every section that has one).
 pub const MAX_EPOCHS: usize = 10_000;
-/// Largest `hidden` (and `pair_rank`).
+/// Largest `network.hidden` (and `pr2.pair_rank`).
 pub const MAX_HIDDEN: usize = 1 << 14;
 /// Largest `keep_checkpoints`.
 pub const MAX_KEEP_CHECKPOINTS: usize = 10_000;
 /// Largest `seeds`.
 pub const MAX_SEEDS: usize = 1024;
-/// Largest `batch_size`, `buffer_batch_size` and `cer`.
+/// Largest `iql.batch_size`, `pr2.buffer_batch_size` and `iql.cer`.
 pub const MAX_BATCH: usize = 1 << 20;
-/// Largest `bins` of an HL-Gauss head.
+/// Largest `learn.bins` of an HL-Gauss head.
 pub const MAX_BINS: usize = 1024;
-/// Largest `replay_capacity` and `min_replay` (rows).
+/// Largest `iql.replay_capacity` and `iql.min_replay` (rows).
 pub const MAX_REPLAY: usize = 1 << 31;
 
 impl RunConfig {
@@ -28,60 +28,63 @@ impl RunConfig {
     /// fields only where they apply.
     fn validate_network(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
-        if self.network == NetworkKind::Mlp {
+        let net = &self.network;
+        if net.kind == NetworkKind::Mlp {
             for (field, v) in [
-                ("gru_hidden", self.gru_hidden),
-                ("memory_window", self.memory_window),
-                ("burn_in", self.burn_in),
+                ("network.gru_hidden", net.gru_hidden),
+                ("network.memory_window", net.memory_window),
+                ("network.burn_in", net.burn_in),
             ] {
                 if v != 0 {
-                    return bad(field, format!("{v} needs network: gru"));
+                    return bad(field, format!("{v} needs network.kind: gru"));
                 }
             }
             return Ok(());
         }
-        if self.layers != 1 {
+        if net.layers != 1 {
             return bad(
-                "layers",
+                "network.layers",
                 format!(
-                    "{} with network: gru; its one embedding layer feeds the cell: set layers: 1",
-                    self.layers
+                    "{} with network.kind: gru; its one embedding layer feeds the cell: set \
+                     network.layers: 1",
+                    net.layers
                 ),
             );
         }
-        if self.gru_hidden > MAX_HIDDEN {
+        if net.gru_hidden > MAX_HIDDEN {
             return bad(
-                "gru_hidden",
+                "network.gru_hidden",
                 format!(
-                    "{}; between 1 and {MAX_HIDDEN} (0 takes hidden)",
-                    self.gru_hidden
+                    "{}; between 1 and {MAX_HIDDEN} (0 takes network.hidden)",
+                    net.gru_hidden
                 ),
             );
         }
-        if self.memory_window > self.rollout {
+        if net.memory_window > self.rollout {
             return bad(
-                "memory_window",
+                "network.memory_window",
                 format!(
                     "{} is more than rollout {}; the kept window is the end of one rollout",
-                    self.memory_window, self.rollout
+                    net.memory_window, self.rollout
                 ),
             );
         }
-        if self.memory_window > 0 && self.algo != Algo::Pqn {
+        if net.memory_window > 0 && self.algo != Algo::Pqn {
             return bad(
-                "memory_window",
+                "network.memory_window",
                 format!(
-                    "{} applies to algo pqn; IQL and PR2-IQL warm up with burn_in",
-                    self.memory_window
+                    "{} applies to algo pqn; IQL and PR2-IQL warm up with network.burn_in",
+                    net.memory_window
                 ),
             );
         }
-        if self.burn_in > 0 && (self.algo == Algo::Pqn || self.burn_in >= self.rollout) {
+        if net.burn_in > 0 && (self.algo == Algo::Pqn || net.burn_in >= self.rollout) {
             return bad(
-                "burn_in",
+                "network.burn_in",
                 format!(
-                    "{}: IQL and PR2-IQL only (PQN uses memory_window), and less than rollout {}",
-                    self.burn_in, self.rollout
+                    "{}: IQL and PR2-IQL only (PQN uses network.memory_window), and less than \
+                     rollout {}",
+                    net.burn_in, self.rollout
                 ),
             );
         }
@@ -99,28 +102,45 @@ impl RunConfig {
         }
         // Every field that sizes a tensor or a loop, with the range it may take: the products
         // computed from them below and in the memory preflight then cannot overflow.
+        // Every section's, whichever algorithm reads it.
         for (field, v, max) in [
             ("arenas", self.arenas, MAX_ARENAS),
             ("rollout", self.rollout, MAX_ROLLOUT),
-            ("epochs", self.epochs, MAX_EPOCHS),
-            ("minibatches", self.minibatches, usize::MAX),
-            ("hidden", self.hidden, MAX_HIDDEN),
-            ("layers", self.layers, crate::critic::MAX_LAYERS),
+            ("pqn.epochs", self.pqn.epochs, MAX_EPOCHS),
+            ("pqn.minibatches", self.pqn.minibatches, usize::MAX),
+            ("pr2.epochs", self.pr2.epochs, MAX_EPOCHS),
+            ("pr2.minibatches", self.pr2.minibatches, usize::MAX),
+            ("online_dqn.epochs", self.online_dqn.epochs, MAX_EPOCHS),
+            (
+                "online_dqn.minibatches",
+                self.online_dqn.minibatches,
+                usize::MAX,
+            ),
+            ("network.hidden", self.network.hidden, MAX_HIDDEN),
+            (
+                "network.layers",
+                self.network.layers,
+                crate::critic::MAX_LAYERS,
+            ),
             (
                 "keep_checkpoints",
                 self.keep_checkpoints,
                 MAX_KEEP_CHECKPOINTS,
             ),
             ("seeds", self.seeds, MAX_SEEDS),
-            ("pair_rank", self.pair_rank.max(1), MAX_HIDDEN),
-            ("batch_size", self.batch_size.max(1), MAX_BATCH),
+            ("pr2.pair_rank", self.pr2.pair_rank.max(1), MAX_HIDDEN),
+            ("iql.batch_size", self.iql.batch_size.max(1), MAX_BATCH),
             (
-                "buffer_batch_size",
-                self.buffer_batch_size.max(1),
+                "pr2.buffer_batch_size",
+                self.pr2.buffer_batch_size.max(1),
                 MAX_BATCH,
             ),
-            ("replay_capacity", self.replay_capacity.max(1), MAX_REPLAY),
-            ("cer", self.cer.max(1), MAX_BATCH),
+            (
+                "iql.replay_capacity",
+                self.iql.replay_capacity.max(1),
+                MAX_REPLAY,
+            ),
+            ("iql.cer", self.iql.cer.max(1), MAX_BATCH),
         ] {
             if v == 0 || v > max {
                 let range = if max == usize::MAX {
@@ -131,27 +151,36 @@ impl RunConfig {
                 return bad(field, format!("{v}; {range}"));
             }
         }
-        if self.min_replay > MAX_REPLAY as u64 {
+        if self.iql.min_replay > MAX_REPLAY as u64 {
             return bad(
-                "min_replay",
-                format!("{}; at most {MAX_REPLAY}", self.min_replay),
+                "iql.min_replay",
+                format!("{}; at most {MAX_REPLAY}", self.iql.min_replay),
             );
         }
-        if self.minibatches > self.arenas * self.rollout {
+        // The minibatches of the section the algorithm reads (IQL reads none).
+        let minibatches = match self.algo {
+            Algo::Pqn => Some(("pqn.minibatches", self.pqn.minibatches)),
+            Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
+            Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
+            Algo::Iql => None,
+        };
+        if let Some((field, minibatches)) = minibatches
+            && minibatches > self.arenas * self.rollout
+        {
             return bad(
-                "minibatches",
+                field,
                 format!(
                     "{} minibatches of {} x {} rollout rows; at most one per row",
-                    self.minibatches, self.arenas, self.rollout
+                    minibatches, self.arenas, self.rollout
                 ),
             );
         }
         for (field, v) in [
-            ("gamma", self.gamma),
-            ("lambda", self.lambda),
-            ("eps_start", self.eps_start),
-            ("eps_finish", self.eps_finish),
-            ("eps_fraction", self.eps_fraction),
+            ("learn.gamma", self.learn.gamma),
+            ("pqn.lambda", self.pqn.lambda),
+            ("learn.eps_start", self.learn.eps_start),
+            ("learn.eps_finish", self.learn.eps_finish),
+            ("learn.eps_fraction", self.learn.eps_fraction),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, format!("{v}; a number in [0, 1]"));
@@ -160,102 +189,113 @@ impl RunConfig {
         if self.seeds == 0 {
             return bad("seeds", "0; at least 1".into());
         }
-        if self.threaded && self.replica_count() > 1 {
+        let (iql, pr2) = (&self.iql, &self.pr2);
+        if iql.threaded && self.replica_count() > 1 {
             return bad(
-                "threaded",
+                "iql.threaded",
                 format!(
                     "true with {} replicas (seeds x sweep grid points): the replicas learn in \
-                     lockstep on one thread; use threaded: false",
+                     lockstep on one thread; use iql.threaded: false",
                     self.replica_count()
                 ),
             );
         }
         // PQN, IQL and PR2-IQL give every replica its own models; the threaded learner has
         // no models.
-        if self.opponent_models && self.threaded {
-            return bad("opponent_models", "true needs threaded false".into());
+        if self.learn.opponent_models && iql.threaded {
+            return bad(
+                "learn.opponent_models",
+                "true needs iql.threaded false".into(),
+            );
         }
         if self.algo == Algo::Pr2Iql {
-            if self.threaded || self.shared {
+            if iql.threaded || self.network.shared {
                 return bad(
-                    if self.threaded { "threaded" } else { "shared" },
+                    if iql.threaded {
+                        "iql.threaded"
+                    } else {
+                        "network.shared"
+                    },
                     "true is not available with algo pr2_iql (one network per learner, one thread)"
                         .into(),
                 );
             }
-            if self.rho == RhoForm::Model && !self.opponent_models {
+            if pr2.rho == RhoForm::Model && !self.learn.opponent_models {
                 return bad(
-                    "rho",
-                    "model needs opponent_models: true (or use rho: soft)".into(),
+                    "pr2.rho",
+                    "model needs learn.opponent_models: true (or use pr2.rho: soft)".into(),
                 );
             }
-            if self.critic == CriticForm::Joint && self.pair_rank > 0 {
+            if pr2.critic == CriticForm::Joint && pr2.pair_rank > 0 {
                 return bad(
-                    "pair_rank",
+                    "pr2.pair_rank",
                     format!(
-                        "{} with critic: joint; pair_rank applies to critic: factorized only",
-                        self.pair_rank
+                        "{} with pr2.critic: joint; pair_rank applies to critic: factorized only",
+                        pr2.pair_rank
                     ),
                 );
             }
-            if self.buffer_batch_size == 0 {
-                return bad("buffer_batch_size", "0; at least 1 sequence".into());
+            if pr2.buffer_batch_size == 0 {
+                return bad("pr2.buffer_batch_size", "0; at least 1 sequence".into());
             }
             let sequence_rows = self.rollout as u64;
-            let sequences = self.replay_capacity as u64 / sequence_rows.max(1);
-            if sequences < self.buffer_batch_size as u64 {
+            let sequences = iql.replay_capacity as u64 / sequence_rows.max(1);
+            if sequences < pr2.buffer_batch_size as u64 {
                 return bad(
-                    "replay_capacity",
+                    "iql.replay_capacity",
                     format!(
-                        "{} rows hold {sequences} sequences of {} steps; at least buffer_batch_size {} needed",
-                        self.replay_capacity, self.rollout, self.buffer_batch_size
+                        "{} rows hold {sequences} sequences of {} steps; at least \
+                         pr2.buffer_batch_size {} needed",
+                        iql.replay_capacity, self.rollout, pr2.buffer_batch_size
                     ),
                 );
             }
         }
         if self.algo == Algo::Iql {
-            if self.batch_size == 0 || self.cer >= self.batch_size {
+            if iql.batch_size == 0 || iql.cer >= iql.batch_size {
                 return bad(
-                    "cer",
+                    "iql.cer",
                     format!(
-                        "{} newest rows in batches of {}; fewer than batch_size",
-                        self.cer, self.batch_size
+                        "{} newest rows in batches of {}; fewer than iql.batch_size",
+                        iql.cer, iql.batch_size
                     ),
                 );
             }
-            if (self.replay_capacity as u64) < self.min_replay.max(self.batch_size as u64) {
+            if (iql.replay_capacity as u64) < iql.min_replay.max(iql.batch_size as u64) {
                 return bad(
-                    "replay_capacity",
+                    "iql.replay_capacity",
                     format!(
-                        "{} is below min_replay {} or batch_size {}",
-                        self.replay_capacity, self.min_replay, self.batch_size
+                        "{} is below iql.min_replay {} or iql.batch_size {}",
+                        iql.replay_capacity, iql.min_replay, iql.batch_size
                     ),
                 );
             }
-            if !(self.target_tau > 0.0 && self.target_tau <= 1.0) {
+            if !(iql.target_tau > 0.0 && iql.target_tau <= 1.0) {
                 return bad(
-                    "target_tau",
-                    format!("{}; a number in (0, 1]", self.target_tau),
+                    "iql.target_tau",
+                    format!("{}; a number in (0, 1]", iql.target_tau),
                 );
             }
         }
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return bad("lr", format!("{}; a positive number", self.lr));
+        let learn = &self.learn;
+        if !(learn.lr > 0.0 && learn.lr.is_finite()) {
+            return bad("learn.lr", format!("{}; a positive number", learn.lr));
         }
-        if self.lr_scale != LrScale::None && self.reference_batch == 0 {
+        if learn.lr_scale != LrScale::None && learn.reference_batch == 0 {
             return bad(
-                "reference_batch",
+                "learn.reference_batch",
                 format!(
-                    "0 with lr_scale {:?}; set the effective batch lr was tuned at (this run's is {})",
-                    self.lr_scale,
+                    "0 with learn.lr_scale {:?}; set the effective batch lr was tuned at (this \
+                     run's is {})",
+                    learn.lr_scale,
                     self.effective_batch()
                 ),
             );
         }
-        if self.max_grad_norm.is_nan() || self.max_grad_norm <= 0.0 {
+        if learn.max_grad_norm.is_nan() || learn.max_grad_norm <= 0.0 {
             return bad(
-                "max_grad_norm",
-                format!("{}; a positive number", self.max_grad_norm),
+                "learn.max_grad_norm",
+                format!("{}; a positive number", learn.max_grad_norm),
             );
         }
         self.validate_loss()?;
@@ -277,47 +317,48 @@ impl RunConfig {
     /// learner, PR2-IQL included).
     fn validate_loss(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
-        if !(self.huber_delta > 0.0 && self.huber_delta.is_finite()) {
+        let l = &self.learn;
+        if !(l.huber_delta > 0.0 && l.huber_delta.is_finite()) {
             return bad(
-                "huber_delta",
-                format!("{}; a positive number", self.huber_delta),
+                "learn.huber_delta",
+                format!("{}; a positive number", l.huber_delta),
             );
         }
-        if self.loss == ValueLoss::Default {
+        if l.loss == ValueLoss::Default {
             return Ok(());
         }
-        if self.loss != ValueLoss::HlGauss {
+        if l.loss != ValueLoss::HlGauss {
             return Ok(());
         }
-        if !(2..=MAX_BINS).contains(&self.bins) {
-            return bad("bins", format!("{}; between 2 and {MAX_BINS}", self.bins));
-        }
-        if !(self.v_min.is_finite() && self.v_max.is_finite()) {
+        if !(2..=MAX_BINS).contains(&l.bins) {
             return bad(
-                if self.v_min.is_finite() {
-                    "v_max"
+                "learn.bins",
+                format!("{}; between 2 and {MAX_BINS}", l.bins),
+            );
+        }
+        if !(l.v_min.is_finite() && l.v_max.is_finite()) {
+            return bad(
+                if l.v_min.is_finite() {
+                    "learn.v_max"
                 } else {
-                    "v_min"
+                    "learn.v_min"
                 },
-                format!("[{}, {}]; finite numbers", self.v_min, self.v_max),
+                format!("[{}, {}]; finite numbers", l.v_min, l.v_max),
             );
         }
-        if self.v_min >= self.v_max {
+        if l.v_min >= l.v_max {
             return bad(
-                "v_max",
+                "learn.v_max",
                 format!(
-                    "{} is not above v_min {}; the support needs v_min < v_max",
-                    self.v_max, self.v_min
+                    "{} is not above learn.v_min {}; the support needs v_min < v_max",
+                    l.v_max, l.v_min
                 ),
             );
         }
-        if !(self.sigma >= 0.0 && self.sigma.is_finite()) {
+        if !(l.sigma >= 0.0 && l.sigma.is_finite()) {
             return bad(
-                "sigma",
-                format!(
-                    "{}; a positive number, or 0 for 0.75 bin widths",
-                    self.sigma
-                ),
+                "learn.sigma",
+                format!("{}; a positive number, or 0 for 0.75 bin widths", l.sigma),
             );
         }
         Ok(())
@@ -330,11 +371,14 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let c = RunConfig {
-            gamma: 1.5,
-            ..RunConfig::default()
-        };
-        assert!(c.validate().unwrap_err().to_string().contains("gamma"));
+        let mut c = RunConfig::default();
+        c.learn.gamma = 1.5;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("`learn.gamma`")
+        );
         RunConfig::default().validate().unwrap();
     }
 }

@@ -228,8 +228,8 @@ impl OpponentModels {
             network: Default::default(),
             nets: learners,
             input,
-            hidden: cfg.hidden,
-            layers: cfg.layers,
+            hidden: cfg.network.hidden,
+            layers: cfg.network.layers,
             head: (learners - 1) * actions,
         };
         let critic = Critic::new(spec, cfg.seed ^ 0x6f70_706f, device)?.data_parallel(job);

@@ -25,17 +25,17 @@ impl QHead {
     /// critic maps it onto its own row, `pr2::critic_row`); `sigma: 0` is the paper's `0.75`
     /// bin widths.
     pub(crate) fn of(cfg: &RunConfig) -> QHead {
-        match (cfg.loss, cfg.algo) {
+        match (cfg.learn.loss, cfg.algo) {
             (ValueLoss::Mse, _) | (ValueLoss::Default, Algo::Pqn) => QHead::Mse,
-            (ValueLoss::Huber, _) | (ValueLoss::Default, _) => QHead::Huber(cfg.huber_delta),
+            (ValueLoss::Huber, _) | (ValueLoss::Default, _) => QHead::Huber(cfg.learn.huber_delta),
             (ValueLoss::HlGauss, _) => QHead::HlGauss(Support {
-                bins: cfg.bins,
-                v_min: cfg.v_min,
-                v_max: cfg.v_max,
-                sigma: if cfg.sigma > 0.0 {
-                    cfg.sigma
+                bins: cfg.learn.bins,
+                v_min: cfg.learn.v_min,
+                v_max: cfg.learn.v_max,
+                sigma: if cfg.learn.sigma > 0.0 {
+                    cfg.learn.sigma
                 } else {
-                    Support::default_sigma(cfg.bins, cfg.v_min, cfg.v_max)
+                    Support::default_sigma(cfg.learn.bins, cfg.learn.v_min, cfg.learn.v_max)
                 },
             }),
         }
@@ -98,6 +98,7 @@ impl QHead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::config::LearnConfig;
 
     #[test]
     fn the_default_loss_is_mse_for_pqn_and_huber_for_iql() {
@@ -113,11 +114,14 @@ mod tests {
     #[test]
     fn hl_gauss_has_bins_outputs_per_action_and_the_default_sigma() {
         let cfg = RunConfig {
-            loss: ValueLoss::HlGauss,
-            bins: 20,
-            v_min: -5.0,
-            v_max: 5.0,
-            sigma: 0.0,
+            learn: LearnConfig {
+                loss: ValueLoss::HlGauss,
+                bins: 20,
+                v_min: -5.0,
+                v_max: 5.0,
+                sigma: 0.0,
+                ..Default::default()
+            },
             ..RunConfig::default()
         };
         let head = QHead::of(&cfg);

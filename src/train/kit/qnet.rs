@@ -16,17 +16,17 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let obs = loaded.scenario.observation_len();
     StackSpec {
         network: network(cfg),
-        nets: if cfg.shared { 1 } else { learners },
-        input: obs + if cfg.shared { learners } else { 0 },
-        hidden: cfg.hidden,
-        layers: cfg.layers,
+        nets: if cfg.network.shared { 1 } else { learners },
+        input: obs + if cfg.network.shared { learners } else { 0 },
+        hidden: cfg.network.hidden,
+        layers: cfg.network.layers,
         head: loaded.scenario.action_set().len() * QHead::of(cfg).outputs_per_action(),
     }
 }
 
 /// The network kind `cfg` asks for (`network`, `gru_hidden`).
 pub(crate) fn network(cfg: &RunConfig) -> Network {
-    match cfg.network {
+    match cfg.network.kind {
         NetworkKind::Mlp => Network::Mlp,
         NetworkKind::Gru => Network::Gru {
             hidden: cfg.gru_width(),

@@ -208,11 +208,11 @@ pub fn successor_input(
 /// when the config says 0.
 pub fn limiter_config(cfg: &RunConfig, inserted: u64, batch: u64) -> RateLimiterConfig {
     let limits = RateLimiterConfig {
-        samples_per_insert: cfg.samples_per_insert,
-        min_size_to_sample: cfg.min_replay.max(batch),
-        error_buffer: cfg.rate_error_buffer,
+        samples_per_insert: cfg.iql.samples_per_insert,
+        min_size_to_sample: cfg.iql.min_replay.max(batch),
+        error_buffer: cfg.iql.rate_error_buffer,
     };
-    if cfg.rate_error_buffer > 0.0 {
+    if cfg.iql.rate_error_buffer > 0.0 {
         limits
     } else {
         RateLimiterConfig {
@@ -487,6 +487,7 @@ pub(crate) use replay_learner_plumbing;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::config::IqlConfig;
 
     /// Three arenas of one learner: the first terminated, the second truncated, the third goes
     /// on. The first two take their successor from `final_obs` (not the reset's `obs`), the
@@ -512,10 +513,13 @@ mod tests {
     #[test]
     fn a_refused_error_buffer_names_one_the_run_accepts() {
         let cfg = RunConfig {
-            samples_per_insert: 128.0,
-            batch_size: 256,
-            rate_error_buffer: 0.1,
-            min_replay: 2_000,
+            iql: IqlConfig {
+                samples_per_insert: 128.0,
+                batch_size: 256,
+                rate_error_buffer: 0.1,
+                min_replay: 2_000,
+                ..Default::default()
+            },
             ..RunConfig::default()
         };
         let Err(err) = ReplayCore::new(&cfg, 2_048, 256) else {
@@ -526,15 +530,11 @@ mod tests {
             message.contains("raise error_buffer to at least 262144"),
             "{message}"
         );
-        let fixed = RunConfig {
-            rate_error_buffer: 262_144.0,
-            ..cfg.clone()
-        };
+        let mut fixed = cfg.clone();
+        fixed.iql.rate_error_buffer = 262_144.0;
         assert!(ReplayCore::new(&fixed, 2_048, 256).is_ok());
-        let auto = RunConfig {
-            rate_error_buffer: 0.0,
-            ..cfg
-        };
+        let mut auto = cfg;
+        auto.iql.rate_error_buffer = 0.0;
         let core = ReplayCore::new(&auto, 2_048, 256).map_err(|e| e.to_string());
         assert_eq!(core.map(|c| c.limiter.config().error_buffer), Ok(262_144.0));
     }

@@ -8,11 +8,11 @@ use crate::train::config::{LrScale, RunConfig};
 /// The learning rate before any decay: `lr`, scaled by `lr_scale` with the effective batch
 /// against `reference_batch`.
 pub fn resolved_lr(cfg: &RunConfig) -> f32 {
-    let ratio = cfg.effective_batch() as f64 / cfg.reference_batch.max(1) as f64;
-    match cfg.lr_scale {
-        LrScale::None => cfg.lr,
-        LrScale::Linear => (cfg.lr as f64 * ratio) as f32,
-        LrScale::Sqrt => (cfg.lr as f64 * ratio.sqrt()) as f32,
+    let ratio = cfg.effective_batch() as f64 / cfg.learn.reference_batch.max(1) as f64;
+    match cfg.learn.lr_scale {
+        LrScale::None => cfg.learn.lr,
+        LrScale::Linear => (cfg.learn.lr as f64 * ratio) as f32,
+        LrScale::Sqrt => (cfg.learn.lr as f64 * ratio.sqrt()) as f32,
     }
 }
 
@@ -21,15 +21,15 @@ pub fn resolved_lr(cfg: &RunConfig) -> f32 {
 pub fn optimiser(cfg: &RunConfig, update: u64) -> (f32, AdamConfig) {
     let progress = update as f32 / cfg.updates().max(1) as f32;
     let base = resolved_lr(cfg);
-    let lr = if cfg.lr_decay {
+    let lr = if cfg.learn.lr_decay {
         base * (1.0 - progress).max(0.0)
     } else {
         base
     };
     let adam = AdamConfig {
         lr: lr.max(1e-12),
-        max_grad_norm: Some(cfg.max_grad_norm),
-        radam: cfg.radam,
+        max_grad_norm: Some(cfg.learn.max_grad_norm),
+        radam: cfg.learn.radam,
         ..AdamConfig::default()
     };
     (lr, adam)
@@ -37,9 +37,9 @@ pub fn optimiser(cfg: &RunConfig, update: u64) -> (f32, AdamConfig) {
 
 /// Linear from `eps_start` to `eps_finish` as `done` goes from 0 to `eps_fraction x total`.
 fn linear_epsilon(cfg: &RunConfig, done: u64, total: u64) -> f32 {
-    let horizon = (cfg.eps_fraction as f64 * total as f64).max(1.0);
+    let horizon = (cfg.learn.eps_fraction as f64 * total as f64).max(1.0);
     let frac = (done as f64 / horizon).min(1.0) as f32;
-    cfg.eps_start + (cfg.eps_finish - cfg.eps_start) * frac
+    cfg.learn.eps_start + (cfg.learn.eps_finish - cfg.learn.eps_start) * frac
 }
 
 /// Exploration after `env_steps` steps: linear from `eps_start` to `eps_finish` over
@@ -69,8 +69,8 @@ impl StepValues {
     /// The values of `cfg` at an update whose optimiser is `adam`.
     pub(crate) fn of(cfg: &RunConfig, adam: AdamConfig) -> StepValues {
         StepValues {
-            gamma: cfg.gamma,
-            tau: cfg.target_tau,
+            gamma: cfg.learn.gamma,
+            tau: cfg.iql.target_tau,
             adam,
         }
     }
@@ -79,28 +79,35 @@ impl StepValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::config::{LearnConfig, PqnConfig};
 
     #[test]
     fn the_learning_rate_scales_with_the_effective_batch() {
         let mut cfg = RunConfig {
-            lr: 1e-3,
-            lr_decay: false,
             arenas: 1024,
             rollout: 32,
-            minibatches: 8,
-            reference_batch: 1024,
+            learn: LearnConfig {
+                lr: 1e-3,
+                lr_decay: false,
+                reference_batch: 1024,
+                ..Default::default()
+            },
+            pqn: PqnConfig {
+                minibatches: 8,
+                ..Default::default()
+            },
             ..RunConfig::default()
         };
         assert_eq!(cfg.effective_batch(), 4096);
         assert_eq!(optimiser(&cfg, 0).0, 1e-3);
-        cfg.lr_scale = LrScale::Linear;
+        cfg.learn.lr_scale = LrScale::Linear;
         assert!((optimiser(&cfg, 0).0 - 4e-3).abs() < 1e-9);
-        cfg.lr_scale = LrScale::Sqrt;
+        cfg.learn.lr_scale = LrScale::Sqrt;
         assert!((optimiser(&cfg, 0).0 - 2e-3).abs() < 1e-9);
         cfg.algo = crate::train::config::Algo::Iql;
-        cfg.batch_size = 256;
+        cfg.iql.batch_size = 256;
         assert!((optimiser(&cfg, 0).0 - 5e-4).abs() < 1e-9);
-        cfg.reference_batch = 0;
+        cfg.learn.reference_batch = 0;
         assert!(
             cfg.validate()
                 .unwrap_err()

@@ -146,7 +146,7 @@ impl Plan {
         let (n, l) = (ranks.max(1) as u64, per_node.clamp(1, ranks.max(1)) as u64);
         let a = cfg.arenas as u64;
         let replicas = cfg.all_replica_count();
-        let mut out = if cfg.threaded {
+        let mut out = if cfg.iql.threaded {
             format!("ranks: {n}: train refuses threaded: true on several ranks\n")
         } else if replicas > 1 {
             let blocks = crate::dist::replica_blocks(replicas, ranks.max(1));

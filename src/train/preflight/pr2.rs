@@ -41,7 +41,7 @@ pub(crate) fn plan(
     let spec = replicas_spec(cfg, loaded);
     let (t, s_seq, b) = (
         cfg.rollout as u64,
-        cfg.buffer_batch_size as u64,
+        cfg.pr2.buffer_batch_size as u64,
         cfg.arenas as u64,
     );
     let d = spec.input as u64;
@@ -102,7 +102,7 @@ pub(crate) fn plan(
                 "{form} x {} rows per pass ({reps} replicas x {} steps x {s_seq} sequences x {n} learners / {} minibatches) x 4 B x {copies:.1} (outputs, gradients, copies, weights)",
                 fmt(pass_rows),
                 t + 1,
-                cfg.minibatches
+                cfg.pr2.minibatches
             ),
             bytes: head_bytes,
             knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches, or fewer seeds / grid points",
@@ -168,7 +168,7 @@ pub(crate) fn plan(
             knobs: "lower gru_hidden, replay_capacity, buffer_batch_size or rollout",
         });
     }
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         let m = ConditionalModels::spec(cfg, n.max(2), a, spec.input);
         let ms = m.sizing_for(pass_rows as usize, backend, false);
         tensors.push(PlanTensor {
@@ -182,7 +182,7 @@ pub(crate) fn plan(
             knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
         });
     }
-    let models = if cfg.opponent_models {
+    let models = if cfg.learn.opponent_models {
         ConditionalModels::spec(cfg, n.max(2), a, spec.input).params() as u64
     } else {
         0
@@ -214,7 +214,7 @@ pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> 
         rows,
         knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches",
     }];
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         stacks.push(GpuStack {
             name: "conditional opponent models",
             spec: ConditionalModels::spec(cfg, n.max(2), a, spec.input),
@@ -226,7 +226,7 @@ pub(crate) fn gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout) -> 
     let figures = match head.form {
         HeadForm::Joint => vec![joint_q_figure(
             cfg.rollout as u64 + 1,
-            cfg.buffer_batch_size as u64,
+            cfg.pr2.buffer_batch_size as u64,
             n,
             a,
             head.width_checked().unwrap_or(u64::MAX),

@@ -126,8 +126,8 @@ pub(crate) fn opponent_spec(cfg: &RunConfig, layout: &Layout, input: usize) -> S
         network: Default::default(),
         nets: n * cfg.replica_count(),
         input,
-        hidden: cfg.hidden,
-        layers: cfg.layers,
+        hidden: cfg.network.hidden,
+        layers: cfg.network.layers,
         head: n.saturating_sub(1) * layout.actions,
     }
 }
@@ -215,8 +215,8 @@ fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
 pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     let rows_per_step = cfg.replica_count() as u64 * cfg.arenas as u64 * layout.learners as u64;
     // With recurrent networks a minibatch holds whole sequences, the memory's steps included.
-    let steps = cfg.rollout as u64 + cfg.memory_window as u64;
-    (rows_per_step * steps / cfg.minibatches as u64).max(rows_per_step)
+    let steps = cfg.rollout as u64 + cfg.network.memory_window as u64;
+    (rows_per_step * steps / cfg.passes().1 as u64).max(rows_per_step)
 }
 
 /// Rows of IQL's largest critic pass: `replicas x batch_size` (every replica's minibatch
@@ -225,9 +225,9 @@ pub(crate) fn pqn_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
 pub(crate) fn iql_pass_rows(cfg: &RunConfig, layout: &Layout) -> u64 {
     let replicas = cfg.replica_count() as u64;
     let rows_per_step = replicas * cfg.arenas as u64 * layout.learners as u64;
-    let mlp = cfg.network == crate::train::config::NetworkKind::Mlp;
+    let mlp = cfg.network.kind == crate::train::config::NetworkKind::Mlp;
     let steps = if mlp { 1 } else { cfg.rollout as u64 };
-    (replicas * cfg.batch_size as u64 * steps).max(rows_per_step)
+    (replicas * cfg.iql.batch_size as u64 * steps).max(rows_per_step)
 }
 
 /// Bytes of one replayed step of a sequence of `input`-byte rows: input and successor, action,
@@ -254,13 +254,13 @@ pub(crate) fn sequence_replay_tensors(
     );
     let replicas = cfg.replica_count() as u64;
     let steps = cfg.rollout as u64;
-    let sequences = cfg.replay_capacity as u64 / steps.max(1);
+    let sequences = cfg.iql.replay_capacity as u64 / steps.max(1);
     let step = sequence_step_bytes(input);
     let ring = replicas * sequences * (steps * step + 4 * state + 4);
     let rows = replicas * cfg.arenas as u64 * layout.learners as u64;
     // The acting record, its start states and flags, the batches' states and the pass's copy.
     let acting = rows * (steps * step + 3 * 4 * state + 1);
-    let n = replicas * cfg.batch_size as u64;
+    let n = replicas * cfg.iql.batch_size as u64;
     // Per trained step: the step, mask, target and bootstrap row; the outputs, their gradient
     // and one replica's copies of both; per target step (at most 2T): input, flag, outputs as
     // values and as Q-values.
@@ -334,7 +334,7 @@ fn qnet_gpu(
         rows: pass_rows,
         knobs: "lower hidden, layers, seeds, arenas, rollout or batch_size, or raise minibatches",
     }];
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         stacks.push(GpuStack {
             name: "opponent models",
             spec: opponent_spec(cfg, layout, spec.input),
@@ -370,7 +370,7 @@ pub(crate) fn iql_gpu(cfg: &RunConfig, loaded: &LoadedScenario, layout: &Layout)
         loaded,
         layout,
         iql_pass_rows(cfg, layout),
-        cfg.replica_count() as u64 * cfg.batch_size as u64,
+        cfg.replica_count() as u64 * cfg.iql.batch_size as u64,
     )
 }
 
@@ -391,7 +391,7 @@ pub(crate) fn pqn_plan(
     );
     let rows_per_step = replicas * b * n;
     let pass_rows = pqn_pass_rows(cfg, layout);
-    let pass = match cfg.network {
+    let pass = match cfg.network.kind {
         crate::train::config::NetworkKind::Mlp => "rollout x arenas x learners / minibatches",
         crate::train::config::NetworkKind::Gru => {
             "(memory_window + rollout) x arenas x learners / minibatches"
@@ -401,8 +401,8 @@ pub(crate) fn pqn_plan(
     let d = spec.input as u64;
     let g = spec.state_width() as u64;
     if g > 0 {
-        let (w, rows) = (cfg.memory_window as u64, rows_per_step);
-        let mb = rows / cfg.minibatches as u64 * (w + t);
+        let (w, rows) = (cfg.network.memory_window as u64, rows_per_step);
+        let mb = rows / cfg.passes().1 as u64 * (w + t);
         tensors.push(PlanTensor {
             name: "recurrent state and sequences".into(),
             shape: format!(
@@ -432,14 +432,14 @@ pub(crate) fn pqn_plan(
         bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
         knobs: "lower rollout, arenas or seeds",
     });
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         let rows = replicas * t * b * n;
         let extra = rows * (4 + 4 * n);
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));
     }
-    let models = if cfg.opponent_models {
+    let models = if cfg.learn.opponent_models {
         opponent_spec(cfg, layout, spec.input).params() as u64
     } else {
         0
@@ -447,7 +447,7 @@ pub(crate) fn pqn_plan(
     // With recurrent networks an arena's checkpoint also holds its learners' hidden states,
     // episode-start flags and memory (tensors, counted with the arena's state).
     let recurrent = if g > 0 {
-        n * (4 * g * 2 + 1 + cfg.memory_window as u64 * (d + 1))
+        n * (4 * g * 2 + 1 + cfg.network.memory_window as u64 * (d + 1))
     } else {
         0
     };
@@ -476,7 +476,7 @@ pub(crate) fn iql_plan(
                 learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;
-    let mut replay = replicas * cfg.replay_capacity as u64 * (2 * d + 16);
+    let mut replay = replicas * cfg.iql.replay_capacity as u64 * (2 * d + 16);
     if spec.state_width() > 0 {
         let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
         tensors.extend(lines);
@@ -486,16 +486,16 @@ pub(crate) fn iql_plan(
             name: "replay buffer".into(),
             shape: format!(
                 "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-                fmt(cfg.replay_capacity as u64)
+                fmt(cfg.iql.replay_capacity as u64)
             ),
             bytes: replay,
             knobs: "lower replay_capacity or seeds",
         });
     }
     let mut models = 0;
-    if cfg.opponent_models {
-        let rows = replicas * cfg.batch_size as u64;
-        let extra = replicas * cfg.replay_capacity as u64 * 4 * n;
+    if cfg.learn.opponent_models {
+        let rows = replicas * cfg.iql.batch_size as u64;
+        let extra = replicas * cfg.iql.replay_capacity as u64 * 4 * n;
         tensors.push(opponent_tensor(
             cfg, layout, spec.input, backend, rows, extra,
         ));

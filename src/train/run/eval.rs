@@ -184,7 +184,7 @@ pub fn evaluate_replica(
     cfg.arenas = episodes.max(1);
     // Acting never runs the rate limiter: its error buffer (sized for the training arenas)
     // must not refuse these arenas; 0 takes the loop's default.
-    cfg.rate_error_buffer = 0.0;
+    cfg.iql.rate_error_buffer = 0.0;
     cfg.seed = chosen.cfg.seed.wrapping_add(1_000_003);
     let loaded = load_scenario(&cfg)?;
     let learner = new_learner(&cfg, &loaded, device)?;

@@ -232,7 +232,7 @@ pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
     cfg.arenas = 1;
     // Acting never runs the rate limiter: its error buffer (sized for the training arenas)
     // must not refuse these arenas; 0 takes the loop's default.
-    cfg.rate_error_buffer = 0.0;
+    cfg.iql.rate_error_buffer = 0.0;
     cfg.seeds = 1;
     cfg.sweep.clear();
     cfg.device = Device::Cpu;

@@ -162,16 +162,16 @@ pub const CHECKSUM_EVERY: u64 = 10;
 ///
 /// let dir = std::env::temp_dir().join(format!("gridarena-doctest-{}", std::process::id()));
 /// // PQN on the embedded Pursuit scenario, two small updates on the CPU.
-/// let cfg = RunConfig {
+/// let mut cfg = RunConfig {
 ///     device: Device::Cpu,
 ///     arenas: 4,
 ///     rollout: 8,
-///     minibatches: 2,
-///     hidden: 16,
-///     layers: 1,
 ///     total_steps: 2 * 4 * 8,
 ///     ..RunConfig::default()
 /// };
+/// cfg.pqn.minibatches = 2;
+/// cfg.set("network=(hidden: 16, layers: 1)")?; // or by field: cfg.network.hidden = 16
+/// assert_eq!((cfg.network.hidden, cfg.network.layers), (16, 1));
 /// let summary = train(&cfg, &dir, &TrainOptions::default())?;
 /// assert_eq!((summary.updates, summary.env_steps), (2, 64));
 /// assert!(dir.join("metrics.jsonl").is_file());

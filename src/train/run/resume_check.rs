@@ -3,10 +3,12 @@
 //! `scenario.ron` before anything is restored or written.
 //!
 //! Only run-control fields may differ: `name`, `device`, `total_steps`, `checkpoint_every`,
-//! `keep_checkpoints`, `wait_seconds` and `checkpoint_replay` (how long, where, how often and
-//! what is saved; never what is learned). Every other field decides a tensor's shape (`hidden`, `layers`, `arenas`,
-//! `seeds`, `algo`, `opponent_models`, the value head's `loss` and `bins`, ...), a random stream (`seed`, `rollout`, ...) or the
-//! learning itself (`lr`, `gamma`, ...): a resume that changed one would continue neither the
+//! `keep_checkpoints`, `iql.wait_seconds` and `checkpoint_replay` (how long, where, how often
+//! and what is saved; never what is learned). Every other field, of every section, decides a
+//! tensor's shape (`network.hidden`, `network.layers`, `arenas`, `seeds`, `algo`,
+//! `learn.opponent_models`, the value head's `learn.loss` and `learn.bins`, ...), a random
+//! stream (`seed`, `rollout`, ...) or the learning itself (`learn.lr`, `learn.gamma`, ...): a
+//! resume that changed one would continue neither the
 //! saved run nor the asked one, and would relabel the run's history. The scenario is compared
 //! by its resolved content, not its path: the same file moved is the same scenario, an edited
 //! one is not.
@@ -44,7 +46,7 @@ pub(crate) fn describe(changes: &[Change]) -> String {
     out.push_str(
         "\nresume with the saved configuration (drop the flags and --set that change these; \
          total_steps, device, checkpoint_every, keep_checkpoints, checkpoint_replay, name and \
-         wait_seconds may change), or start a new run with another --out",
+         iql.wait_seconds may change), or start a new run with another --out",
     );
     out
 }
@@ -78,81 +80,84 @@ pub(crate) fn refuse_changes(
     }
 }
 
-/// The fields of `asked` that differ from `saved`, except run-control fields (and the scenario's
-/// path: its content is compared by [`scenario_change`]).
+/// The fields of `asked` that differ from `saved` (named by their dotted paths, `learn.lr`),
+/// except run-control fields (and the scenario's path: its content is compared by
+/// [`scenario_change`]).
 pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change> {
     let mut changes = Vec::new();
-    macro_rules! compare_all_but_run_control {
-        ($($field:ident),* $(,)?) => {
-            // Destructured in full: a new field does not compile until it is sorted here.
-            let RunConfig {
-                name: _,
-                scenario: _,
-                device: _,
-                total_steps: _,
-                checkpoint_every: _,
-                keep_checkpoints: _,
-                wait_seconds: _,
-                checkpoint_replay: _,
-                // Never in a file: a rank's share of the run, set by training.
-                replica_shard: _,
-                $($field),*
-            } = saved;
+    // Each struct destructured in full: a new field does not compile until it is sorted here.
+    macro_rules! compare {
+        ($ty:ident, $prefix:literal, $saved:expr, $asked:expr, skip [$($skip:ident),*],
+         [$($field:ident),* $(,)?]) => {
+            let $ty { $($skip: _,)* $($field),* } = $saved;
             $(
-                let (s, a) = (format!("{:?}", $field), format!("{:?}", asked.$field));
+                let (s, a) = (format!("{:?}", $field), format!("{:?}", $asked.$field));
                 if s != a {
-                    changes.push(Change { field: stringify!($field).into(), saved: s, asked: a });
+                    changes.push(Change {
+                        field: concat!($prefix, stringify!($field)).into(),
+                        saved: s,
+                        asked: a,
+                    });
                 }
             )*
         };
     }
-    compare_all_but_run_control!(
-        algo,
-        seed,
-        seeds,
-        sweep,
-        arenas,
-        rollout,
-        epochs,
-        minibatches,
-        lr,
-        lr_decay,
-        lr_scale,
-        reference_batch,
-        gamma,
-        lambda,
-        eps_start,
-        eps_finish,
-        eps_fraction,
-        max_grad_norm,
-        loss,
-        huber_delta,
-        bins,
-        v_min,
-        v_max,
-        sigma,
-        radam,
-        desync_episodes,
-        hidden,
-        layers,
-        network,
-        gru_hidden,
-        memory_window,
-        burn_in,
-        shared,
-        opponent_models,
-        critic,
-        pair_rank,
-        rho,
-        buffer_batch_size,
-        replay_capacity,
-        batch_size,
-        samples_per_insert,
-        min_replay,
-        rate_error_buffer,
-        target_tau,
-        cer,
-        threaded,
+    use super::config::{
+        IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config,
+    };
+    compare!(
+        RunConfig, "", saved, asked,
+        skip [
+            name, scenario, device, total_steps, checkpoint_every, keep_checkpoints,
+            checkpoint_replay,
+            // Never in a file: a rank's share of the run, set by training.
+            replica_shard,
+            // The sections, compared below.
+            network, learn, pqn, iql, pr2, online_dqn
+        ],
+        [algo, seed, seeds, sweep, arenas, rollout, desync_episodes]
+    );
+    compare!(
+        NetworkConfig, "network.", &saved.network, asked.network,
+        skip [],
+        [kind, hidden, layers, gru_hidden, memory_window, burn_in, shared]
+    );
+    compare!(
+        LearnConfig, "learn.", &saved.learn, asked.learn,
+        skip [],
+        [
+            lr, lr_decay, lr_scale, reference_batch, gamma, max_grad_norm, radam, loss,
+            huber_delta, bins, v_min, v_max, sigma, eps_start, eps_finish, eps_fraction,
+            opponent_models,
+        ]
+    );
+    compare!(PqnConfig, "pqn.", &saved.pqn, asked.pqn, skip [], [epochs, minibatches, lambda]);
+    compare!(
+        IqlConfig,
+        "iql.",
+        &saved.iql,
+        asked.iql,
+        skip[wait_seconds],
+        [
+            replay_capacity,
+            batch_size,
+            samples_per_insert,
+            min_replay,
+            rate_error_buffer,
+            target_tau,
+            cer,
+            threaded,
+        ]
+    );
+    compare!(
+        Pr2Config, "pr2.", &saved.pr2, asked.pr2,
+        skip [],
+        [critic, pair_rank, rho, buffer_batch_size, epochs, minibatches]
+    );
+    compare!(
+        OnlineDqnConfig, "online_dqn.", &saved.online_dqn, asked.online_dqn,
+        skip [],
+        [epochs, minibatches, target_tau]
     );
     changes
 }

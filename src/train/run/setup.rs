@@ -228,7 +228,7 @@ fn refuse_across_ranks(cfg: &RunConfig, job: &Job) -> Result<(), RunError> {
              (seeds: 1, no sweep) to train it data-parallel on {n} ranks"
         )));
     }
-    if cfg.threaded {
+    if cfg.iql.threaded {
         return Err(RunError::Ranks(format!(
             "threaded: true on {n} ranks: the threaded learner steps on its own schedule, so ranks \
              could not average their gradients in step; use threaded: false"

@@ -409,7 +409,7 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::config::{Algo, RhoForm};
+    use crate::train::config::{Algo, IqlConfig, LearnConfig, NetworkConfig, Pr2Config, RhoForm};
     use crate::viewer::source::Source;
     use crate::viewer::source::tests::tiny_run;
 
@@ -424,12 +424,21 @@ mod tests {
             ));
             let cfg = RunConfig {
                 algo,
-                opponent_models: true,
-                rho: RhoForm::Model,
-                min_replay: 8,
-                batch_size: 16,
-                cer: 4,
-                replay_capacity: 1024,
+                learn: LearnConfig {
+                    opponent_models: true,
+                    ..Default::default()
+                },
+                iql: IqlConfig {
+                    min_replay: 8,
+                    batch_size: 16,
+                    cer: 4,
+                    replay_capacity: 1024,
+                    ..Default::default()
+                },
+                pr2: Pr2Config {
+                    rho: RhoForm::Model,
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             tiny_run(&dir, "assets/scenarios/pursuit_3.ron", cfg);
@@ -461,7 +470,10 @@ mod tests {
     fn live_frames_of_a_gru_run_carry_hidden_state_norms() {
         let dir = std::env::temp_dir().join(format!("gridarena-viewer-gru-{}", std::process::id()));
         let cfg = RunConfig {
-            network: crate::train::config::NetworkKind::Gru,
+            network: NetworkConfig {
+                kind: crate::train::config::NetworkKind::Gru,
+                ..Default::default()
+            },
             ..Default::default()
         };
         tiny_run(&dir, "assets/scenarios/cue_memory.ron", cfg);

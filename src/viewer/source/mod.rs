@@ -242,17 +242,19 @@ pub(crate) mod tests {
     /// Trains a two-update CPU run of `scenario` (with `cfg`'s other fields) into a fresh `dir`.
     pub(crate) fn tiny_run(dir: &Path, scenario: &str, cfg: RunConfig) {
         let _ = std::fs::remove_dir_all(dir);
-        let cfg = RunConfig {
+        let mut cfg = RunConfig {
             scenario: Some(scenario.into()),
             device: crate::critic::Device::Cpu,
             arenas: 4,
             rollout: 4,
-            minibatches: 1,
-            hidden: 8,
-            layers: 1,
             total_steps: 4 * 4 * 2,
             ..cfg
         };
+        (cfg.network.hidden, cfg.network.layers) = (8, 1);
+        // Every section's minibatches, whichever algorithm `cfg` names.
+        cfg.pqn.minibatches = 1;
+        cfg.pr2.minibatches = 1;
+        cfg.online_dqn.minibatches = 1;
         crate::train::train(&cfg, dir, &crate::train::TrainOptions::default()).unwrap();
     }
 }

@@ -167,8 +167,8 @@ impl Minibatch {
     pub(super) fn fill(&mut self, replay: &Replay, sampler: &mut ChaCha8Rng, cfg: &RunConfig) {
         let (d, g, len) = (replay.width, replay.groups, replay.ring.len);
         self.clear();
-        for k in 0..cfg.batch_size {
-            let i = if k < cfg.cer.min(len) {
+        for k in 0..cfg.iql.batch_size {
+            let i = if k < cfg.iql.cer.min(len) {
                 replay.ring.newest(k)
             } else {
                 below(sampler.next_u32(), len as u32) as usize

@@ -104,18 +104,22 @@ impl Iql {
         if spec.state_width() > 0 {
             sequence_config(cfg)?;
         }
-        let models = match cfg.opponent_models {
+        let models = match cfg.learn.opponent_models {
             true => Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
                 spec.input,
-                cfg.batch_size,
+                cfg.iql.batch_size,
                 (device, job),
             )?),
             false => None,
         };
-        let groups = if cfg.opponent_models { learners - 1 } else { 0 };
+        let groups = if cfg.learn.opponent_models {
+            learners - 1
+        } else {
+            0
+        };
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
         if spec.state_width() > 0 {
@@ -126,7 +130,7 @@ impl Iql {
         let per_entry = replay.items_per_step(cfg) as u64;
         let items = (
             rows_per_step as u64 * per_entry,
-            cfg.batch_size as u64 * per_entry,
+            cfg.iql.batch_size as u64 * per_entry,
         );
         Ok(Iql {
             core: ReplayCore::new_in(cfg, items, job)?,
@@ -138,7 +142,7 @@ impl Iql {
             learners,
             actions,
             progress: Progress::default(),
-            nets: row_nets(rows_per_step, learners, cfg.shared),
+            nets: row_nets(rows_per_step, learners, cfg.network.shared),
             mb: Minibatch::default(),
             picks: Vec::new(),
             seq_batch: SeqBatch::default(),
@@ -212,22 +216,23 @@ impl Iql {
         let sizes = (self.actions, self.head);
         let value = if let Some(seqs) = &self.replay.seqs {
             let sampler = &mut self.core.sampler;
-            seqs.sample(sampler, (cfg.batch_size, cfg.cer), &mut self.picks);
-            self.seq_batch.gather(seqs, &self.picks, cfg.burn_in);
+            seqs.sample(sampler, (cfg.iql.batch_size, cfg.iql.cer), &mut self.picks);
+            self.seq_batch
+                .gather(seqs, &self.picks, cfg.network.burn_in);
             self.seq_batch
                 .train(&mut self.critic, step, sizes, update)?
         } else {
             self.mb.fill(&self.replay.rows, &mut self.core.sampler, cfg);
             let value = self.mb.train(&mut self.critic, step, sizes, update)?;
             if let Some(m) = &mut self.models {
-                let (mb, rows) = (&self.mb, cfg.batch_size);
+                let (mb, rows) = (&self.mb, cfg.iql.batch_size);
                 let lr = step.adam.lr;
                 let s = m.score_and_train_rows(&mb.obs, &mb.slots, &mb.others, lr)?;
                 self.score.add(s, rows as f64);
             }
             value
         };
-        let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.batch_size;
+        let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.iql.batch_size;
         self.core.limiter.sample(sampled as u64);
         self.core.learner_steps += 1;
         Ok(value)
@@ -244,7 +249,7 @@ impl Iql {
         let (lr, adam) = optimiser(&self.cfg, update);
         let step = StepValues::of(&self.cfg, adam);
         let (mut losses, mut steps) = (0.0f64, 0u64);
-        let rollout = if self.cfg.threaded {
+        let rollout = if self.cfg.iql.threaded {
             let t0 = Instant::now();
             let sim_before = self.progress.sim_seconds;
             (losses, steps) = self.update_threaded(&adam, threshold)?;
@@ -281,7 +286,7 @@ impl Iql {
                 limiter.insert(taken.len() as u64);
                 limiter.delete(evicted);
             }
-            let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.batch_size;
+            let sampled = self.replay.items_per_step(&self.cfg) * self.cfg.iql.batch_size;
             for _ in 0..self.core.limiter.allowed_batches(sampled as u64) {
                 losses += self.learn(&step)? as f64;
                 steps += 1;

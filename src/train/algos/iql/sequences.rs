@@ -55,7 +55,7 @@ impl Store {
         (rows, groups): (usize, usize),
         sizes: (usize, usize),
     ) -> Store {
-        let (capacity, steps, width) = (cfg.replay_capacity, cfg.rollout, spec.state_width());
+        let (capacity, steps, width) = (cfg.iql.replay_capacity, cfg.rollout, spec.state_width());
         if width == 0 {
             return Store {
                 rows: Replay::new(capacity, spec.input, groups, sizes),
@@ -306,29 +306,29 @@ impl SeqReplay {
 /// and the opponent models (both learn from single transitions), and a replay too small for
 /// one minibatch of whole sequences.
 pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
-    if cfg.threaded {
+    if cfg.iql.threaded {
         return Err(TrainError::Config(
             "threaded: true with network: gru: the threaded learner replays single transitions, \
              not sequences; use threaded: false"
                 .into(),
         ));
     }
-    if cfg.opponent_models {
+    if cfg.learn.opponent_models {
         return Err(TrainError::Config(
             "opponent_models: true with network: gru: IQL's opponent models learn from single \
              transitions, not replayed sequences; use opponent_models: false"
                 .into(),
         ));
     }
-    let sequences = cfg.replay_capacity / cfg.rollout.max(1);
-    if sequences < cfg.batch_size {
+    let sequences = cfg.iql.replay_capacity / cfg.rollout.max(1);
+    if sequences < cfg.iql.batch_size {
         return Err(TrainError::Config(format!(
             "replay_capacity: {} rows hold {sequences} sequences of rollout {} steps with \
              network: gru; a minibatch is batch_size {} whole sequences, so at least {} rows",
-            cfg.replay_capacity,
+            cfg.iql.replay_capacity,
             cfg.rollout,
-            cfg.batch_size,
-            cfg.batch_size * cfg.rollout
+            cfg.iql.batch_size,
+            cfg.iql.batch_size * cfg.rollout
         )));
     }
     Ok(())

@@ -27,7 +27,7 @@ impl Iql {
 
         use crate::train::kit::rate_limiter::SharedLimiter;
 
-        let wait = Duration::from_secs_f64(self.cfg.wait_seconds.max(0.001));
+        let wait = Duration::from_secs_f64(self.cfg.iql.wait_seconds.max(0.001));
         let limiter = SharedLimiter::new(self.core.limiter.clone());
         let replay = Mutex::new(std::mem::replace(
             &mut self.replay.rows,
@@ -116,7 +116,7 @@ impl Iql {
             let mut learn = || -> Result<(), TrainError> {
                 loop {
                     let start = Instant::now();
-                    match limiter.sample(cfg.batch_size as u64, Duration::from_millis(20)) {
+                    match limiter.sample(cfg.iql.batch_size as u64, Duration::from_millis(20)) {
                         Ok(()) => {
                             waited = Duration::ZERO;
                             mb.fill(&lock_replay(), sampler, cfg);
@@ -131,7 +131,7 @@ impl Iql {
                         }
                         Err(e) => {
                             if done.load(Ordering::SeqCst)
-                                && !limiter.can_sample(cfg.batch_size as u64)
+                                && !limiter.can_sample(cfg.iql.batch_size as u64)
                             {
                                 return Ok(());
                             }

@@ -109,14 +109,15 @@ impl Pqn {
         let actions = spec.head / head.outputs_per_action();
         let (learners, obs_len) = (loaded.scenario.learners_per_arena(), spec.input);
         let rows = cfg.arenas * learners;
-        let seq = (width > 0).then(|| SeqState::new(width, cfg.memory_window, cfg.rollout, rows));
-        let opponents = match cfg.opponent_models {
+        let seq =
+            (width > 0).then(|| SeqState::new(width, cfg.network.memory_window, cfg.rollout, rows));
+        let opponents = match cfg.learn.opponent_models {
             true => Some(OpponentModels::new(
                 cfg,
                 learners,
                 actions,
                 obs_len,
-                (cfg.rollout * rows / cfg.minibatches).max(1),
+                (cfg.rollout * rows / cfg.pqn.minibatches).max(1),
                 (device, job),
             )?),
             false => None,
@@ -138,7 +139,7 @@ impl Pqn {
             progress: Progress::default(),
             buf: RolloutBuffer::new(t, rows, obs_len),
             input_row: vec![0; rows * obs_len],
-            nets: row_nets(rows, learners, cfg.shared),
+            nets: row_nets(rows, learners, cfg.network.shared),
             index: (0..(if seqs { rows } else { t * rows }) as u32).collect(),
             seq,
             hidden: Vec::new(),
@@ -259,21 +260,22 @@ impl Pqn {
         let t0 = std::time::Instant::now();
         let sim_before = self.progress.sim_seconds;
         self.rollout(epsilon)?;
-        self.buf.lambda_returns(self.cfg.gamma, self.cfg.lambda);
+        self.buf
+            .lambda_returns(self.cfg.learn.gamma, self.cfg.pqn.lambda);
         // The opponent models learn from the same rollout, at the (undecayed) lr.
         let opponents = match &mut self.opponents {
             Some(models) => {
-                vec![models.score_and_train(&self.buf.obs, &self.buf.taken, self.cfg.lr)?]
+                vec![models.score_and_train(&self.buf.obs, &self.buf.taken, self.cfg.learn.lr)?]
             }
             None => Vec::new(),
         };
 
-        let size = self.index.len() / self.cfg.minibatches;
+        let size = self.index.len() / self.cfg.pqn.minibatches;
         if size == 0 {
             return Err(TrainError::Config(format!(
-                "minibatches {} with network: gru: a minibatch holds whole sequences, one per \
+                "pqn.minibatches {} with network.kind: gru: a minibatch holds whole sequences, one per \
                  learner of an arena, and there are only {} (arenas x learners)",
-                self.cfg.minibatches,
+                self.cfg.pqn.minibatches,
                 self.index.len()
             )));
         }
@@ -281,13 +283,13 @@ impl Pqn {
         for (i, v) in self.index.iter_mut().enumerate() {
             *v = i as u32;
         }
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.pqn.epochs {
             // Fisher-Yates with the run's own stream (resuming restores the stream).
             for k in (1..self.index.len()).rev() {
                 let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
                 self.index.swap(k, j);
             }
-            for mb in 0..self.cfg.minibatches {
+            for mb in 0..self.cfg.pqn.minibatches {
                 let value = self.minibatch_loss(mb, size)?;
                 if !value.is_finite() {
                     return Err(TrainError::NonFinite {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::critic::{Device, choose_device};
 use crate::scenario::Scenario;
-use crate::train::config::{Algo, NetworkKind};
+use crate::train::config::{Algo, NetworkConfig, NetworkKind, PqnConfig};
 
 fn cue_memory() -> LoadedScenario {
     let path = concat!(
@@ -17,16 +17,22 @@ fn cue_memory() -> LoadedScenario {
 fn gru(window: usize) -> RunConfig {
     RunConfig {
         algo: Algo::Pqn,
-        network: NetworkKind::Gru,
-        layers: 1,
-        hidden: 16,
-        gru_hidden: 8,
         arenas: 8,
         rollout: 6,
-        minibatches: 2,
-        epochs: 1,
-        memory_window: window,
         device: Device::Cpu,
+        network: NetworkConfig {
+            kind: NetworkKind::Gru,
+            layers: 1,
+            hidden: 16,
+            gru_hidden: 8,
+            memory_window: window,
+            ..Default::default()
+        },
+        pqn: PqnConfig {
+            minibatches: 2,
+            epochs: 1,
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

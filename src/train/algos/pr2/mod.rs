@@ -94,7 +94,7 @@ impl Pr2Iql {
         device: &Chosen,
         job: &Job,
     ) -> Result<Pr2Iql, TrainError> {
-        if cfg.network != crate::train::config::NetworkKind::Mlp {
+        if cfg.network.kind != crate::train::config::NetworkKind::Mlp {
             recurrent::sequence_config(cfg)?;
         }
         let learners = loaded.scenario.learners_per_arena();
@@ -114,7 +114,7 @@ impl Pr2Iql {
         }
         let spec = stack_spec(cfg, loaded);
         let critic = Critic::new(spec, cfg.seed, device)?.data_parallel(job);
-        let models = match cfg.opponent_models {
+        let models = match cfg.learn.opponent_models {
             true => Some(ConditionalModels::new(
                 cfg,
                 learners,
@@ -127,7 +127,7 @@ impl Pr2Iql {
         // The rate limiter counts arena-steps: `arenas x rollout` inserted per update,
         // `buffer_batch_size x rollout` sampled per learner step.
         let (t, b, g) = (cfg.rollout, cfg.arenas, spec.state_width());
-        let items = ((b * t) as u64, (cfg.buffer_batch_size * t) as u64);
+        let items = ((b * t) as u64, (cfg.pr2.buffer_batch_size * t) as u64);
         let core = ReplayCore::new_in(cfg, items, job)?;
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
@@ -204,7 +204,7 @@ impl Pr2Iql {
     }
 
     fn rho_for(&mut self, input: &[u8], nets: &[u32]) -> Result<Option<Vec<f32>>, TrainError> {
-        match (&mut self.models, self.cfg.rho) {
+        match (&mut self.models, self.cfg.pr2.rho) {
             (Some(m), RhoForm::Model) => Ok(Some(m.probs(input, nets)?)),
             _ => Ok(None),
         }
@@ -319,7 +319,7 @@ impl Pr2Iql {
         self.core.limiter.insert(b as u64 * t_steps);
         self.core.limiter.delete(evicted * t_steps);
         let (mut losses, mut steps, mut scores) = (0.0f64, 0u64, None);
-        let batch = self.cfg.buffer_batch_size as u64 * t_steps;
+        let batch = self.cfg.pr2.buffer_batch_size as u64 * t_steps;
         for _ in 0..self.core.limiter.allowed_batches(batch) {
             let (loss, s) = self.learn(&step)?;
             losses += loss as f64;

@@ -20,7 +20,7 @@ use crate::train::kit::schedule::StepValues;
 
 /// Refuses what PR2-IQL with `network: gru` does not do, naming the field.
 pub(super) fn sequence_config(cfg: &RunConfig) -> Result<(), TrainError> {
-    if cfg.opponent_models || cfg.rho == RhoForm::Model {
+    if cfg.learn.opponent_models || cfg.pr2.rho == RhoForm::Model {
         return Err(TrainError::Config(
             "opponent_models: true (or rho: model) with network: gru and algo pr2_iql: the \
              opponent models learn from single observations, not replayed sequences; use \
@@ -216,7 +216,7 @@ impl Pr2Iql {
         let mut chosen = Vec::new();
         self.sample_sequences(&mut chosen);
         for &c in &chosen {
-            stage.push(&self.replay, c, self.cfg.burn_in);
+            stage.push(&self.replay, c, self.cfg.network.burn_in);
         }
         let mut order: Vec<usize> = (0..stage.seqs.len()).collect();
         let bw = order.len() * n;
@@ -240,10 +240,10 @@ impl Pr2Iql {
             rows_of[t.seq].push(k);
         }
 
-        let per_batch = order.len().div_ceil(self.cfg.minibatches.max(1)).max(1);
+        let per_batch = order.len().div_ceil(self.cfg.pr2.minibatches.max(1)).max(1);
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
         let mut d_out = Vec::new();
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.pr2.epochs {
             shuffle(&mut order, &mut self.core.sampler);
             for chunk in order.chunks(per_batch) {
                 pass.gather(&stage, chunk, (n, d, g));

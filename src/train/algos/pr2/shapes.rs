@@ -14,7 +14,7 @@ pub fn head(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Head {
     Pr2Head {
         agents: learners,
         actions,
-        form: match (cfg.critic, cfg.pair_rank) {
+        form: match (cfg.pr2.critic, cfg.pr2.pair_rank) {
             (CriticForm::Joint, _) => HeadForm::Joint,
             (CriticForm::Factorized, 0) => HeadForm::Pairwise,
             (CriticForm::Factorized, k) => HeadForm::LowRank(k),
@@ -33,7 +33,7 @@ pub fn critic_row(cfg: &RunConfig, learners: usize, actions: usize) -> Pr2Loss {
             QHead::Huber(delta) => Pr2ValueLoss::Huber(delta),
             QHead::HlGauss(support) => Pr2ValueLoss::HlGauss {
                 support,
-                delta: cfg.huber_delta,
+                delta: cfg.learn.huber_delta,
             },
         },
     }
@@ -47,26 +47,26 @@ pub fn stack_spec(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
         network: crate::train::kit::qnet::network(cfg),
         nets: learners,
         input: loaded.scenario.observation_len(),
-        hidden: cfg.hidden,
-        layers: cfg.layers,
+        hidden: cfg.network.hidden,
+        layers: cfg.network.layers,
         head: critic_row(cfg, learners, actions).width(),
     }
 }
 
 /// Rows of one learner step's passes: `(rollout + 1) x buffer_batch_size x learners`.
 pub fn batch_rows(cfg: &RunConfig, learners: usize) -> usize {
-    (cfg.rollout + 1) * cfg.buffer_batch_size * learners
+    (cfg.rollout + 1) * cfg.pr2.buffer_batch_size * learners
 }
 
 /// Sequences the replay holds.
 pub fn replay_sequences(cfg: &RunConfig) -> usize {
-    (cfg.replay_capacity / cfg.rollout.max(1)).max(cfg.buffer_batch_size)
+    (cfg.iql.replay_capacity / cfg.rollout.max(1)).max(cfg.pr2.buffer_batch_size)
 }
 
 /// Rows of the largest critic pass: a training minibatch, `(rollout + 1) x
 /// buffer_batch_size x learners / minibatches` rows (target passes are chunked to the same).
 pub fn pass_rows(cfg: &RunConfig, learners: usize) -> usize {
     batch_rows(cfg, learners)
-        .div_ceil(cfg.minibatches.max(1))
+        .div_ceil(cfg.pr2.minibatches.max(1))
         .max(1)
 }

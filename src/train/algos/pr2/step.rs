@@ -211,10 +211,10 @@ impl Pr2Iql {
         // Epochs of shuffled minibatches of the value loss on the observed Q(s, a_i, a_-i).
         let mut order: Vec<usize> = (0..rows).filter(|&r| self.step.train[r]).collect();
         let trained = order.len();
-        let per_batch = trained.div_ceil(self.cfg.minibatches.max(1)).max(1);
+        let per_batch = trained.div_ceil(self.cfg.pr2.minibatches.max(1)).max(1);
         let mut mb = Minibatch::default();
         let (mut loss_sum, mut batches) = (0.0f64, 0u64);
-        for _ in 0..self.cfg.epochs {
+        for _ in 0..self.cfg.pr2.epochs {
             shuffle(&mut order, &mut self.core.sampler);
             for start in (0..trained).step_by(per_batch) {
                 let chunk = &order[start..(start + per_batch).min(trained)];
@@ -267,8 +267,8 @@ impl Pr2Iql {
     /// uniform samples from the sampling stream.
     pub(super) fn sample_sequences(&mut self, chosen: &mut Vec<usize>) {
         chosen.clear();
-        for k in 0..self.cfg.buffer_batch_size {
-            chosen.push(if k == 0 && self.cfg.cer > 0 {
+        for k in 0..self.cfg.pr2.buffer_batch_size {
+            chosen.push(if k == 0 && self.cfg.iql.cer > 0 {
                 self.replay.ring.newest(0)
             } else {
                 below(self.core.sampler.next_u32(), self.replay.ring.len as u32) as usize
@@ -278,7 +278,7 @@ impl Pr2Iql {
 
     /// Counts a learner step in the rate limiter.
     pub(super) fn count_step(&mut self) {
-        let sampled = self.cfg.buffer_batch_size * self.cfg.rollout;
+        let sampled = self.cfg.pr2.buffer_batch_size * self.cfg.rollout;
         self.core.limiter.sample(sampled as u64);
         self.core.learner_steps += 1;
     }

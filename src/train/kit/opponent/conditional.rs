@@ -54,8 +54,8 @@ impl ConditionalModels {
             network: Default::default(),
             nets: learners,
             input,
-            hidden: cfg.hidden,
-            layers: cfg.layers,
+            hidden: cfg.network.hidden,
+            layers: cfg.network.layers,
             head: (learners - 1) * actions * actions,
         }
     }
