@@ -43,4 +43,5 @@ compare "env gift_refinements x1024" bench_env gift_refinements 1024
 compare "env chemistry_two_cycles x1024" bench_env chemistry_two_cycles 1024
 compare "env coin_game x4096" bench_env coin_game 4096
 compare "train pursuit (default)" bench_train ""
-compare "train coin (pqn_coin.ron)" bench_train assets/runs/pqn_coin.ron
+# The flat form of assets/runs/pqn_coin.ron: binaries before and after the sectioned config read it.
+compare "train coin (pqn_coin.ron)" bench_train tests/data/flat_runs/pqn_coin.ron

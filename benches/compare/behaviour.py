@@ -44,7 +44,8 @@ TINY = ["--device", "cpu", "--set", "arenas=8", "--set", "hidden=16", "--set", "
 PURSUIT_3 = ["--scenario", "assets/scenarios/pursuit_3.ron"]
 IQL = ["--algo", "iql", "--set", "min_replay=64", "--set", "batch_size=32",
        "--set", "replay_capacity=512"]
-PR2 = ["--config", "assets/runs/climbing_pr2.ron", "--device", "cpu"]
+# The flat form of the shipped config: both an old binary and a new one read it.
+PR2 = ["--config", "tests/data/flat_runs/climbing_pr2.ron", "--device", "cpu"]
 MATRIX = [
     ("pqn", TINY + PURSUIT_3 + ["--steps", "2048"]),
     ("pqn-seeds", TINY + PURSUIT_3 + ["--steps", "2048", "--seeds", "3"]),

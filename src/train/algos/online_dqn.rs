@@ -219,16 +219,9 @@ impl OnlineDqn {
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
-        Ok(UpdateStats {
-            loss: (losses / count.max(1) as f64) as f32,
-            epsilon,
-            lr,
-            replica_scalars: Vec::new(),
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: None,
-            opponents_per_replica: Vec::new(),
-        })
+        let loss = (losses / count.max(1) as f64) as f32;
+        let episodes = self.batch.take_episodes();
+        Ok(UpdateStats::of_run(loss, (epsilon, lr), episodes, None))
     }
 }
 

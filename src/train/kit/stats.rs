@@ -31,15 +31,25 @@ pub struct UpdateStats {
 }
 
 impl UpdateStats {
-    /// These stats with each replica's opponent-model scores `scores` (none without models):
-    /// replica 0's in `opponents`, every replica's in `opponents_per_replica` when the run has
-    /// several.
-    pub(crate) fn with_opponents(mut self, scores: Vec<OpponentScores>, replicas: usize) -> Self {
-        self.opponents = scores.first().cloned();
-        if replicas > 1 {
-            self.opponents_per_replica = scores;
+    /// One run's update (the replica layer fills the per-replica lists when there are
+    /// several): its mean loss, exploration and learning rates, finished episodes and
+    /// opponent-model scores.
+    pub(crate) fn of_run(
+        loss: f32,
+        (epsilon, lr): (f32, f32),
+        episodes: Vec<EpisodeSummary>,
+        opponents: Option<OpponentScores>,
+    ) -> UpdateStats {
+        UpdateStats {
+            loss,
+            epsilon,
+            lr,
+            replica_scalars: Vec::new(),
+            episodes,
+            per_replica: Vec::new(),
+            opponents,
+            opponents_per_replica: Vec::new(),
         }
-        self
     }
 
     /// A replay learner's update: the mean of `steps` learner-step losses summing to `losses`
@@ -50,20 +60,12 @@ impl UpdateStats {
         episodes: Vec<EpisodeSummary>,
         opponents: Option<OpponentScores>,
     ) -> UpdateStats {
-        UpdateStats {
-            loss: if steps == 0 {
-                0.0
-            } else {
-                (losses / steps as f64) as f32
-            },
-            epsilon,
-            lr,
-            replica_scalars: Vec::new(),
-            episodes,
-            per_replica: Vec::new(),
-            opponents,
-            opponents_per_replica: Vec::new(),
-        }
+        let loss = if steps == 0 {
+            0.0
+        } else {
+            (losses / steps as f64) as f32
+        };
+        UpdateStats::of_run(loss, (epsilon, lr), episodes, opponents)
     }
 }
 

@@ -299,10 +299,15 @@ impl Iql {
         // ----------------------------------------------------------------------------------
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
-        let scores = std::mem::take(&mut self.score).mean().into_iter().collect();
+        let scores = std::mem::take(&mut self.score).mean();
         let episodes = self.batch.take_episodes();
-        let stats = UpdateStats::replay((losses, steps), (epsilon, lr), episodes, None);
-        Ok(stats.with_opponents(scores, 1))
+        let rates = (epsilon, lr);
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            rates,
+            episodes,
+            scores,
+        ))
     }
 }
 

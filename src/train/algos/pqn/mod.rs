@@ -265,9 +265,9 @@ impl Pqn {
         // The opponent models learn from the same rollout, at the (undecayed) lr.
         let opponents = match &mut self.opponents {
             Some(models) => {
-                vec![models.score_and_train(&self.buf.obs, &self.buf.taken, self.cfg.learn.lr)?]
+                Some(models.score_and_train(&self.buf.obs, &self.buf.taken, self.cfg.learn.lr)?)
             }
-            None => Vec::new(),
+            None => None,
         };
 
         let size = self.index.len() / self.cfg.pqn.minibatches;
@@ -311,17 +311,14 @@ impl Pqn {
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
-        Ok(UpdateStats {
-            loss: (losses / count.max(1) as f64) as f32,
-            epsilon,
-            lr,
-            replica_scalars: Vec::new(),
-            episodes: self.batch.take_episodes(),
-            per_replica: Vec::new(),
-            opponents: None,
-            opponents_per_replica: Vec::new(),
-        }
-        .with_opponents(opponents, 1))
+        let loss = (losses / count.max(1) as f64) as f32;
+        let episodes = self.batch.take_episodes();
+        Ok(UpdateStats::of_run(
+            loss,
+            (epsilon, lr),
+            episodes,
+            opponents,
+        ))
     }
 }
 

@@ -330,8 +330,13 @@ impl Pr2Iql {
         self.progress.env_steps += self.cfg.steps_per_update();
         self.progress.update += 1;
         let episodes = self.batch.take_episodes();
-        let stats = UpdateStats::replay((losses, steps), (epsilon, lr), episodes, None);
-        Ok(stats.with_opponents(scores.into_iter().collect(), 1))
+        let rates = (epsilon, lr);
+        Ok(UpdateStats::replay(
+            (losses, steps),
+            rates,
+            episodes,
+            scores,
+        ))
     }
 
     /// Step `t` of the rollout: records the observations, then acts epsilon-greedily (with
