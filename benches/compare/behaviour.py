@@ -13,8 +13,8 @@ Known changes of form are compared in a common form and reported as explained, n
 differences (`same (explained: ...)`):
 - replicas: a run of several replicas checkpoints each replica's single-run state (`state.json`
   `replicas[r]`, its extra tensors under `replica.<r>.`) where earlier versions stacked them
-  (one `target` tensor, PQN's arenas and streams in one list): both are cut per replica and
-  compared replica by replica;
+  (one `target` tensor, PQN's arenas and streams in one list, the opponent models' shuffle
+  streams in one `models_state`): both are cut per replica and compared replica by replica;
 - loss: such a run reports the mean of its replicas' mean losses, where earlier versions
   averaged each minibatch over the replicas first; equal up to float rounding (relative 1e-5).
 
@@ -128,6 +128,19 @@ def flat_shape(tensors):
     return {n: (d, [len(data) // 4], data) for n, (d, _, data) in tensors.items()}
 
 
+def models_of_replica(models, r):
+    """Replica r's part of an opponent-model state: earlier versions kept every replica's models
+    in one stack, replica 0's shuffle stream in `shuffle` and the others' in
+    `replica_shuffles`."""
+    if not models:
+        return models
+    streams = [models.get("shuffle")] + models.get("replica_shuffles", [])
+    one = {k: v for k, v in models.items() if k != "replica_shuffles"}
+    if len(streams) > 1:
+        one["shuffle"] = streams[r]
+    return one
+
+
 def replica_states(state):
     """A checkpoint's state cut per replica: (list of per-replica states, per-network Adam step
     counts or None), or None for a single run's state."""
@@ -137,7 +150,8 @@ def replica_states(state):
             steps = [s for each in steps for s in each]
         reps = state["replicas"]
         shared = state.get("models_state")
-        reps = [dict(r, models_state=r.get("models_state") or shared) for r in reps]
+        reps = [dict(rep, models_state=rep.get("models_state") or models_of_replica(shared, r))
+                for r, rep in enumerate(reps)]
         return reps, steps
     if isinstance(state.get("shuffle"), list) and len(state["shuffle"]) > 1:
         # PQN's stacked form: streams and arenas of every replica in one list each.
@@ -149,6 +163,7 @@ def replica_states(state):
             one["explore"] = state["explore"][r * per:(r + 1) * per]
             one["shuffle"] = [state["shuffle"][r]]
             one["batches"] = [state["batches"][r]]
+            one["models_state"] = models_of_replica(state.get("models_state"), r)
             reps.append(one)
         return reps, None
     return None
