@@ -8,7 +8,7 @@ use gridarena::engine::EnvBatch;
 use gridarena::render::Canvas;
 use numpy::ndarray::{ArrayView, Dimension, IntoDimension};
 use numpy::{Element, PyArray, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -198,12 +198,12 @@ impl VecEnv {
         view(slf, &me.batch.buffers().truncated, me.batch.arenas())
     }
 
-    /// Steps every arena with `actions` `[B, N]` (any integer dtype); the GIL is released while
-    /// the engine steps. Returns the (rewards, terminated, truncated) views.
+    /// Steps every arena with `actions` `[B, N]`, a numpy array of any integer dtype; the GIL is
+    /// released while the engine steps. Returns the (rewards, terminated, truncated) views.
     #[allow(clippy::type_complexity)]
     fn step<'py>(
         slf: &Bound<'py, Self>,
-        actions: PyReadonlyArray2<'py, i64>,
+        actions: &Bound<'py, PyAny>,
     ) -> PyResult<(
         Bound<'py, PyArray<f32, numpy::Ix2>>,
         Bound<'py, PyArray<u8, numpy::Ix1>>,
@@ -212,22 +212,19 @@ impl VecEnv {
         {
             let mut me = slf.borrow_mut();
             let (b, n, a) = (me.batch.arenas(), me.batch.layout().learners, me.actions);
-            if actions.shape() != [b, n] {
-                return Err(PyValueError::new_err(format!(
-                    "actions of shape {:?}; this VecEnv needs [{b}, {n}]",
-                    actions.shape()
-                )));
-            }
             let dst = me.batch.actions_mut();
-            for (i, (&v, d)) in actions.as_array().iter().zip(dst.iter_mut()).enumerate() {
-                if v < 0 || v as usize >= a {
-                    return Err(PyValueError::new_err(format!(
-                        "action {v} at [{}, {}]: actions are 0..{a}",
-                        i / n,
-                        i % n
-                    )));
-                }
-                *d = v as u8;
+            // One branch per integer dtype: numpy hands each over without a conversion copy.
+            let copied = copy_actions::<i64>(actions, dst, [b, n], a)
+                .or_else(|| copy_actions::<i32>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<u8>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<i8>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<i16>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<u16>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<u32>(actions, dst, [b, n], a))
+                .or_else(|| copy_actions::<u64>(actions, dst, [b, n], a));
+            match copied {
+                Some(result) => result?,
+                None => return Err(not_integer_actions(actions)),
             }
             let me = &mut *me;
             let (batch, pool) = (&mut me.batch, &me.pool);
@@ -322,4 +319,60 @@ fn with_canvas<T>(f: impl FnOnce(&mut Canvas) -> T) -> T {
 #[pyfunction]
 pub(crate) fn render_backend(py: Python<'_>) -> String {
     py.detach(|| with_canvas(|c| c.backend()))
+}
+
+/// Copies `actions` into the engine's action buffer when it is a 2-d numpy array of `T`:
+/// `None` for another type, else whether its shape and every value were valid.
+fn copy_actions<T>(
+    actions: &Bound<'_, PyAny>,
+    dst: &mut [u8],
+    shape: [usize; 2],
+    num_actions: usize,
+) -> Option<PyResult<()>>
+where
+    T: Element + Copy + Into<i128> + std::fmt::Display,
+{
+    let array = actions.extract::<PyReadonlyArray2<'_, T>>().ok()?;
+    let [b, n] = shape;
+    if array.shape() != [b, n] {
+        return Some(Err(PyValueError::new_err(format!(
+            "actions of shape {:?}; this VecEnv needs [{b}, {n}]",
+            array.shape()
+        ))));
+    }
+    for (i, (&v, d)) in array.as_array().iter().zip(dst.iter_mut()).enumerate() {
+        let wide: i128 = v.into();
+        if wide < 0 || wide >= num_actions as i128 {
+            return Some(Err(PyValueError::new_err(format!(
+                "action {v} at [{}, {}]: actions are 0..{num_actions}",
+                i / n,
+                i % n
+            ))));
+        }
+        *d = wide as u8;
+    }
+    Some(Ok(()))
+}
+
+/// The error for actions that are not a 2-d numpy array of integers, naming what was given.
+fn not_integer_actions(actions: &Bound<'_, PyAny>) -> PyErr {
+    let Ok(dtype) = actions.getattr("dtype") else {
+        let name = actions.get_type().name().map(|n| n.to_string());
+        return PyTypeError::new_err(format!(
+            "actions must be a numpy array of integers [B, N]; got a {}",
+            name.unwrap_or_else(|_| "value of unknown type".into())
+        ));
+    };
+    let integer = dtype
+        .getattr("kind")
+        .and_then(|k| k.extract::<String>())
+        .is_ok_and(|k| k == "i" || k == "u");
+    match actions.getattr("shape") {
+        Ok(shape) if integer => {
+            PyValueError::new_err(format!("actions of shape {shape}; this VecEnv needs [B, N]"))
+        }
+        _ => PyTypeError::new_err(format!(
+            "actions must be a numpy array of integers [B, N]; got an array of dtype {dtype}"
+        )),
+    }
 }

@@ -47,6 +47,37 @@ def test_bad_input_is_refused_with_a_message():
         gridarena.VecEnv("pursuit", 4, threads=0)
 
 
+
+@pytest.mark.parametrize(
+    "dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64]
+)
+def test_every_integer_dtype_steps_alike(dtype):
+    rng = np.random.default_rng(4)
+    actions = [rng.integers(0, 5, size=(6, 8)) for _ in range(30)]
+    seen = []
+    for as_dtype in (np.int64, dtype):
+        env = gridarena.VecEnv("pursuit", 6, seed=5, threads=1)
+        for a in actions:
+            env.step(a.astype(as_dtype))
+        seen.append(env.obs.copy())
+    assert np.array_equal(seen[0], seen[1])
+
+
+def test_actions_of_another_kind_are_refused_by_name():
+    env = gridarena.VecEnv("coin_game", 4, seed=0)
+    with pytest.raises(TypeError, match="dtype float32"):
+        env.step(np.zeros((4, 2), dtype=np.float32))
+    with pytest.raises(TypeError, match="got a list"):
+        env.step([[0, 0]] * 4)
+    with pytest.raises(ValueError, match=r"shape \(4,\)"):
+        env.step(np.zeros(4, dtype=np.int32))
+    with pytest.raises(ValueError, match="action -1 at"):
+        env.step(np.full((4, 2), -1, dtype=np.int8))
+    with pytest.raises(ValueError, match="action 300 at"):
+        env.step(np.full((4, 2), 300, dtype=np.uint16))
+    # A policy's uint8 actions go straight in.
+    env.step(np.ones((4, 2), dtype=np.uint8))
+
 def test_no_allocation_growth_over_ten_thousand_steps():
     import tracemalloc
 
