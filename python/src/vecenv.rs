@@ -198,8 +198,9 @@ impl VecEnv {
         view(slf, &me.batch.buffers().truncated, me.batch.arenas())
     }
 
-    /// Steps every arena with `actions` `[B, N]` (any integer dtype); the GIL is released while
-    /// the engine steps. Returns the (rewards, terminated, truncated) views.
+    /// Steps every arena with `actions`, an int64 array `[B, N]` (other dtypes raise
+    /// `TypeError`); the GIL is released while the engine steps. Returns the (rewards,
+    /// terminated, truncated) views.
     #[allow(clippy::type_complexity)]
     fn step<'py>(
         slf: &Bound<'py, Self>,
