@@ -7,6 +7,17 @@
 //! critics ([`critic`]) on the CPU or the GPU. `docs/design.md` draws the whole flow and says
 //! where each concern lives.
 //!
+//! The guides live in the repository's `docs/` folder; `docs/index.md` is their table of
+//! contents. The main pages:
+//! - `docs/cli.md`: the command line;
+//! - `docs/training.md`: algorithms, run directories, resume, preflight, evaluation;
+//! - `docs/python.md`: the Python package;
+//! - `docs/scenarios.md` and `docs/authoring.md`: the scenario format and writing scenarios;
+//! - `docs/design.md`, `docs/algorithms.md`, `docs/new_substrate.md`,
+//!   `docs/new_algorithm.md`: the code's structure, the algorithms and how to extend them;
+//! - `docs/scaling.md`: MPI and clusters;
+//! - `docs/reliability.md` and `docs/testing.md`: guarantees and tests.
+//!
 //! The public surface, by what users call:
 //! - engine: [`EnvBatch`], [`Scenario`] / [`LoadedScenario`], [`layout::Layout`], the
 //!   [`components::StepBuffers`] it exposes, [`metrics`] and [`rollout`] files;

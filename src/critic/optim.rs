@@ -60,6 +60,8 @@ impl AdamConfig {
 
 /// One network's optimiser scalars, for stacks whose networks belong to different replicas
 /// ([`CriticBackend::step_nets`]); the rest of the optimiser comes from the [`AdamConfig`].
+///
+/// [`CriticBackend::step_nets`]: crate::critic::CriticBackend::step_nets
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NetOptim {
     /// This network's learning rate (in place of [`AdamConfig::lr`]).
@@ -81,6 +83,8 @@ impl From<&AdamConfig> for NetOptim {
 impl AdamConfig {
     /// This configuration with one network's learning rate and clip: stepping a network with
     /// [`CriticBackend::step_nets`] is stepping it alone with `cfg.for_net(net)`.
+    ///
+    /// [`CriticBackend::step_nets`]: crate::critic::CriticBackend::step_nets
     pub fn for_net(&self, net: &NetOptim) -> AdamConfig {
         AdamConfig {
             lr: net.lr,

@@ -1,4 +1,4 @@
-//! Rollout frames <-> arena state: what a frame records of an arena ([`frame_of`]), whether a
+//! Rollout frames <-> arena state: what a frame records of an arena (`frame_of`), whether a
 //! frame fits a layout ([`check_frame`]) and an arena rebuilt from a frame
 //! ([`ArenaState::from_frame`]). The common parts (positions, alive flags, facings, carried
 //! items) live here; each substrate converts its own items (`SubstrateRules::frame_items`,

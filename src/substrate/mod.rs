@@ -2,13 +2,13 @@
 //! it: its parameters as written in assets and their validation, its derived layout and
 //! observation size, its rules written once as functions over one arena's state ([`ArenaMut`]),
 //! its rollout-frame items, render shapes, viewer drawing and analysis hooks. A folder
-//! implements [`SubstrateRules`] and is listed on one line of the [`registry`], which generates
+//! implements `SubstrateRules` and is listed on one line of the [`registry`], which generates
 //! the scenario's `substrate` enum ([`crate::scenario::Substrate`]) and the per-batch
 //! [`Rules`] enum whose methods dispatch to the folder (one `match` per arena and phase; no
 //! virtual calls, nothing allocated). `docs/new_substrate.md` walks through adding one.
 //!
 //! What every substrate shares lives beside the folders: the arena's state as the rules see it
-//! ([`arena`]) and held by itself ([`state`]), chance
+//! ([`arena`]) and held by itself (`state`), chance
 //! and spawning and the per-phase entry points the systems call ([`step`]), rollout frames
 //! ([`frame`]) and the facing avatars of gift_refinements and chemistry ([`avatars`]).
 
@@ -63,7 +63,7 @@ pub enum ExactModel {
     Unsupported,
     /// A state is every agent's free cell (and, with several evaders, their alive flags); the
     /// cell layer is rebuilt from the agents. The episode ends when
-    /// [`SubstrateRules::terminated`] says so.
+    /// `SubstrateRules::terminated` says so.
     Positions,
     /// A state is the previous joint action of `actions` choices per player, kept in the cell
     /// layer as `[a_0, .., a_{N-1}, has_previous]` (matrix games).

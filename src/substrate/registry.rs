@@ -1,4 +1,4 @@
-//! The substrate registry: one line per substrate. From these lines [`substrates!`] declares each
+//! The substrate registry: one line per substrate. From these lines `substrates!` declares each
 //! substrate's folder as a module, generates the scenario asset's `substrate` enum
 //! ([`Substrate`], re-exported as `crate::scenario::Substrate`) and the per-batch [`Rules`]
 //! enum, and writes every dispatch `match` over them, so nothing else in the crate matches on
@@ -6,7 +6,7 @@
 //!
 //! A line reads: `AssetVariant(ParamsType) => RulesVariant(RulesType) in "folder/mod.rs"`.
 //! `AssetVariant` is what assets write (`substrate: Pursuit((...))`); `RulesType` implements
-//! [`SubstrateRules`] with `Params = ParamsType`; the doc comment above the line documents the
+//! `SubstrateRules` with `Params = ParamsType`; the doc comment above the line documents the
 //! asset variant.
 
 use serde::{Deserialize, Serialize};

@@ -103,7 +103,7 @@ impl ArenaState {
         }
     }
 
-    /// This step's rewards by slot (after [`transition`]).
+    /// This step's rewards by slot (after [`transition`](crate::substrate::transition)).
     pub fn rewards(&self) -> &[StepReward] {
         &self.reward
     }

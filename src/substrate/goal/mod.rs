@@ -3,7 +3,7 @@
 //! `step_reward`, and a player who reaches the goal cell `G` earns `goal_reward` and ends the
 //! episode. Observation per learner: `[x, y, goal x, goal y]`. Counters: `goals`.
 //!
-//! Cell layer: none (the goal is fixed by the map and kept in [`Goal`]).
+//! Cell layer: none (the goal is fixed by the map and kept in `Goal`).
 
 use serde::{Deserialize, Serialize};
 

@@ -31,7 +31,7 @@ pub struct Memory {
     pub h0: Vec<f32>,
 }
 
-/// The small part of [`SeqState`] a checkpoint keeps as JSON (the arrays are tensors).
+/// The small part of `SeqState` a checkpoint keeps as JSON (the arrays are tensors).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SeqSaved {
     /// Steps the memory holds.

@@ -17,7 +17,7 @@
 //! `Pr2Iql` per replica under the replica layer (`train::replicated`).
 //!
 //! No tensor has a dimension of `A^(N-1)` unless `critic: joint`, which the preflight guards
-//! ([`shapes`] holds the shapes, `preflight/pr2.rs` the memory plan).
+//! (`shapes` holds the shapes, `preflight/pr2.rs` the memory plan).
 
 mod recurrent;
 mod sequences;
