@@ -71,6 +71,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -79,6 +80,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `gridarena check --explain S | head`: once the reader of stdout has gone, `println!` panics
+/// with "failed printing to stdout: Broken pipe". End quietly instead, with the status a
+/// shell gives a process killed by SIGPIPE (128 + 13), as other Unix tools do.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

@@ -440,3 +440,21 @@ fn runs_without_out_each_get_a_new_directory_and_runs_latest_names_the_newest() 
     assert_eq!(std::fs::read_link(cwd.join("runs/latest")).unwrap(), latest);
     let _ = std::fs::remove_dir_all(cwd);
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    // `gridarena check --explain S | head -1`: the reader goes before the output is written.
+    use std::process::Stdio;
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/gift_refinements.ron");
+    let mut child = bin()
+        .args(["check", "--explain", scenario])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
