@@ -240,7 +240,9 @@ fn readme_quickstart_runs() {
                 let path = path.unwrap_or_default();
                 let (args, notes) = reduce(args, &path, &shot);
                 let is_view = path == ["view"];
-                let mut argv: Vec<String> = vec!["timeout".into(), "300".into()];
+                // A bound on each command: a window gets the viewer tests' minute.
+                let limit = if is_view { "60" } else { "300" };
+                let mut argv: Vec<String> = vec!["timeout".into(), limit.into()];
                 if is_view {
                     argv.splice(0..0, ["xvfb-run".to_string(), "-a".to_string()]);
                 }
@@ -373,9 +375,12 @@ fn relative_links_and_images_resolve() {
                 .map(|(_, a)| a.clone())
                 .unwrap_or_else(|| markdown::anchors(&parse(&read(&file))));
             if !known.contains(&percent_decode(anchor).to_lowercase()) {
+                // The file's anchors sharing a word of four letters or more with this one.
+                let lower = anchor.to_lowercase();
+                let words: Vec<&str> = lower.split('-').filter(|w| w.len() >= 4).collect();
                 let mut near: Vec<_> = known
                     .iter()
-                    .filter(|k| k.contains(&anchor.to_lowercase()[..anchor.len().min(4)]))
+                    .filter(|k| words.iter().any(|w| k.contains(w)))
                     .collect();
                 near.sort();
                 broken.push(format!("{rel}:{}: `{target}`: no heading of {} has the anchor #{anchor} (similar: {near:?})", link.line, file.display()));
@@ -490,5 +495,86 @@ fn documented_flags_exist() {
         "{} documented gridarena commands the binary would refuse:\n{}",
         unknown.len(),
         unknown.join("\n")
+    );
+}
+
+/// The readers the checks stand on read the conventions as written, so no check passes by
+/// reading nothing: fences and info strings, code spans across lines, links outside code only,
+/// GitHub's anchors, command lines with and without a shell, and the quickstart's reductions.
+#[test]
+fn the_readers_read_the_conventions() {
+    let doc = parse(
+        "# Clusters and MPI\n\n## The `check --explain` command\n\n## Clusters and MPI\n\n\
+         See [a](x.md#y) and `[b](not/a/link)`, or `gridarena eval\n--run R`.\n\n\
+         \x20 ```sh quickstart\n  gridarena train --steps 5   # comment\n  ```\n",
+    );
+    assert_eq!(doc.fences.len(), 1);
+    assert_eq!(doc.fences[0].info, ["sh", "quickstart"]);
+    let content = "gridarena train --steps 5   # comment".to_string();
+    assert_eq!(doc.fences[0].lines, [(11, content)]);
+    let links: Vec<_> = markdown::links(&doc)
+        .into_iter()
+        .map(|l| (l.line, l.target))
+        .collect();
+    assert_eq!(links, [(7, "x.md#y".to_string())]);
+    assert!(
+        doc.spans
+            .contains(&(7, "gridarena eval --run R".to_string())),
+        "{:?}",
+        doc.spans
+    );
+    let anchors = markdown::anchors(&doc);
+    for a in [
+        "clusters-and-mpi",
+        "the-check---explain-command",
+        "clusters-and-mpi-1",
+    ] {
+        assert!(anchors.contains(a), "{a}: {anchors:?}");
+    }
+
+    let words = shell_words(r#"gridarena check "a b.ron" 'c' # x"#).unwrap();
+    assert_eq!(words, ["gridarena", "check", "a b.ron", "c"]);
+    for bad in [
+        "gridarena eval | head",
+        "a && b",
+        "echo $HOME",
+        "ls *.png",
+        "cat > f",
+    ] {
+        assert!(shell_words(bad).is_err(), "{bad}");
+    }
+
+    let inv = |l: &str| invocations(&loose_words(l));
+    let mpi = inv("mpirun -np 2 target/release/gridarena train --threads 1  # --as-root");
+    assert_eq!(mpi, [vec!["train", "--threads", "1"]]);
+    assert!(inv("benches/peers/run.sh target/release/gridarena 3").is_empty());
+    let or = inv("$ X=1 gridarena view ROLLOUT | --run DIR | grep x");
+    assert_eq!(or, [vec!["view", "ROLLOUT", "|", "--run", "DIR"]]);
+    let cargo = inv("cargo run --release -- eval --run R");
+    assert_eq!(cargo, [vec!["eval", "--run", "R"]]);
+    assert!(inv("cargo run --example step_batch").is_empty());
+
+    let r = |args: &[&str], sub: &[&str]| {
+        let args = args.iter().map(|s| s.to_string()).collect();
+        let sub: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        reduce(args, &sub, Path::new("s.png")).0
+    };
+    assert_eq!(r(&[], &["train"]), ["train", "--steps", "16384"]);
+    let train = r(&["train", "--steps=4000000", "--seeds", "5"], &["train"]);
+    assert_eq!(train, ["train", "--steps=16384", "--seeds", "2"]);
+    let eval = r(&["eval", "--run", "R", "--episodes", "20"], &["eval"]);
+    assert_eq!(eval, ["eval", "--run", "R", "--episodes", "2"]);
+    let view = r(&["view", "--run", "R"], &["view"]);
+    assert_eq!(
+        view,
+        [
+            "view",
+            "--run",
+            "R",
+            "--after-frames",
+            "8",
+            "--screenshot",
+            "s.png"
+        ]
     );
 }
