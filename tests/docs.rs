@@ -415,18 +415,33 @@ fn documented_flags_exist() {
                 if std::env::var_os("GRIDARENA_DOCS_LIST").is_some() {
                     eprintln!("{rel}:{n}: {path:?} {rest:?}");
                 }
-                let Some(path) = path else {
-                    let top = cli.help(&[]);
-                    let bad: Vec<_> = args
-                        .iter()
-                        .map(|a| unbracket(a))
-                        .filter(|a| a.starts_with("--") && !top.flags.contains(*a))
-                        .collect();
-                    if !bad.is_empty() {
-                        unknown.push(format!("{rel}:{n}: `{}`: no subcommand before {} (`gridarena` alone takes only --help and --version and exits 2; the default `train` runs only with no arguments): write `gridarena train {}`", text.trim(), bad.join(" "), args.join(" ")));
-                    }
-                    continue;
+                // Flags written with no subcommand before them, or after one the synopsis marks
+                // optional (`gridarena [train] --steps N` says `gridarena --steps N` works).
+                let optional = args.first().is_some_and(|a| {
+                    a.starts_with('[') && path.as_ref().is_some_and(|p| p[0] == unbracket(a))
+                });
+                let bare = if path.is_none() || optional {
+                    rest
+                } else {
+                    &[]
                 };
+                let top = cli.help(&[]);
+                let bad: Vec<_> = bare
+                    .iter()
+                    .map(|a| unbracket(a))
+                    .filter(|a| a.starts_with("--") && !top.flags.contains(*a))
+                    .collect();
+                if !bad.is_empty() {
+                    unknown.push(format!(
+                        "{rel}:{n}: `{}`: {} without a subcommand before them, but `gridarena` \
+                         alone takes only --help and --version (it exits 2; the default `train` \
+                         runs only with no arguments): write `gridarena {}`, unbracketed",
+                        text.trim(),
+                        bad.join(" "),
+                        path.as_ref().map_or("train".into(), |p| p.join(" "))
+                    ));
+                }
+                let Some(path) = path else { continue };
                 let help = cli.help(&path);
                 let named: Vec<&str> = rest
                     .iter()
