@@ -445,7 +445,10 @@ fn runs_without_out_each_get_a_new_directory_and_runs_latest_names_the_newest() 
 fn output_into_a_closed_pipe_ends_quietly() {
     // `gridarena check --explain S | head -1`: the reader goes before the output is written.
     use std::process::Stdio;
-    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/gift_refinements.ron");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/scenarios/gift_refinements.ron"
+    );
     let mut child = bin()
         .args(["check", "--explain", scenario])
         .stdout(Stdio::piped())

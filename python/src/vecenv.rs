@@ -368,9 +368,9 @@ fn not_integer_actions(actions: &Bound<'_, PyAny>) -> PyErr {
         .and_then(|k| k.extract::<String>())
         .is_ok_and(|k| k == "i" || k == "u");
     match actions.getattr("shape") {
-        Ok(shape) if integer => {
-            PyValueError::new_err(format!("actions of shape {shape}; this VecEnv needs [B, N]"))
-        }
+        Ok(shape) if integer => PyValueError::new_err(format!(
+            "actions of shape {shape}; this VecEnv needs [B, N]"
+        )),
         _ => PyTypeError::new_err(format!(
             "actions must be a numpy array of integers [B, N]; got an array of dtype {dtype}"
         )),
