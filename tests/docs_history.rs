@@ -1,5 +1,5 @@
 //! README.md and docs/ describe the project as it is: no commit hashes and no issue numbers
-//! (measurement history lives in benches/HISTORY.md). `GRIDARENA_DOCS_ROOT` points the check at
+//! (measurement history lives in benches/HISTORY.md), and the README stays a short front door. `GRIDARENA_DOCS_ROOT` points the check at
 //! another copy of the docs (default: this crate).
 
 use std::path::{Path, PathBuf};
@@ -84,6 +84,14 @@ fn no_commit_hashes_or_issue_numbers_in_readme_or_docs() {
         "README.md and docs/ state what is, without history (keep it in benches/HISTORY.md):\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_300_lines() {
+    let root = std::env::var_os("GRIDARENA_DOCS_ROOT")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let lines = std::fs::read_to_string(root.join("README.md")).unwrap().lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines; move detail into docs/ (at most 300)");
 }
 
 #[test]
