@@ -51,6 +51,10 @@ enum Command {
         #[arg(long)]
         explain: bool,
     },
+    /// Verify a run directory: its configuration, scenario and metrics parse and every
+    /// checkpoint matches its checksums; one line per checkpoint (exit 1 when the newest
+    /// checkpoint is damaged or the run cannot resume).
+    CheckRun(cli::check_run::CheckRunArgs),
     /// List the GPU adapters (`--device gpu:K`), the CPU backend, and what `--device auto`
     /// and `--device gpu` would take here.
     Devices(cli::devices::DevicesArgs),
@@ -109,6 +113,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),
         Command::Check { scenario, explain } => Ok(cli::check::run(&scenario, explain)),
+        Command::CheckRun(args) => cli::check_run::run(args),
         Command::Devices(args) => done(cli::devices::run(args)),
         Command::Bench(command) => done(cli::bench::run(command)),
         Command::Rollout(args) => done(cli::rollout::run(args)),

@@ -268,7 +268,9 @@ fn a_checkpoint_without_the_replay_resumes_approximately_and_says_so() {
 // ------------------------------------------------------------------------------------------
 
 /// A run of `cfg` stopped after two updates, its newest checkpoint's state.json edited by
-/// `damage`, then resumed: the error (never a panic).
+/// `damage` and its checksums removed (as a checkpoint written before checksums: with them the
+/// edit is caught before the state is read, see tests/run_integrity.rs), then resumed: the
+/// error (never a panic).
 fn resume_damaged(cfg: &RunConfig, name: &str, damage: impl Fn(&mut serde_json::Value)) -> String {
     let run = temp(name);
     train(
@@ -287,6 +289,7 @@ fn resume_damaged(cfg: &RunConfig, name: &str, damage: impl Fn(&mut serde_json::
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     damage(&mut state);
     std::fs::write(&file, state.to_string()).unwrap();
+    std::fs::remove_file(ckpt.join("checksums.json")).unwrap();
     let resumed = std::panic::catch_unwind(|| {
         train(
             cfg,

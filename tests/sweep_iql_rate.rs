@@ -113,8 +113,9 @@ fn iql_replicas_take_their_own_value_loss_parameters_bit_for_bit() {
     check_every_replica("hl", (&hl(base), &hl(sweep)));
 }
 
-/// Trains `cfg` for `until` updates, lets `edit` change the newest checkpoint's `state.json`,
-/// and resumes to the end; returns the run and how the resume went.
+/// Trains `cfg` for `until` updates, lets `edit` change the newest checkpoint's `state.json`
+/// (and removes its checksums, as a checkpoint of an earlier version has none), and resumes to
+/// the end; returns the run and how the resume went.
 fn edit_and_resume(
     cfg: &RunConfig,
     name: &str,
@@ -138,6 +139,7 @@ fn edit_and_resume(
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     edit(&mut state);
     std::fs::write(&file, state.to_string()).unwrap();
+    std::fs::remove_file(newest.join("checksums.json")).unwrap();
     let resume = TrainOptions {
         resume: true,
         ..TrainOptions::default()

@@ -97,12 +97,14 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             shape: format!("{} states x {n} learners x {a} actions x 4 B", fmt(s)),
             bytes: s.saturating_mul(n * a * 4),
             knobs: "a smaller scenario, or --nashconv learned",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "values (current and next sweep)".into(),
             shape: format!("2 x {} states x {n} learners x 8 B", fmt(s)),
             bytes: s.saturating_mul(2 * n * 8),
             knobs: "a smaller scenario, or --nashconv learned",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "start distribution and observation batches".into(),
@@ -113,6 +115,7 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             ),
             bytes: starts * 16 + obs_batch * n * (o + 64 * 4),
             knobs: "",
+            disk_bytes: None,
         },
     ];
     let mut cache = false;
@@ -135,6 +138,7 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
                 ),
                 bytes: if cache { bytes } else { 0 },
                 knobs: "",
+                disk_bytes: None,
             });
         }
         Method::Explicit => tensors.push(PlanTensor {
@@ -151,6 +155,7 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             ),
             bytes: e.explicit_graph_bytes,
             knobs: "use --nashconv exact (values per state, successors on the fly)",
+            disk_bytes: None,
         }),
     }
     let total_bytes = tensors.iter().fold(0u64, |t, x| t.saturating_add(x.bytes));
@@ -163,6 +168,7 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             fits: total_bytes <= budget,
             figures: Vec::new(),
             gpu: None,
+            disk: None,
         },
         cache,
     }

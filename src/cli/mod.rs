@@ -6,6 +6,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod check;
+pub(crate) mod check_run;
 pub(crate) mod common;
 pub(crate) mod devices;
 pub(crate) mod eval;

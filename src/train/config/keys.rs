@@ -5,7 +5,7 @@
 use super::Algo;
 
 /// The top-level fields beside the sections (`replica_shard` is never in a file).
-pub(crate) const COMMON: [&str; 14] = [
+pub(crate) const COMMON: [&str; 15] = [
     "name",
     "scenario",
     "algo",
@@ -19,6 +19,7 @@ pub(crate) const COMMON: [&str; 14] = [
     "desync_episodes",
     "checkpoint_every",
     "keep_checkpoints",
+    "keep_every",
     "checkpoint_replay",
 ];
 

@@ -154,6 +154,9 @@ pub struct RunConfig {
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
     pub keep_checkpoints: usize,
+    /// Also keep, beyond the newest `keep_checkpoints`, every checkpoint whose update is a
+    /// multiple of this (0: none). Default 0.
+    pub keep_every: u64,
     /// IQL and PR2-IQL: checkpoints hold the replay (and the rate limiter's counters), so a
     /// resume continues bit for bit; `false` keeps checkpoints small, and a resumed run then
     /// refills its replay and says the resume is approximate.
@@ -190,6 +193,7 @@ impl Default for RunConfig {
             desync_episodes: true,
             checkpoint_every: 50,
             keep_checkpoints: 3,
+            keep_every: 0,
             checkpoint_replay: true,
             network: NetworkConfig::default(),
             learn: LearnConfig::default(),

@@ -3,6 +3,7 @@
 //! the shared vocabulary with PQN's, online DQN's and IQL's lines (`sizing`) and PR2-IQL's
 //! (`pr2`). The algorithm registry (`algos`) names each algorithm's sizing functions.
 
+pub mod disk;
 pub mod gpu_plan;
 pub mod plan;
 pub(crate) mod pr2;

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::disk::{DiskPlan, disk_plan};
 use super::gpu_plan::{GpuPlan, gpu_budget};
 pub use super::sizing::PlanTensor;
 use super::sizing::table_line;
@@ -33,6 +34,9 @@ pub struct Plan {
     pub figures: Vec<PlanTensor>,
     /// The device half, when the critic runs on a GPU.
     pub gpu: Option<GpuPlan>,
+    /// The disk the run's checkpoints take (a training plan; `None` for an analysis).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskPlan>,
 }
 
 /// The device a plan is for.
@@ -77,6 +81,10 @@ pub fn plan_for(
         GpuPlan::new(&gpu_sizing, adapter, limits, budget)
     });
     let gpu_fits = gpu.as_ref().is_none_or(|g| g.breaches.is_empty());
+    let disk = tensors
+        .iter()
+        .find_map(|t| t.disk_bytes)
+        .map(|per| disk_plan(cfg, per));
     Plan {
         tensors,
         total_bytes,
@@ -84,6 +92,7 @@ pub fn plan_for(
         fits: total_bytes <= budget && gpu_fits,
         figures: gpu_sizing.figures,
         gpu,
+        disk,
     }
 }
 
@@ -130,6 +139,9 @@ impl Plan {
                 "DOES NOT FIT"
             }
         ));
+        if let Some(d) = &self.disk {
+            out.push_str(&d.table_line());
+        }
         for f in &self.figures {
             out.push_str(&table_line(&f.name, f.bytes, &f.shape));
         }

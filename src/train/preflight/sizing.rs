@@ -26,6 +26,9 @@ pub struct PlanTensor {
     /// Config fields that shrink it.
     #[serde(skip)]
     pub knobs: &'static str,
+    /// Its bytes on disk, for what is also written to disk (the checkpoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_bytes: Option<u64>,
 }
 
 /// One stack a run keeps on the device: its shape, the rows of its largest pass, and the
@@ -96,12 +99,14 @@ pub(crate) fn qnet_tensors(
             ),
             bytes: s.params + s.grads + s.adam + s.target,
             knobs: "lower hidden, layers or seeds, or use shared: true",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "critic activations".into(),
             shape: format!("{} rows per pass ({pass})", fmt(pass_rows)),
             bytes: s.activations + s.indices,
             knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "arenas".into(),
@@ -113,6 +118,7 @@ pub(crate) fn qnet_tensors(
             ),
             bytes: replicas * b * layout.bytes_per_arena() as u64,
             knobs: "lower arenas or seeds",
+            disk_bytes: None,
         },
     ];
     (tensors, spec)
@@ -172,6 +178,7 @@ pub(crate) fn checkpoint_tensor(
             .saturating_add(state.saturating_mul(3))
             .saturating_add(1 << 20),
         knobs: "lower arenas, replay_capacity, hidden or layers, or set checkpoint_replay: false",
+        disk_bytes: Some(disk),
     }
 }
 
@@ -198,6 +205,7 @@ pub(crate) fn opponent_tensor(
             + rows * m.head as u64 * 4
             + extra,
         knobs: "opponent_models: false, or lower hidden, rollout or arenas",
+        disk_bytes: None,
     }
 }
 
@@ -285,6 +293,7 @@ pub(crate) fn sequence_replay_tensors(
             ),
             bytes: passes[0] + passes[1],
             knobs: "lower batch_size, rollout, arenas or gru_hidden",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "replay buffer (sequences)".into(),
@@ -294,6 +303,7 @@ pub(crate) fn sequence_replay_tensors(
             ),
             bytes: ring,
             knobs: "lower replay_capacity or seeds",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "sequences being acted, hidden states".into(),
@@ -303,6 +313,7 @@ pub(crate) fn sequence_replay_tensors(
             ),
             bytes: acting,
             knobs: "lower arenas, rollout, gru_hidden or seeds",
+            disk_bytes: None,
         },
         PlanTensor {
             name: "sequence minibatch and target pass".into(),
@@ -313,6 +324,7 @@ pub(crate) fn sequence_replay_tensors(
             ),
             bytes: minibatch,
             knobs: "lower batch_size or rollout",
+            disk_bytes: None,
         },
     ];
     (lines, ring)
@@ -421,6 +433,7 @@ pub(crate) fn pqn_plan(
                 + w * rows * d
                 + mb * (d + 1 + 4 * 3 + 4 * 3),
             knobs: "lower gru_hidden, memory_window, arenas or seeds",
+            disk_bytes: None,
         });
     }
     tensors.push(PlanTensor {
@@ -431,6 +444,7 @@ pub(crate) fn pqn_plan(
         ),
         bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
         knobs: "lower rollout, arenas or seeds",
+        disk_bytes: None,
     });
     if cfg.learn.opponent_models {
         let rows = replicas * t * b * n;
@@ -490,6 +504,7 @@ pub(crate) fn iql_plan(
             ),
             bytes: replay,
             knobs: "lower replay_capacity or seeds",
+            disk_bytes: None,
         });
     }
     let mut models = 0;

@@ -9,12 +9,17 @@
 //! with its evaluation (`eval`).
 
 pub(crate) mod across_ranks;
+pub mod check_run;
+mod dir_error;
 pub mod eval;
 pub(crate) mod faults;
 pub(crate) mod greedy;
+pub mod integrity;
+pub(crate) mod lock;
 pub mod plot;
 mod report;
 pub(crate) mod resume_check;
+pub(crate) mod retention;
 pub mod run_dir;
 mod saving;
 mod setup;
@@ -242,6 +247,8 @@ struct Run<'a> {
     device: Chosen,
     /// Why a resume is approximate (see [`TrainSummary::resume_note`]).
     resume_note: Option<String>,
+    /// Rank 0's lock of the run directory, released when the run ends (or fails).
+    _lock: Option<lock::RunLock>,
     /// Seconds stepping arenas, and in the critic, over this invocation's updates.
     sim_seconds: f64,
     learn_seconds: f64,
@@ -317,9 +324,12 @@ impl Run<'_> {
     }
 
     /// Saves this rank's checkpoint (its shard in a job of several ranks), keeping the newest
-    /// `keep_checkpoints`.
+    /// `keep_checkpoints` and every multiple of `keep_every`.
     fn checkpoint(&mut self) -> Result<(), RunError> {
-        let keep = self.cfg.keep_checkpoints;
+        let keep = retention::Retention {
+            keep: self.cfg.keep_checkpoints,
+            every: self.cfg.keep_every,
+        };
         checkpoint(self.learner.as_mut(), &self.dir, keep, &self.ranks)?;
         Ok(())
     }

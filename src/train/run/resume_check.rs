@@ -3,7 +3,7 @@
 //! `scenario.ron` before anything is restored or written.
 //!
 //! Only run-control fields may differ: `name`, `device`, `total_steps`, `checkpoint_every`,
-//! `keep_checkpoints`, `iql.wait_seconds` and `checkpoint_replay` (how long, where, how often
+//! `keep_checkpoints`, `keep_every`, `iql.wait_seconds` and `checkpoint_replay` (how long, where, how often
 //! and what is saved; never what is learned). Every other field, of every section, decides a
 //! tensor's shape (`network.hidden`, `network.layers`, `arenas`, `seeds`, `algo`,
 //! `learn.opponent_models`, the value head's `learn.loss` and `learn.bins`, ...), a random
@@ -45,8 +45,8 @@ pub(crate) fn describe(changes: &[Change]) -> String {
     }
     out.push_str(
         "\nresume with the saved configuration (drop the flags and --set that change these; \
-         total_steps, device, checkpoint_every, keep_checkpoints, checkpoint_replay, name and \
-         iql.wait_seconds may change), or start a new run with another --out",
+         total_steps, device, checkpoint_every, keep_checkpoints, keep_every, checkpoint_replay, \
+         name and iql.wait_seconds may change), or start a new run with another --out",
     );
     out
 }
@@ -109,7 +109,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         RunConfig, "", saved, asked,
         skip [
             name, scenario, device, total_steps, checkpoint_every, keep_checkpoints,
-            checkpoint_replay,
+            keep_every, checkpoint_replay,
             // Never in a file: a rank's share of the run, set by training.
             replica_shard,
             // The sections, compared below.

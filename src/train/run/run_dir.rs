@@ -12,57 +12,10 @@ use std::path::{Path, PathBuf};
 
 use safetensors::tensor::{Dtype, TensorView};
 
+pub(crate) use super::dir_error::io;
+pub use super::dir_error::{Damage, RunDirError};
+use super::{integrity, retention};
 use crate::train::tensors::{NamedTensors, Tensor};
-
-/// Problems with the run directory.
-#[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
-    /// Filesystem problem.
-    #[error("{path}: {error}")]
-    Io {
-        /// The path concerned.
-        path: PathBuf,
-        /// The cause.
-        error: std::io::Error,
-    },
-    /// A run is already there.
-    #[error("{0} already holds a run; use --resume {0} to continue it, or another --out")]
-    Exists(PathBuf),
-    /// Not a run directory.
-    #[error("{0} is not a run directory (it has no config.ron)")]
-    NotARun(PathBuf),
-    /// Nothing to resume or evaluate.
-    #[error("{0} has no complete checkpoint yet")]
-    NoCheckpoint(PathBuf),
-    /// A checkpoint that does not parse.
-    #[error("{path}: damaged checkpoint: {reason}")]
-    Damaged {
-        /// The checkpoint.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// A resume under another number of ranks than the checkpoint was written by.
-    #[error(
-        "{path} was written by a job of {saved} rank(s); this job has {now}: resume it with \
-         `mpirun -np {saved}` (each rank's arenas and replay are in its own shard)"
-    )]
-    Ranks {
-        /// The checkpoint.
-        path: PathBuf,
-        /// Ranks that wrote it.
-        saved: usize,
-        /// Ranks of this job.
-        now: usize,
-    },
-}
-
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
-    move |error| RunDirError::Io {
-        path: path.to_path_buf(),
-        error,
-    }
-}
 
 /// An open run directory.
 pub struct RunDir {
@@ -295,7 +248,8 @@ impl RunDir {
         crate::atomic::write_atomic(&path, bytes).map_err(io(&path))
     }
 
-    /// Appends one line to metrics.jsonl and flushes it.
+    /// Appends one line to metrics.jsonl (one write) and flushes it; a line that cannot be
+    /// written whole is cut off again, so the file never ends in part of one.
     pub fn append_metrics(&self, line: &str) -> Result<(), RunDirError> {
         let path = self.path.join(METRICS);
         let mut f = fs::OpenOptions::new()
@@ -303,8 +257,19 @@ impl RunDir {
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
-        writeln!(f, "{line}").map_err(io(&path))?;
-        f.flush().map_err(io(&path))
+        let before = f.metadata().map_err(io(&path))?.len();
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        if let Err(error) = f.write_all(&bytes).and_then(|()| f.flush()) {
+            let _ = f.set_len(before);
+            return Err(RunDirError::Append {
+                path,
+                bytes: bytes.len() as u64,
+                error,
+            });
+        }
+        Ok(())
     }
 
     /// Keeps only the metrics of updates up to `update` (after resuming from it).
@@ -332,26 +297,44 @@ impl RunDir {
     /// Saves a checkpoint atomically (a temporary directory renamed into place) and deletes
     /// all but the newest `keep`.
     pub fn save_checkpoint(&self, c: &Checkpoint, keep: usize) -> Result<PathBuf, RunDirError> {
+        let keep = retention::Retention { keep, every: 0 };
+        self.save_checkpoint_after(c, keep, |_| Ok(()))
+    }
+
+    /// [`RunDir::save_checkpoint`], calling `before` on the fresh temporary directory first
+    /// (the fault injection). A checkpoint that cannot be written leaves nothing behind
+    /// ([`abandon`]).
+    pub(crate) fn save_checkpoint_after(
+        &self,
+        c: &Checkpoint,
+        keep: retention::Retention,
+        before: impl FnOnce(&Path) -> Result<(), (PathBuf, std::io::Error)>,
+    ) -> Result<PathBuf, RunDirError> {
         let name = checkpoint_name(c.update);
         let tmp = self
             .path
             .join(CHECKPOINTS)
             .join(format!(".{name}.tmp-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        write_checkpoint_files(&tmp, c, true)?;
-        self.publish(&tmp, c.update, keep)
+        fs::create_dir_all(&tmp)
+            .map_err(io(&tmp))
+            .and_then(|()| before(&tmp).map_err(|(path, error)| RunDirError::Io { path, error }))
+            .and_then(|()| write_checkpoint_files(&tmp, c, true))
+            .and_then(|()| self.publish(&tmp, c.update, keep))
+            .map_err(|e| abandon(&tmp, c, e))
     }
 
     /// Renames the finished temporary directory `tmp` into place as the checkpoint of
     /// `update` (the one atomic step: before it the checkpoint is absent, after it complete)
-    /// and deletes all but the newest `keep`.
+    /// and deletes the checkpoints `keep` does not keep.
     pub(crate) fn publish(
         &self,
         tmp: &Path,
         update: u64,
-        keep: usize,
+        keep: retention::Retention,
     ) -> Result<PathBuf, RunDirError> {
+        // The checksums, last: they cover every file (a job's manifest and shards included).
+        integrity::write_checksums(tmp)?;
         fs::File::open(tmp)
             .and_then(|d| d.sync_all())
             .map_err(io(tmp))?;
@@ -362,15 +345,13 @@ impl RunDir {
         fs::File::open(&root)
             .and_then(|d| d.sync_all())
             .map_err(io(&root))?;
-        let mut all = self.checkpoints()?;
-        while all.len() > keep.max(1) {
-            let old = all.remove(0);
-            fs::remove_dir_all(&old).map_err(io(&old))?;
-        }
+        retention::prune(&root, self.checkpoints()?, update, keep)?;
         Ok(dest)
     }
 
-    /// Complete checkpoints, oldest first (temporary directories are ignored).
+    /// Published checkpoints, oldest first (temporary directories and checkpoints being
+    /// deleted are ignored). A checkpoint damaged since is listed:
+    /// [`RunDir::verify_checkpoint`] tells.
     pub fn checkpoints(&self) -> Result<Vec<PathBuf>, RunDirError> {
         let root = self.path.join(CHECKPOINTS);
         let mut out: Vec<PathBuf> = match fs::read_dir(&root) {
@@ -381,7 +362,7 @@ impl RunDir {
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| n.starts_with("update_"))
                 })
-                .filter(|p| p.join(PARAMS).exists() && p.join(STATE).exists())
+                .filter(|p| p.is_dir())
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -389,14 +370,46 @@ impl RunDir {
         Ok(out)
     }
 
-    /// Loads the newest complete checkpoint.
+    /// Loads the newest intact checkpoint: a damaged newer one is reported on stderr (which
+    /// file, why) and skipped; none intact is an error naming each checkpoint and its damage.
     pub fn load_latest(&self) -> Result<Checkpoint, RunDirError> {
-        let path = self
-            .checkpoints()?
-            .pop()
-            .ok_or_else(|| RunDirError::NoCheckpoint(self.path.clone()))?;
-        load_checkpoint(&path)
+        let found = integrity::newest_intact(&self.path, self.checkpoints()?, |p| {
+            RunDir::verify_checkpoint(p)?;
+            load_checkpoint(p)
+        })?;
+        found.report();
+        Ok(found.value)
     }
+
+    /// Checks the checkpoint directory `checkpoint` against its checksums (`checksums.json`):
+    /// `Ok(true)` when they match, `Ok(false)` for a checkpoint written before checksums
+    /// (whose files loading checks), else the first damaged file and why.
+    pub fn verify_checkpoint(checkpoint: &Path) -> Result<bool, Damage> {
+        integrity::verify(checkpoint, &[PARAMS, STATE])
+    }
+}
+
+/// Ends the checkpoint `c` that could not be written: its temporary directory `tmp` removed,
+/// and a filesystem error told as [`RunDirError::CheckpointWrite`] (the file, the bytes).
+pub(crate) fn abandon(tmp: &Path, c: &Checkpoint, e: RunDirError) -> RunDirError {
+    let _ = fs::remove_dir_all(tmp);
+    match e {
+        RunDirError::Io { path, error } => RunDirError::CheckpointWrite {
+            path,
+            update: c.update,
+            bytes: checkpoint_bytes(c),
+            error,
+        },
+        e => e,
+    }
+}
+
+/// About how many bytes the checkpoint `c` takes on disk: its tensors and its state (the
+/// files' small headers aside).
+pub(crate) fn checkpoint_bytes(c: &Checkpoint) -> u64 {
+    let own = (c.params.len() + c.adam_m.len() + c.adam_v.len()) as u64 * 4;
+    let extra: u64 = c.extra.iter().map(|(_, t)| t.bytes().len() as u64).sum();
+    own + extra + c.state.len() as u64
 }
 
 /// The directory name of the checkpoint taken after `update`.
@@ -450,7 +463,13 @@ pub(crate) fn write_checkpoint_files(
     );
     // Streamed into the file (no second copy of the tensors in memory), then synced.
     let tensors = tmp.join(PARAMS);
-    safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(damaged)?;
+    safetensors::serialize_to_file(views, Some(meta), &tensors).map_err(|e| match e {
+        safetensors::SafeTensorError::IoError(error) => RunDirError::Io {
+            path: tensors.clone(),
+            error,
+        },
+        e => damaged(e),
+    })?;
     fs::File::open(&tensors)
         .and_then(|f| f.sync_all())
         .map_err(io(&tensors))?;

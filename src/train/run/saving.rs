@@ -4,17 +4,18 @@
 use std::path::PathBuf;
 
 use super::across_ranks::Ranks;
+use super::retention::Retention;
 use super::run_dir::RunDir;
 use super::{RunError, plot, shards, sweep_report};
 use crate::train::config::RunConfig;
 use crate::train::{Learner, TrainError};
 
 /// Saves `learner`'s checkpoint into `dir` (this rank's part of it in a job of several ranks),
-/// keeping the newest `keep`.
+/// keeping those `keep` keeps.
 pub(super) fn checkpoint(
     learner: &mut dyn Learner,
     dir: &RunDir,
-    keep: usize,
+    keep: Retention,
     ranks: &Ranks,
 ) -> Result<PathBuf, RunError> {
     let c = learner.checkpoint().map_err(|e| match e {

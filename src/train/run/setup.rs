@@ -8,10 +8,11 @@
 use std::path::Path;
 
 use super::across_ranks::Ranks;
+use super::lock::{self, RunLock};
 use super::report::Reporter;
-use super::run_dir::{self, Resume, RunDir};
+use super::run_dir::{self, Resume, RunDir, RunDirError};
 use super::tensorboard::RunBoard;
-use super::{CHECKSUM_EVERY, Run, RunError, TrainOptions, resume_check, shards};
+use super::{CHECKSUM_EVERY, Run, RunError, TrainOptions, resume_check, retention, shards};
 use crate::critic::{Chosen, choose_device};
 use crate::dist::Job;
 use crate::error::ScenarioError;
@@ -42,7 +43,7 @@ impl<'a> Run<'a> {
         let loaded = load_scenario(cfg)?;
         let device: Chosen = choose_device(cfg.device)?;
         memory_preflight(&mine, &loaded, &device, opts, job)?;
-        let dir = open_run_dir(out, resume, job)?;
+        let (dir, lock) = open_run_dir(out, resume, job)?;
         if resume {
             resume_check::refuse_changes(&dir, cfg, &loaded)?;
         }
@@ -87,6 +88,7 @@ impl<'a> Run<'a> {
             last: opts.until_update.map_or(updates, |u| u.min(updates)),
             device,
             resume_note,
+            _lock: lock,
             sim_seconds: 0.0,
             learn_seconds: 0.0,
         })
@@ -156,8 +158,9 @@ fn resume_note(restored: Option<&(u64, Resume)>, job: &Job) -> Option<String> {
 }
 
 /// Rank 0's files before the first update: the resolved configuration and scenario, the
-/// metrics kept up to the restored checkpoint's update (`resumed_at`: that update and the
-/// job's environment steps there), and the TensorBoard files' writer.
+/// leftovers of a killed writer removed, the metrics kept up to the restored checkpoint's
+/// update (`resumed_at`: that update and the job's environment steps there), and the
+/// TensorBoard files' writer.
 fn root_files(
     cfg: &RunConfig,
     loaded: &LoadedScenario,
@@ -166,6 +169,8 @@ fn root_files(
     resumed_at: Option<(u64, u64)>,
 ) -> Result<RunBoard, RunError> {
     dir.save_config(&cfg.to_ron(), &loaded.scenario.to_ron())?;
+    // What a killed writer left: checkpoints it had not published or was deleting.
+    retention::clean_leftovers(&RunDir::checkpoints_dir(&dir.path));
     if let Some((update, _)) = resumed_at {
         dir.truncate_metrics(update)?;
     }
@@ -254,17 +259,24 @@ fn same_checkpoint(job: &Job, update: u64, dir: &RunDir) -> Result<(), RunError>
     )))
 }
 
-/// The run directory, created (or opened to resume) by rank 0; the other ranks wait for it
-/// and never write outside their checkpoint shards.
-fn open_run_dir(out: &Path, resume: bool, job: &Job) -> Result<RunDir, RunError> {
-    let dir = if job.is_root() {
-        Some(if resume {
+/// The run directory, created (or opened to resume) by rank 0, which holds its lock (one
+/// writer per run); the other ranks wait for it and never write outside their checkpoint
+/// shards.
+fn open_run_dir(
+    out: &Path,
+    resume: bool,
+    job: &Job,
+) -> Result<(RunDir, Option<RunLock>), RunError> {
+    let (dir, lock) = if job.is_root() {
+        let dir = if resume {
             RunDir::open(out)?
         } else {
             RunDir::create(out)?
-        })
+        };
+        let lock = lock::acquire(out).map_err(RunDirError::from)?;
+        (Some(dir), Some(lock))
     } else {
-        None
+        (None, None)
     };
     // Every rank writes its checkpoint shard into the run directory: it must be the same
     // directory on every node. Rank 0 leaves a token the others must see.
@@ -293,8 +305,8 @@ fn open_run_dir(out: &Path, resume: bool, job: &Job) -> Result<RunDir, RunError>
         }
     }
     match dir {
-        Some(d) => Ok(d),
-        None if resume => Ok(RunDir::open_read_only(out)?),
-        None => Ok(RunDir::at(out)),
+        Some(d) => Ok((d, lock)),
+        None if resume => Ok((RunDir::open_read_only(out)?, None)),
+        None => Ok((RunDir::at(out), None)),
     }
 }

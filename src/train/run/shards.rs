@@ -19,8 +19,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::faults::Fault;
+use super::integrity::newest_intact;
+use super::retention::Retention;
 use super::run_dir::{
-    Checkpoint, RunDir, RunDirError, checkpoint_name, io, le_words, load_checkpoint,
+    Checkpoint, RunDir, RunDirError, abandon, checkpoint_name, io, le_words, load_checkpoint,
     write_checkpoint_files, write_synced,
 };
 use crate::dist::Job;
@@ -83,12 +85,12 @@ fn gather_f32(job: &Job, values: &[f32], tmp: &Path) -> Result<Vec<f32>, RunDirE
 pub(crate) fn save(
     dir: &RunDir,
     c: &Checkpoint,
-    keep: usize,
+    keep: Retention,
     (job, fault): (&Job, &Fault),
     blocks: Option<&[(usize, usize)]>,
 ) -> Result<PathBuf, RunDirError> {
     if job.size() == 1 {
-        return dir.save_checkpoint(c, keep);
+        return dir.save_checkpoint_after(c, keep, |tmp| fault.in_checkpoint(0, tmp));
     }
     let name = checkpoint_name(c.update);
     // Every rank must agree on the temporary directory: it is named for the update, not the
@@ -99,25 +101,9 @@ pub(crate) fn save(
         fs::create_dir_all(&tmp).map_err(io(&tmp))?;
     }
     job.barrier();
-    let shard = tmp.join(shard_name(job.rank()));
-    // `create_dir`, not `create_dir_all`: the temporary directory is rank 0's, and a rank that
-    // does not see it must fail, not write its shard elsewhere.
-    if blocks.is_some() {
-        fs::create_dir(&shard).map_err(io(&shard))?;
-        fault.in_checkpoint(job.rank(), &shard);
-        write_checkpoint_files(&shard, c, true)?;
-        let replicas = blocks.and_then(|b| b.last()).map_or(1, |&(_, end)| end);
-        assemble(&tmp, c, job, replicas)?;
-    } else if job.is_root() {
-        fault.in_checkpoint(job.rank(), &tmp);
-        write_checkpoint_files(&tmp, c, true)?;
-    } else {
-        fs::create_dir(&shard).map_err(io(&shard))?;
-        fault.in_checkpoint(job.rank(), &shard);
-        // The shard holds this rank's state and extra tensors; the parameters and Adam are
-        // rank 0's (every rank holds the same).
-        write_checkpoint_files(&shard, c, false)?;
-    }
+    // A rank that cannot write its part removes the temporary directory (nothing partial is
+    // left) and fails; the job ends.
+    write_part(&tmp, c, (job, fault), blocks).map_err(|e| abandon(&tmp, c, e))?;
     job.barrier();
     let dest = RunDir::checkpoints_dir(&dir.path).join(&name);
     if job.is_root() {
@@ -129,12 +115,42 @@ pub(crate) fn save(
             replica_blocks: blocks.map(<[_]>::to_vec),
         };
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        write_synced(&tmp.join(MANIFEST), text.as_bytes())?;
-        dir.publish(&tmp, c.update, keep)?;
+        write_synced(&tmp.join(MANIFEST), text.as_bytes())
+            .and_then(|()| dir.publish(&tmp, c.update, keep))
+            .map_err(|e| abandon(&tmp, c, e))?;
     }
     // Nobody goes on (or ends) before the checkpoint is published.
     job.barrier();
     Ok(dest)
+}
+
+/// Writes this rank's part of the checkpoint `c` into the job's temporary directory `tmp`.
+fn write_part(
+    tmp: &Path,
+    c: &Checkpoint,
+    (job, fault): (&Job, &Fault),
+    blocks: Option<&[(usize, usize)]>,
+) -> Result<(), RunDirError> {
+    let injected = |(path, error)| RunDirError::Io { path, error };
+    let shard = tmp.join(shard_name(job.rank()));
+    // `create_dir`, not `create_dir_all`: the temporary directory is rank 0's, and a rank that
+    // does not see it must fail, not write its shard elsewhere.
+    if blocks.is_some() {
+        fs::create_dir(&shard).map_err(io(&shard))?;
+        fault.in_checkpoint(job.rank(), &shard).map_err(injected)?;
+        write_checkpoint_files(&shard, c, true)?;
+        let replicas = blocks.and_then(|b| b.last()).map_or(1, |&(_, end)| end);
+        assemble(tmp, c, job, replicas)
+    } else if job.is_root() {
+        fault.in_checkpoint(job.rank(), tmp).map_err(injected)?;
+        write_checkpoint_files(tmp, c, true)
+    } else {
+        fs::create_dir(&shard).map_err(io(&shard))?;
+        fault.in_checkpoint(job.rank(), &shard).map_err(injected)?;
+        // The shard holds this rank's state and extra tensors; the parameters and Adam are
+        // rank 0's (every rank holds the same).
+        write_checkpoint_files(&shard, c, false)
+    }
 }
 
 /// Rank 0 writes the run's networks (every rank's replicas, in rank order; `replicas` in all)
@@ -184,14 +200,23 @@ fn assemble(tmp: &Path, c: &Checkpoint, job: &Job, replicas: usize) -> Result<()
     write_checkpoint_files(tmp, &whole, true)
 }
 
-/// Loads this rank's part of the newest complete checkpoint: rank 0's parameters and Adam,
+/// Loads this rank's part of the newest intact checkpoint: rank 0's parameters and Adam,
 /// and this rank's state (its shard on ranks 1..). Refused when another number of ranks wrote
-/// it.
+/// it. A damaged newer checkpoint (every rank checks every file, so all ranks agree) is skipped,
+/// as [`RunDir::load_latest`] does, and reported at rank 0.
 pub(crate) fn load_latest(dir: &RunDir, job: &Job) -> Result<Checkpoint, RunDirError> {
-    let path = dir
-        .checkpoints()?
-        .pop()
-        .ok_or_else(|| RunDirError::NoCheckpoint(dir.path.clone()))?;
+    let found = newest_intact(&dir.path, dir.checkpoints()?, |path| load_part(path, job))?;
+    if job.is_root() {
+        found.report();
+    }
+    Ok(found.value)
+}
+
+/// This rank's part of the checkpoint at `path`, once its checksums (every rank's files) are
+/// verified.
+fn load_part(path: &Path, job: &Job) -> Result<Checkpoint, RunDirError> {
+    RunDir::verify_checkpoint(path)?;
+    let path = path.to_path_buf();
     let manifest = read_manifest(&path)?;
     let saved = manifest.as_ref().map_or(1, |m| m.ranks);
     if saved != job.size() {

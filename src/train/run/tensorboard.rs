@@ -8,11 +8,12 @@
 //! and one of `file_version` (string, field 3; the first record, [`FILE_VERSION`]), `summary`
 //! (field 5: `Summary { repeated Value value = 1 }`, `Value { string tag = 1; float
 //! simple_value = 2 }`) or `session_log` (field 7: `SessionLog { SessionStatus status = 1 }`,
-//! `START = 1`). Every event is flushed as it is written: a crash leaves at most a partial last
-//! record, which TensorBoard skips, never a damaged earlier one.
+//! `START = 1`). Every event is framed whole and written in one call: a crash leaves at most a
+//! partial last record, which TensorBoard skips, never a damaged earlier one, and a record that
+//! cannot be written (a full disk) is cut off again.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, ErrorKind, Write};
+use std::io::{ErrorKind, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -53,6 +54,22 @@ pub enum TensorBoardError {
     Io {
         /// The file or directory concerned.
         path: PathBuf,
+        /// The cause.
+        error: std::io::Error,
+    },
+    /// A record could not be appended (the disk is full, an I/O error); the file is left as it
+    /// was before it.
+    #[error(
+        "cannot append {bytes} bytes to {}: {error}{}; the file is as it was before this \
+         record: free space, then resume the run with --resume",
+        path.display(),
+        super::dir_error::full_hint(error)
+    )]
+    Append {
+        /// The event file.
+        path: PathBuf,
+        /// The record's bytes.
+        bytes: u64,
         /// The cause.
         error: std::io::Error,
     },
@@ -125,7 +142,11 @@ fn write_record(w: &mut impl Write, data: &[u8]) -> std::io::Result<()> {
 /// logging allocates nothing once they have grown.
 pub struct EventWriter {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: File,
+    /// The file's length after the last whole record.
+    len: u64,
+    /// The record being written (framed whole, then written in one call).
+    record: Vec<u8>,
     /// The pending `Summary` body (its `Value`s).
     summary: Vec<u8>,
     /// The event being framed.
@@ -160,7 +181,9 @@ impl EventWriter {
         };
         let mut w = EventWriter {
             path,
-            file: BufWriter::new(file),
+            file,
+            len: 0,
+            record: Vec::new(),
             summary: Vec::new(),
             event: Vec::new(),
             value: Vec::new(),
@@ -207,9 +230,22 @@ impl EventWriter {
             Body::SessionStart => (SESSION_LOG, &SESSION_START),
         };
         encode_event(&mut self.event, step, what, bytes);
-        write_record(&mut self.file, &self.event)
-            .and_then(|()| self.file.flush())
-            .map_err(io(&self.path))
+        self.record.clear();
+        let written = write_record(&mut self.record, &self.event)
+            .and_then(|()| self.file.write_all(&self.record))
+            .and_then(|()| self.file.flush());
+        if let Err(error) = written {
+            // No partial record: the file as it was before it.
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(SeekFrom::Start(self.len));
+            return Err(TensorBoardError::Append {
+                path: self.path.clone(),
+                bytes: self.record.len() as u64,
+                error,
+            });
+        }
+        self.len += self.record.len() as u64;
+        Ok(())
     }
 }
 
@@ -406,7 +442,9 @@ mod tests {
         let err = EventWriter::create(&file.join("replica_0"))
             .err()
             .expect("a file cannot hold a directory");
-        let TensorBoardError::Io { path, .. } = &err;
+        let TensorBoardError::Io { path, .. } = &err else {
+            panic!("not an I/O error: {err}");
+        };
         assert!(path.starts_with(&file), "{err}");
         fs::remove_file(&file).unwrap();
     }
