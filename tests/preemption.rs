@@ -250,12 +250,13 @@ fn the_slurm_script_parses_and_requeues_by_the_same_command() {
     let o = Command::new("bash").args(["-n", script]).output().unwrap();
     assert!(o.status.success(), "bash -n {script}: {}", show(&o));
     let text = std::fs::read_to_string(script).unwrap();
+    // The train step passes --resume-if-exists, and on 75 the job requeues itself.
     for needed in [
         "#SBATCH --requeue",
-        "#SBATCH --signal=",
-        "--resume-if-exists",
-        "scontrol requeue",
-        "75",
+        "#SBATCH --signal=USR1@",
+        "--resume-if-exists \"$@\"",
+        "\"$status\" -eq 75",
+        "scontrol requeue \"$SLURM_JOB_ID\"",
     ] {
         assert!(text.contains(needed), "{script} lacks `{needed}`");
     }
