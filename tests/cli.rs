@@ -353,9 +353,17 @@ fn ctrl_c_saves_a_checkpoint_and_exits_75() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // 75 (EX_TEMPFAIL): stopped with a checkpoint, run again to continue.
-    assert_eq!(out.status.code(), Some(75), "exit {:?}: {stderr}", out.status);
+    assert_eq!(
+        out.status.code(),
+        Some(75),
+        "exit {:?}: {stderr}",
+        out.status
+    );
     assert!(stdout.contains("stopped"), "{stdout}");
-    assert!(stderr.contains("stopped by SIGINT after update"), "{stderr}");
+    assert!(
+        stderr.contains("stopped by SIGINT after update"),
+        "{stderr}"
+    );
     // checkpoint_every is huge: the only checkpoint is the one the interrupt saved.
     let ckpt = gridarena::train::run_dir::RunDir::open(&run)
         .unwrap()

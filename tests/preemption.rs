@@ -98,14 +98,20 @@ fn sigterm_and_sigusr1_checkpoint_exit_75_and_the_same_command_finishes_the_run_
         let child = job(&run, UPDATES, 1000).spawn().unwrap();
         let start = Instant::now();
         while metric_lines(&run) < 2 {
-            assert!(start.elapsed() < Duration::from_secs(60), "no update in 60 s");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no update in 60 s"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         send(signal, child.id());
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(STOPPED), "{}", show(&o));
         let stderr = String::from_utf8_lossy(&o.stderr);
-        assert!(stderr.contains(&format!("stopped by SIG{signal} after update")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("stopped by SIG{signal} after update")),
+            "{stderr}"
+        );
         // checkpoint_every is larger than the run: the one checkpoint is the signal's, taken
         // after the last update the metrics show.
         let stopped_at = metric_lines(&run) as u64;
@@ -113,7 +119,11 @@ fn sigterm_and_sigusr1_checkpoint_exit_75_and_the_same_command_finishes_the_run_
         let ckpt = RunDir::open(&run).unwrap().load_latest().unwrap();
         assert_eq!(ckpt.update, stopped_at);
         let o = finish(&mut job(&run, UPDATES, 1000));
-        assert!(String::from_utf8_lossy(&o.stdout).contains("resuming"), "{}", show(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("resuming"),
+            "{}",
+            show(&o)
+        );
         assert_same_run(&run, &reference, UPDATES);
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -134,7 +144,11 @@ fn resume_if_exists_starts_in_an_empty_directory_and_starts_over_without_a_check
     for file in ["config.ron", "scenario.ron"] {
         std::fs::copy(run.join(file), over.join(file)).unwrap();
     }
-    std::fs::write(RunDir::metrics_file(&over), "{\"update\": 1, \"stale\": true}\n{\"upd").unwrap();
+    std::fs::write(
+        RunDir::metrics_file(&over),
+        "{\"update\": 1, \"stale\": true}\n{\"upd",
+    )
+    .unwrap();
     finish(&mut job(&over, 3, 1));
     assert_same_run(&over, &run, 3);
     // Run again, the finished run stays finished.
@@ -224,10 +238,18 @@ fn a_run_interrupted_again_and_again_ends_bit_for_bit_as_an_uninterrupted_one() 
             o.status,
             metric_lines(&run)
         );
-        assert!(ended_as_expected(signal, o.status), "round {round}: {}", show(&o));
+        assert!(
+            ended_as_expected(signal, o.status),
+            "round {round}: {}",
+            show(&o)
+        );
         if o.status.success() {
             // Exit 0 only for a finished run.
-            assert!(metric_lines(&run) as u64 == updates, "round {round}: {}", show(&o));
+            assert!(
+                metric_lines(&run) as u64 == updates,
+                "round {round}: {}",
+                show(&o)
+            );
         }
         stopped += usize::from(o.status.code() == Some(STOPPED));
         interrupted += usize::from(!o.status.success());
