@@ -1,7 +1,8 @@
 //! The `gridarena` command line: a thin layer over the library.
 //!
 //! This file lists the commands, parses the command line, dispatches to the command's module
-//! under `cli/` and reports errors (with their context, exit status 1).
+//! under `cli/` and reports errors (with their context, exit status 1). A training run a
+//! signal stopped after its checkpoint exits 75 (`cli/signals.rs`).
 
 mod cli;
 
@@ -108,7 +109,7 @@ fn quiet_on_closed_pipe() {
 fn run(cli: Cli) -> Result<ExitCode> {
     let done = |r: Result<()>| r.map(|()| ExitCode::SUCCESS);
     match cli.command.unwrap_or(Command::Train(TrainArgs::default())) {
-        Command::Train(args) => done(cli::train::run(args)),
+        Command::Train(args) => cli::train::run(args),
         Command::Eval(args) => done(cli::eval::run(args)),
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),

@@ -303,7 +303,7 @@ fn a_run_survives_being_killed_at_any_moment() {
 }
 
 #[test]
-fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
+fn ctrl_c_saves_a_checkpoint_and_exits_75() {
     let dir = temp_dir("sigint");
     let run = dir.join("run");
     let child = bin()
@@ -351,13 +351,19 @@ fn ctrl_c_saves_a_checkpoint_and_exits_cleanly() {
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // 75 (EX_TEMPFAIL): stopped with a checkpoint, run again to continue.
+    assert_eq!(
+        out.status.code(),
+        Some(75),
+        "exit {:?}: {stderr}",
+        out.status
     );
     assert!(stdout.contains("stopped"), "{stdout}");
+    assert!(
+        stderr.contains("stopped by SIGINT after update"),
+        "{stderr}"
+    );
     // checkpoint_every is huge: the only checkpoint is the one the interrupt saved.
     let ckpt = gridarena::train::run_dir::RunDir::open(&run)
         .unwrap()

@@ -90,8 +90,14 @@ fn no_commit_hashes_or_issue_numbers_in_readme_or_docs() {
 fn the_readme_is_a_front_door_of_at_most_300_lines() {
     let root = std::env::var_os("GRIDARENA_DOCS_ROOT")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    let lines = std::fs::read_to_string(root.join("README.md")).unwrap().lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines; move detail into docs/ (at most 300)");
+    let lines = std::fs::read_to_string(root.join("README.md"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; move detail into docs/ (at most 300)"
+    );
 }
 
 #[test]

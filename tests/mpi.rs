@@ -10,7 +10,9 @@
 //! steps. Through the binary: one rank under MPI is bit for bit a run without MPI; a rank killed
 //! while writing a checkpoint leaves the previous one complete, loadable and resumable; a
 //! resume under another number of ranks is refused with both numbers; a rank whose parameters
-//! drift is named by the checksum.
+//! drift is named by the checksum; a job stopped by SIGTERM or SIGUSR1 on one rank, or killed,
+//! and restarted by the same `--resume-if-exists` command ends as the uninterrupted job
+//! (`mpi/preemption.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -26,6 +28,9 @@ use gridarena::train::config::{
 use gridarena::train::run_dir::load_checkpoint;
 use gridarena::train::{TrainOptions, new_learner, new_learner_in, train, train_in};
 
+#[path = "mpi/preemption.rs"]
+mod preemption;
+
 const RANK_MODE: &str = "GRIDARENA_MPI_TEST_RANK_MODE";
 const DIR_VAR: &str = "GRIDARENA_MPI_TEST_DIR";
 const BIN: &str = env!("CARGO_BIN_EXE_gridarena");
@@ -38,7 +43,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
     type Check = (&'static str, fn(&Path));
-    let checks: [Check; 6] = [
+    let checks: [Check; 7] = [
         (
             "ranks: gradients, identical parameters, resume, metrics (-np 2)",
             |b| ranks(2, "all", b),
@@ -60,9 +65,23 @@ fn main() {
             other_rank_count,
         ),
         ("a drifting rank is named by the checksum", drifting_rank),
+        (
+            "a job interrupted by signals and restarted ends as one uninterrupted (-np 2)",
+            preemption::interrupted_job,
+        ),
     ];
-    let mut failed = Vec::new();
+    // `cargo test --features mpi --test mpi -- WORD...` runs only the checks whose names hold
+    // a WORD.
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let (mut failed, mut ran) = (Vec::new(), 0);
     for (i, (name, check)) in checks.into_iter().enumerate() {
+        if !words.is_empty() && !words.iter().any(|w| name.contains(w.as_str())) {
+            continue;
+        }
+        ran += 1;
         let dir = base.join(format!("check_{i}"));
         std::fs::create_dir_all(&dir).unwrap();
         print!("test {name} ... ");
@@ -76,7 +95,7 @@ fn main() {
     }
     if failed.is_empty() {
         let _ = std::fs::remove_dir_all(&base);
-        println!("\nmpi: {} checks passed", checks.len());
+        println!("\nmpi: {ran} of {} checks run, all passed", checks.len());
     } else {
         println!(
             "\nmpi: failed: {failed:?} (files kept in {})",

@@ -5,7 +5,7 @@ Both take a shipped scenario name (`scenarios()`) or a `.ron` path, and keyword 
 scenario's fields. `VecEnv.render(arena)` and `parallel_env(render_mode="rgb_array")` draw an
 arena as an RGB array (`render_backend()` says on what).
 
-Runs from Python: `train(config=None, out=None, **overrides) -> run_dir`, `load_policy(run_dir)`
+Runs from Python: `train(config=None, out=None, resume_if_exists=False, **overrides) -> run_dir`, `load_policy(run_dir)`
 (greedy actions and Q-values), `eval(run_dir, episodes)` (the dict of `gridarena eval --json`).
 """
 

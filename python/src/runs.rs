@@ -31,16 +31,26 @@ fn ron_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// or without it a new `runs/<scenario>__<algo>__<seed>__<unix time>`.
 /// `config` is a run configuration file (defaults when None); keyword overrides set config
 /// fields as `--set` does (`lr=1e-3`, `scenario="assets/scenarios/coin_game.ron"`, dotted
-/// paths through a dict: `**{"learn.lr": 1e-3}`). The GIL is released while training.
+/// paths through a dict: `**{"learn.lr": 1e-3}`). `resume_if_exists=True` (with `out`) starts
+/// the run when `out` holds none and resumes it when it does, as `--resume-if-exists` does.
+/// The GIL is released while training; Ctrl-C (KeyboardInterrupt) finishes the current update,
+/// saves a checkpoint and then raises.
 #[pyfunction]
-#[pyo3(signature = (config=None, out=None, **overrides))]
+#[pyo3(signature = (config=None, out=None, resume_if_exists=false, **overrides))]
 pub(crate) fn train(
     py: Python<'_>,
     config: Option<std::path::PathBuf>,
     out: Option<std::path::PathBuf>,
+    resume_if_exists: bool,
     overrides: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     use gridarena::train::config::RunConfig;
+    if resume_if_exists && out.is_none() {
+        return Err(PyValueError::new_err(
+            "resume_if_exists=True needs out=DIR: without it every call would train into a new \
+             directory under runs/ and never find the run to resume",
+        ));
+    }
     let mut cfg = match &config {
         Some(p) => RunConfig::load(p).map_err(|e| PyValueError::new_err(e.to_string()))?,
         None => RunConfig::default(),
@@ -83,11 +93,61 @@ pub(crate) fn train(
             |name| root.join(name).exists(),
         ))
     });
-    let opts = gridarena::train::TrainOptions::default();
-    let summary = py
-        .detach(|| gridarena::train::train(&cfg, &out, &opts).map_err(|e| e.to_string()))
-        .map_err(PyValueError::new_err)?;
+    let opts = gridarena::train::TrainOptions {
+        resume_if_exists,
+        ..Default::default()
+    };
+    let summary = train_interruptibly(py, &cfg, &out, &opts)?;
     Ok(summary.run.display().to_string())
+}
+
+/// How long the calling thread waits, without the GIL, between two looks at Python's signals.
+const SIGNAL_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Trains on a thread of its own while the calling thread waits without the GIL in slices of
+/// [`SIGNAL_SLICE`], running Python's signal handlers between them (Python runs them only when
+/// its main thread runs Python code). An exception from a handler (KeyboardInterrupt on
+/// Ctrl-C) sets the run's stop flag: the run finishes its update and saves a checkpoint, and
+/// the exception is raised then.
+fn train_interruptibly(
+    py: Python<'_>,
+    cfg: &gridarena::train::config::RunConfig,
+    out: &Path,
+    opts: &gridarena::train::TrainOptions,
+) -> PyResult<gridarena::train::TrainSummary> {
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let (tx, mut rx) = channel();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let _ = tx.send(gridarena::train::train(cfg, out, opts).map_err(|e| e.to_string()));
+        });
+        let mut raised: Option<PyErr> = None;
+        loop {
+            let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_SLICE), rx));
+            rx = back;
+            match got {
+                Ok(result) => {
+                    return match raised {
+                        Some(e) => Err(e),
+                        None => result.map_err(PyValueError::new_err),
+                    };
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(raised.unwrap_or_else(|| {
+                        pyo3::exceptions::PyRuntimeError::new_err("the training thread panicked")
+                    }));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if raised.is_none()
+                && let Err(e) = py.check_signals()
+            {
+                opts.stop.store(true, Ordering::SeqCst);
+                raised = Some(e);
+            }
+        }
+    })
 }
 
 /// A trained run's greedy policy: `policy(obs)` maps `[R, N, O]` u8 observations to `[R, N]`

@@ -17,6 +17,7 @@ pub(crate) mod plot;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
 pub(crate) mod rollout;
+pub(crate) mod signals;
 pub(crate) mod train;
 #[cfg(feature = "viewer")]
 pub(crate) mod view;

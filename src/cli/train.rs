@@ -1,9 +1,9 @@
 //! `gridarena train` (also the default command): train every learner of a scenario into a run
-//! directory, with a progress bar, checkpoints, resume and a clean stop on Ctrl-C.
+//! directory, with a progress bar, checkpoints, resume and a clean stop on a signal (Ctrl-C,
+//! SIGTERM, SIGUSR1: `signals.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -11,9 +11,11 @@ use clap::Args;
 use gridarena::dist::Job;
 use gridarena::scenario::DEFAULT_SCENARIO_NAME;
 use gridarena::train::config::RunConfig;
+use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, TrainSummary};
 
 use super::common::{apply_sets, load_config, with_pool};
+use super::signals::{EXIT_STOPPED, install_stop_handler};
 
 #[derive(Args, Debug, Default)]
 pub(crate) struct TrainArgs {
@@ -39,13 +41,18 @@ pub(crate) struct TrainArgs {
     /// `gridarena devices`). Under MPI or Slurm, `gpu` takes the rank's node-local GPU.
     #[arg(long)]
     device: Option<gridarena::critic::Device>,
-    /// Run directory; refused when it holds a run. Default: a new directory
-    /// runs/<scenario>__<algo>__<seed>__<unix time>, and runs/latest links to it.
+    /// Run directory; refused when it holds a run (unless --resume-if-exists). Default: a new
+    /// directory runs/<scenario>__<algo>__<seed>__<unix time>, and runs/latest links to it.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its newest checkpoint.
     #[arg(long, conflicts_with_all = ["config", "out"])]
     resume: Option<PathBuf>,
+    /// With --out DIR: start the run when DIR holds none (missing or empty), resume it when it
+    /// does (refused, naming the fields, if the configuration differs), so the same command
+    /// serves a job's first start and every requeue.
+    #[arg(long)]
+    resume_if_exists: bool,
     /// Set any config field: key=value (RON value), repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -72,8 +79,9 @@ pub(crate) struct TrainArgs {
 
 /// Trains as one process, or as one rank of the MPI job that started this process (the `mpi`
 /// feature): rank 0 prints; an error on any rank ends the whole job (MPI_Abort), so no rank is
-/// left waiting for it.
-pub(crate) fn run(args: TrainArgs) -> Result<()> {
+/// left waiting for it. Exits 0 when the run finished, [`EXIT_STOPPED`] (on every rank) when a
+/// signal stopped it after a checkpoint.
+pub(crate) fn run(args: TrainArgs) -> Result<ExitCode> {
     let job = Job::from_launcher()?;
     if let Some(tasks) = Job::launcher_tasks()
         && tasks > 1
@@ -141,8 +149,9 @@ fn fresh_out(cfg: &RunConfig, job: &Job) -> PathBuf {
 
 /// Resolves the config (file or resumed run, then flags, then `--set`), trains and prints a
 /// summary of the run.
-fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
+fn run_in(args: TrainArgs, job: &Job) -> Result<ExitCode> {
     let root = job.is_root();
+    refuse_resume_if_exists(&args)?;
     let (mut cfg, resume) = match &args.resume {
         Some(run) => {
             let cfg = gridarena::train::run_dir::RunDir::load_config(run)
@@ -160,7 +169,7 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         (None, Some(out)) => out.clone(),
         (None, None) => fresh_out(&cfg, job),
     };
-    let stop = install_stop_handler()?;
+    let handler = install_stop_handler()?;
     let scenario = cfg
         .scenario
         .as_ref()
@@ -190,7 +199,13 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         cfg.updates(),
         cfg.arenas,
         cfg.rollout,
-        if resume { ", resuming" } else { "" }
+        if resume {
+            ", resuming"
+        } else if args.resume_if_exists && RunDir::config_file(&out).exists() {
+            ", resuming if it has a checkpoint (--resume-if-exists)"
+        } else {
+            ""
+        }
     ));
     if cfg.learn.lr_scale != gridarena::train::config::LrScale::None {
         say(format!(
@@ -212,8 +227,9 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
     }
     let opts = TrainOptions {
         resume,
+        resume_if_exists: args.resume_if_exists,
         progress: true,
-        stop,
+        stop: handler.stop.clone(),
         until_update: None,
         memory_budget: args.memory_budget,
         gpu_memory: args.gpu_memory,
@@ -231,8 +247,14 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
         eprintln!("warning: {e}");
     }
     let summary = summary?;
+    // Every rank agreed to stop after the same update, so every rank exits the same way.
+    let code = if summary.interrupted {
+        ExitCode::from(EXIT_STOPPED)
+    } else {
+        ExitCode::SUCCESS
+    };
     if !root {
-        return Ok(());
+        return Ok(code);
     }
     print_summary(&summary);
     if let Some(table) = &summary.sweep {
@@ -240,6 +262,37 @@ fn run_in(args: TrainArgs, job: &Job) -> Result<()> {
             "\nsweep: grid points by final return ({}; sweep.csv, sweep.png):\n{}",
             summary.run.display(),
             table.render()
+        );
+    }
+    if summary.interrupted {
+        let by = handler.signal_name().unwrap_or("a signal to another rank");
+        eprintln!(
+            "stopped by {by} after update {} with a checkpoint; exit status {EXIT_STOPPED}: run \
+             the same command with --resume-if-exists (or `gridarena train --resume {}`) to \
+             continue",
+            summary.updates,
+            summary.run.display()
+        );
+    }
+    Ok(code)
+}
+
+/// `--resume-if-exists` needs the run directory a requeued job finds again (`--out`), and
+/// says nothing `--resume` does not already.
+fn refuse_resume_if_exists(args: &TrainArgs) -> Result<()> {
+    if !args.resume_if_exists {
+        return Ok(());
+    }
+    if args.resume.is_some() {
+        anyhow::bail!(
+            "--resume-if-exists with --resume: --resume always resumes; to start a run or \
+             resume it by the same command, give --out DIR --resume-if-exists instead"
+        );
+    }
+    if args.out.is_none() {
+        anyhow::bail!(
+            "--resume-if-exists needs --out DIR: without it every start would train into a new \
+             directory under runs/ and never find the run to resume"
         );
     }
     Ok(())
@@ -271,24 +324,6 @@ fn apply_overrides(cfg: &mut RunConfig, args: &TrainArgs) -> Result<()> {
         cfg.sweep.insert(key, values);
     }
     Ok(())
-}
-
-/// The first Ctrl-C asks training to checkpoint and stop after the current update; a second one
-/// exits at once with status 130.
-fn install_stop_handler() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            eprintln!("\nsecond interrupt: exiting without a checkpoint");
-            std::process::exit(130);
-        }
-        eprintln!(
-            "\ninterrupt: finishing the current update and saving a checkpoint (Ctrl-C again to abort)"
-        );
-    })
-    .context("installing the Ctrl-C handler")?;
-    Ok(stop)
 }
 
 fn print_summary(summary: &TrainSummary) {

@@ -113,7 +113,8 @@ pub struct TrainSummary {
     pub ranks: usize,
     /// Wall-clock seconds of this invocation.
     pub seconds: f64,
-    /// Stopped by Ctrl-C (a checkpoint was saved).
+    /// Stopped through [`TrainOptions::stop`] (Ctrl-C or another signal; a checkpoint was
+    /// saved) before its last update.
     pub interrupted: bool,
     /// The device used.
     pub device: String,
@@ -136,6 +137,11 @@ pub struct TrainSummary {
 pub struct TrainOptions {
     /// Continue the run in the directory from its newest checkpoint.
     pub resume: bool,
+    /// Resume when the directory holds a run, start one when it does not (missing, empty, or
+    /// without `config.ron`): the same call serves a job's first start and every requeue. A
+    /// run stopped before its first checkpoint starts over in its directory. The resume makes
+    /// the same checks as [`resume`](Self::resume) (a differing configuration is refused).
+    pub resume_if_exists: bool,
     /// Show a progress bar.
     pub progress: bool,
     /// Polled between updates: when set, a checkpoint is saved and the run ends cleanly.
@@ -252,6 +258,9 @@ struct Run<'a> {
     /// Seconds stepping arenas, and in the critic, over this invocation's updates.
     sim_seconds: f64,
     learn_seconds: f64,
+    /// The update of the newest checkpoint this invocation restored or saved: a run stopped
+    /// (or resumed finished) before another update does not write it again.
+    saved_at: Option<u64>,
 }
 
 /// One update's report and the seconds it took.
@@ -324,13 +333,19 @@ impl Run<'_> {
     }
 
     /// Saves this rank's checkpoint (its shard in a job of several ranks), keeping the newest
-    /// `keep_checkpoints` and every multiple of `keep_every`.
+    /// `keep_checkpoints` and every multiple of `keep_every`, unless the newest is already this
+    /// update's.
     fn checkpoint(&mut self) -> Result<(), RunError> {
+        let update = self.learner.updates_done();
+        if self.saved_at == Some(update) {
+            return Ok(());
+        }
         let keep = retention::Retention {
             keep: self.cfg.keep_checkpoints,
             every: self.cfg.keep_every,
         };
         checkpoint(self.learner.as_mut(), &self.dir, keep, &self.ranks)?;
+        self.saved_at = Some(update);
         Ok(())
     }
 

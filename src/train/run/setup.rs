@@ -32,7 +32,6 @@ impl<'a> Run<'a> {
         opts: &TrainOptions,
         job: &'a Job,
     ) -> Result<Run<'a>, RunError> {
-        let resume = opts.resume;
         cfg.validate()?;
         // Every grid point of a sweep is a configuration of its own: checked before anything runs.
         cfg.replicas()?;
@@ -43,6 +42,8 @@ impl<'a> Run<'a> {
         let loaded = load_scenario(cfg)?;
         let device: Chosen = choose_device(cfg.device)?;
         memory_preflight(&mine, &loaded, &device, opts, job)?;
+        let start = how_to_start(out, opts, job)?;
+        let resume = start != Start::Fresh;
         let (dir, lock) = open_run_dir(out, resume, job)?;
         if resume {
             resume_check::refuse_changes(&dir, cfg, &loaded)?;
@@ -50,7 +51,7 @@ impl<'a> Run<'a> {
         let mut learner = new_learner_in(&mine, &loaded, &device, &learner_job)?;
         // A resumed run's files are rewritten only once its checkpoint has been restored: a
         // failed resume leaves the run directory exactly as it was.
-        let restored = if resume {
+        let restored = if start == Start::Resume {
             Some(restore_in(learner.as_mut(), &dir, job)?)
         } else {
             None
@@ -61,9 +62,12 @@ impl<'a> Run<'a> {
         let resume_note = resume_note(restored.as_ref(), job);
         let factor = ranks.env_steps_factor();
         let board = if job.is_root() {
-            let resumed_at = restored
-                .as_ref()
-                .map(|(update, _)| (*update, learner.env_steps() * factor));
+            // A run started over keeps none of its metrics (update 0, no steps).
+            let resumed_at = match &restored {
+                Some((update, _)) => Some((*update, learner.env_steps() * factor)),
+                None if start == Start::Over => Some((0, 0)),
+                None => None,
+            };
             Some(root_files(
                 cfg,
                 &loaded,
@@ -91,8 +95,51 @@ impl<'a> Run<'a> {
             _lock: lock,
             sim_seconds: 0.0,
             learn_seconds: 0.0,
+            saved_at: restored.map(|(update, _)| update),
         })
     }
+}
+
+/// How a run begins in its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A new run (the directory may not hold one).
+    Fresh,
+    /// The run in the directory, from its newest checkpoint.
+    Resume,
+    /// The run in the directory stopped before its first checkpoint (`resume_if_exists`): it
+    /// starts over in place, with the same checks of its configuration as a resume.
+    Over,
+}
+
+/// [`Start`] as `opts` ask it. With `resume_if_exists` rank 0 looks into `out` and every
+/// rank takes its answer: no `config.ron` (a missing or empty directory) starts a run, a
+/// complete checkpoint resumes it, `config.ron` alone starts it over.
+fn how_to_start(out: &Path, opts: &TrainOptions, job: &Job) -> Result<Start, RunError> {
+    if opts.resume {
+        return Ok(Start::Resume);
+    }
+    if !opts.resume_if_exists {
+        return Ok(Start::Fresh);
+    }
+    let found = if !RunDir::config_file(out).exists() {
+        Start::Fresh
+    } else if RunDir::at(out).checkpoints()?.is_empty() {
+        Start::Over
+    } else {
+        Start::Resume
+    };
+    let code = |s: Start| match s {
+        Start::Fresh => 0,
+        Start::Resume => 1,
+        Start::Over => 2,
+    };
+    let all = job.all_gather_u64(code(found));
+    Ok(match all.first().copied().unwrap_or(code(found)) {
+        0 => Start::Fresh,
+        1 => Start::Resume,
+        _ => Start::Over,
+    })
 }
 
 /// Loads the scenario a configuration names (the embedded default when none).
