@@ -10,13 +10,24 @@ use std::time::{Duration, Instant};
 
 use super::{BIN, mpirun, pqn_args, show};
 
-/// Updates of the job: long enough for three interruptions and their restarts.
-const UPDATES: u64 = 60;
+/// Interruptions of the job: 3 in the suite; `GRIDARENA_MPI_SOAK=N` (scripts/soak.sh --mpi)
+/// sets the full-size count.
+fn rounds() -> usize {
+    std::env::var("GRIDARENA_MPI_SOAK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// Updates of the job: long enough for every interruption and its restart (60 for three).
+fn updates() -> u64 {
+    (20 * rounds() as u64).max(60)
+}
 
 fn job(out: &Path) -> Command {
     let mut c = mpirun(2, &[]);
     c.arg(BIN)
-        .args(pqn_args(out, UPDATES))
+        .args(pqn_args(out, updates()))
         .arg("--resume-if-exists")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -79,7 +90,7 @@ fn lines(run: &Path) -> usize {
 }
 
 fn final_tensors(run: &Path) -> Vec<u8> {
-    let ckpt = run.join("checkpoints").join(format!("update_{UPDATES:08}"));
+    let ckpt = run.join("checkpoints").join(format!("update_{:08}", updates()));
     std::fs::read(ckpt.join("params.safetensors")).unwrap()
 }
 
@@ -88,10 +99,8 @@ pub(super) fn interrupted_job(dir: &Path) {
     let reference = dir.join("reference");
     let mut seed = 7u64;
     // (signal, rank it goes to)
-    for (round, (signal, rank)) in [("TERM", 1), ("KILL", 1), ("USR1", 0)]
-        .into_iter()
-        .enumerate()
-    {
+    let kinds = [("TERM", 1), ("KILL", 1), ("USR1", 0)];
+    for (round, (signal, rank)) in kinds.into_iter().cycle().take(rounds()).enumerate() {
         let before = lines(&run);
         let mut child = job(&run).spawn().unwrap();
         let pid = rank_pid(&run, rank, &mut child);
@@ -126,7 +135,7 @@ pub(super) fn interrupted_job(dir: &Path) {
         }
         if o.status.success() {
             // Exit 0 only for a finished job.
-            assert_eq!(lines(&run) as u64, UPDATES, "{}", show(&o));
+            assert_eq!(lines(&run) as u64, updates(), "{}", show(&o));
         } else if signal != "KILL" {
             // Both ranks stopped after the same update (their checkpoint shards agree) and
             // exited 75.
