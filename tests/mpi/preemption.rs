@@ -90,7 +90,9 @@ fn lines(run: &Path) -> usize {
 }
 
 fn final_tensors(run: &Path) -> Vec<u8> {
-    let ckpt = run.join("checkpoints").join(format!("update_{:08}", updates()));
+    let ckpt = run
+        .join("checkpoints")
+        .join(format!("update_{:08}", updates()));
     std::fs::read(ckpt.join("params.safetensors")).unwrap()
 }
 
