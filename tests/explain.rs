@@ -144,6 +144,9 @@ fn check_map(name: &str, e: &Explanation, layout: &Layout, grid: &Grid) {
                 Some(Tile::Compound(0))
             );
         }
+        Rules::Harvest(h) => {
+            assert_eq!(items, h.apple_cells.len() + h.inside_spawns.len(), "{name}")
+        }
         _ => assert_eq!(items, 0, "{name}"),
     }
 }

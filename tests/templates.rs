@@ -85,6 +85,7 @@ fn param_fields(s: &Substrate) -> Vec<&'static str> {
         Substrate::MatrixGame(_) => fields_of::<MatrixParams>(),
         Substrate::WalkToGoal(_) => fields_of::<GoalParams>(),
         Substrate::CueMemory(_) => fields_of::<CueParams>(),
+        Substrate::CommonsHarvest(_) => fields_of::<gridarena::substrate::harvest::HarvestParams>(),
     }
 }
 

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The shipped scenarios, embedded so `scenario="coin_game"` works from any directory.
-pub(crate) const SHIPPED: [(&str, &str); 13] = [
+pub(crate) const SHIPPED: [(&str, &str); 14] = [
     (
         "pursuit",
         include_str!("../../assets/scenarios/pursuit.ron"),
@@ -61,6 +61,10 @@ pub(crate) const SHIPPED: [(&str, &str); 13] = [
     (
         "stag_hunt",
         include_str!("../../assets/scenarios/stag_hunt.ron"),
+    ),
+    (
+        "commons_harvest_open",
+        include_str!("../../assets/scenarios/commons_harvest_open.ron"),
     ),
 ];
 

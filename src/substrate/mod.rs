@@ -20,6 +20,7 @@ pub mod frame;
 pub mod registry;
 pub(crate) mod state;
 pub mod step;
+pub mod zap;
 
 pub use arena::ArenaMut;
 pub use registry::*;

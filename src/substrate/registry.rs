@@ -39,4 +39,6 @@ substrates! {
     WalkToGoal(goal::GoalParams) => Goal(goal::Goal) in "goal/mod.rs",
     /// A memory task: a cue at the first step decides which action pays at the last.
     CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
+    /// Melting Pot's commons_harvest: apples regrow by the apples left nearby; zapping beam.
+    CommonsHarvest(harvest::HarvestParams) => Harvest(harvest::Harvest) in "harvest/mod.rs",
 }
