@@ -121,3 +121,60 @@ fn a_zap_removes_the_avatar_hit_for_the_respawn_frames() {
         assert_eq!(b.snapshot(0).alive[east], k == 4, "step {k} after the zap");
     }
 }
+
+#[test]
+fn the_global_state_is_the_whole_map_with_apples_and_avatars_at_their_cells() {
+    let loaded = Scenario::load("assets/scenarios/commons_harvest_open.ron".as_ref()).unwrap();
+    let layout = loaded.scenario.global_state_layout();
+    assert_eq!(layout.len(), 1);
+    let shape: Vec<(&str, usize)> = layout[0].shape.iter().map(|a| (a.name, a.len)).collect();
+    assert_eq!(shape, [("row", 18), ("column", 24), ("byte", 4)]);
+    assert_eq!(layout[0].entries[..3], ["wall", "apple", "avatar"]);
+    let explained = gridarena::scenario::explain(&loaded).to_string();
+    assert!(explained.contains("global state per arena: 1728 bytes"), "{explained}");
+
+    let map = &loaded.scenario.map;
+    let (arenas, width) = (3, 24);
+    let mut b = EnvBatch::new(&loaded, arenas, 4).unwrap();
+    b.set_global_state(true);
+    let mut rng = 17u32;
+    for step in 0..=40 {
+        if step > 0 {
+            for a in b.actions_mut().iter_mut() {
+                rng = rng.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                *a = ((rng >> 24) % 8) as u8;
+            }
+            b.step().unwrap();
+        }
+        let state = b.global_state().unwrap().to_vec();
+        for arena in 0..arenas {
+            let s = &state[arena * 1728..(arena + 1) * 1728];
+            let f = b.snapshot(arena);
+            let mut avatars = 0;
+            for (y, row) in map.iter().enumerate() {
+                for (x, c) in row.chars().enumerate() {
+                    let k = y * width + x;
+                    let cell = &s[4 * k..4 * k + 4];
+                    assert_eq!(cell[0] != 0, c == '#', "wall at ({x}, {y})");
+                    let apple = c == 'A' && f.items[k] != 0;
+                    assert_eq!(cell[1] != 0, apple, "apple at ({x}, {y}) step {step}");
+                    let here = f
+                        .positions
+                        .iter()
+                        .zip(&f.alive)
+                        .any(|(&p, &alive)| alive && p == (x as i16, y as i16));
+                    assert_eq!(cell[2] != 0, here, "avatar at ({x}, {y}) step {step}");
+                    assert_eq!(cell[3], 0, "no pollution in commons_harvest");
+                    avatars += usize::from(here);
+                }
+            }
+            let alive = f.alive.iter().filter(|&&a| a).count();
+            assert_eq!(avatars, alive);
+            if step == 0 {
+                assert_eq!(alive, 7);
+                let apples = (0..width * 18).filter(|&k| s[4 * k + 1] != 0).count();
+                assert_eq!(apples, 64, "every apple stands at the start");
+            }
+        }
+    }
+}

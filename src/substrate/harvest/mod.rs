@@ -87,22 +87,7 @@ pub fn disc(radius: f64) -> Vec<(i16, i16)> {
     out
 }
 
-#[expect(
-    dead_code,
-    reason = "the global-state hooks of SubstrateRules are being added on main; these are their bodies"
-)]
 impl Harvest {
-    /// The whole map as layers (wall, apple, avatar, pollution 0): the global state.
-    pub(crate) fn global_state_layout(_: &HarvestParams, scenario: &ScenarioView) -> Vec<ObsField> {
-        let width = scenario.map.first().map_or(0, |r| r.chars().count());
-        zap::global_state_layout(width, scenario.map.len(), "pollution (none here)")
-    }
-
-    /// Writes the global state of [`Self::global_state_layout`].
-    pub(crate) fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
-        zap::write_global_state(layout, a, state, |_| false);
-    }
-
     /// Recomputes every cell's neighbour count from the standing apples.
     fn recount(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         let _ = layout;
@@ -302,6 +287,16 @@ impl SubstrateRules for Harvest {
             extras[0] = u8::from(cooldown.0 == 0);
             extras[1] = 1;
         });
+    }
+
+    /// The whole map as layers (wall, apple, avatar, pollution 0): the global state.
+    fn global_state_layout(_: &HarvestParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let width = scenario.map.first().map_or(0, |r| r.chars().count());
+        zap::global_state_layout(width, scenario.map.len(), "pollution (none here)")
+    }
+
+    fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+        zap::write_global_state(layout, a, state, |_| false);
     }
 
     fn rebuild_cells(&self, layout: &LayoutCore, a: &mut ArenaMut) {
