@@ -1,4 +1,4 @@
-"""Reference samples of Melting Pot's commons_harvest__open under uniformly random actions.
+"""Reference samples of Melting Pot's commons_harvest__open and clean_up under random actions.
 
 Writes python/tests/data/meltingpot_harvest.json: per-episode statistics of dm-meltingpot
 2.4.1 (dmlab2d 1.0.2) with every one of the 7 players acting uniformly at random over the 8
@@ -20,7 +20,18 @@ looks for a cached copy (the temp directory), installs the sdist with --no-deps,
 installs the runtime dependencies the substrates import (not tensorflow, which only the
 bots use; `tensorflow` is stubbed in sys.modules before meltingpot is imported).
 
-Run: python3.11 python/scripts/meltingpot_sample.py [--episodes N]
+clean_up (python/tests/data/meltingpot_cleanup.json, tests/cleanup_fidelity.rs): the same with
+9 actions, in two variants: the config's map, and the map with its river clean at the start
+(every `F` read as `H`), where apples grow until the pollution passes the depletion threshold.
+Per episode: apples eaten (`edible_consumed` events), zaps landed (`zap`), cells cleaned
+(`player_cleaned`), and every SAMPLE_EVERY steps the apples standing and the polluted cells,
+counted in WORLD.RGB after render-only overrides: apples and dirt drawn as solid squares of
+colours found nowhere else, avatars drawn fully transparent (so nothing hides an apple or a
+dirt cell), the zapping beam transparent. The cleaning beam's colour is fixed in its Lua
+component, so on the sampled steps every player takes NOOP (no beam is drawn); the Rust test
+plays NOOP on the same steps.
+
+Run: python3.11 python/scripts/meltingpot_sample.py [--episodes N] [--substrate harvest|cleanup]
 """
 
 import argparse
@@ -129,12 +140,112 @@ def sample_harvest(episodes, seed):
     return out
 
 
+CLEANUP_ACTIONS = 9
+APPLE_RGB = (255, 0, 255)
+DIRT_RGB = (0, 255, 255)
+SOLID = "\n" + "\n".join(["********"] * 8) + "\n"
+
+
+def cleanup_env(seed, clean_river):
+    from unittest import mock
+    sys.modules.setdefault("tensorflow", mock.MagicMock())
+    from meltingpot import substrate
+    from meltingpot.utils.substrates import substrate as substrate_lib
+
+    config = substrate.get_config("clean_up")
+    roles = config.default_player_roles
+    settings = config.lab2d_settings_builder(roles=roles, config=config)
+    settings["maxEpisodeLengthFrames"] = EPISODE_STEPS
+    settings["env_seed"] = seed
+    sim = settings["simulation"]
+    if clean_river:
+        sim["map"] = sim["map"].replace("F", "H")
+    solid = {"potentialApple": APPLE_RGB, "DirtContainer": DIRT_RGB}
+    objects = list(sim["gameObjects"]) + list(sim["prefabs"].values())
+    for obj in objects:
+        for comp in obj["components"]:
+            kw = comp.get("kwargs", {})
+            if comp["component"] == "Zapper":
+                kw["beamColor"] = (252, 252, 106, 0)
+            if comp["component"] != "Appearance":
+                continue
+            if obj["name"] in solid:
+                n = len(kw["spriteNames"])
+                kw.pop("spriteRGBColors", None)
+                kw["renderMode"] = "ascii_shape"
+                kw["spriteShapes"] = [SOLID] * n
+                kw["palettes"] = [{"*": solid[obj["name"]] + (255,)}] * n
+                kw["noRotates"] = [True] * n
+            elif obj["name"].startswith("avatar"):
+                kw["palettes"] = [{k: (0, 0, 0, 0) for k in p} for p in kw["palettes"]]
+    env = substrate_lib.build_substrate(
+        lab2d_settings=settings,
+        individual_observations=config.individual_observation_names,
+        global_observations=config.global_observation_names,
+        action_table=config.action_set,
+    )
+    return env
+
+
+def solid_cells(world, rgb):
+    import numpy as np
+    hit = np.all(world[..., :3] == np.array(rgb, dtype=world.dtype), axis=-1)
+    h, w = hit.shape[0] // 8, hit.shape[1] // 8
+    per_cell = hit[:8 * h, :8 * w].reshape(h, 8, w, 8).sum(axis=(1, 3))
+    return int((per_cell >= 32).sum())
+
+
+def sample_cleanup(episodes, seed, clean_river):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    out = []
+    for e in range(episodes):
+        env = cleanup_env(seed * 1000 + e, clean_river)
+        ts = env.reset()
+        stats = {"apples_eaten": 0, "zaps_landed": 0, "cells_cleaned": 0}
+        events = {"edible_consumed": "apples_eaten", "zap": "zaps_landed",
+                  "player_cleaned": "cells_cleaned"}
+        apples, dirt, steps = [], [], 0
+        while not ts.last():
+            steps += 1
+            sample = steps % SAMPLE_EVERY == 0
+            acts = np.zeros(PLAYERS, int) if sample else rng.integers(0, CLEANUP_ACTIONS, PLAYERS)
+            ts = env.step(acts)
+            for name, _ in env.events():
+                if name in events:
+                    stats[events[name]] += 1
+            if sample:
+                world = ts.observation[0]["WORLD.RGB"]
+                apples.append(solid_cells(world, APPLE_RGB))
+                dirt.append(solid_cells(world, DIRT_RGB))
+        env.close()
+        out.append(dict(steps=steps, **stats, apples_standing=apples, dirt_cells=dirt))
+        print(f"clean_up (clean river {clean_river}) episode {e}: {out[-1]}", flush=True)
+    return out
+
+
 def main():
     ensure_venv()
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--substrate", choices=["harvest", "cleanup"], default="harvest")
     args = ap.parse_args()
+    if args.substrate == "cleanup":
+        doc = {
+            "source": "dm-meltingpot 2.4.1 (dmlab2d 1.0.2), clean_up, 7 players, uniformly "
+                      "random actions over 9, all NOOP on the sampled steps",
+            "episode_steps": EPISODE_STEPS,
+            "sample_every": SAMPLE_EVERY,
+            "variants": {
+                "config_map": sample_cleanup(args.episodes, args.seed, False),
+                "clean_river": sample_cleanup(args.episodes, args.seed + 1, True),
+            },
+        }
+        with open(os.path.join(OUT, "meltingpot_cleanup.json"), "w") as f:
+            json.dump(doc, f, indent=None, separators=(",", ":"))
+            f.write("\n")
+        return
     eps = sample_harvest(args.episodes, args.seed)
     doc = {
         "source": "dm-meltingpot 2.4.1 (dmlab2d 1.0.2), commons_harvest__open, 7 players, "

@@ -41,4 +41,6 @@ substrates! {
     CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
     /// Melting Pot's commons_harvest: apples regrow by the apples left nearby; zapping beam.
     CommonsHarvest(harvest::HarvestParams) => Harvest(harvest::Harvest) in "harvest/mod.rs",
+    /// Melting Pot's clean_up: apples grow only while the river is clean; cleaning beam, zap.
+    CleanUp(cleanup::CleanUpParams) => CleanUp(cleanup::CleanUp) in "cleanup/mod.rs",
 }

@@ -6,6 +6,7 @@
 //! and the substrate's own bits), the item byte (1: an apple stands there) and the avatar byte.
 //! Per avatar: `Cooldown` is the zap timer (Melting Pot's `coolingTimer`), `Carry[0]` the
 //! steps left before a removed avatar respawns, `Carry[1]` the cleaning timer (clean_up).
+//! Both timers run through [`tick_and_fire`], both beams are cast by [`Beam::cast`].
 
 use rand_core::Rng;
 
@@ -271,12 +272,12 @@ pub fn global_state_layout(width: usize, height: usize, pollution: &str) -> Vec<
     ]
 }
 
-/// Writes the whole-map global state; `dirt(cell_flags)` says whether a cell is polluted.
+/// Writes the whole-map global state; `dirt(flags, item)` says whether a cell is polluted.
 pub fn write_global_state(
     layout: &LayoutCore,
     a: &ArenaMut,
     state: &mut [u8],
-    dirt: impl Fn(u8) -> bool,
+    dirt: impl Fn(u8, u8) -> bool,
 ) {
     let cells = state.chunks_exact_mut(GLOBAL_CELL_BYTES);
     for (k, out) in cells.enumerate().take(layout.width * layout.height) {
@@ -286,7 +287,7 @@ pub fn write_global_state(
         out[0] = flags & WALL;
         out[1] = u8::from(flags & APPLE_CELL != 0 && a.cells[i + ITEM] != 0);
         out[2] = u8::from(a.cells[i + AVATAR] != 0);
-        out[3] = u8::from(dirt(flags));
+        out[3] = u8::from(dirt(flags, a.cells[i + ITEM]));
     }
 }
 

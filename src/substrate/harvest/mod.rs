@@ -296,7 +296,7 @@ impl SubstrateRules for Harvest {
     }
 
     fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
-        zap::write_global_state(layout, a, state, |_| false);
+        zap::write_global_state(layout, a, state, |_, _| false);
     }
 
     fn rebuild_cells(&self, layout: &LayoutCore, a: &mut ArenaMut) {
