@@ -147,6 +147,9 @@ fn check_map(name: &str, e: &Explanation, layout: &Layout, grid: &Grid) {
         Rules::Harvest(h) => {
             assert_eq!(items, h.apple_cells.len() + h.inside_spawns.len(), "{name}")
         }
+        Rules::CleanUp(c) => {
+            assert_eq!(items, c.apple_cells.len() + c.river_cells.len(), "{name}")
+        }
         _ => assert_eq!(items, 0, "{name}"),
     }
 }

@@ -66,6 +66,10 @@ pub(crate) const SHIPPED: [(&str, &str); 14] = [
         "commons_harvest_open",
         include_str!("../../assets/scenarios/commons_harvest_open.ron"),
     ),
+    (
+        "clean_up",
+        include_str!("../../assets/scenarios/clean_up.ron"),
+    ),
 ];
 
 /// A shipped scenario by name, else a scenario file, with `overrides` applied (keyword
