@@ -7,10 +7,12 @@
 //! given its seed.
 
 mod chemistry;
+mod cleanup;
 mod coin;
 mod cue;
 mod gift;
 mod goal;
+mod harvest;
 mod matrix;
 mod pursuit;
 
@@ -64,6 +66,14 @@ pub fn heuristics_for(
             chemistry::NAME.to_string(),
             chemistry::policy(loaded, seed, arenas),
         )],
+        (Substrate::CommonsHarvest(_), ActionSet::Chemistry8) => one(
+            harvest::NAME,
+            Box::new(harvest::SparePatches::new(scenario)),
+        ),
+        (Substrate::CleanUp(_), ActionSet::Gift9) => one(
+            cleanup::NAME,
+            Box::new(cleanup::CleanWhenScarce::new(scenario)),
+        ),
         _ => Vec::new(),
     }
 }
