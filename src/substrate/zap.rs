@@ -31,10 +31,15 @@ pub const CLEAN_TIMER: usize = 1;
 /// Action index of the zapping beam in both substrates (Melting Pot's `FIRE_ZAP`).
 pub const FIRE_ZAP: u8 = 7;
 
-/// A beam as Melting Pot's `hitBeam(length, radius)` casts it: one ray straight ahead of
-/// `length` cells, rays from the cells `k <= radius` to either side of `length - k` cells
-/// ahead, and rays of `radius` cells to either side. Each ray stops at a wall and at the first
-/// cell its `hit` accepts.
+/// A beam as Melting Pot's `hitBeam(length, radius)` casts it: one lane per lateral offset
+/// `x` in `-radius..=radius`, each a ray forward along the facing. The centre lane covers the
+/// `length` cells ahead of the avatar; the lane `x` to the side starts at the cell beside the
+/// avatar and covers `length - |x| + 1` cells, that one included (a 3 x 3 square ahead of and
+/// beside the avatar, less its own cell and the far corners, for length 3 and radius 1).
+/// Each ray stops at a wall and at the first cell its `hit` accepts. Checked against
+/// dm-meltingpot 2.4.1 for length 3 and radius 1 (the cells a cleaning beam cleans when the
+/// pollution lies beside, diagonally ahead, two or three ahead; one polluted cell per lane and
+/// shot); lanes beyond radius 1 follow the same rule by extrapolation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Beam {
     /// Cells ahead of the centre ray.
@@ -59,23 +64,16 @@ impl Beam {
         let (rx, ry) = DIRS[(f + 1) % 4];
         let p = a.pos[s];
         let (r, l) = (self.radius as i16, self.length as i16);
-        let mut ray = |a: &mut ArenaMut, (ox, oy): (i16, i16), (dx, dy): (i16, i16), len: i16| {
-            for k in 1..=len {
-                let i = layout.cell_index(ox + k * dx, oy + k * dy);
+        for x in -r..=r {
+            // The centre lane starts one ahead (the avatar's own cell is not hit).
+            let first = i16::from(x == 0);
+            for k in first..=l - x.abs() {
+                let (cx, cy) = (p.x + x * rx + k * fx, p.y + x * ry + k * fy);
+                let i = layout.cell_index(cx, cy);
                 if a.cells[i] & WALL != 0 || hit(a, i) {
-                    return;
+                    break;
                 }
             }
-        };
-        // Sideways rays first (they reach the cells beside the avatar), then the forward ones.
-        ray(a, (p.x, p.y), (-rx, -ry), r);
-        ray(a, (p.x, p.y), (rx, ry), r);
-        for x in -r..=r {
-            let origin = (p.x + x * rx, p.y + x * ry);
-            if a.cells[layout.cell_index(origin.0, origin.1)] & WALL != 0 {
-                continue;
-            }
-            ray(a, origin, (fx, fy), l - x.abs());
         }
     }
 }
