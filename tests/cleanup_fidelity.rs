@@ -141,13 +141,7 @@ fn ours(
     let per_episode = (0..episodes)
         .map(|a| {
             let c = b.counters(a);
-            stats(
-                c[0] as f64,
-                c[2] as f64,
-                c[4] as f64,
-                &apples[a],
-                &dirt[a],
-            )
+            stats(c[0] as f64, c[2] as f64, c[4] as f64, &apples[a], &dirt[a])
         })
         .collect();
     collect(per_episode)

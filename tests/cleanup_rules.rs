@@ -48,7 +48,11 @@ fn pollution_appears_at_half_a_cell_per_step_after_fifty_steps() {
     let arenas = 400;
     let mut b = batch(&orchard("HHHHHHHHHH", "max_growth_rate: 0.0,"), arenas);
     idle(&mut b, 50);
-    assert_eq!(count(&mut b, arenas, DIRT), vec![0; arenas], "none in the first 50");
+    assert_eq!(
+        count(&mut b, arenas, DIRT),
+        vec![0; arenas],
+        "none in the first 50"
+    );
     idle(&mut b, 8);
     // 8 draws of 0.5 per arena: mean 4, sd of the mean over 400 arenas 0.07.
     let dirt = count(&mut b, arenas, DIRT);
@@ -117,7 +121,11 @@ fn the_cleaning_beam_cleans_the_first_polluted_cell_of_each_ray() {
                 let k = y * 7 + x;
                 let dirty = f.items[k] == DIRT;
                 let expect = k != cell(0, 0) && !cleaned.contains(&k);
-                assert_eq!(dirty, expect, "arena {a} facing {} cell ({x}, {y})", f.facing[0]);
+                assert_eq!(
+                    dirty, expect,
+                    "arena {a} facing {} cell ({x}, {y})",
+                    f.facing[0]
+                );
                 // The global state's pollution layer agrees.
                 assert_eq!(state[a * per_arena + 4 * k + 3] != 0, dirty);
             }

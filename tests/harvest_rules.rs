@@ -131,7 +131,10 @@ fn the_global_state_is_the_whole_map_with_apples_and_avatars_at_their_cells() {
     assert_eq!(shape, [("row", 18), ("column", 24), ("byte", 4)]);
     assert_eq!(layout[0].entries[..3], ["wall", "apple", "avatar"]);
     let explained = gridarena::scenario::explain(&loaded).to_string();
-    assert!(explained.contains("global state per arena: 1728 bytes"), "{explained}");
+    assert!(
+        explained.contains("global state per arena: 1728 bytes"),
+        "{explained}"
+    );
 
     let map = &loaded.scenario.map;
     let (arenas, width) = (3, 24);

@@ -136,8 +136,8 @@ pub fn eat_apples(
     reward: f32,
     mut eaten: impl FnMut(&mut ArenaMut, usize),
 ) {
-    for s in 0..layout.agents {
-        if !a.alive[s].0 || a.pos[s] == before[s] {
+    for (s, &was) in before.iter().enumerate().take(layout.agents) {
+        if !a.alive[s].0 || a.pos[s] == was {
             continue;
         }
         let i = layout.cell_index(a.pos[s].x, a.pos[s].y);

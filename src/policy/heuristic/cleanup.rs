@@ -81,7 +81,10 @@ mod tests {
         assert_eq!(h.decide(&dirt_ahead(&ready), &mut rng), FIRE_CLEAN);
         assert_eq!(h.decide(&dirt_ahead(&cooling), &mut rng), NOOP);
         // Pollution out of reach ahead: walk to it; beside or behind: turn to it.
-        assert_eq!(h.decide(&obs(&[(6, 0, DIRT)], &[], &ready), &mut rng), FORWARD);
+        assert_eq!(
+            h.decide(&obs(&[(6, 0, DIRT)], &[], &ready), &mut rng),
+            FORWARD
+        );
         let left = obs(&[(0, -3, DIRT)], &[], &ready);
         assert_eq!(h.decide(&left, &mut rng), TURN_LEFT);
         let behind = obs(&[(-1, 2, DIRT)], &[], &ready);
