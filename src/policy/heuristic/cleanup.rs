@@ -7,7 +7,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::Decide;
-use super::harvest::{View, wander};
+use super::harvest::View;
 use crate::scenario::Scenario;
 use crate::substrate::avatars::moves::{NOOP, TURN_LEFT, TURN_RIGHT};
 use crate::substrate::cleanup::DIRT;
@@ -49,11 +49,11 @@ impl Decide for CleanWhenScarce {
             if ahead <= 0 {
                 return if lateral < 0 { TURN_LEFT } else { TURN_RIGHT };
             }
-            return v.step_to(obs, (ahead, lateral), rng);
+            return v.step_to(obs, (ahead, lateral), rng, |_, _| false);
         }
         match v.nearest(obs, 1, rng, |_, _| true) {
-            Some(target) => v.step_to(obs, target, rng),
-            None => wander(rng),
+            Some(target) => v.step_to(obs, target, rng, |_, _| false),
+            None => v.wander(obs, rng, |_, _| false),
         }
     }
 }

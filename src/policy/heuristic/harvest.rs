@@ -1,17 +1,20 @@
-//! commons_harvest's baseline: step toward the nearest visible apple that has another apple
-//! beside it, leaving every apple with no visible neighbour standing (the last apple of a
-//! patch is what lets it regrow); a random move or turn when no such apple is visible. It
-//! never zaps. Also the window reading clean_up's baseline shares.
+//! commons_harvest's baseline: step toward the nearest visible apple with at least [`KEEP`] = 3
+//! others standing within the regrowth radius (2), and never eat (or step onto) an apple with
+//! fewer: the last apples of a patch are what let it regrow, fastest with 3 or more nearby. A
+//! random move or turn when no such apple is visible. It never zaps. Also the window reading clean_up's baseline shares.
 
 use rand_chacha::ChaCha8Rng;
 
 use super::{Decide, Nearest, draw, step_toward};
 use crate::scenario::{Scenario, Window};
 use crate::substrate::avatars::AVATAR_CELL_BYTES;
-use crate::substrate::avatars::moves::{BACKWARD, FORWARD, STEP_LEFT, STEP_RIGHT};
+use crate::substrate::avatars::moves::{BACKWARD, FORWARD, STEP_LEFT, STEP_RIGHT, TURN_LEFT};
 
 /// The display name.
-pub(super) const NAME: &str = "nearest apple, never the last of a patch";
+pub(super) const NAME: &str = "nearest apple of a dense patch, never the last ones";
+
+/// An apple is eaten only with at least this many others within the regrowth radius.
+pub(super) const KEEP: usize = 3;
 
 /// A facing-rotated window read in (ahead, lateral) coordinates: lateral grows to the right.
 #[derive(Clone, Copy)]
@@ -58,18 +61,47 @@ impl View {
             .filter(|&c| c != (0, 0))
     }
 
-    /// The step toward (ahead, lateral), around walls and avatars; a random move or turn
-    /// when both axes are blocked.
-    pub(super) fn step_to(self, obs: &[u8], target: (i32, i32), rng: &mut ChaCha8Rng) -> u8 {
-        let free = |a: i32, l: i32| self.cell(obs, a, l).is_some_and(|c| c[0] == 0 && c[2] == 0);
-        let blocked = |action: u8| match action {
-            FORWARD => !free(1, 0),
-            BACKWARD => !free(-1, 0),
-            STEP_LEFT => !free(0, -1),
-            _ => !free(0, 1),
-        };
+    /// The step toward (ahead, lateral), around walls, avatars and the cells `avoid` names;
+    /// a random move or turn that enters none of them when both axes are blocked.
+    pub(super) fn step_to(
+        self,
+        obs: &[u8],
+        target: (i32, i32),
+        rng: &mut ChaCha8Rng,
+        avoid: impl Fn(i32, i32) -> bool,
+    ) -> u8 {
         let steps = [STEP_LEFT, STEP_RIGHT, FORWARD, BACKWARD];
-        step_toward(target.1, -target.0, steps, rng, blocked).unwrap_or_else(|| wander(rng))
+        let blocked = |action: u8| self.blocked(obs, action, &avoid);
+        step_toward(target.1, -target.0, steps, rng, blocked)
+            .unwrap_or_else(|| self.wander(obs, rng, &avoid))
+    }
+
+    /// Whether move `action` (forward, backward, step left or right) is blocked by a wall, an
+    /// avatar or a cell `avoid` names.
+    fn blocked(self, obs: &[u8], action: u8, avoid: impl Fn(i32, i32) -> bool) -> bool {
+        let (a, l) = match action {
+            FORWARD => (1, 0),
+            BACKWARD => (-1, 0),
+            STEP_LEFT => (0, -1),
+            _ => (0, 1),
+        };
+        let open = self.cell(obs, a, l).is_some_and(|c| c[0] == 0 && c[2] == 0);
+        !open || avoid(a, l)
+    }
+
+    /// A random move or turn (actions 1-6); a move into a cell `avoid` names turns instead.
+    pub(super) fn wander(
+        self,
+        obs: &[u8],
+        rng: &mut ChaCha8Rng,
+        avoid: impl Fn(i32, i32) -> bool,
+    ) -> u8 {
+        let a = 1 + draw(rng, 6) as u8;
+        if a <= STEP_RIGHT && self.blocked(obs, a, &avoid) {
+            TURN_LEFT + draw(rng, 2) as u8
+        } else {
+            a
+        }
     }
 
     /// The nearest cell (Manhattan distance) whose item byte is `item` and `keep` accepts.
@@ -90,11 +122,6 @@ impl View {
     }
 }
 
-/// A random move or turn (actions 1-6).
-pub(super) fn wander(rng: &mut ChaCha8Rng) -> u8 {
-    1 + draw(rng, 6) as u8
-}
-
 /// commons_harvest's heuristic for a scenario's window.
 pub(super) struct SparePatches {
     view: View,
@@ -112,14 +139,20 @@ impl SparePatches {
 impl Decide for SparePatches {
     fn decide(&self, obs: &[u8], rng: &mut ChaCha8Rng) -> u8 {
         let v = self.view;
+        // Enough apples left within the regrowth radius (2) keep the patch growing back.
         let has_neighbour = |a: i32, l: i32| {
-            [(1, 0), (-1, 0), (0, 1), (0, -1)]
-                .iter()
-                .any(|&(da, dl)| v.item(obs, a + da, l + dl) != 0)
+            (-2..=2_i32)
+                .flat_map(|da| (-2..=2_i32).map(move |dl| (da, dl)))
+                .filter(|&(da, dl)| (da, dl) != (0, 0) && da * da + dl * dl <= 4)
+                .filter(|&(da, dl)| v.item(obs, a + da, l + dl) != 0)
+                .count()
+                >= KEEP
         };
+        // Never walk over a lone apple: entering its cell would eat it.
+        let lone = |a: i32, l: i32| v.item(obs, a, l) != 0 && !has_neighbour(a, l);
         match v.nearest(obs, 1, rng, has_neighbour) {
-            Some(target) => v.step_to(obs, target, rng),
-            None => wander(rng),
+            Some(target) => v.step_to(obs, target, rng, lone),
+            None => v.wander(obs, rng, lone),
         }
     }
 }
@@ -152,28 +185,45 @@ pub(super) mod tests {
         o
     }
 
+    /// A plus-shaped patch of five apples centred at (ahead, lateral): the centre has four
+    /// neighbours, each arm three (within radius 2).
+    fn patch(a: i32, l: i32) -> Vec<(i32, i32, u8)> {
+        [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
+            .iter()
+            .map(|&(da, dl)| (a + da, l + dl, 1))
+            .collect()
+    }
+
     #[test]
-    fn it_walks_to_the_nearest_apple_of_a_patch_and_spares_lone_apples() {
+    fn it_walks_to_the_nearest_apple_of_a_dense_patch_and_spares_the_last_ones() {
         let h = SparePatches {
             view: View { window: W },
         };
         let mut rng = stream(2, 0, Purpose::Policy);
-        // A pair three ahead: forward.
-        let pair = obs(&[(3, 0, 1), (4, 0, 1)], &[], &[1, 1]);
-        assert_eq!(h.decide(&pair, &mut rng), FORWARD);
-        // A lone apple beside the agent is spared for the pair two to the right.
-        let lone = obs(&[(0, -1, 1), (0, 2, 1), (1, 2, 1)], &[], &[1, 1]);
-        assert_eq!(h.decide(&lone, &mut rng), STEP_RIGHT);
-        // Behind: backward.
-        let behind = obs(&[(-1, 0, 1), (-1, 1, 1)], &[], &[1, 1]);
-        assert_eq!(h.decide(&behind, &mut rng), BACKWARD);
+        // A patch ahead: forward to its nearest arm, two ahead.
+        assert_eq!(
+            h.decide(&obs(&patch(3, 0), &[], &[1, 1]), &mut rng),
+            FORWARD
+        );
+        // A pair beside the agent (one neighbour each) is spared for the patch to the right.
+        let mut items = patch(0, 4);
+        items.extend([(0, -1, 1), (1, -1, 1)]);
+        assert_eq!(h.decide(&obs(&items, &[], &[1, 1]), &mut rng), STEP_RIGHT);
+        // A row of five just behind: backward onto its middle.
+        let row: Vec<_> = (-2..=2).map(|l| (-1, l, 1)).collect();
+        assert_eq!(h.decide(&obs(&row, &[], &[1, 1]), &mut rng), BACKWARD);
         // A wall ahead: step right first.
-        let walled = obs(&[(3, 1, 1), (3, 2, 1)], &[(1, 0)], &[1, 1]);
+        let walled = obs(&patch(4, 2), &[(1, 0)], &[1, 1]);
         assert_eq!(h.decide(&walled, &mut rng), STEP_RIGHT);
-        // Only lone apples: a move or a turn, never a zap.
-        for _ in 0..50 {
-            let a = h.decide(&obs(&[(2, 0, 1), (0, 3, 1)], &[], &[1, 1]), &mut rng);
-            assert!((1..=6).contains(&a), "{a}");
+        // A spared apple ahead blocks the way like a wall.
+        let mut items = patch(4, 2);
+        items.push((1, 0, 1));
+        assert_eq!(h.decide(&obs(&items, &[], &[1, 1]), &mut rng), STEP_RIGHT);
+        // Only sparse apples: a move or a turn, never a zap, never onto the apple beside.
+        for _ in 0..100 {
+            let sparse = obs(&[(1, 0, 1), (2, 0, 1), (0, 3, 1)], &[], &[1, 1]);
+            let a = h.decide(&sparse, &mut rng);
+            assert!((1..=6).contains(&a) && a != FORWARD, "{a}");
         }
     }
 }
