@@ -3,7 +3,7 @@
 exact trajectories and many resets, written as the JSON samples tests/lbf_fidelity.rs replays
 and compares gridarena's LBF substrate against.
 
-    python3 python/scripts/lbforaging_sample.py
+    python3 python/scripts/lbforaging_sample.py [--venv-only]
 
 The script creates (or reuses) its own virtualenv at python/scripts/.venv-lbf with pinned
 versions, re-runs itself inside it and writes tests/data/lbf/*.json. Rerun it whenever
@@ -179,6 +179,8 @@ def write(path, obj):
 
 def main():
     ensure_venv()
+    if "--venv-only" in sys.argv:
+        return
     import platform
 
     import lbforaging  # noqa: F401
