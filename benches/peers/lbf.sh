@@ -31,7 +31,7 @@ ga() { # ga SCENARIO: env steps/s (arena-steps/s) of gridarena bench env on one 
     local out
     out="$(taskset -c 0 "$gridarena" bench env --scenario "assets/scenarios/$1.ron" --threads 1 2>&1)"
     echo "$out" | sed 's/^/    /' >&2
-    echo "$out" | sed -n 's/.*env steps\/s[^0-9]*\([0-9][0-9.,]*\).*/\1/p' | tr -d , | tail -1
+    echo "$out" | sed -n 's/^env-steps\/s (median): *\([0-9.]*\).*/\1/p' | tail -1
 }
 lbf() { # lbf CONFIG
     local out
