@@ -13,12 +13,12 @@
 //! column marginals of agents and food, plus exact invariants (food off the border, never
 //! within one cell or two in line of another food, levels in range).
 
+use gridarena::components::{Alive, AppliedAction};
 use gridarena::components::{GridPos, StepReward};
 use gridarena::layout::Layout;
 use gridarena::substrate::lbf::{CellLayout, rules};
 use gridarena::substrate::{ArenaState, Rules, transition};
 use gridarena::{EnvBatch, Scenario};
-use gridarena::components::{Alive, AppliedAction};
 use serde_json::Value;
 
 const TRAJECTORIES: &str = include_str!("data/lbf/trajectories.json");
@@ -27,10 +27,19 @@ const RESETS: &str = include_str!("data/lbf/resets.json");
 /// A scenario with lbforaging's keyword arguments.
 fn scenario(kw: &Value) -> String {
     let size = kw["field_size"][0].as_u64().unwrap() as usize;
-    let opt = |v: &Value| v.as_u64().map_or("None".to_string(), |n| format!("Some({n})"));
+    let opt = |v: &Value| {
+        v.as_u64()
+            .map_or("None".to_string(), |n| format!("Some({n})"))
+    };
     let sight = kw["sight"].as_u64().unwrap();
-    let sight = if sight as usize == size { "None".to_string() } else { format!("Some({sight})") };
-    let map: Vec<String> = (0..size).map(|_| format!("\"{}\"", ".".repeat(size))).collect();
+    let sight = if sight as usize == size {
+        "None".to_string()
+    } else {
+        format!("Some({sight})")
+    };
+    let map: Vec<String> = (0..size)
+        .map(|_| format!("\"{}\"", ".".repeat(size)))
+        .collect();
     format!(
         "Scenario(name: \"lbf\", substrate: LevelBasedForaging((max_num_food: {}, \
          min_player_level: {}, max_player_level: {}, min_food_level: {}, max_food_level: {}, \
@@ -62,12 +71,23 @@ fn cell_layout(layout: &Layout) -> CellLayout {
 }
 
 fn ints(v: &Value) -> Vec<i64> {
-    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect()
 }
 
 /// (row, column) pairs.
 fn cells_of(v: &Value) -> Vec<(i16, i16)> {
-    v.as_array().unwrap().iter().map(|p| { let p = ints(p); (p[0] as i16, p[1] as i16) }).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = ints(p);
+            (p[0] as i16, p[1] as i16)
+        })
+        .collect()
 }
 
 /// Present foods as (row, column, level), in (row, column) order.
@@ -101,7 +121,11 @@ fn check_obs(layout: &Layout, s: &mut ArenaState, want: &Value, at: &str) {
     let o = layout.obs_len;
     let obs = s.observe(layout).to_vec();
     for (slot, w) in want.as_array().unwrap().iter().enumerate() {
-        assert_eq!(obs_as_lbforaging(&obs[slot * o..(slot + 1) * o]), ints(w), "{at}: agent {slot}'s observation");
+        assert_eq!(
+            obs_as_lbforaging(&obs[slot * o..(slot + 1) * o]),
+            ints(w),
+            "{at}: agent {slot}'s observation"
+        );
     }
 }
 
@@ -117,7 +141,10 @@ fn every_recorded_lbforaging_step_replays_exactly() {
         let cl = cell_layout(&layout);
         let max_steps = kw["max_episode_steps"].as_u64().unwrap() as usize;
         for (e, ep) in config["episodes"].as_array().unwrap().iter().enumerate() {
-            let pos: Vec<GridPos> = cells_of(&ep["pos"]).iter().map(|&(r, c)| GridPos { x: c, y: r }).collect();
+            let pos: Vec<GridPos> = cells_of(&ep["pos"])
+                .iter()
+                .map(|&(r, c)| GridPos { x: c, y: r })
+                .collect();
             let mut s = ArenaState::new(&layout, pos, vec![Alive(true); layout.agents]);
             for (slot, l) in ints(&ep["levels"]).iter().enumerate() {
                 s.cells[CellLayout::LEVELS + slot] = *l as u8;
@@ -133,13 +160,29 @@ fn every_recorded_lbforaging_step_replays_exactly() {
             check_obs(&layout, &mut s, &ep["obs"], &at);
             for (t, step) in ep["steps"].as_array().unwrap().iter().enumerate() {
                 let at = format!("{name} episode {e} step {}", t + 1);
-                let applied: Vec<AppliedAction> = ints(&step["a"]).iter().map(|&a| AppliedAction(a as u8)).collect();
+                let applied: Vec<AppliedAction> = ints(&step["a"])
+                    .iter()
+                    .map(|&a| AppliedAction(a as u8))
+                    .collect();
                 let outcome = transition(&layout, &mut s, &applied);
                 let got: Vec<(i16, i16)> = s.pos.iter().map(|p| (p.y, p.x)).collect();
                 assert_eq!(got, cells_of(&step["pos"]), "{at}: positions");
-                let want_food: Vec<[i64; 3]> = step["food"].as_array().unwrap().iter().map(|f| { let f = ints(f); [f[0], f[1], f[2]] }).collect();
+                let want_food: Vec<[i64; 3]> = step["food"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| {
+                        let f = ints(f);
+                        [f[0], f[1], f[2]]
+                    })
+                    .collect();
                 assert_eq!(foods(cl, &s.cells), want_food, "{at}: food");
-                let want_r: Vec<f32> = step["r"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap() as f32).collect();
+                let want_r: Vec<f32> = step["r"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_f64().unwrap() as f32)
+                    .collect();
                 let got_r: Vec<f32> = s.rewards().iter().map(|r: &StepReward| r.0).collect();
                 assert_eq!(got_r, want_r, "{at}: rewards");
                 loads += want_r.iter().filter(|&&r| r > 0.0).count();
@@ -147,14 +190,21 @@ fn every_recorded_lbforaging_step_replays_exactly() {
                 // lbforaging's done is ours terminated (no food left) or truncated (max_steps).
                 let done = outcome.terminated || t + 1 >= max_steps;
                 assert_eq!(done, step["done"].as_bool().unwrap(), "{at}: done");
-                assert_eq!(mask_bits(&layout, cl, &s), ints(&step["mask"]), "{at}: masks");
+                assert_eq!(
+                    mask_bits(&layout, cl, &s),
+                    ints(&step["mask"]),
+                    "{at}: masks"
+                );
                 check_obs(&layout, &mut s, &step["obs"], &at);
                 steps += 1;
             }
         }
     }
     // The sample exercises what it is meant to: many steps, loads and failed loads.
-    assert!(steps > 2000 && loads > 30 && penalties > 100, "{steps} steps, {loads} loads, {penalties} penalties");
+    assert!(
+        steps > 2000 && loads > 30 && penalties > 100,
+        "{steps} steps, {loads} loads, {penalties} penalties"
+    );
 }
 
 /// The chi-square statistic of a two-sample homogeneity test over categories, and its degrees
@@ -227,14 +277,31 @@ impl Hist {
             self.food_row[f[0] as usize] += 1;
             self.food_col[f[1] as usize] += 1;
             // Invariants: off the border, apart from other food, level in range.
-            assert!(f[0] >= 1 && f[0] <= size - 2 && f[1] >= 1 && f[1] <= size - 2, "{f:?} on the border");
+            assert!(
+                f[0] >= 1 && f[0] <= size - 2 && f[1] >= 1 && f[1] <= size - 2,
+                "{f:?} on the border"
+            );
             for g in &foods[..i] {
                 let (dr, dc) = ((f[0] - g[0]).abs(), (f[1] - g[1]).abs());
-                assert!(!(dr <= 1 && dc <= 1) && !(dr == 0 && dc <= 2) && !(dc == 0 && dr <= 2), "{f:?} next to {g:?}");
+                assert!(
+                    !(dr <= 1 && dc <= 1) && !(dr == 0 && dc <= 2) && !(dc == 0 && dr <= 2),
+                    "{f:?} next to {g:?}"
+                );
             }
-            let lo = if kw["force_coop"].as_bool().unwrap() { top } else { kw["min_food_level"].as_i64().unwrap() };
-            assert!(f[2] >= lo && f[2] <= top, "food level {} outside {lo}..={top}", f[2]);
-            assert!(agents.iter().all(|a| (a[0], a[1]) != (f[0], f[1])), "food under an agent");
+            let lo = if kw["force_coop"].as_bool().unwrap() {
+                top
+            } else {
+                kw["min_food_level"].as_i64().unwrap()
+            };
+            assert!(
+                f[2] >= lo && f[2] <= top,
+                "food level {} outside {lo}..={top}",
+                f[2]
+            );
+            assert!(
+                agents.iter().all(|a| (a[0], a[1]) != (f[0], f[1])),
+                "food under an agent"
+            );
         }
     }
 }
@@ -251,8 +318,20 @@ fn resets_are_distributed_as_lbforaging_resets() {
         let mut theirs = Hist::new(size, foods_max);
         for r in resets {
             let levels = ints(&r["levels"]);
-            let agents: Vec<[i64; 3]> = cells_of(&r["pos"]).iter().zip(&levels).map(|(&(y, x), &l)| [y as i64, x as i64, l]).collect();
-            let foods: Vec<[i64; 3]> = r["food"].as_array().unwrap().iter().map(|f| { let f = ints(f); [f[0], f[1], f[2]] }).collect();
+            let agents: Vec<[i64; 3]> = cells_of(&r["pos"])
+                .iter()
+                .zip(&levels)
+                .map(|(&(y, x), &l)| [y as i64, x as i64, l])
+                .collect();
+            let foods: Vec<[i64; 3]> = r["food"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    let f = ints(f);
+                    [f[0], f[1], f[2]]
+                })
+                .collect();
             theirs.add(&agents, &foods, size as i64, kw);
         }
         let loaded = Scenario::parse(&scenario(kw), "lbf.ron").unwrap();
@@ -262,10 +341,18 @@ fn resets_are_distributed_as_lbforaging_resets() {
         let mut ours = Hist::new(size, foods_max);
         for arena in 0..n {
             let (pos, cells) = b.with_arena(arena, |_, a| (a.pos.to_vec(), a.cells.to_vec()));
-            let agents: Vec<[i64; 3]> = pos.iter().enumerate().map(|(s, p)| [p.y as i64, p.x as i64, cl.level(&cells, s) as i64]).collect();
+            let agents: Vec<[i64; 3]> = pos
+                .iter()
+                .enumerate()
+                .map(|(s, p)| [p.y as i64, p.x as i64, cl.level(&cells, s) as i64])
+                .collect();
             let f = foods(cl, &cells);
             let spawned: i64 = f.iter().map(|f| f[2]).sum();
-            assert_eq!(CellLayout::food_spawned(&cells) as i64, spawned, "food_spawned is the food levels' sum");
+            assert_eq!(
+                CellLayout::food_spawned(&cells) as i64,
+                spawned,
+                "food_spawned is the food levels' sum"
+            );
             ours.add(&agents, &f, size as i64, kw);
         }
         let tests: [(&str, &Vec<u64>, &Vec<u64>); 7] = [
@@ -280,10 +367,17 @@ fn resets_are_distributed_as_lbforaging_resets() {
         for (what, a, b) in tests {
             // A category common on one side and absent on the other is a difference in kind.
             for (k, (&x, &y)) in a.iter().zip(b.iter()).enumerate() {
-                assert!(x + y < 20 || (x > 0 && y > 0), "{name} {what}: category {k} seen {x} times here, {y} in lbforaging");
+                assert!(
+                    x + y < 20 || (x > 0 && y > 0),
+                    "{name} {what}: category {k} seen {x} times here, {y} in lbforaging"
+                );
             }
             let (stat, df) = chi_square(a, b);
-            let seen = a.iter().zip(b.iter()).rposition(|(&x, &y)| x + y > 0).map_or(0, |k| k + 1);
+            let seen = a
+                .iter()
+                .zip(b.iter())
+                .rposition(|(&x, &y)| x + y > 0)
+                .map_or(0, |k| k + 1);
             assert!(
                 stat <= critical(df),
                 "{name} {what}: chi-square {stat:.1} > {:.1} (df {df}); ours {:?}, lbforaging {:?}",

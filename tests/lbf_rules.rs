@@ -91,7 +91,8 @@ fn invalid_actions_are_taken_as_none_and_the_mask_says_which_are_valid() {
     });
     // none, north, south, west, east, load
     assert_eq!(mask, vec![1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]);
-    b.actions_mut().copy_from_slice(&[rules::NORTH, rules::LOAD]);
+    b.actions_mut()
+        .copy_from_slice(&[rules::NORTH, rules::LOAD]);
     b.step().unwrap();
     assert_eq!(b.applied_actions(0), vec![rules::NONE, rules::NONE]);
     assert_eq!(b.agents(0)[0].0, GridPos { x: 0, y: 0 });
@@ -131,6 +132,8 @@ fn the_observation_is_lbforagings_vector_shifted_by_one() {
     // Full sight: absolute (row + 1, column + 1, level); foods, then itself, then the other.
     assert_eq!(
         b.buffers().obs,
-        vec![2, 2, 2, 0, 0, 0, 1, 5, 2, 4, 2, 1, 2, 2, 2, 0, 0, 0, 4, 2, 1, 1, 5, 2]
+        vec![
+            2, 2, 2, 0, 0, 0, 1, 5, 2, 4, 2, 1, 2, 2, 2, 0, 0, 0, 4, 2, 1, 1, 5, 2
+        ]
     );
 }

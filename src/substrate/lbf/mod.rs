@@ -132,7 +132,11 @@ impl SubstrateRules for Lbf {
         })
     }
 
-    fn check_params(p: &LbfParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(
+        p: &LbfParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
         c.finite(&sub("penalty"), p.penalty)?;
         let at_least_one = [
@@ -150,14 +154,20 @@ impl SubstrateRules for Lbf {
         if p.max_player_level < p.min_player_level {
             return Err(c.bad(
                 &sub("max_player_level"),
-                format!("max_player_level {} is below min_player_level {}", p.max_player_level, p.min_player_level),
+                format!(
+                    "max_player_level {} is below min_player_level {}",
+                    p.max_player_level, p.min_player_level
+                ),
                 "at least min_player_level",
             ));
         }
         if p.max_player_level > 85 {
             return Err(c.bad(
                 &sub("max_player_level"),
-                format!("max_player_level {} lets a food level (three agents' sum) pass 255", p.max_player_level),
+                format!(
+                    "max_player_level {} lets a food level (three agents' sum) pass 255",
+                    p.max_player_level
+                ),
                 "at most 85",
             ));
         }
@@ -169,7 +179,10 @@ impl SubstrateRules for Lbf {
         if p.min_food_level > lowest_max {
             return Err(c.bad(
                 &sub("min_food_level"),
-                format!("min_food_level {} can exceed the highest food level {lowest_max}", p.min_food_level),
+                format!(
+                    "min_food_level {} can exceed the highest food level {lowest_max}",
+                    p.min_food_level
+                ),
                 format!("at most {lowest_max}"),
             ));
         }
@@ -191,7 +204,10 @@ impl SubstrateRules for Lbf {
             return Err(c.bad(
                 &[f("roles")],
                 format!("{agents} agents on a {rows} x {cols} field"),
-                format!("at most {} agents, one per cell", rules::MAX_AGENTS.min(rows * cols)),
+                format!(
+                    "at most {} agents, one per cell",
+                    rules::MAX_AGENTS.min(rows * cols)
+                ),
             ));
         }
         Ok(())
@@ -302,7 +318,14 @@ impl SubstrateRules for Lbf {
         for k in 0..self.cells.foods {
             if let Some((r, c, level)) = self.cells.food_at(&frame.items, k) {
                 let size = 0.15 + 0.25 * level as f32 / top;
-                out.push(square(c as f32, r as f32, size, rgb([90, 170, 60]), shape::DISC, 0.0));
+                out.push(square(
+                    c as f32,
+                    r as f32,
+                    size,
+                    rgb([90, 170, 60]),
+                    shape::DISC,
+                    0.0,
+                ));
             }
         }
     }

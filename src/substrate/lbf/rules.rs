@@ -143,7 +143,11 @@ pub fn write_action_mask(
     cells: &[u8],
     mask: &mut [u8],
 ) {
-    for (slot, row) in mask.chunks_exact_mut(ACTIONS).enumerate().take(layout.learners) {
+    for (slot, row) in mask
+        .chunks_exact_mut(ACTIONS)
+        .enumerate()
+        .take(layout.learners)
+    {
         for (a, m) in row.iter_mut().enumerate() {
             *m = u8::from(valid(layout, cl, cells, pos[slot], a as u8));
         }
@@ -256,7 +260,11 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
                 && (top..=bottom).contains(&r)
                 && (left..=right).contains(&c)
             {
-                out[3 * n..3 * n + 3].copy_from_slice(&[(r - top + 1) as u8, (c - left + 1) as u8, level]);
+                out[3 * n..3 * n + 3].copy_from_slice(&[
+                    (r - top + 1) as u8,
+                    (c - left + 1) as u8,
+                    level,
+                ]);
                 n += 1;
             }
         }
@@ -276,7 +284,13 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
 
 /// The whole arena, no sight limit: per agent slot (row, column, level), then per food slot
 /// (row, column, level, present); the same layout in every arena.
-pub fn write_global_state(layout: &LayoutCore, cl: CellLayout, pos: &[GridPos], cells: &[u8], state: &mut [u8]) {
+pub fn write_global_state(
+    layout: &LayoutCore,
+    cl: CellLayout,
+    pos: &[GridPos],
+    cells: &[u8],
+    state: &mut [u8],
+) {
     for (s, p) in pos.iter().enumerate().take(layout.agents) {
         state[3 * s..3 * s + 3].copy_from_slice(&[p.y as u8, p.x as u8, cl.level(cells, s)]);
     }
@@ -295,7 +309,9 @@ pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     let cl = lbf.cells;
     let p = &lbf.params;
     let rng: &mut ChaCha8Rng = &mut a.rng.spawn;
-    let uniform = |rng: &mut ChaCha8Rng, lo: u8, hi: u8| lo + below(rng.next_u32(), (hi - lo) as u32 + 1) as u8;
+    let uniform = |rng: &mut ChaCha8Rng, lo: u8, hi: u8| {
+        lo + below(rng.next_u32(), (hi - lo) as u32 + 1) as u8
+    };
     let m = layout.agents;
     let mut sorted = [0u8; MAX_AGENTS];
     for s in 0..m {
@@ -304,9 +320,13 @@ pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         sorted[s] = level;
     }
     sorted[..m].sort_unstable();
-    let max = p
-        .max_food_level
-        .unwrap_or_else(|| sorted[..m.min(3)].iter().map(|&l| l as u32).sum::<u32>().min(255) as u8);
+    let max = p.max_food_level.unwrap_or_else(|| {
+        sorted[..m.min(3)]
+            .iter()
+            .map(|&l| l as u32)
+            .sum::<u32>()
+            .min(255) as u8
+    });
     let min = if p.force_coop { max } else { p.min_food_level };
     a.cells[cl.food(0)..cl.food(cl.foods)].fill(0);
     let (h, w) = (layout.height as u32, layout.width as u32);
@@ -323,7 +343,11 @@ pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         if crowded || a.pos[..m].iter().any(|q| q.y == row && q.x == col) {
             continue;
         }
-        let level = if min == max { min } else { uniform(rng, min, max) };
+        let level = if min == max {
+            min
+        } else {
+            uniform(rng, min, max)
+        };
         let f = cl.food(placed);
         a.cells[f..f + 4].copy_from_slice(&[row as u8, col as u8, level, 1]);
         placed += 1;
@@ -331,7 +355,9 @@ pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     // Keep the foods in (row, column) order: the order observations list them in.
     for i in 1..placed {
         let mut j = i;
-        while j > 0 && a.cells[cl.food(j - 1)..cl.food(j - 1) + 2] > a.cells[cl.food(j)..cl.food(j) + 2] {
+        while j > 0
+            && a.cells[cl.food(j - 1)..cl.food(j - 1) + 2] > a.cells[cl.food(j)..cl.food(j) + 2]
+        {
             for b in 0..4 {
                 a.cells.swap(cl.food(j - 1) + b, cl.food(j) + b);
             }
