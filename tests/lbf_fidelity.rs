@@ -283,10 +283,9 @@ impl Hist {
             );
             for g in &foods[..i] {
                 let (dr, dc) = ((f[0] - g[0]).abs(), (f[1] - g[1]).abs());
-                assert!(
-                    !(dr <= 1 && dc <= 1) && !(dr == 0 && dc <= 2) && !(dc == 0 && dr <= 2),
-                    "{f:?} next to {g:?}"
-                );
+                let too_close =
+                    (dr <= 1 && dc <= 1) || (dr == 0 && dc <= 2) || (dc == 0 && dr <= 2);
+                assert!(!too_close, "{f:?} next to {g:?}");
             }
             let lo = if kw["force_coop"].as_bool().unwrap() {
                 top

@@ -314,10 +314,10 @@ pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     };
     let m = layout.agents;
     let mut sorted = [0u8; MAX_AGENTS];
-    for s in 0..m {
+    for (s, sorted) in sorted.iter_mut().enumerate().take(m) {
         let level = uniform(rng, p.min_player_level, p.max_player_level);
         a.cells[CellLayout::LEVELS + s] = level;
-        sorted[s] = level;
+        *sorted = level;
     }
     sorted[..m].sort_unstable();
     let max = p.max_food_level.unwrap_or_else(|| {
