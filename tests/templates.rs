@@ -85,6 +85,7 @@ fn param_fields(s: &Substrate) -> Vec<&'static str> {
         Substrate::MatrixGame(_) => fields_of::<MatrixParams>(),
         Substrate::WalkToGoal(_) => fields_of::<GoalParams>(),
         Substrate::CueMemory(_) => fields_of::<CueParams>(),
+        Substrate::LevelBasedForaging(_) => fields_of::<gridarena::substrate::lbf::LbfParams>(),
     }
 }
 
@@ -145,7 +146,7 @@ fn comment_above(lines: &[&str], at: usize) -> String {
 fn every_substrate_has_one_template_and_it_is_valid_as_written() {
     let templates = template::templates();
     let summaries = template::summaries();
-    assert_eq!(templates.len(), 7, "one template per registry line");
+    assert_eq!(templates.len(), 8, "one template per registry line");
     assert_eq!(summaries.len(), templates.len());
     for ((name, text), (summary_name, summary)) in templates.iter().zip(summaries) {
         assert_eq!(name, summary_name);
@@ -332,7 +333,7 @@ fn new_writes_every_template_and_check_accepts_it() {
         assert_eq!(loaded.scenario.name, format!("my_{name}"));
     }
     // Nothing but the written files: no temporary left behind.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 7);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 8);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The shipped scenarios, embedded so `scenario="coin_game"` works from any directory.
-pub(crate) const SHIPPED: [(&str, &str); 13] = [
+pub(crate) const SHIPPED: [(&str, &str); 21] = [
     (
         "pursuit",
         include_str!("../../assets/scenarios/pursuit.ron"),
@@ -61,6 +61,38 @@ pub(crate) const SHIPPED: [(&str, &str); 13] = [
     (
         "stag_hunt",
         include_str!("../../assets/scenarios/stag_hunt.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f_coop",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f_coop.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f_2s",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f_2s.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f_coop",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f_coop.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f_2s",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f_2s.ron"),
+    ),
+    (
+        "lbf_15x15_4p_3f",
+        include_str!("../../assets/scenarios/lbf_15x15_4p_3f.ron"),
+    ),
+    (
+        "lbf_15x15_4p_3f_coop",
+        include_str!("../../assets/scenarios/lbf_15x15_4p_3f_coop.ron"),
     ),
 ];
 

@@ -39,4 +39,6 @@ substrates! {
     WalkToGoal(goal::GoalParams) => Goal(goal::Goal) in "goal/mod.rs",
     /// A memory task: a cue at the first step decides which action pays at the last.
     CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
+    /// Level-Based Foraging (lbforaging 2.0): agents load food whose level their levels reach.
+    LevelBasedForaging(lbf::LbfParams) => Lbf(lbf::Lbf) in "lbf/mod.rs",
 }

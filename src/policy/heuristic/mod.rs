@@ -11,6 +11,7 @@ mod coin;
 mod cue;
 mod gift;
 mod goal;
+mod lbf;
 mod matrix;
 mod pursuit;
 
@@ -64,6 +65,12 @@ pub fn heuristics_for(
             chemistry::NAME.to_string(),
             chemistry::policy(loaded, seed, arenas),
         )],
+        (Substrate::LevelBasedForaging(p), ActionSet::Choose(6)) => one(
+            lbf::NAME,
+            Box::new(lbf::ClosestFood {
+                foods: p.max_num_food as usize,
+            }),
+        ),
         _ => Vec::new(),
     }
 }
