@@ -39,4 +39,6 @@ substrates! {
     WalkToGoal(goal::GoalParams) => Goal(goal::Goal) in "goal/mod.rs",
     /// A memory task: a cue at the first step decides which action pays at the last.
     CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
+    /// JaxMARL's Overcooked: two cooks, onions, pots, plates and a serving cell.
+    Overcooked(overcooked::OvercookedParams) => Overcooked(overcooked::Overcooked) in "overcooked/mod.rs",
 }
