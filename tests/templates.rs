@@ -14,6 +14,7 @@ use gridarena::scenario::{
 };
 use gridarena::substrate::cue::CueParams;
 use gridarena::substrate::goal::GoalParams;
+use gridarena::substrate::overcooked::OvercookedParams;
 use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, config::RunConfig, train};
@@ -85,6 +86,7 @@ fn param_fields(s: &Substrate) -> Vec<&'static str> {
         Substrate::MatrixGame(_) => fields_of::<MatrixParams>(),
         Substrate::WalkToGoal(_) => fields_of::<GoalParams>(),
         Substrate::CueMemory(_) => fields_of::<CueParams>(),
+        Substrate::Overcooked(_) => fields_of::<OvercookedParams>(),
     }
 }
 

@@ -12,6 +12,7 @@ mod cue;
 mod gift;
 mod goal;
 mod matrix;
+mod overcooked;
 mod pursuit;
 
 use rand_chacha::ChaCha8Rng;
@@ -64,6 +65,10 @@ pub fn heuristics_for(
             chemistry::NAME.to_string(),
             chemistry::policy(loaded, seed, arenas),
         )],
+        (Substrate::Overcooked(_), ActionSet::Choose(6)) => one(
+            overcooked::NAME,
+            Box::new(overcooked::GreedyCook::new(&loaded.grid)),
+        ),
         _ => Vec::new(),
     }
 }
