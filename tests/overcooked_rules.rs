@@ -148,3 +148,17 @@ fn the_greedy_cook_serves_soup_where_random_play_does_not() {
     assert!(greedy >= 100.0, "greedy cook: {greedy} per episode");
     assert!(random < 20.0, "random: {random} per episode");
 }
+
+#[test]
+fn the_run_config_anneals_the_shaped_rewards_linearly() {
+    use gridarena::train::config::RunConfig;
+    let text = "RunConfig(reward_shaping: Some((start: 1.0, end: 0.0, steps: 1000)))";
+    let cfg = RunConfig::parse_valid(text, "shaping.ron").unwrap();
+    assert_eq!(cfg.reward_shaping_at(0), 1.0);
+    assert_eq!(cfg.reward_shaping_at(250), 0.75);
+    assert_eq!(cfg.reward_shaping_at(5000), 0.0);
+    assert_eq!(RunConfig::default().reward_shaping_at(5000), 1.0);
+    let bad = "RunConfig(reward_shaping: Some((start: 1.0, end: 0.0, steps: 0)))";
+    let err = RunConfig::parse_valid(bad, "bad.ron").unwrap_err().to_string();
+    assert!(err.contains("reward_shaping"), "{err}");
+}
