@@ -84,13 +84,24 @@ fn seen(b: &mut EnvBatch) -> Seen {
     })
 }
 
-fn expected(pos: [(i16, i16); 2], dir: [u64; 2], inv: [u64; 2], objects: &str, pots: &Value) -> Seen {
+fn expected(
+    pos: [(i16, i16); 2],
+    dir: [u64; 2],
+    inv: [u64; 2],
+    objects: &str,
+    pots: &Value,
+) -> Seen {
     Seen {
         pos,
         dir: [dir[0] as u8, dir[1] as u8],
         inv: [inv[0] as u8, inv[1] as u8],
         objects: objects.to_string(),
-        pots: pots.as_array().unwrap().iter().map(|v| u(v) as u8).collect(),
+        pots: pots
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| u(v) as u8)
+            .collect(),
     }
 }
 
@@ -108,7 +119,13 @@ fn load_start(b: &mut EnvBatch, start: &Value) {
         .as_str()
         .unwrap()
         .chars()
-        .map(|c| if c == 'A' { 1 } else { CODE.find(c).unwrap() as u8 })
+        .map(|c| {
+            if c == 'A' {
+                1
+            } else {
+                CODE.find(c).unwrap() as u8
+            }
+        })
         .collect();
     let pots: Vec<u8> = start["pots"]
         .as_array()
@@ -203,9 +220,16 @@ fn replay(name: &str) -> (usize, usize, usize, usize) {
             }
             let at = format!("{name} {kind} episode {e} step {t} (actions {acts:?})");
             let sparse = r[10].as_f64().unwrap() as f32;
-            let shaped = [r[11].as_f64().unwrap() as f32, r[12].as_f64().unwrap() as f32];
+            let shaped = [
+                r[11].as_f64().unwrap() as f32,
+                r[12].as_f64().unwrap() as f32,
+            ];
             let done = u(&r[13]) == 1;
-            assert_eq!(sparse_batch.buffers().rewards, vec![sparse; 2], "{at}: sparse reward");
+            assert_eq!(
+                sparse_batch.buffers().rewards,
+                vec![sparse; 2],
+                "{at}: sparse reward"
+            );
             let full = full_batch.buffers().rewards.clone();
             assert_eq!(
                 [full[0] - sparse, full[1] - sparse],
@@ -253,8 +277,14 @@ fn replays_exactly(name: &str) {
     );
     assert!(steps >= 1600, "{name}: {steps} steps replayed");
     assert!(deliveries >= 1, "{name}: the sample serves no soup");
-    assert!(shaped >= 5, "{name}: the sample pays too few shaped rewards");
-    assert!(observations >= 40, "{name}: {observations} observations compared");
+    assert!(
+        shaped >= 5,
+        "{name}: the sample pays too few shaped rewards"
+    );
+    assert!(
+        observations >= 40,
+        "{name}: {observations} observations compared"
+    );
 }
 
 #[test]
@@ -331,6 +361,9 @@ fn resets_match_jaxmarls_distribution() {
             }
         }
         eprintln!("{name}: facing pairs chi-square {chi2:.1} (15 dof)");
-        assert!(chi2 < 37.7, "{name}: facings differ from JaxMARL's (chi-square {chi2:.1})");
+        assert!(
+            chi2 < 37.7,
+            "{name}: facings differ from JaxMARL's (chi-square {chi2:.1})"
+        );
     }
 }

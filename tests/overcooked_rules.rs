@@ -19,14 +19,20 @@ const PLATE: u8 = 5;
 const DISH: u8 = 9;
 
 fn cramped() -> LoadedScenario {
-    Scenario::load(std::path::Path::new("assets/scenarios/overcooked_cramped_room.ron")).unwrap()
+    Scenario::load(std::path::Path::new(
+        "assets/scenarios/overcooked_cramped_room.ron",
+    ))
+    .unwrap()
 }
 
 /// Players at p0 / p1 with facings and held items.
 fn place(b: &mut EnvBatch, p: [(i16, i16); 2], f: [u8; 2], held: [u8; 2]) {
     b.edit_arena(0, move |_, a| {
         for s in 0..2 {
-            a.pos[s] = GridPos { x: p[s].0, y: p[s].1 };
+            a.pos[s] = GridPos {
+                x: p[s].0,
+                y: p[s].1,
+            };
             a.facing[s] = Facing(f[s]);
             a.carry[s] = Carry([held[s], 0, 0]);
         }
@@ -159,6 +165,8 @@ fn the_run_config_anneals_the_shaped_rewards_linearly() {
     assert_eq!(cfg.reward_shaping_at(5000), 0.0);
     assert_eq!(RunConfig::default().reward_shaping_at(5000), 1.0);
     let bad = "RunConfig(reward_shaping: Some((start: 1.0, end: 0.0, steps: 0)))";
-    let err = RunConfig::parse_valid(bad, "bad.ron").unwrap_err().to_string();
+    let err = RunConfig::parse_valid(bad, "bad.ron")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("reward_shaping"), "{err}");
 }

@@ -59,7 +59,11 @@ impl GreedyCook {
     }
 
     fn is_floor(&self, x: i32, y: i32) -> bool {
-        x >= 0 && y >= 0 && x < self.width && y < self.height && self.floor[(y * self.width + x) as usize]
+        x >= 0
+            && y >= 0
+            && x < self.width
+            && y < self.height
+            && self.floor[(y * self.width + x) as usize]
     }
 
     /// Distances over the floor from `from`, and the first move of a shortest path to each cell.
@@ -142,7 +146,9 @@ impl Decide for GreedyCook {
         let targets = if at(me, ch::ONION) != 0 {
             or(cells(&|c| room(c) && reach(c)), &shared)
         } else if at(me, ch::PLATE) != 0 {
-            let pots = or(cells(&|c| ready(c) && reach(c)), &|| cells(&|c| busy(c) && reach(c)));
+            let pots = or(cells(&|c| ready(c) && reach(c)), &|| {
+                cells(&|c| busy(c) && reach(c))
+            });
             or(pots, &shared)
         } else if at(me, ch::READY) != 0 {
             or(cells(&|c| at(c, ch::GOAL) != 0 && reach(c)), &shared)
@@ -171,7 +177,11 @@ impl Decide for GreedyCook {
         };
         if stand == me {
             let facing = (0..4).find(|&k| at(me, ch::MY_FACING + k) != 0);
-            return if facing == Some(face as usize) { INTERACT } else { face };
+            return if facing == Some(face as usize) {
+                INTERACT
+            } else {
+                face
+            };
         }
         let step = first[stand];
         let (x, y) = xy(me);
