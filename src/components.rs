@@ -171,6 +171,17 @@ pub struct StepBuffers {
     /// `step_arenas` for the arenas whose `terminated` or `truncated` is set, stale
     /// elsewhere.
     pub final_obs: Vec<u8>,
+    /// S: global-state bytes per arena while the batch keeps the global state
+    /// (`EnvBatch::set_global_state`), 0 otherwise.
+    pub state_width: usize,
+    /// `[B, S]` every arena's global state, written with the observations; `[B]` unused bytes
+    /// while `state_width` is 0 (rows of at least one byte, as `EpisodeEnds::counters`).
+    pub state: Vec<u8>,
+    /// `[B, S]` the global state of the step that ended each arena's episode (as `final_obs`).
+    pub final_state: Vec<u8>,
+    /// `[B, N, A]` 1 where a learner's action is legal, written with the observations when the
+    /// substrate keeps masks (`Layout::action_mask`); `[B]` unused bytes otherwise.
+    pub action_mask: Vec<u8>,
 }
 
 /// What each arena's last finished episode ended with: `[B, M]` its agents' returns, `[B, C]`

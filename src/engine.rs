@@ -14,6 +14,7 @@ use crate::components::{
 use crate::error::EngineError;
 use crate::layout::Layout;
 
+mod central;
 mod fixed_slots;
 mod inspect;
 mod record;

@@ -92,20 +92,23 @@ fn view<'py, T: Element, D: Dimension>(
 #[pymethods]
 impl VecEnv {
     /// `scenario` is a shipped name (`gridarena.scenarios()`) or a `.ron` path; `threads`
-    /// defaults to one per core; keyword overrides change the scenario's fields
-    /// (`max_steps=100`, `surround=False`).
+    /// defaults to one per core; `global_state=True` keeps every arena's global state
+    /// (`state`); keyword overrides change the scenario's fields (`max_steps=100`,
+    /// `surround=False`).
     #[new]
-    #[pyo3(signature = (scenario, num_arenas, seed=0, threads=None, **overrides))]
+    #[pyo3(signature = (scenario, num_arenas, seed=0, threads=None, global_state=false, **overrides))]
     fn new(
         scenario: &str,
         num_arenas: usize,
         seed: u64,
         threads: Option<usize>,
+        global_state: bool,
         overrides: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let loaded = load(scenario, overrides)?;
         let mut batch = EnvBatch::new(&loaded, num_arenas, seed)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        batch.set_global_state(global_state);
         // Finished episodes are kept (at most EPISODE_LOG, the oldest dropped) until
         // `episodes()` takes them.
         batch.start_episode_log(EPISODE_LOG);
@@ -174,6 +177,66 @@ impl VecEnv {
             me.batch.layout().obs_len,
         );
         view(slf, &me.batch.buffers().final_obs, (b, n, o))
+    }
+
+    /// Global-state bytes per arena (the length of a `state` row, kept or not).
+    #[getter]
+    fn state_len(&self) -> usize {
+        self.batch.layout().state_len
+    }
+
+    /// `[B, S]` u8: every arena's global state now (a view), or None unless the env was made
+    /// with `global_state=True`. Layout: `global_state_blocks`.
+    #[getter]
+    fn state<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyArray<u8, numpy::Ix2>>>> {
+        let me = slf.borrow();
+        let (b, s) = (me.batch.arenas(), me.batch.layout().state_len);
+        me.batch
+            .global_state()
+            .map(|state| view(slf, state, (b, s)))
+            .transpose()
+    }
+
+    /// `[B, S]` u8: for the arenas whose episode ended in the last step, the global state that
+    /// ended it (before the auto-reset); None unless the env keeps the global state.
+    #[getter]
+    fn final_state<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<Option<Bound<'py, PyArray<u8, numpy::Ix2>>>> {
+        let me = slf.borrow();
+        let (b, s) = (me.batch.arenas(), me.batch.layout().state_len);
+        me.batch
+            .final_state()
+            .map(|state| view(slf, state, (b, s)))
+            .transpose()
+    }
+
+    /// `[B, N, A]` u8: 1 where an agent's action is legal now (a view), or None when the
+    /// scenario's substrate has no illegal actions.
+    #[getter]
+    fn action_mask<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<Option<Bound<'py, PyArray<u8, numpy::Ix3>>>> {
+        let me = slf.borrow();
+        let (b, n, a) = (me.batch.arenas(), me.batch.layout().learners, me.actions);
+        me.batch
+            .action_mask()
+            .map(|mask| view(slf, mask, (b, n, a)))
+            .transpose()
+    }
+
+    /// An agent's observation block by block, in byte order, as `gridarena check --explain`
+    /// prints it: dicts of `name`, `offset`, `shape` (list of `(axis, length)`), `entries`,
+    /// `max` and `meaning`.
+    #[getter]
+    fn observation_blocks<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        blocks(py, self.batch.layout().scenario.observation_layout())
+    }
+
+    /// The global state's blocks, in byte order (as `observation_blocks`).
+    #[getter]
+    fn global_state_blocks<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        blocks(py, self.batch.layout().scenario.global_state_layout())
     }
 
     /// `[B, N]` f32 rewards of the last step.
@@ -375,4 +438,26 @@ fn not_integer_actions(actions: &Bound<'_, PyAny>) -> PyErr {
             "actions must be a numpy array of integers [B, N]; got an array of dtype {dtype}"
         )),
     }
+}
+
+/// Observation or global-state blocks as Python dicts.
+fn blocks(
+    py: Python<'_>,
+    fields: Vec<gridarena::scenario::ObsField>,
+) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut offset = 0;
+    let mut out = Vec::new();
+    for field in fields {
+        let d = PyDict::new(py);
+        d.set_item("name", &field.name)?;
+        d.set_item("offset", offset)?;
+        let shape: Vec<(&str, usize)> = field.shape.iter().map(|a| (a.name, a.len)).collect();
+        d.set_item("shape", shape)?;
+        d.set_item("entries", &field.entries)?;
+        d.set_item("max", field.max)?;
+        d.set_item("meaning", &field.meaning)?;
+        offset += field.len();
+        out.push(d);
+    }
+    Ok(out)
 }

@@ -88,6 +88,10 @@ impl EnvBatch {
             rewards: vec![0.0; arenas * n],
             terminated: vec![0; arenas],
             truncated: vec![0; arenas],
+            state_width: 0,
+            state: vec![0; arenas],
+            final_state: vec![0; arenas],
+            action_mask: vec![1; arenas * layout.mask_len().max(1)],
         });
         world.insert_resource(EpisodeEnds {
             returns: vec![0.0; arenas * layout.agents],

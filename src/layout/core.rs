@@ -54,6 +54,10 @@ pub struct LayoutCore {
     pub deck_template: Vec<u16>,
     /// Observation bytes per learner.
     pub obs_len: usize,
+    /// Global-state bytes per arena (written only while the batch keeps the global state).
+    pub state_len: usize,
+    /// Whether the substrate keeps an action mask `[N, A]` per arena.
+    pub action_mask: bool,
     /// The action set.
     pub action_set: ActionSet,
     /// Number of actions.
@@ -101,6 +105,16 @@ impl LayoutCore {
             && self.open[y as usize * self.width + x as usize]
     }
 
+    /// Bytes per arena of the action mask buffer (`[N, A]`, or 0 without masks).
+    #[inline]
+    pub fn mask_len(&self) -> usize {
+        if self.action_mask {
+            self.learners * self.actions
+        } else {
+            0
+        }
+    }
+
     /// Index of cell (x, y)'s first byte in a padded grid `Cells` layer; (x, y) may lie in the
     /// padding (up to `pad` cells outside the map).
     #[inline]
@@ -128,8 +142,10 @@ impl LayoutCore {
             + self.deck_template.len() * 2
             + self.counter_names.len() * 4
             + 512;
-        // obs and final_obs, actions, rewards, the two flags; what an episode ended with.
-        let buffers = self.learners * (2 * self.obs_len + 1 + 4) + 2;
+        // obs and final_obs, actions, rewards, the two flags, the action mask; what an
+        // episode ended with. The global state (opt-in) is counted by its caller.
+        let mask = if self.action_mask { self.actions } else { 0 };
+        let buffers = self.learners * (2 * self.obs_len + 1 + 4 + mask) + 2;
         let ends = self.agents * 4 + self.counter_names.len() * 4 + size_of::<EpisodeClock>();
         let buffers = buffers + ends;
         self.agents * agent + arena + buffers

@@ -114,6 +114,8 @@ impl Layout {
                 spawn_groups,
                 deck_template,
                 obs_len: observation_len(scenario),
+                state_len: scenario.global_state_len(),
+                action_mask: scenario.has_action_mask(),
                 action_set,
                 actions: action_set.len(),
                 idle_action: action_set.idle(),

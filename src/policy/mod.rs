@@ -35,6 +35,20 @@ pub trait Policy {
     /// (R arenas' learners in slot order).
     fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError>;
 
+    /// [`Policy::actions`] within an action mask `mask` `[R x N, A]` (1 legal) when the
+    /// substrate keeps one: policies that choose among actions (random, greedy) choose among
+    /// the legal ones. By default the policy acts as without a mask (a scripted policy that
+    /// reads the rules from its observation).
+    fn actions_within(
+        &mut self,
+        obs: &[u8],
+        mask: Option<&[u8]>,
+        out: &mut [u8],
+    ) -> Result<(), PolicyError> {
+        let _ = mask;
+        self.actions(obs, out)
+    }
+
     /// The values `[R x N, A]` the policy ranks actions by, when it has any.
     fn q_values(&mut self, _obs: &[u8]) -> Result<Option<Vec<f32>>, PolicyError> {
         Ok(None)
@@ -57,6 +71,20 @@ impl Policy for RandomPolicy {
     /// Uniform actions from each arena's stream; the observations only give the shape.
     fn actions(&mut self, _obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
         self.act(out);
+        Ok(())
+    }
+
+    /// Uniform among each learner's legal actions.
+    fn actions_within(
+        &mut self,
+        _obs: &[u8],
+        mask: Option<&[u8]>,
+        out: &mut [u8],
+    ) -> Result<(), PolicyError> {
+        match mask {
+            Some(mask) => self.act_within(mask, out),
+            None => self.act(out),
+        }
         Ok(())
     }
 }

@@ -33,6 +33,13 @@ pub struct Explanation {
     pub observation: Vec<PlacedField>,
     /// Observation bytes per learner (the blocks' lengths summed).
     pub observation_bytes: usize,
+    /// The arena's global state block by block, in byte order (the same for every arena;
+    /// what `EnvBatch::global_state` holds once kept).
+    pub global_state: Vec<PlacedField>,
+    /// Global-state bytes per arena.
+    pub global_state_bytes: usize,
+    /// Whether the substrate keeps an action mask `[N, A]` (`EnvBatch::action_mask`).
+    pub action_mask: bool,
     /// The action set.
     pub action_set: ActionSet,
     /// Action names in index order.
@@ -113,13 +120,8 @@ pub struct SymbolCount {
 /// ```
 pub fn explain(loaded: &LoadedScenario) -> Explanation {
     let s = &loaded.scenario;
-    let mut observation = Vec::new();
-    let mut offset = 0;
-    for field in s.observation_layout() {
-        let len = field.len();
-        observation.push(PlacedField { offset, field });
-        offset += len;
-    }
+    let (observation, observation_bytes) = placed(s.observation_layout());
+    let (global_state, global_state_bytes) = placed(s.global_state_layout());
     Explanation {
         name: s.name.clone(),
         substrate: s.substrate.name(),
@@ -127,11 +129,53 @@ pub fn explain(loaded: &LoadedScenario) -> Explanation {
         resolved: s.resolved(),
         roles: roles(s),
         observation,
-        observation_bytes: offset,
+        observation_bytes,
+        global_state,
+        global_state_bytes,
+        action_mask: s.has_action_mask(),
         action_set: s.action_set(),
         actions: s.action_names(),
         map: s.substrate.uses_map().then(|| map(loaded)),
     }
+}
+
+/// Writes a table of blocks at their offsets.
+fn blocks(f: &mut fmt::Formatter<'_>, placed: &[PlacedField]) -> fmt::Result {
+    let shapes: Vec<String> = placed.iter().map(|p| p.field.shape_string()).collect();
+    let vals: Vec<String> = placed.iter().map(|p| values(&p.field)).collect();
+    let sw = shapes.iter().map(String::len).max().unwrap_or(0).max(5);
+    let vw = vals.iter().map(String::len).max().unwrap_or(0).max(6);
+    writeln!(
+        f,
+        "  {:>6}  {:>6}  {:<sw$}  {:<vw$}  block: meaning",
+        "offset", "length", "shape", "values"
+    )?;
+    for ((p, shape), v) in placed.iter().zip(&shapes).zip(&vals) {
+        writeln!(
+            f,
+            "  {:>6}  {:>6}  {shape:<sw$}  {v:<vw$}  {}: {}",
+            p.offset,
+            p.field.len(),
+            p.field.name,
+            p.field.meaning
+        )?;
+        if let Some(e) = entries(&p.field) {
+            writeln!(f, "  {:>6}  {:>6}  {e}", "", "")?;
+        }
+    }
+    Ok(())
+}
+
+/// Blocks at their byte offsets, and the bytes they take together.
+fn placed(fields: Vec<ObsField>) -> (Vec<PlacedField>, usize) {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for field in fields {
+        let len = field.len();
+        out.push(PlacedField { offset, field });
+        offset += len;
+    }
+    (out, offset)
 }
 
 /// The roles with their slots: learners first, then scripted agents, each in role order.
@@ -316,35 +360,22 @@ impl fmt::Display for Explanation {
             },
             self.observation_bytes
         )?;
-        let shapes: Vec<String> = self
-            .observation
-            .iter()
-            .map(|p| p.field.shape_string())
-            .collect();
-        let vals: Vec<String> = self.observation.iter().map(|p| values(&p.field)).collect();
-        let sw = shapes.iter().map(String::len).max().unwrap_or(0).max(5);
-        let vw = vals.iter().map(String::len).max().unwrap_or(0).max(6);
+        blocks(f, &self.observation)?;
         writeln!(
             f,
-            "  {:>6}  {:>6}  {:<sw$}  {:<vw$}  block: meaning",
-            "offset", "length", "shape", "values"
+            "\nglobal state per arena: {} bytes (u8), blocks in order",
+            self.global_state_bytes
         )?;
-        for ((p, shape), v) in self.observation.iter().zip(&shapes).zip(&vals) {
-            writeln!(
-                f,
-                "  {:>6}  {:>6}  {shape:<sw$}  {v:<vw$}  {}: {}",
-                p.offset,
-                p.field.len(),
-                p.field.name,
-                p.field.meaning
-            )?;
-            if let Some(e) = entries(&p.field) {
-                writeln!(f, "  {:>6}  {:>6}  {e}", "", "")?;
-            }
-        }
+        blocks(f, &self.global_state)?;
 
         let set = ron::to_string(&self.action_set).unwrap_or_else(|_| "?".into());
         writeln!(f, "\nactions ({set}, {}):", self.actions.len())?;
+        if self.action_mask {
+            writeln!(
+                f,
+                "  action mask [learner, action]: 1 where the action is legal in the state"
+            )?;
+        }
         for (k, name) in self.actions.iter().enumerate() {
             writeln!(f, "  {k:>3}  {name}")?;
         }

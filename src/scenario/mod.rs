@@ -215,6 +215,29 @@ impl Scenario {
         self.substrate.observation_layout(&self.view())
     }
 
+    /// The arena's global state block by block, in byte order: a centralised observation of
+    /// the whole arena, the same layout in every arena (what `EnvBatch::global_state` holds).
+    ///
+    /// ```
+    /// let loaded = gridarena::scenario::Scenario::default_pursuit();
+    /// let blocks = loaded.scenario.global_state_layout();
+    /// let bytes: usize = blocks.iter().map(|b| b.len()).sum();
+    /// assert_eq!(bytes, loaded.scenario.global_state_len());
+    /// ```
+    pub fn global_state_layout(&self) -> Vec<ObsField> {
+        self.substrate.global_state_layout(&self.view())
+    }
+
+    /// Global-state bytes per arena.
+    pub fn global_state_len(&self) -> usize {
+        self.global_state_layout().iter().map(ObsField::len).sum()
+    }
+
+    /// Whether the substrate keeps an action mask (`EnvBatch::action_mask`).
+    pub fn has_action_mask(&self) -> bool {
+        self.substrate.has_action_mask()
+    }
+
     /// Action names in index order.
     pub fn action_names(&self) -> Vec<String> {
         self.substrate.action_names()
@@ -250,10 +273,6 @@ impl Scenario {
 
     /// Learning agents per arena.
     pub fn learners_per_arena(&self) -> usize {
-        self.roles
-            .iter()
-            .filter(|r| r.control() == Control::Learner)
-            .map(|r| r.count as usize)
-            .sum()
+        self.view().learners()
     }
 }

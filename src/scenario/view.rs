@@ -24,4 +24,13 @@ impl ScenarioView<'_> {
     pub fn agents_per_arena(&self) -> usize {
         self.roles.iter().map(|r| r.count as usize).sum()
     }
+
+    /// Learning agents per arena.
+    pub fn learners(&self) -> usize {
+        self.roles
+            .iter()
+            .filter(|r| r.control() == super::role::Control::Learner)
+            .map(|r| r.count as usize)
+            .sum()
+    }
 }

@@ -42,6 +42,12 @@ pub struct ArenaMut<'a> {
     pub actions: &'a [u8],
     /// `[N, O]` learners' observations.
     pub obs: &'a mut [u8],
+    /// `[S]` the arena's global state, written after the observations; empty while the batch
+    /// keeps none.
+    pub state: &'a mut [u8],
+    /// `[N, A]` learners' legal actions (1 legal), written after the observations; empty when
+    /// the substrate keeps no mask.
+    pub mask: &'a mut [u8],
     /// `[N]` learners' rewards.
     pub rewards: &'a mut [f32],
     /// Terminated flag.

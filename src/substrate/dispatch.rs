@@ -96,6 +96,16 @@ macro_rules! substrates {
                     $( Substrate::$asset(p) => <$rmod::$rules>::observation_layout(p, scenario), )*
                 }
             }
+            /// The arena's global state block by block, in byte order.
+            pub fn global_state_layout(&self, scenario: &ScenarioView) -> Vec<ObsField> {
+                match self {
+                    $( Substrate::$asset(p) => <$rmod::$rules>::global_state_layout(p, scenario), )*
+                }
+            }
+            /// Whether the substrate keeps an action mask.
+            pub fn has_action_mask(&self) -> bool {
+                match self { $( Substrate::$asset(p) => <$rmod::$rules>::has_action_mask(p), )* }
+            }
             /// The `observation` block of `scenario` with the substrate's defaults filled in.
             pub fn resolved_observation(&self, scenario: &ScenarioView) -> ObservationSpec {
                 match self {
@@ -175,6 +185,16 @@ macro_rules! substrates {
             #[inline]
             pub fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
                 match self { $( Rules::$variant(r) => r.write_observations(layout, a), )* }
+            }
+            /// Writes the arena's global state.
+            #[inline]
+            pub fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+                match self { $( Rules::$variant(r) => r.write_global_state(layout, a, state), )* }
+            }
+            /// Writes every learner's legal actions.
+            #[inline]
+            pub fn write_action_mask(&self, layout: &LayoutCore, a: &ArenaMut, mask: &mut [u8]) {
+                match self { $( Rules::$variant(r) => r.write_action_mask(layout, a, mask), )* }
             }
             /// Recomputes the cell layer's derived parts.
             #[inline]

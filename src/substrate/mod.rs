@@ -173,6 +173,30 @@ pub(crate) trait SubstrateRules:
             .map(ObsField::len)
             .sum()
     }
+    /// The global state: a centralised observation of the whole arena for centralised critics
+    /// and mixers, block by block in byte order, the same layout for every arena. By default
+    /// every learner's observation in slot order; override with a whole-arena view where the
+    /// learners see only part of it.
+    fn global_state_layout(params: &Self::Params, scenario: &ScenarioView) -> Vec<ObsField> {
+        vec![ObsField::new(
+            "observations",
+            &[
+                ("learner", scenario.learners()),
+                ("byte", Self::observation_len(params, scenario)),
+            ],
+            Self::observation_layout(params, scenario)
+                .iter()
+                .map(|f| f.max)
+                .max()
+                .unwrap_or(0),
+            "every learner's observation (above), in slot order",
+        )]
+    }
+    /// Whether some actions can be illegal or do nothing in some states: then the batch keeps
+    /// an action mask `[B, N, A]` the learners act within.
+    fn has_action_mask(_params: &Self::Params) -> bool {
+        false
+    }
     /// Action names in index order (by default the action set's, `choice k` where it has none).
     fn action_names(params: &Self::Params) -> Vec<String> {
         let set = Self::default_actions(params);
@@ -207,6 +231,16 @@ pub(crate) trait SubstrateRules:
     fn assign_rewards(&self, _layout: &LayoutCore, _a: &mut ArenaMut) {}
     /// Writes every learner's observation `[N, O]`.
     fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut);
+    /// Writes the arena's global state (`global_state_layout`'s bytes) into `state`, after
+    /// `write_observations` (by default it copies the learners' observations).
+    fn write_global_state(&self, _layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+        state.copy_from_slice(a.obs);
+    }
+    /// Writes every learner's legal actions `[N, A]` (1 legal, 0 not) into `mask`, after
+    /// `write_observations`; called only when `has_action_mask` says so.
+    fn write_action_mask(&self, _layout: &LayoutCore, _a: &ArenaMut, mask: &mut [u8]) {
+        mask.fill(1);
+    }
     /// Recomputes the cell layer's derived parts from the agents (after a hand-set state).
     fn rebuild_cells(&self, _layout: &LayoutCore, _a: &mut ArenaMut) {}
     /// Completes a spawn after the agents were placed (by default: rebuild the cell layer).

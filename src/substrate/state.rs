@@ -97,6 +97,8 @@ impl ArenaState {
             ended: &mut self.ended,
             actions: &self.actions,
             obs: &mut self.obs,
+            state: &mut [],
+            mask: &mut [],
             rewards: &mut self.rewards,
             terminated: &mut self.terminated,
             truncated: &mut self.truncated,

@@ -85,9 +85,20 @@ pub fn assign_rewards(layout: &Layout, a: &mut ArenaMut) {
     }
 }
 
-/// Writes every learner's observation.
+/// Writes every learner's observation, then the arena's global state and action mask where
+/// the batch keeps them (`a.state` and `a.mask` are empty otherwise).
 pub fn write_observations(layout: &Layout, a: &mut ArenaMut) {
     layout.rules.write_observations(layout, a);
+    if !a.state.is_empty() {
+        let state = std::mem::take(&mut a.state);
+        layout.rules.write_global_state(layout, a, state);
+        a.state = state;
+    }
+    if !a.mask.is_empty() {
+        let mask = std::mem::take(&mut a.mask);
+        layout.rules.write_action_mask(layout, a, mask);
+        a.mask = mask;
+    }
 }
 
 /// Recomputes the derived parts of the cell layer from the agents (after a hand-set state).

@@ -89,17 +89,22 @@ struct Columns<'a> {
     terminated: &'a mut [u8],
     truncated: &'a mut [u8],
     final_obs: &'a mut [u8],
+    state: &'a mut [u8],
+    final_state: &'a mut [u8],
+    mask: &'a mut [u8],
     end_returns: &'a mut [f32],
     end_counters: &'a mut [u32],
     end_clock: &'a mut [EpisodeClock],
 }
 
 /// Where one arena's episode end is kept for what runs after the step's pass: its final
-/// observations (`[N, O]`, `StepBuffers::final_obs`) and the returns, counters and clock it
-/// ended with ([`EpisodeEnds`]).
+/// observations (`[N, O]`, `StepBuffers::final_obs`) and global state, and the returns,
+/// counters and clock it ended with ([`EpisodeEnds`]).
 pub struct EpisodeEnd<'a> {
     /// `[N, O]` the final observations.
     pub obs: &'a mut [u8],
+    /// `[S]` the final global state (empty while the batch keeps none).
+    pub state: &'a mut [u8],
     /// `[M]` each agent's return.
     pub returns: &'a mut [f32],
     /// `[C]` the episode's counters.
@@ -112,6 +117,7 @@ impl EpisodeEnd<'_> {
     /// Keeps what the arena's episode ended with (call before its respawn).
     pub fn keep(&mut self, a: &ArenaMut) {
         self.obs.copy_from_slice(a.obs);
+        self.state.copy_from_slice(a.state);
         for (out, r) in self.returns.iter_mut().zip(a.ret.iter()) {
             *out = r.0;
         }
@@ -121,13 +127,17 @@ impl EpisodeEnd<'_> {
 }
 
 impl Columns<'_> {
-    /// Arena `k` of these columns (M agents, N learners, O observation bytes, C counters
-    /// each), and where its episode end is kept.
-    fn arena(
-        &mut self,
-        k: usize,
-        (m, n, o, c): (usize, usize, usize, usize),
-    ) -> (ArenaMut<'_>, EpisodeEnd<'_>) {
+    /// Arena `k` of these columns (M agents, N learners, O observation bytes, C counters,
+    /// S global-state bytes and K mask bytes each), and where its episode end is kept.
+    fn arena(&mut self, k: usize, d: Dims) -> (ArenaMut<'_>, EpisodeEnd<'_>) {
+        let Dims {
+            m,
+            n,
+            o,
+            c,
+            s,
+            k: mk,
+        } = d;
         let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
         let a = ArenaMut {
             pos: &mut self.pos[ag.clone()],
@@ -146,12 +156,15 @@ impl Columns<'_> {
             ended: &mut self.ended[k].0,
             actions: &self.actions[le.clone()],
             obs: &mut self.obs[k * n * o..(k + 1) * n * o],
+            state: &mut self.state[k * s..(k + 1) * s],
+            mask: &mut self.mask[k * mk..(k + 1) * mk],
             rewards: &mut self.rewards[le],
             terminated: &mut self.terminated[k],
             truncated: &mut self.truncated[k],
         };
         let end = EpisodeEnd {
             obs: &mut self.final_obs[k * n * o..(k + 1) * n * o],
+            state: &mut self.final_state[k * s..(k + 1) * s],
             returns: &mut self.end_returns[k * m..(k + 1) * m],
             counters: &mut self.end_counters[k * c.max(1)..k * c.max(1) + c],
             clock: &mut self.end_clock[k],
@@ -162,7 +175,7 @@ impl Columns<'_> {
 
 impl Arenas<'_, '_> {
     /// The layout and every column, or `None` for an empty batch.
-    fn columns(&mut self) -> Option<(&Layout, Columns<'_>)> {
+    fn columns(&mut self) -> Option<(&Layout, Columns<'_>, Dims)> {
         let StepBuffers {
             obs,
             actions,
@@ -170,6 +183,10 @@ impl Arenas<'_, '_> {
             terminated,
             truncated,
             final_obs,
+            state_width,
+            state,
+            final_state,
+            action_mask: mask,
         } = self.buffers.bypass_change_detection();
         let EpisodeEnds {
             returns: end_returns,
@@ -180,6 +197,7 @@ impl Arenas<'_, '_> {
             self.agents.contiguous_iter_mut().expect(ONE_TABLE).next()?;
         let (rng, cells, counters, clock, deck, ended) =
             self.arenas.contiguous_iter_mut().expect(ONE_TABLE).next()?;
+        let dims = dims(&self.layout, *state_width);
         Some((
             &self.layout,
             Columns {
@@ -203,10 +221,14 @@ impl Arenas<'_, '_> {
                 terminated,
                 truncated,
                 final_obs,
+                state,
+                final_state,
+                mask,
                 end_returns,
                 end_counters,
                 end_clock,
             },
+            dims,
         ))
     }
 
@@ -222,11 +244,17 @@ impl Arenas<'_, '_> {
         f: impl Fn(&Layout, &mut ArenaMut, &mut EpisodeEnd) + Sync + Send,
     ) {
         let threads = rayon::current_num_threads();
-        let Some((layout, c)) = self.columns() else {
+        let Some((layout, c, dims)) = self.columns() else {
             return;
         };
-        let dims = dims(layout);
-        let (m, n, o, k) = dims;
+        let Dims {
+            m,
+            n,
+            o,
+            c: k,
+            s,
+            k: mk,
+        } = dims;
         let g = group_size(c.terminated.len(), threads);
         let agents = (
             c.pos.par_chunks_mut(g * m),
@@ -253,6 +281,10 @@ impl Arenas<'_, '_> {
             c.terminated.par_chunks_mut(g),
             c.truncated.par_chunks_mut(g),
             c.final_obs.par_chunks_mut(g * n * o),
+            // Rows of at least one byte, as the counters below.
+            c.state.par_chunks_mut(g * s.max(1)),
+            c.final_state.par_chunks_mut(g * s.max(1)),
+            c.mask.par_chunks_mut(g * mk.max(1)),
         );
         let ends = (
             c.end_returns.par_chunks_mut(g * m),
@@ -265,7 +297,7 @@ impl Arenas<'_, '_> {
             |(
                 (pos, facing, alive, applied, reward, ret, carry, cooldown),
                 (rng, cells, counters, clock, deck, ended),
-                (actions, obs, rewards, terminated, truncated, final_obs),
+                (actions, obs, rewards, terminated, truncated, final_obs, state, final_state, mask),
                 (end_returns, end_counters, end_clock),
             )| {
                 let mut group = Columns {
@@ -289,6 +321,9 @@ impl Arenas<'_, '_> {
                     terminated,
                     truncated,
                     final_obs,
+                    state,
+                    final_state,
+                    mask,
                     end_returns,
                     end_counters,
                     end_clock,
@@ -307,8 +342,8 @@ impl Arenas<'_, '_> {
         arena: usize,
         f: impl FnOnce(&Layout, &mut ArenaMut) -> T,
     ) -> Option<T> {
-        let (layout, mut c) = self.columns()?;
-        Some(f(layout, &mut c.arena(arena, dims(layout)).0))
+        let (layout, mut c, dims) = self.columns()?;
+        Some(f(layout, &mut c.arena(arena, dims).0))
     }
 
     /// Runs `f` on the episode ends kept this step, in arena order: `(arena, returns,
@@ -317,10 +352,9 @@ impl Arenas<'_, '_> {
         &mut self,
         mut f: impl FnMut(usize, &[f32], &[u32], EpisodeClock, bool),
     ) {
-        let Some((layout, c)) = self.columns() else {
+        let Some((_, c, Dims { m, c: k, .. })) = self.columns() else {
             return;
         };
-        let (m, _, _, k) = dims(layout);
         for (arena, (&term, &trunc)) in c.terminated.iter().zip(c.truncated.iter()).enumerate() {
             if term != 0 || trunc != 0 {
                 let returns = &c.end_returns[arena * m..(arena + 1) * m];
@@ -331,13 +365,26 @@ impl Arenas<'_, '_> {
     }
 }
 
-/// (M agents, N learners, O observation bytes, C counters) per arena; `EpisodeEnds::counters`
-/// keeps rows of `max(C, 1)`.
-fn dims(layout: &Layout) -> (usize, usize, usize, usize) {
-    (
-        layout.agents,
-        layout.learners,
-        layout.obs_len,
-        layout.counter_names.len(),
-    )
+/// Per-arena sizes of the columns: M agents, N learners, O observation bytes per learner, C
+/// counters (`EpisodeEnds::counters` keeps rows of `max(C, 1)`), S global-state bytes and K
+/// action-mask bytes (0 when the batch keeps none; their buffers keep rows of `max(.., 1)`).
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    m: usize,
+    n: usize,
+    o: usize,
+    c: usize,
+    s: usize,
+    k: usize,
+}
+
+fn dims(layout: &Layout, state_width: usize) -> Dims {
+    Dims {
+        m: layout.agents,
+        n: layout.learners,
+        o: layout.obs_len,
+        c: layout.counter_names.len(),
+        s: state_width,
+        k: layout.mask_len(),
+    }
 }

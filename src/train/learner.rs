@@ -32,7 +32,8 @@ pub trait Learner: Send {
     fn greedy_obs(&mut self, obs: &[u8]) -> Result<Vec<u8>, TrainError> {
         let a = self.batch().layout().actions;
         let values = self.q_values(obs)?;
-        Ok(super::kit::explore::greedy_actions(&values, a))
+        // Raw rows carry no mask: exact analysis covers substrates without one.
+        Ok(super::kit::explore::greedy_actions(&values, a, None))
     }
 
     /// The values `[R x N, A]` the learner ranks actions by, for observation rows `[R, N, O]`.

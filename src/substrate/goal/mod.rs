@@ -1,7 +1,8 @@
 //! walk_to_goal: the smallest substrate, written by following docs/new_substrate.md. Players
 //! walk on the map (`move5`, walls block, players may share a cell); every step costs
 //! `step_reward`, and a player who reaches the goal cell `G` earns `goal_reward` and ends the
-//! episode. Observation per learner: `[x, y, goal x, goal y]`. Counters: `goals`.
+//! episode. Observation per learner: `[x, y, goal x, goal y]`. Counters: `goals`. Action
+//! mask: a move into a wall or off the map does nothing, so it is masked (`stay` never is).
 //!
 //! Cell layer: none (the goal is fixed by the map and kept in `Goal`).
 
@@ -55,6 +56,10 @@ impl SubstrateRules for Goal {
 
     fn default_actions(_: &GoalParams) -> ActionSet {
         ActionSet::Move5
+    }
+
+    fn has_action_mask(_: &GoalParams) -> bool {
+        true
     }
 
     /// `G` reads as the extra tile `Tile::Compound(0)`: open floor.
@@ -162,6 +167,15 @@ impl SubstrateRules for Goal {
     fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         for (out, p) in a.obs.chunks_exact_mut(layout.obs_len).zip(a.pos.iter()) {
             out.copy_from_slice(&[p.x as u8, p.y as u8, self.goal.x as u8, self.goal.y as u8]);
+        }
+    }
+
+    fn write_action_mask(&self, layout: &LayoutCore, a: &ArenaMut, mask: &mut [u8]) {
+        for (row, p) in mask.chunks_exact_mut(layout.actions).zip(a.pos.iter()) {
+            for (legal, (dx, dy)) in row.iter_mut().zip(MOVES) {
+                let stays = dx == 0 && dy == 0;
+                *legal = u8::from(stays || layout.is_open((p.x + dx) as i32, (p.y + dy) as i32));
+            }
         }
     }
 

@@ -155,7 +155,7 @@ impl OnlineDqn {
                 &q,
                 a,
                 threshold,
-                self.batch.actions_mut(),
+                self.batch.actions_and_mask(),
             );
             let t0 = std::time::Instant::now();
             self.batch.step()?;

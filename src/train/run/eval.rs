@@ -131,7 +131,7 @@ fn first_episodes(
     let mut actions = vec![0u8; batch.actions_mut().len()];
     for _ in 0..limit {
         policy
-            .actions(&batch.buffers().obs, &mut actions)
+            .actions_within(&batch.buffers().obs, batch.action_mask(), &mut actions)
             .map_err(TrainError::from)?;
         batch.actions_mut().copy_from_slice(&actions);
         batch.step().map_err(TrainError::from)?;

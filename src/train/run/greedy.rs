@@ -179,9 +179,26 @@ impl GreedyPolicy {
 
 impl Policy for GreedyPolicy {
     fn actions(&mut self, obs: &[u8], out: &mut [u8]) -> Result<(), PolicyError> {
+        self.actions_within(obs, None, out)
+    }
+
+    /// The greedy action among the legal ones.
+    fn actions_within(
+        &mut self,
+        obs: &[u8],
+        mask: Option<&[u8]>,
+        out: &mut [u8],
+    ) -> Result<(), PolicyError> {
         let values = self.values(obs, true)?;
         let a = self.learner.batch().layout().actions;
-        let actions = crate::train::kit::explore::greedy_actions(&values, a);
+        if mask.is_some_and(|m| m.len() != values.len()) {
+            return Err(PolicyError::Shape {
+                what: "action mask",
+                expected: values.len(),
+                got: mask.map_or(0, <[u8]>::len),
+            });
+        }
+        let actions = crate::train::kit::explore::greedy_actions(&values, a, mask);
         if actions.len() != out.len() {
             return Err(PolicyError::Shape {
                 what: "greedy actions",

@@ -287,10 +287,11 @@ impl Live {
     /// the history.
     pub(super) fn step(&mut self) -> Result<usize, ViewError> {
         let obs = self.actor.batch().buffers().obs.clone();
+        let mask = self.actor.batch().action_mask().map(<[u8]>::to_vec);
         let mut actions = vec![0u8; self.actor.batch().actions_mut().len()];
         self.actor
             .policy()
-            .actions(&obs, &mut actions)
+            .actions_within(&obs, mask.as_deref(), &mut actions)
             .map_err(train_err)?;
         let batch = self.actor.batch();
         batch.start_recording(0);

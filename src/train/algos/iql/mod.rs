@@ -203,8 +203,14 @@ impl Iql {
             out
         };
         let q = self.head.q_values(out);
-        let chosen = self.batch.actions_mut();
-        act_epsilon_greedy(&mut self.core.explore, &q, self.actions, threshold, chosen);
+        let (chosen, mask) = self.batch.actions_and_mask();
+        act_epsilon_greedy(
+            &mut self.core.explore,
+            &q,
+            self.actions,
+            threshold,
+            (chosen, mask),
+        );
         Ok((obs, chosen.iter().map(|&x| x as u32).collect()))
     }
 

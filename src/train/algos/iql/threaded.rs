@@ -88,8 +88,8 @@ impl Iql {
                         Ok(q) => head.q_values(q.to_vec()),
                         Err(e) => return finish(Err(e.into())),
                     };
-                    let chosen = batch.actions_mut();
-                    act_epsilon_greedy(explore, &q, a, threshold, chosen);
+                    let (chosen, mask) = batch.actions_and_mask();
+                    act_epsilon_greedy(explore, &q, a, threshold, (chosen, mask));
                     let taken: Vec<u32> = chosen.iter().map(|&x| x as u32).collect();
                     let t0 = Instant::now();
                     if let Err(e) = batch.step() {

@@ -186,7 +186,13 @@ impl Pqn {
                 self.buf.q_max[t * rows + row] = max_value(values);
             }
             let batch = &mut self.batch;
-            act_epsilon_greedy(&mut self.explore, &q, a, threshold, batch.actions_mut());
+            act_epsilon_greedy(
+                &mut self.explore,
+                &q,
+                a,
+                threshold,
+                batch.actions_and_mask(),
+            );
             let t0 = std::time::Instant::now();
             batch.step()?;
             self.progress.sim_seconds += t0.elapsed().as_secs_f64();

@@ -246,7 +246,8 @@ impl Pr2Iql {
             return Ok(None);
         }
         let a = self.actions;
-        let greedy = greedy_actions(&self.acting_values()?, a);
+        let values = self.acting_values()?;
+        let greedy = greedy_actions(&values, a, self.batch.action_mask());
         let obs = self.batch.buffers().obs.clone();
         let nets: Vec<u32> = (0..greedy.len())
             .map(|r| (r % self.learners) as u32)
@@ -347,14 +348,14 @@ impl Pr2Iql {
         let obs = &self.batch.buffers().obs;
         let per_step = obs.len();
         self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
-        let chosen = self.batch.actions_mut();
+        let (chosen, mask) = self.batch.actions_and_mask();
         let rows = chosen.len();
         act_epsilon_greedy(
             &mut self.core.explore,
             values,
             self.actions,
             threshold,
-            chosen,
+            (chosen, mask),
         );
         let taken = &mut self.rollout.actions[t * rows..(t + 1) * rows];
         for (taken, &action) in taken.iter_mut().zip(chosen.iter()) {
