@@ -144,12 +144,9 @@ fn load_start(b: &mut EnvBatch, start: &Value) {
             a.carry[s] = Carry([carry(inv[s]), 0, 0]);
         }
         a.cells[..n].copy_from_slice(&objects);
-        let mut k = 0;
-        for c in 0..n {
-            if objects[c] == 8 {
-                a.cells[n + c] = pots[k];
-                k += 1;
-            }
+        let pot_cells = objects.iter().enumerate().filter(|(_, o)| **o == 8);
+        for ((c, _), status) in pot_cells.zip(&pots) {
+            a.cells[n + c] = *status;
         }
         a.clock.t = 0;
     })

@@ -147,7 +147,7 @@ fn comment_above(lines: &[&str], at: usize) -> String {
 fn every_substrate_has_one_template_and_it_is_valid_as_written() {
     let templates = template::templates();
     let summaries = template::summaries();
-    assert_eq!(templates.len(), 7, "one template per registry line");
+    assert_eq!(templates.len(), 8, "one template per registry line");
     assert_eq!(summaries.len(), templates.len());
     for ((name, text), (summary_name, summary)) in templates.iter().zip(summaries) {
         assert_eq!(name, summary_name);
@@ -334,7 +334,7 @@ fn new_writes_every_template_and_check_accepts_it() {
         assert_eq!(loaded.scenario.name, format!("my_{name}"));
     }
     // Nothing but the written files: no temporary left behind.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 7);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 8);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

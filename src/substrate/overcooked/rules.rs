@@ -101,14 +101,14 @@ impl Overcooked {
     /// cell, or would swap cells, neither moves (their facings still turn).
     pub fn move_players(&self, a: &mut ArenaMut) {
         let mut to = [GridPos::default(); 2];
-        for s in 0..2 {
+        for (s, dest) in to.iter_mut().enumerate() {
             let act = a.applied[s].0;
             let p = a.pos[s];
-            to[s] = p;
+            *dest = p;
             if act < STAY {
                 let q = self.ahead(p, act);
                 if !self.solid[self.cell(q)] {
-                    to[s] = q;
+                    *dest = q;
                 }
                 a.facing[s] = Facing(jax_dir(act));
             }
