@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The shipped scenarios, embedded so `scenario="coin_game"` works from any directory.
-pub(crate) const SHIPPED: [(&str, &str); 21] = [
+pub(crate) const SHIPPED: &[(&str, &str)] = &[
     (
         "pursuit",
         include_str!("../../assets/scenarios/pursuit.ron"),
@@ -93,6 +93,26 @@ pub(crate) const SHIPPED: [(&str, &str); 21] = [
     (
         "lbf_15x15_4p_3f_coop",
         include_str!("../../assets/scenarios/lbf_15x15_4p_3f_coop.ron"),
+    ),
+    (
+        "overcooked_cramped_room",
+        include_str!("../../assets/scenarios/overcooked_cramped_room.ron"),
+    ),
+    (
+        "overcooked_asymm_advantages",
+        include_str!("../../assets/scenarios/overcooked_asymm_advantages.ron"),
+    ),
+    (
+        "overcooked_coord_ring",
+        include_str!("../../assets/scenarios/overcooked_coord_ring.ron"),
+    ),
+    (
+        "overcooked_forced_coord",
+        include_str!("../../assets/scenarios/overcooked_forced_coord.ron"),
+    ),
+    (
+        "overcooked_counter_circuit",
+        include_str!("../../assets/scenarios/overcooked_counter_circuit.ron"),
     ),
 ];
 

@@ -41,4 +41,6 @@ substrates! {
     CueMemory(cue::CueParams) => Cue(cue::Cue) in "cue/mod.rs",
     /// Level-Based Foraging (lbforaging 2.0): agents load food whose level their levels reach.
     LevelBasedForaging(lbf::LbfParams) => Lbf(lbf::Lbf) in "lbf/mod.rs",
+    /// JaxMARL's Overcooked: two cooks, onions, pots, plates and a serving cell.
+    Overcooked(overcooked::OvercookedParams) => Overcooked(overcooked::Overcooked) in "overcooked/mod.rs",
 }

@@ -13,6 +13,7 @@ mod gift;
 mod goal;
 mod lbf;
 mod matrix;
+mod overcooked;
 mod pursuit;
 
 use rand_chacha::ChaCha8Rng;
@@ -70,6 +71,10 @@ pub fn heuristics_for(
             Box::new(lbf::ClosestFood {
                 foods: p.max_num_food as usize,
             }),
+        ),
+        (Substrate::Overcooked(_), ActionSet::Choose(6)) => one(
+            overcooked::NAME,
+            Box::new(overcooked::GreedyCook::new(&loaded.grid)),
         ),
         _ => Vec::new(),
     }

@@ -151,6 +151,8 @@ impl OnlineDqn {
         let (n, a, d, rows) = (self.learners, self.actions, self.obs_len, self.buf.rows);
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
+        let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
+        self.batch.set_reward_shaping(shaping);
         let mut input = self.current_input();
         for t in 0..self.cfg.rollout {
             let q = self

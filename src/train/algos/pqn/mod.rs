@@ -170,6 +170,8 @@ impl Pqn {
         let rows = self.cfg.arenas * n;
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
+        let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
+        self.batch.set_reward_shaping(shaping);
         for t in 0..self.cfg.rollout {
             let input = self.current_input();
             gather_hidden(std::slice::from_ref(&self.batch), &mut self.hidden);
