@@ -55,8 +55,8 @@ mod tests {
     fn it_walks_to_the_closest_food_and_loads_it() {
         let mut rng = stream(0, 0, Purpose::Policy);
         let h = ClosestFood { foods: 2 };
-        // Foods at (2, 2) and (6, 6) (+1 encoded), the agent at (5, 6): the second is closer.
-        let obs = [3, 3, 1, 7, 7, 2, 6, 7, 1, 1, 1, 1];
+        // Foods at (2, 2) and (6, 6) (+1 encoded), the agent at (4, 6): the second is closer.
+        let obs = [3, 3, 1, 7, 7, 2, 5, 7, 1, 1, 1, 1];
         assert_eq!(h.decide(&obs, &mut rng), SOUTH);
         let obs = [3, 3, 1, 7, 7, 2, 7, 6, 1, 1, 1, 1];
         assert_eq!(h.decide(&obs, &mut rng), LOAD);
