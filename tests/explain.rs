@@ -150,6 +150,20 @@ fn check_map(name: &str, e: &Explanation, layout: &Layout, grid: &Grid) {
         Rules::CleanUp(c) => {
             assert_eq!(items, c.apple_cells.len() + c.river_cells.len(), "{name}")
         }
+        Rules::Overcooked(o) => {
+            let kitchen = grid
+                .tiles
+                .iter()
+                .filter(|t| matches!(t, Tile::Compound(_)))
+                .count();
+            assert_eq!(items, kitchen, "{name}: kitchen cells");
+            let pots = m
+                .items
+                .iter()
+                .find(|i| i.symbol == 'U')
+                .map_or(0, |i| i.count);
+            assert_eq!(pots, o.pots.len(), "{name}: pots");
+        }
         _ => assert_eq!(items, 0, "{name}"),
     }
 }

@@ -14,6 +14,7 @@ use gridarena::scenario::{
 };
 use gridarena::substrate::cue::CueParams;
 use gridarena::substrate::goal::GoalParams;
+use gridarena::substrate::overcooked::OvercookedParams;
 use gridarena::train::config::{NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config};
 use gridarena::train::run_dir::RunDir;
 use gridarena::train::{TrainOptions, config::RunConfig, train};
@@ -87,6 +88,8 @@ fn param_fields(s: &Substrate) -> Vec<&'static str> {
         Substrate::CueMemory(_) => fields_of::<CueParams>(),
         Substrate::CommonsHarvest(_) => fields_of::<gridarena::substrate::harvest::HarvestParams>(),
         Substrate::CleanUp(_) => fields_of::<gridarena::substrate::cleanup::CleanUpParams>(),
+        Substrate::LevelBasedForaging(_) => fields_of::<gridarena::substrate::lbf::LbfParams>(),
+        Substrate::Overcooked(_) => fields_of::<OvercookedParams>(),
     }
 }
 
@@ -143,11 +146,25 @@ fn comment_above(lines: &[&str], at: usize) -> String {
     out.join(" ")
 }
 
+/// The substrates listed in src/substrate/registry.rs, counted from its text (`... in
+/// "folder/mod.rs",` lines).
+fn registry_lines() -> usize {
+    std::fs::read_to_string("src/substrate/registry.rs")
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_end().ends_with("/mod.rs\",") && l.contains(" => "))
+        .count()
+}
+
 #[test]
 fn every_substrate_has_one_template_and_it_is_valid_as_written() {
     let templates = template::templates();
     let summaries = template::summaries();
-    assert_eq!(templates.len(), 9, "one template per registry line");
+    assert_eq!(
+        templates.len(),
+        registry_lines(),
+        "one template per registry line"
+    );
     assert_eq!(summaries.len(), templates.len());
     for ((name, text), (summary_name, summary)) in templates.iter().zip(summaries) {
         assert_eq!(name, summary_name);
@@ -334,7 +351,7 @@ fn new_writes_every_template_and_check_accepts_it() {
         assert_eq!(loaded.scenario.name, format!("my_{name}"));
     }
     // Nothing but the written files: no temporary left behind.
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 9);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), registry_lines());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

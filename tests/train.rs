@@ -293,10 +293,11 @@ fn pqn_and_iql_train_on_every_shipped_scenario() {
             assert_all_finite(&after, &what);
             assert_eq!(before.len(), after.len(), "{what}");
             // Weights reading inputs that stay 0 (an absent channel, a wall layer) get no
-            // gradient: chemistry_three_cycles moved 25% in one update, the others more.
+            // gradient: chemistry_three_cycles moved 25% in one update; Overcooked's kitchen
+            // layers are mostly static zeros, so asymm_advantages moves about 10%.
             let moved = before.iter().zip(&after).filter(|(a, b)| a != b).count();
             assert!(
-                moved * 10 > after.len(),
+                moved * 20 > after.len(),
                 "{what}: {moved} of {} parameters changed in the last update",
                 after.len()
             );

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The shipped scenarios, embedded so `scenario="coin_game"` works from any directory.
-pub(crate) const SHIPPED: [(&str, &str); 14] = [
+pub(crate) const SHIPPED: &[(&str, &str)] = &[
     (
         "pursuit",
         include_str!("../../assets/scenarios/pursuit.ron"),
@@ -69,6 +69,58 @@ pub(crate) const SHIPPED: [(&str, &str); 14] = [
     (
         "clean_up",
         include_str!("../../assets/scenarios/clean_up.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f_coop",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f_coop.ron"),
+    ),
+    (
+        "lbf_8x8_2p_2f_2s",
+        include_str!("../../assets/scenarios/lbf_8x8_2p_2f_2s.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f_coop",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f_coop.ron"),
+    ),
+    (
+        "lbf_10x10_3p_3f_2s",
+        include_str!("../../assets/scenarios/lbf_10x10_3p_3f_2s.ron"),
+    ),
+    (
+        "lbf_15x15_4p_3f",
+        include_str!("../../assets/scenarios/lbf_15x15_4p_3f.ron"),
+    ),
+    (
+        "lbf_15x15_4p_3f_coop",
+        include_str!("../../assets/scenarios/lbf_15x15_4p_3f_coop.ron"),
+    ),
+    (
+        "overcooked_cramped_room",
+        include_str!("../../assets/scenarios/overcooked_cramped_room.ron"),
+    ),
+    (
+        "overcooked_asymm_advantages",
+        include_str!("../../assets/scenarios/overcooked_asymm_advantages.ron"),
+    ),
+    (
+        "overcooked_coord_ring",
+        include_str!("../../assets/scenarios/overcooked_coord_ring.ron"),
+    ),
+    (
+        "overcooked_forced_coord",
+        include_str!("../../assets/scenarios/overcooked_forced_coord.ron"),
+    ),
+    (
+        "overcooked_counter_circuit",
+        include_str!("../../assets/scenarios/overcooked_counter_circuit.ron"),
     ),
 ];
 

@@ -144,4 +144,16 @@ impl EnvBatch {
             }
         })
     }
+
+    /// Sets the scale of the substrate's shaped reward terms from the next step on (1.0 at
+    /// creation; training anneals it with the run config's `reward_shaping`). A reward is
+    /// `sparse + scale * shaped`; substrates without shaped terms ignore it.
+    pub fn set_reward_shaping(&mut self, scale: f32) {
+        self.world.resource_mut::<Layout>().core.reward_shaping = scale;
+    }
+
+    /// The current scale of the shaped reward terms.
+    pub fn reward_shaping(&self) -> f32 {
+        self.layout().reward_shaping
+    }
 }

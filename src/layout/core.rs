@@ -70,6 +70,9 @@ pub struct LayoutCore {
     pub max_steps: u32,
     /// Names of the per-episode substrate counters.
     pub counter_names: Vec<String>,
+    /// Scale of the substrates' shaped reward terms (overcooked's): 1.0 unless a run anneals
+    /// it (`EnvBatch::set_reward_shaping`, the run config's `reward_shaping`).
+    pub reward_shaping: f32,
 }
 
 /// A padded cell layer over `grid` (`pad` cells of border, [`CELL_CHANNELS`] bytes per cell),

@@ -122,6 +122,7 @@ impl Layout {
                 slip_threshold: rng::threshold(scenario.slip),
                 max_steps: scenario.max_steps,
                 counter_names,
+                reward_shaping: 1.0,
             },
         }
     }

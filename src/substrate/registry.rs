@@ -43,4 +43,8 @@ substrates! {
     CommonsHarvest(harvest::HarvestParams) => Harvest(harvest::Harvest) in "harvest/mod.rs",
     /// Melting Pot's clean_up: apples grow only while the river is clean; cleaning beam, zap.
     CleanUp(cleanup::CleanUpParams) => CleanUp(cleanup::CleanUp) in "cleanup/mod.rs",
+    /// Level-Based Foraging (lbforaging 2.0): agents load food whose level their levels reach.
+    LevelBasedForaging(lbf::LbfParams) => Lbf(lbf::Lbf) in "lbf/mod.rs",
+    /// JaxMARL's Overcooked: two cooks, onions, pots, plates and a serving cell.
+    Overcooked(overcooked::OvercookedParams) => Overcooked(overcooked::Overcooked) in "overcooked/mod.rs",
 }

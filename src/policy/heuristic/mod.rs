@@ -13,7 +13,9 @@ mod cue;
 mod gift;
 mod goal;
 mod harvest;
+mod lbf;
 mod matrix;
+mod overcooked;
 mod pursuit;
 
 use rand_chacha::ChaCha8Rng;
@@ -73,6 +75,16 @@ pub fn heuristics_for(
         (Substrate::CleanUp(_), ActionSet::Gift9) => one(
             cleanup::NAME,
             Box::new(cleanup::CleanWhenScarce::new(scenario)),
+        ),
+        (Substrate::LevelBasedForaging(p), ActionSet::Choose(6)) => one(
+            lbf::NAME,
+            Box::new(lbf::ClosestFood {
+                foods: p.max_num_food as usize,
+            }),
+        ),
+        (Substrate::Overcooked(_), ActionSet::Choose(6)) => one(
+            overcooked::NAME,
+            Box::new(overcooked::GreedyCook::new(&loaded.grid)),
         ),
         _ => Vec::new(),
     }

@@ -28,7 +28,7 @@ use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::{act_epsilon_greedy, max_value};
+use crate::train::kit::explore::{act_epsilon_greedy, max_legal};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
 use crate::train::kit::replay::restore_target;
@@ -130,11 +130,20 @@ impl OnlineDqn {
         self.input_row.clone()
     }
 
-    /// `max_a Q_target` of each row of `input` (`[rows, input]` through `nets`).
-    fn target_max(&mut self, input: &[u8], nets: &[u32]) -> Result<Vec<f32>, TrainError> {
+    /// `max_a Q_target` of each row of `input` (`[rows, input]` through `nets`), over the legal
+    /// actions of `mask` (`[rows, A]`) when given.
+    fn target_max(
+        &mut self,
+        input: &[u8],
+        nets: &[u32],
+        mask: Option<&[u8]>,
+    ) -> Result<Vec<f32>, TrainError> {
         let out = self.critic.forward_target(Input::U8(input), nets)?;
         let q = self.head.q_values(out);
-        Ok(q.chunks_exact(self.actions).map(max_value).collect())
+        Ok(q.chunks_exact(self.actions)
+            .enumerate()
+            .map(|(row, v)| max_legal(v, mask, row))
+            .collect())
     }
 
     /// Acts for T steps, storing each step and the target network's values of what follows it.
@@ -142,6 +151,8 @@ impl OnlineDqn {
         let (n, a, d, rows) = (self.learners, self.actions, self.obs_len, self.buf.rows);
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
+        let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
+        self.batch.set_reward_shaping(shaping);
         let mut input = self.current_input();
         for t in 0..self.cfg.rollout {
             let q = self
@@ -162,10 +173,12 @@ impl OnlineDqn {
             // The next observations (a reset's where an episode ended: its target is cut by
             // `terminated`, or bootstraps from the final observation where it truncated).
             input = self.current_input();
-            let next = self.target_max(&input, &nets)?;
+            let mask = self.batch.action_mask().map(<[u8]>::to_vec);
+            let next = self.target_max(&input, &nets, mask.as_deref())?;
             self.buf.q_max[(t + 1) * rows..(t + 2) * rows].copy_from_slice(&next);
             if let Some(f) = truncated_rows(&self.batch, &nets, &[], d) {
-                let values = self.target_max(&f.input, &f.nets)?;
+                // The final observations' masks are not kept: every action counts.
+                let values = self.target_max(&f.input, &f.nets, None)?;
                 for (&arena, v) in f.arenas.iter().zip(values.chunks_exact(n)) {
                     let first = t * rows + arena * n;
                     self.buf.final_q[first..first + n].copy_from_slice(v);

@@ -5,7 +5,7 @@
 use super::Algo;
 
 /// The top-level fields beside the sections (`replica_shard` is never in a file).
-pub(crate) const COMMON: [&str; 15] = [
+pub(crate) const COMMON: [&str; 16] = [
     "name",
     "scenario",
     "algo",
@@ -17,6 +17,7 @@ pub(crate) const COMMON: [&str; 15] = [
     "arenas",
     "rollout",
     "desync_episodes",
+    "reward_shaping",
     "checkpoint_every",
     "keep_checkpoints",
     "keep_every",

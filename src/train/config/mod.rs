@@ -108,6 +108,29 @@ pub enum ValueLoss {
     HlGauss,
 }
 
+/// A linear schedule for the scale of the substrate's shaped reward terms (overcooked's
+/// placement, plate and soup rewards): `start` at environment step 0, `end` from `steps` on,
+/// linear between, as JaxMARL's `REW_SHAPING_HORIZON` anneal. Each step's reward is
+/// `sparse + scale * shaped`; substrates without shaped terms ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewardShaping {
+    /// Scale at the start of training.
+    pub start: f32,
+    /// Scale once `steps` environment steps are done.
+    pub end: f32,
+    /// Environment steps (arena-steps) over which the scale moves from `start` to `end`.
+    pub steps: u64,
+}
+
+impl RewardShaping {
+    /// The scale after `env_steps` environment steps.
+    pub fn at(&self, env_steps: u64) -> f32 {
+        let frac = (env_steps as f64 / self.steps.max(1) as f64).min(1.0) as f32;
+        self.start + (self.end - self.start) * frac
+    }
+}
+
 /// Everything a training run needs: the run's common fields, then one section for the
 /// network, one for what every value learner reads and one per algorithm. Defaults follow the
 /// PQN reference (MinAtar) scaled to this machine.
@@ -150,6 +173,9 @@ pub struct RunConfig {
     /// over updates instead of arriving in lockstep; `false` starts every arena at step 0.
     /// Default `true`. Evaluation always uses fresh synchronised arenas.
     pub desync_episodes: bool,
+    /// Anneal the substrate's shaped reward terms: `Some((start: 1.0, end: 0.0, steps: N))`
+    /// (see [`RewardShaping`]); absent, the scale stays 1.0. Evaluation uses the scale 1.0.
+    pub reward_shaping: Option<RewardShaping>,
     /// Save a checkpoint every this many updates (and at the end).
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
@@ -191,6 +217,7 @@ impl Default for RunConfig {
             arenas: 256,
             rollout: 32,
             desync_episodes: true,
+            reward_shaping: None,
             checkpoint_every: 50,
             keep_checkpoints: 3,
             keep_every: 0,
@@ -261,6 +288,7 @@ impl RunConfig {
         if self.desync_episodes {
             batch.desync_clocks();
         }
+        batch.set_reward_shaping(self.reward_shaping_at(0));
         Ok(batch)
     }
 
@@ -347,6 +375,12 @@ impl RunConfig {
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
         }
+    }
+
+    /// The scale of the shaped reward terms after `env_steps` environment steps (1.0 without
+    /// `reward_shaping`).
+    pub fn reward_shaping_at(&self, env_steps: u64) -> f32 {
+        self.reward_shaping.map_or(1.0, |s| s.at(env_steps))
     }
 
     /// Derived: environment steps per update.

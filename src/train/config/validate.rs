@@ -100,6 +100,17 @@ impl RunConfig {
                 format!("{:?}: a non-empty name without '/'", self.name),
             );
         }
+        if let Some(s) = &self.reward_shaping {
+            if !(s.start.is_finite() && s.end.is_finite()) {
+                return bad(
+                    "reward_shaping",
+                    format!("start {} and end {}: finite scales", s.start, s.end),
+                );
+            }
+            if s.steps == 0 {
+                return bad("reward_shaping", "steps is 0; at least 1".into());
+            }
+        }
         // Every field that sizes a tensor or a loop, with the range it may take: the products
         // computed from them below and in the memory preflight then cannot overflow.
         // Every section's, whichever algorithm reads it.

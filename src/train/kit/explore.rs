@@ -37,6 +37,20 @@ pub fn argmax_legal(q: &[f32], mask: Option<&[u8]>) -> u8 {
     best.unwrap_or(0) as u8
 }
 
+/// The largest value among the legal actions of row `row` of `values` (`[rows, A]`; every
+/// action without a mask): the bootstrap of a greedy target where some actions are illegal.
+pub(crate) fn max_legal(values: &[f32], mask: Option<&[u8]>, row: usize) -> f32 {
+    let a = values.len();
+    match mask.map(|m| &m[row * a..(row + 1) * a]) {
+        Some(m) if m.iter().any(|&x| x != 0) => values
+            .iter()
+            .zip(m)
+            .filter(|(_, l)| **l != 0)
+            .fold(f32::NEG_INFINITY, |best, (v, _)| best.max(*v)),
+        _ => max_value(values),
+    }
+}
+
 /// Greedy actions of rows of `actions` values each, within `mask` (`[rows, actions]`) when
 /// given.
 pub(crate) fn greedy_actions(values: &[f32], actions: usize, mask: Option<&[u8]>) -> Vec<u8> {
@@ -114,6 +128,7 @@ mod tests {
             for (v, &m) in q.iter().zip(&mask) {
                 prop_assert!(m == 0 || *v <= q[g]);
             }
+            prop_assert_eq!(max_legal(&q, Some(&mask), 0), q[g]);
         }
 
         /// With every action legal the mask changes nothing: the same draws, the same choice.

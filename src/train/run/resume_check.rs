@@ -115,7 +115,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             // The sections, compared below.
             network, learn, pqn, iql, pr2, online_dqn
         ],
-        [algo, seed, seeds, sweep, arenas, rollout, desync_episodes]
+        [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping]
     );
     compare!(
         NetworkConfig, "network.", &saved.network, asked.network,

@@ -31,7 +31,7 @@ use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::{act_epsilon_greedy, max_value};
+use crate::train::kit::explore::{act_epsilon_greedy, max_legal, max_value};
 use crate::train::kit::opponent::{OpponentModels, OpponentNetworks, set_models_params};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
@@ -170,6 +170,8 @@ impl Pqn {
         let rows = self.cfg.arenas * n;
         let threshold = crate::rng::threshold(epsilon as f64);
         let nets = std::mem::take(&mut self.nets);
+        let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
+        self.batch.set_reward_shaping(shaping);
         for t in 0..self.cfg.rollout {
             let input = self.current_input();
             gather_hidden(std::slice::from_ref(&self.batch), &mut self.hidden);
@@ -180,8 +182,10 @@ impl Pqn {
             scatter_hidden(&self.hidden, std::slice::from_mut(&mut self.batch));
             let q = self.head.q_values(out);
             self.buf.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
+            // Bootstraps from the best legal action where the substrate masks some.
+            let mask = self.batch.action_mask();
             for (row, values) in q.chunks_exact(a).enumerate() {
-                self.buf.q_max[t * rows + row] = max_value(values);
+                self.buf.q_max[t * rows + row] = max_legal(values, mask, row);
             }
             let batch = &mut self.batch;
             act_epsilon_greedy(
@@ -208,8 +212,9 @@ impl Pqn {
         gather_hidden(std::slice::from_ref(&self.batch), &mut self.hidden);
         let out = (self.critic).act(Input::U8(&input), &nets, &mut self.hidden)?;
         let last = self.cfg.rollout * rows;
+        let mask = self.batch.action_mask();
         for (row, values) in self.head.q_values(out).chunks_exact(a).enumerate() {
-            self.buf.q_max[last + row] = max_value(values);
+            self.buf.q_max[last + row] = max_legal(values, mask, row);
         }
         self.nets = nets;
         self.progress.env_steps += self.cfg.steps_per_update();

@@ -280,6 +280,8 @@ impl Pr2Iql {
     /// rate limiter allows.
     pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
         let (update, env_steps) = (self.progress.update, self.progress.env_steps);
+        self.batch
+            .set_reward_shaping(self.cfg.reward_shaping_at(env_steps));
         let epsilon = epsilon_by_steps(&self.cfg, env_steps);
         let threshold = crate::rng::threshold(epsilon as f64);
         let (lr, adam) = optimiser(&self.cfg, update);

@@ -1,0 +1,369 @@
+//! Level-Based Foraging rules (lbforaging 2.0.0's `ForagingEnv`), written once over one arena's
+//! state. Coordinates are lbforaging's (row, column): `GridPos::y` is the row, `GridPos::x` the
+//! column, NORTH is row - 1.
+//!
+//! A step: an action lbforaging would not offer (see [`valid`]) becomes NONE; every agent names
+//! a target cell (its own for NONE and LOAD) and moves there when no other agent names the same
+//! cell (so two agents may swap, and an agent may enter the cell of one whose move failed, as in
+//! lbforaging); then the loads: the LOADing agents next to a food load it together when their
+//! levels sum to at least its level, each earning `level * food / (sum * food_spawned)` (or
+//! losing `penalty` when the sum falls short). The episode ends when no food is left.
+//!
+//! Cell layer ([`CellLayout`]): `[food_spawned u16 LE][agent levels, M][foods, F x (row,
+//! column, level, present)]`, the foods sorted by (row, column) at reset. Nothing in it is
+//! derived from the agents, so a hand-set state needs no rebuild.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+
+use super::Lbf;
+use crate::components::{AppliedAction, GridPos, StepReward};
+use crate::layout::core::LayoutCore;
+use crate::rng::below;
+use crate::substrate::ArenaMut;
+
+/// Action indices, lbforaging's `Action` enum.
+pub const NONE: u8 = 0;
+/// Row - 1.
+pub const NORTH: u8 = 1;
+/// Row + 1.
+pub const SOUTH: u8 = 2;
+/// Column - 1.
+pub const WEST: u8 = 3;
+/// Column + 1.
+pub const EAST: u8 = 4;
+/// Load an adjacent food.
+pub const LOAD: u8 = 5;
+/// Number of actions.
+pub const ACTIONS: usize = 6;
+/// Action names in index order.
+pub const ACTION_NAMES: [&str; ACTIONS] = ["none", "north", "south", "west", "east", "load"];
+
+/// (d column, d row) per action; NONE and LOAD stay.
+const DELTAS: [(i16, i16); ACTIONS] = [(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0), (0, 0)];
+
+/// Most agents an arena may hold (the rules keep per-agent flags in a `u64`).
+pub const MAX_AGENTS: usize = 64;
+/// Reset attempts at placing food, as lbforaging.
+const FOOD_ATTEMPTS: u32 = 1000;
+
+/// Where things sit in an arena's cell layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellLayout {
+    /// Agents per arena (M).
+    pub agents: usize,
+    /// Food slots (F = `max_num_food`).
+    pub foods: usize,
+}
+
+impl CellLayout {
+    /// Offset of the agent levels.
+    pub const LEVELS: usize = 2;
+    /// Bytes of the cell layer.
+    pub fn len(&self) -> usize {
+        Self::LEVELS + self.agents + 4 * self.foods
+    }
+    /// Always false: the layer holds at least `food_spawned`.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Offset of food `k`'s `[row, column, level, present]`.
+    pub fn food(&self, k: usize) -> usize {
+        Self::LEVELS + self.agents + 4 * k
+    }
+    /// The sum of the food levels placed at reset (lbforaging's `_food_spawned`).
+    pub fn food_spawned(cells: &[u8]) -> u16 {
+        u16::from_le_bytes([cells[0], cells[1]])
+    }
+    /// Sets `food_spawned`.
+    pub fn set_food_spawned(cells: &mut [u8], v: u16) {
+        cells[..2].copy_from_slice(&v.to_le_bytes());
+    }
+    /// Agent `slot`'s level.
+    pub fn level(&self, cells: &[u8], slot: usize) -> u8 {
+        cells[Self::LEVELS + slot]
+    }
+    /// Food `k` as `(row, column, level)` when present.
+    #[inline]
+    pub fn food_at(&self, cells: &[u8], k: usize) -> Option<(i16, i16, u8)> {
+        let f = &cells[self.food(k)..self.food(k) + 4];
+        (f[3] != 0).then_some((f[0] as i16, f[1] as i16, f[2]))
+    }
+    /// The present food on (row, column), if any.
+    #[inline]
+    pub fn food_on(&self, cells: &[u8], row: i16, col: i16) -> Option<usize> {
+        (0..self.foods).find(|&k| {
+            self.food_at(cells, k)
+                .is_some_and(|(r, c, _)| r == row && c == col)
+        })
+    }
+    /// Whether any food is left.
+    pub fn any_food(&self, cells: &[u8]) -> bool {
+        (0..self.foods).any(|k| self.food_at(cells, k).is_some())
+    }
+}
+
+/// Whether lbforaging offers `action` to an agent at `p` (`_is_valid_action`): NONE always; a
+/// move when the cell it leads to is on the field and holds no food (agents do not count);
+/// LOAD when one of the four neighbouring cells holds food.
+#[inline]
+pub fn valid(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos, action: u8) -> bool {
+    match action {
+        NONE => true,
+        NORTH | SOUTH | WEST | EAST => {
+            let (dx, dy) = DELTAS[action as usize];
+            let (x, y) = (p.x + dx, p.y + dy);
+            x >= 0
+                && y >= 0
+                && (x as usize) < layout.width
+                && (y as usize) < layout.height
+                && cl.food_on(cells, y, x).is_none()
+        }
+        LOAD => adjacent_food(cl, cells, p).is_some(),
+        _ => false,
+    }
+}
+
+/// The food next to `p`, looked for north, south, west, east (lbforaging's
+/// `adjacent_food_location`; its `row > 1` and `col > 1` guards agree with this because food
+/// never lies on the field's border).
+#[inline]
+fn adjacent_food(cl: CellLayout, cells: &[u8], p: GridPos) -> Option<usize> {
+    [NORTH, SOUTH, WEST, EAST].iter().find_map(|&m| {
+        let (dx, dy) = DELTAS[m as usize];
+        cl.food_on(cells, p.y + dy, p.x + dx)
+    })
+}
+
+/// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`).
+pub fn write_action_mask(
+    layout: &LayoutCore,
+    cl: CellLayout,
+    pos: &[GridPos],
+    cells: &[u8],
+    mask: &mut [u8],
+) {
+    for (slot, row) in mask
+        .chunks_exact_mut(ACTIONS)
+        .enumerate()
+        .take(layout.learners)
+    {
+        for (a, m) in row.iter_mut().enumerate() {
+            *m = u8::from(valid(layout, cl, cells, pos[slot], a as u8));
+        }
+    }
+}
+
+/// Movement: invalid actions become NONE (in `applied` too), then every agent whose target
+/// cell no other agent names moves there.
+pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
+    let m = layout.agents;
+    for s in 0..m {
+        if !valid(layout, cl, a.cells, a.pos[s], a.applied[s].0) {
+            a.applied[s] = AppliedAction(NONE);
+        }
+    }
+    let target = |pos: &[GridPos], applied: &[AppliedAction], s: usize| {
+        let (dx, dy) = DELTAS[applied[s].0 as usize];
+        (pos[s].x + dx, pos[s].y + dy)
+    };
+    let mut moves = 0u64;
+    for s in 0..m {
+        let t = target(a.pos, a.applied, s);
+        let alone = (0..m).all(|o| o == s || target(a.pos, a.applied, o) != t);
+        moves |= u64::from(alone) << s;
+    }
+    for s in 0..m {
+        if moves >> s & 1 == 1 {
+            let (x, y) = target(a.pos, a.applied, s);
+            a.pos[s] = GridPos { x, y };
+        }
+    }
+}
+
+/// Whether an agent at `p` is on one of the four cells next to (row, column).
+#[inline]
+fn next_to(p: GridPos, row: i16, col: i16) -> bool {
+    (p.y - row).abs() + (p.x - col).abs() == 1
+}
+
+/// The loads, in slot order (lbforaging pops its set of loading agents in an order of its own;
+/// food never spawns on two cells next to a common cell, so every loading agent has one food
+/// and the groups do not depend on the order). Sets the rewards, removes loaded food, counts
+/// loads and failed loads, and ends the episode when no food is left.
+pub fn resolve_interactions(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    let cl = lbf.cells;
+    let m = layout.agents;
+    a.reward.fill(StepReward(0.0));
+    let loading = |a: &ArenaMut, s: usize| a.applied[s].0 == LOAD;
+    let mut handled = 0u64;
+    for s in 0..m {
+        if !loading(a, s) || handled >> s & 1 == 1 {
+            continue;
+        }
+        let Some(k) = adjacent_food(cl, a.cells, a.pos[s]) else {
+            continue;
+        };
+        let Some((row, col, food)) = cl.food_at(a.cells, k) else {
+            continue;
+        };
+        let mut group = 0u64;
+        let mut sum = 0u32;
+        for t in 0..m {
+            if loading(a, t) && handled >> t & 1 == 0 && next_to(a.pos[t], row, col) {
+                group |= 1 << t;
+                sum += cl.level(a.cells, t) as u32;
+            }
+        }
+        handled |= group;
+        if sum < food as u32 {
+            for t in (0..m).filter(|t| group >> t & 1 == 1) {
+                a.reward[t].0 = (a.reward[t].0 as f64 - lbf.params.penalty as f64) as f32;
+            }
+            a.counters[1] += 1;
+            continue;
+        }
+        let spawned = CellLayout::food_spawned(a.cells) as f64;
+        for t in (0..m).filter(|t| group >> t & 1 == 1) {
+            let mut r = (cl.level(a.cells, t) as u32 * food as u32) as f64;
+            if lbf.params.normalize_reward {
+                r /= sum as f64 * spawned;
+            }
+            a.reward[t].0 = r as f32;
+        }
+        a.cells[cl.food(k) + 3] = 0;
+        a.counters[0] += 1;
+    }
+    *a.ended = !cl.any_food(a.cells);
+}
+
+/// lbforaging's vector observation, from each learner's point of view: per food slot (row + 1,
+/// column + 1, level) of the visible foods in (row, column) order, then per agent slot the same
+/// for the visible agents, itself first; zeros after the last visible one. Coordinates are
+/// relative to the top-left of the learner's view clipped to the field (absolute with full
+/// sight). A food is visible inside the clipped view; an agent when both its relative
+/// coordinates lie in `0..=2 sight` (lbforaging's test, which reaches past the clipped view
+/// near the top and left edges).
+pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    let cl = lbf.cells;
+    let sight = lbf.sight as i16;
+    let (h, w) = (layout.height as i16, layout.width as i16);
+    for s in 0..layout.learners {
+        let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
+        out.fill(0);
+        let me = a.pos[s];
+        let (top, left) = ((me.y - sight).max(0), (me.x - sight).max(0));
+        let (bottom, right) = ((me.y + sight).min(h - 1), (me.x + sight).min(w - 1));
+        let mut n = 0;
+        for k in 0..cl.foods {
+            if let Some((r, c, level)) = cl.food_at(a.cells, k)
+                && (top..=bottom).contains(&r)
+                && (left..=right).contains(&c)
+            {
+                out[3 * n..3 * n + 3].copy_from_slice(&[
+                    (r - top + 1) as u8,
+                    (c - left + 1) as u8,
+                    level,
+                ]);
+                n += 1;
+            }
+        }
+        let agents = &mut out[3 * cl.foods..];
+        let mut n = 0;
+        let order = std::iter::once(s).chain((0..layout.agents).filter(|&o| o != s));
+        for o in order {
+            let (r, c) = (a.pos[o].y - top, a.pos[o].x - left);
+            if (0..=2 * sight).contains(&r) && (0..=2 * sight).contains(&c) {
+                let level = cl.level(a.cells, o);
+                agents[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, level]);
+                n += 1;
+            }
+        }
+    }
+}
+
+/// The whole arena, no sight limit: per agent slot (row, column, level), then per food slot
+/// (row, column, level, present); the same layout in every arena.
+pub fn write_global_state(
+    layout: &LayoutCore,
+    cl: CellLayout,
+    pos: &[GridPos],
+    cells: &[u8],
+    state: &mut [u8],
+) {
+    for (s, p) in pos.iter().enumerate().take(layout.agents) {
+        state[3 * s..3 * s + 3].copy_from_slice(&[p.y as u8, p.x as u8, cl.level(cells, s)]);
+    }
+    let foods = 3 * layout.agents;
+    state[foods..foods + 4 * cl.foods].copy_from_slice(&cells[cl.food(0)..cl.food(cl.foods)]);
+}
+
+/// lbforaging's reset after the agents were placed on distinct uniformly drawn cells: agent
+/// levels uniform in `min_player_level..=max_player_level`; then up to `max_num_food` foods,
+/// each on a cell drawn uniformly off the border (rows and columns `1..size - 1`), rejected
+/// when a food lies within one cell (diagonals included) or two cells in a straight line, or
+/// an agent stands on it, at most 1000 draws in all; levels uniform in `min_food_level..=` the
+/// highest (`max_food_level`, or the sum of the three lowest agent levels), all the highest
+/// with `force_coop`. Every draw comes from the arena's spawn stream.
+pub fn spawn(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    let cl = lbf.cells;
+    let p = &lbf.params;
+    let rng: &mut ChaCha8Rng = &mut a.rng.spawn;
+    let uniform = |rng: &mut ChaCha8Rng, lo: u8, hi: u8| {
+        lo + below(rng.next_u32(), (hi - lo) as u32 + 1) as u8
+    };
+    let m = layout.agents;
+    let mut sorted = [0u8; MAX_AGENTS];
+    for (s, sorted) in sorted.iter_mut().enumerate().take(m) {
+        let level = uniform(rng, p.min_player_level, p.max_player_level);
+        a.cells[CellLayout::LEVELS + s] = level;
+        *sorted = level;
+    }
+    sorted[..m].sort_unstable();
+    let max = p.max_food_level.unwrap_or_else(|| {
+        sorted[..m.min(3)]
+            .iter()
+            .map(|&l| l as u32)
+            .sum::<u32>()
+            .min(255) as u8
+    });
+    let min = if p.force_coop { max } else { p.min_food_level };
+    a.cells[cl.food(0)..cl.food(cl.foods)].fill(0);
+    let (h, w) = (layout.height as u32, layout.width as u32);
+    let (mut placed, mut attempts) = (0, 0);
+    while placed < cl.foods && attempts < FOOD_ATTEMPTS {
+        attempts += 1;
+        let row = 1 + below(rng.next_u32(), h - 2) as i16;
+        let col = 1 + below(rng.next_u32(), w - 2) as i16;
+        let crowded = (0..placed).any(|k| {
+            let (r, c, _) = cl.food_at(a.cells, k).unwrap_or((-9, -9, 0));
+            let (dr, dc) = ((r - row).abs(), (c - col).abs());
+            (dr <= 1 && dc <= 1) || (dr == 0 && dc <= 2) || (dc == 0 && dr <= 2)
+        });
+        if crowded || a.pos[..m].iter().any(|q| q.y == row && q.x == col) {
+            continue;
+        }
+        let level = if min == max {
+            min
+        } else {
+            uniform(rng, min, max)
+        };
+        let f = cl.food(placed);
+        a.cells[f..f + 4].copy_from_slice(&[row as u8, col as u8, level, 1]);
+        placed += 1;
+    }
+    // Keep the foods in (row, column) order: the order observations list them in.
+    for i in 1..placed {
+        let mut j = i;
+        while j > 0
+            && a.cells[cl.food(j - 1)..cl.food(j - 1) + 2] > a.cells[cl.food(j)..cl.food(j) + 2]
+        {
+            for b in 0..4 {
+                a.cells.swap(cl.food(j - 1) + b, cl.food(j) + b);
+            }
+            j -= 1;
+        }
+    }
+    let spawned: u16 = (0..placed).map(|k| a.cells[cl.food(k) + 2] as u16).sum();
+    CellLayout::set_food_spawned(a.cells, spawned);
+}

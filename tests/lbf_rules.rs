@@ -1,0 +1,139 @@
+//! Level-Based Foraging rules with hand-set states and real numbers, through the batch (the
+//! step-by-step comparison with lbforaging itself is tests/lbf_fidelity.rs).
+
+use gridarena::components::GridPos;
+use gridarena::layout::Layout;
+use gridarena::substrate::Rules;
+use gridarena::substrate::lbf::{CellLayout, rules};
+use gridarena::{EnvBatch, Scenario};
+
+/// 5x5, 2 agents, 2 food slots, 10 steps.
+const LBF: &str = r#"Scenario(
+    name: "lbf",
+    substrate: LevelBasedForaging((max_num_food: 2, penalty: 0.25)),
+    map: [".....", ".....", ".....", ".....", "....."],
+    roles: [(kind: player, count: 2)],
+    max_steps: 10,
+)"#;
+
+fn cl(layout: &Layout) -> CellLayout {
+    match &layout.rules {
+        Rules::Lbf(l) => l.cells,
+        _ => unreachable!(),
+    }
+}
+
+/// Agents at (row, column) with levels; foods (row, column, level).
+fn set(b: &mut EnvBatch, agents: [(i16, i16, u8); 2], foods: &[(u8, u8, u8)]) {
+    let foods = foods.to_vec();
+    b.edit_arena(0, move |l, a| {
+        let cl = cl(l);
+        for (s, (r, c, level)) in agents.iter().enumerate() {
+            a.pos[s] = GridPos { x: *c, y: *r };
+            a.cells[CellLayout::LEVELS + s] = *level;
+        }
+        a.cells[cl.food(0)..cl.food(cl.foods)].fill(0);
+        for (k, (r, c, level)) in foods.iter().enumerate() {
+            a.cells[cl.food(k)..cl.food(k) + 4].copy_from_slice(&[*r, *c, *level, 1]);
+        }
+        let spawned = foods.iter().map(|f| f.2 as u16).sum();
+        CellLayout::set_food_spawned(a.cells, spawned);
+    })
+    .unwrap();
+}
+
+fn batch() -> EnvBatch {
+    EnvBatch::new(&Scenario::parse(LBF, "lbf.ron").unwrap(), 1, 0).unwrap()
+}
+
+#[test]
+fn two_agents_load_a_food_neither_could_alone_and_share_by_level() {
+    let mut b = batch();
+    // Food of level 3 at (2, 2) between agents of levels 1 and 2; another food of level 1.
+    set(&mut b, [(2, 1, 1), (2, 3, 2)], &[(2, 2, 3), (1, 4, 1)]);
+    b.actions_mut().copy_from_slice(&[rules::LOAD, rules::LOAD]);
+    b.step().unwrap();
+    // level * food / (sum of levels * food spawned) = 1*3/(3*4) and 2*3/(3*4).
+    assert_eq!(b.buffers().rewards, vec![0.25, 0.5]);
+    assert_eq!(b.buffers().terminated, vec![0], "one food is left");
+    assert_eq!(b.counters(0), vec![1, 0]);
+}
+
+#[test]
+fn a_load_that_falls_short_costs_the_penalty_and_the_last_food_ends_the_episode() {
+    let mut b = batch();
+    set(&mut b, [(2, 1, 1), (4, 4, 1)], &[(2, 2, 2)]);
+    b.actions_mut().copy_from_slice(&[rules::LOAD, rules::NONE]);
+    b.step().unwrap();
+    assert_eq!(b.buffers().rewards, vec![-0.25, 0.0]);
+    assert_eq!(b.counters(0), vec![0, 1]);
+    // Agent 1 walks from (4, 4) next to the food (west twice to (4, 2), north to (3, 2)),
+    // then both load: 1*2/(2*2) each, and no food is left.
+    for a in [rules::WEST, rules::WEST, rules::NORTH] {
+        b.actions_mut().copy_from_slice(&[rules::NONE, a]);
+        b.step().unwrap();
+    }
+    b.actions_mut().copy_from_slice(&[rules::LOAD, rules::LOAD]);
+    b.step().unwrap();
+    assert_eq!(b.buffers().rewards, vec![0.5, 0.5]);
+    assert_eq!(b.buffers().terminated, vec![1]);
+}
+
+#[test]
+fn invalid_actions_are_taken_as_none_and_the_mask_says_which_are_valid() {
+    let mut b = batch();
+    // Agent 0 in the top-left corner, food south of it; agent 1 in the open.
+    set(&mut b, [(0, 0, 1), (3, 3, 2)], &[(1, 0, 1)]);
+    let mask = b.with_arena(0, |l, a| {
+        let mut m = vec![0u8; 2 * rules::ACTIONS];
+        rules::write_action_mask(l, cl(l), a.pos, a.cells, &mut m);
+        m
+    });
+    // none, north, south, west, east, load
+    assert_eq!(mask, vec![1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]);
+    b.actions_mut()
+        .copy_from_slice(&[rules::NORTH, rules::LOAD]);
+    b.step().unwrap();
+    assert_eq!(b.applied_actions(0), vec![rules::NONE, rules::NONE]);
+    assert_eq!(b.agents(0)[0].0, GridPos { x: 0, y: 0 });
+}
+
+#[test]
+fn agents_swap_but_two_aiming_at_one_cell_both_stay() {
+    let mut b = batch();
+    set(&mut b, [(0, 0, 1), (0, 1, 1)], &[(3, 3, 1)]);
+    b.actions_mut().copy_from_slice(&[rules::EAST, rules::WEST]);
+    b.step().unwrap();
+    let at: Vec<GridPos> = b.agents(0).iter().map(|p| p.0).collect();
+    assert_eq!(at, vec![GridPos { x: 1, y: 0 }, GridPos { x: 0, y: 0 }]);
+    set(&mut b, [(0, 0, 1), (0, 2, 1)], &[(3, 3, 1)]);
+    b.actions_mut().copy_from_slice(&[rules::EAST, rules::WEST]);
+    b.step().unwrap();
+    let at: Vec<GridPos> = b.agents(0).iter().map(|p| p.0).collect();
+    assert_eq!(at, vec![GridPos { x: 0, y: 0 }, GridPos { x: 2, y: 0 }]);
+}
+
+#[test]
+fn the_global_state_lists_every_agent_and_food_slot() {
+    let mut b = batch();
+    set(&mut b, [(0, 4, 2), (3, 1, 1)], &[(1, 1, 2)]);
+    let state = b.with_arena(0, |l, a| {
+        let mut s = vec![0u8; 3 * 2 + 4 * 2];
+        rules::write_global_state(l, cl(l), a.pos, a.cells, &mut s);
+        s
+    });
+    assert_eq!(state, vec![0, 4, 2, 3, 1, 1, 1, 1, 2, 1, 0, 0, 0, 0]);
+}
+
+#[test]
+fn the_observation_is_lbforagings_vector_shifted_by_one() {
+    let mut b = batch();
+    set(&mut b, [(0, 4, 2), (3, 1, 1)], &[(1, 1, 2)]);
+    // Full sight: absolute (row + 1, column + 1, level); foods, then itself, then the other.
+    assert_eq!(
+        b.buffers().obs,
+        vec![
+            2, 2, 2, 0, 0, 0, 1, 5, 2, 4, 2, 1, 2, 2, 2, 0, 0, 0, 4, 2, 1, 1, 5, 2
+        ]
+    );
+}
