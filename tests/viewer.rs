@@ -322,7 +322,9 @@ fn observations_rebuilt_from_frames_match_the_live_ones() {
         let layout = batch.layout().clone();
         let compared = match &layout.rules {
             Rules::Gift(gridarena::substrate::gift::Gift { avatar: a, .. })
-            | Rules::Chemistry(gridarena::substrate::chemistry::Chemistry { avatar: a, .. }) => {
+            | Rules::Chemistry(gridarena::substrate::chemistry::Chemistry { avatar: a, .. })
+            | Rules::Harvest(gridarena::substrate::harvest::Harvest { avatar: a, .. })
+            | Rules::CleanUp(gridarena::substrate::cleanup::CleanUp { avatar: a, .. }) => {
                 a.window.width() * a.window.depth() * AVATAR_CELL_BYTES
             }
             _ => layout.obs_len,
