@@ -1,5 +1,6 @@
 //! Social metrics of finished episodes: per-agent return, collective return, equality
-//! (1 - Gini of the returns) and the substrate's counters.
+//! (1 - Gini of the returns), sustainability (when rewards arrive) and the substrate's
+//! counters.
 
 use std::collections::VecDeque;
 
@@ -72,6 +73,20 @@ pub fn equality(returns: &[f32]) -> f64 {
     1.0 - (diff / (2.0 * n * scale)).min(1.0)
 }
 
+/// Sustainability of one episode (Perolat et al., 2017): for each agent, the mean step (1 for
+/// the episode's first) at which it received a positive reward, averaged over the agents that
+/// received any. `step_sums[i]` is the sum of those steps for agent `i` and `rewarded[i]` their
+/// number. Late rewards mean a resource that lasted; `None` when no agent was ever rewarded.
+pub fn sustainability(step_sums: &[f64], rewarded: &[u32]) -> Option<f64> {
+    let per_agent: Vec<f64> = step_sums
+        .iter()
+        .zip(rewarded)
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, n)| s / *n as f64)
+        .collect();
+    (!per_agent.is_empty()).then(|| per_agent.iter().sum::<f64>() / per_agent.len() as f64)
+}
+
 /// Averages over a set of episodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SocialMetrics {
@@ -136,5 +151,13 @@ mod tests {
         // One agent has everything: Gini = (n-1)/n = 0.75 for n = 4.
         assert!((equality(&[0.0, 0.0, 0.0, 8.0]) - 0.25).abs() < 1e-12);
         assert!((equality(&[1.0, 3.0]) - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn sustainability_averages_each_rewarded_agents_mean_reward_step() {
+        // Agent 0 rewarded at steps 10 and 30 (mean 20), agent 1 at step 100, agent 2 never.
+        assert_eq!(sustainability(&[40.0, 100.0, 0.0], &[2, 1, 0]), Some(60.0));
+        assert_eq!(sustainability(&[0.0, 0.0], &[0, 0]), None);
+        assert_eq!(sustainability(&[], &[]), None);
     }
 }

@@ -20,8 +20,16 @@ fn baselines(name: &str, episodes: usize) -> (PolicyResult, PolicyResult) {
     let (n, mut p) = h.remove(0);
     let r = evaluate_policy(&loaded, episodes, SEED, p.as_mut()).unwrap();
     eprintln!(
-        "{name}: {n}: return {:.2} ± {:.2}, counters {:?}; random {:.2} ± {:.2}, {:?}",
-        r.mean_return, r.ci95, r.counters, random.mean_return, random.ci95, random.counters
+        "{name}: {n}: return {:.2} ± {:.2}, sustainability {:?}, counters {:?}; \
+         random {:.2} ± {:.2}, {:?}, {:?}",
+        r.mean_return,
+        r.ci95,
+        r.sustainability,
+        r.counters,
+        random.mean_return,
+        random.ci95,
+        random.sustainability,
+        random.counters
     );
     (random, r)
 }
@@ -38,6 +46,11 @@ fn the_harvest_heuristic_eats_more_than_random() {
         random.counters["apples_eaten"]
     );
     assert!(h.mean_return > random.mean_return + h.ci95 + random.ci95);
+    let (hs, rs) = (h.sustainability.unwrap(), random.sustainability.unwrap());
+    assert!(
+        (1.0..=1100.0).contains(&hs) && (1.0..=1100.0).contains(&rs),
+        "{hs} {rs}"
+    );
 }
 
 #[test]
@@ -46,6 +59,7 @@ fn the_clean_up_heuristic_cleans_and_gets_apples_to_grow() {
     // random's 440 and none.
     let (random, h) = baselines("clean_up", 8);
     assert_eq!(random.counters["apples_eaten"], 0.0);
+    assert_eq!(random.sustainability, None, "random play is never rewarded");
     assert!(
         h.counters["cells_cleaned"] > random.counters["cells_cleaned"],
         "cleaned {} vs random {}",

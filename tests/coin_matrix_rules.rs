@@ -163,3 +163,44 @@ fn the_episode_log_reports_returns_equality_and_counters() {
     assert!((m.equality - 0.5).abs() < 1e-12, "{}", m.equality);
     assert_eq!(b.clock(0).t, 0, "the arena respawned after logging");
 }
+
+/// Stag hunt players: both hunt the stag for the first `together` steps, then player 1 takes
+/// the hare while player 0 keeps hunting the stag alone.
+struct StagThenSplit {
+    together: u32,
+    step: u32,
+}
+
+impl gridarena::policy::Policy for StagThenSplit {
+    fn actions(
+        &mut self,
+        _obs: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), gridarena::policy::PolicyError> {
+        let split = self.step >= self.together;
+        for pair in out.chunks_mut(2) {
+            pair.copy_from_slice(&[0, u8::from(split)]);
+        }
+        self.step += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn eval_reports_sustainability_as_the_mean_step_of_each_players_positive_rewards() {
+    let loaded = Scenario::load(std::path::Path::new("assets/scenarios/stag_hunt.ron")).unwrap();
+    let eval = |together| {
+        let mut p = StagThenSplit { together, step: 0 };
+        gridarena::train::eval::evaluate_policy(&loaded, 3, 1, &mut p).unwrap()
+    };
+    // Stag together all 16 steps: 4 at every step, the mean reward step is 8.5 for both.
+    let r = eval(16);
+    assert_eq!((r.sustainability, r.mean_return), (Some(8.5), 64.0));
+    // Together for 8 steps, then player 0 hunts alone (0) while player 1 takes hares (3):
+    // player 0 is rewarded at steps 1..=8 (mean 4.5), player 1 at 1..=16 (mean 8.5).
+    let r = eval(8);
+    assert_eq!(r.sustainability, Some(6.5));
+    assert_eq!(r.per_agent, vec![32.0, 56.0]);
+    // Split from the start: player 0 is never rewarded and is left out of the mean.
+    assert_eq!(eval(0).sustainability, Some(8.5));
+}

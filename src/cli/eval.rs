@@ -119,8 +119,12 @@ fn print_report(report: &EvalReport) {
             .iter()
             .map(|(k, v)| format!("{k} {v:.2}"))
             .collect();
+        let sustainability = r.sustainability.map_or_else(
+            || "none (never rewarded)".to_string(),
+            |s| format!("step {s:.1}"),
+        );
         println!(
-            "  collective {:.2}, equality {:.3}; per episode: {}",
+            "  collective {:.2}, equality {:.3}, sustainability {sustainability}; per episode: {}",
             r.collective_return,
             r.equality,
             counters.join(", ")

@@ -10,7 +10,7 @@ use super::run_dir::RunDir;
 use super::{RunError, load_scenario};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
-use crate::metrics::{EpisodeSummary, learners_only, summarize};
+use crate::metrics::{EpisodeSummary, learners_only, summarize, sustainability};
 use crate::policy::{Policy, RandomPolicy, heuristics_for};
 use crate::scenario::LoadedScenario;
 use crate::train::TrainError;
@@ -34,6 +34,9 @@ pub struct PolicyResult {
     pub collective_return: f64,
     /// Mean equality (1 - Gini).
     pub equality: f64,
+    /// Mean sustainability: the mean step at which the learners were rewarded
+    /// ([`crate::metrics::sustainability`]), over the episodes where any was; `None` when none.
+    pub sustainability: Option<f64>,
 }
 
 /// The eval report (`--json` prints it).
@@ -61,7 +64,11 @@ pub struct NamedResult {
     pub result: PolicyResult,
 }
 
-fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult {
+fn result(
+    counter_names: &[String],
+    episodes: &[EpisodeSummary],
+    sustainability: &[Option<f64>],
+) -> PolicyResult {
     let m = summarize(counter_names, episodes);
     let agents = episodes.first().map_or(0, |e| e.returns.len());
     let per_episode: Vec<f64> = episodes
@@ -87,6 +94,10 @@ fn result(counter_names: &[String], episodes: &[EpisodeSummary]) -> PolicyResult
         counters: m.counters.into_iter().collect(),
         collective_return: m.collective_return,
         equality: m.equality,
+        sustainability: {
+            let s: Vec<f64> = sustainability.iter().flatten().copied().collect();
+            (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+        },
     }
 }
 
@@ -105,8 +116,12 @@ pub fn evaluate_policy(
         batch.layout().counter_names.clone(),
         batch.layout().learners,
     );
-    let eps = first_episodes(&mut batch, policy)?;
-    Ok(result(&names, &learners_only(&eps, learners)))
+    let (eps, sustainability) = first_episodes(&mut batch, policy)?;
+    Ok(result(
+        &names,
+        &learners_only(&eps, learners),
+        &sustainability,
+    ))
 }
 
 /// Per arena, whether its last step ended an episode (the next step starts one).
@@ -120,21 +135,30 @@ pub(crate) fn episode_starts(batch: &EnvBatch) -> Vec<bool> {
 }
 
 /// First finished episode of every arena of `batch`, `policy` acting until each arena
-/// finished one.
+/// finished one, with each one's sustainability (the learners' reward steps).
 fn first_episodes(
     batch: &mut EnvBatch,
     policy: &mut dyn Policy,
-) -> Result<Vec<EpisodeSummary>, RunError> {
+) -> Result<(Vec<EpisodeSummary>, Vec<Option<f64>>), RunError> {
     let arenas = batch.arenas();
+    let n = batch.layout().learners;
     let mut first: Vec<Option<EpisodeSummary>> = vec![None; arenas];
+    let (mut step_sums, mut rewarded) = (vec![0.0f64; arenas * n], vec![0u32; arenas * n]);
     let limit = batch.layout().max_steps as usize + 1;
     let mut actions = vec![0u8; batch.actions_mut().len()];
-    for _ in 0..limit {
+    for step in 1..=limit {
         policy
             .actions_within(&batch.buffers().obs, batch.action_mask(), &mut actions)
             .map_err(TrainError::from)?;
         batch.actions_mut().copy_from_slice(&actions);
         batch.step().map_err(TrainError::from)?;
+        let rewards = &batch.buffers().rewards;
+        for (i, &r) in rewards.iter().enumerate().take(arenas * n) {
+            if r > 0.0 && first[i / n.max(1)].is_none() {
+                step_sums[i] += step as f64;
+                rewarded[i] += 1;
+            }
+        }
         policy.episodes_start(&episode_starts(batch));
         for e in batch.take_episodes() {
             let slot = &mut first[e.arena as usize];
@@ -146,7 +170,18 @@ fn first_episodes(
             break;
         }
     }
-    Ok(first.into_iter().flatten().collect())
+    let sustainability = first
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_some())
+        .map(|(a, _)| {
+            sustainability(
+                &step_sums[a * n..(a + 1) * n],
+                &rewarded[a * n..(a + 1) * n],
+            )
+        })
+        .collect();
+    Ok((first.into_iter().flatten().collect(), sustainability))
 }
 
 /// Evaluates the newest checkpoint of `run` over `episodes` episodes per policy (replica 0 of
