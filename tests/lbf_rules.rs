@@ -137,3 +137,33 @@ fn the_observation_is_lbforagings_vector_shifted_by_one() {
         ]
     );
 }
+
+proptest::proptest! {
+    /// The mask (one pass over the foods per learner) answers as `valid` does, action by
+    /// action, for agents anywhere (edges and corners included) and foods anywhere, present
+    /// or taken.
+    #[test]
+    fn the_mask_agrees_with_valid_everywhere(
+        agents in proptest::array::uniform2((0i16..5, 0i16..5)),
+        foods in proptest::collection::vec((0u8..5, 0u8..5, proptest::bool::ANY), 2),
+    ) {
+        let mut b = batch();
+        let placed: Vec<(u8, u8, u8)> = foods.iter().map(|f| (f.0, f.1, 1)).collect();
+        set(&mut b, [(agents[0].0, agents[0].1, 1), (agents[1].0, agents[1].1, 2)], &placed);
+        let present: Vec<bool> = foods.iter().map(|f| f.2).collect();
+        let (mask, want) = b.with_arena(0, move |l, a| {
+            let cl = cl(l);
+            for (k, p) in present.iter().enumerate() {
+                a.cells[cl.food(k) + 3] = u8::from(*p);
+            }
+            let mut m = vec![0u8; 2 * rules::ACTIONS];
+            rules::write_action_mask(l, cl, a.pos, a.cells, &mut m);
+            let want: Vec<u8> = (0..2)
+                .flat_map(|s| (0..rules::ACTIONS as u8).map(move |x| (s, x)))
+                .map(|(s, x)| u8::from(rules::valid(l, cl, a.cells, a.pos[s], x)))
+                .collect();
+            (m, want)
+        });
+        proptest::prop_assert_eq!(mask, want);
+    }
+}

@@ -135,7 +135,27 @@ fn adjacent_food(cl: CellLayout, cells: &[u8], p: GridPos) -> Option<usize> {
     })
 }
 
-/// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`).
+/// Which of the four cells next to `p` hold a present food: bit `a - 1` for the move `a`
+/// (NORTH, SOUTH, WEST, EAST) that leads there. One pass over the foods.
+#[inline]
+fn foods_beside(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+    let mut bits = 0;
+    for f in cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
+        let (dr, dc) = (f[0] as i16 - p.y, f[1] as i16 - p.x);
+        let side = match (dr, dc) {
+            (-1, 0) => 1,
+            (1, 0) => 2,
+            (0, -1) => 4,
+            (0, 1) => 8,
+            _ => 0,
+        };
+        bits |= side * u8::from(f[3] != 0);
+    }
+    bits
+}
+
+/// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`; the same
+/// answers as [`valid`], from one pass over the foods per learner).
 pub fn write_action_mask(
     layout: &LayoutCore,
     cl: CellLayout,
@@ -143,14 +163,19 @@ pub fn write_action_mask(
     cells: &[u8],
     mask: &mut [u8],
 ) {
-    for (slot, row) in mask
-        .chunks_exact_mut(ACTIONS)
-        .enumerate()
+    let (w, h) = (layout.width as i16, layout.height as i16);
+    for (p, row) in pos
+        .iter()
+        .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
-        for (a, m) in row.iter_mut().enumerate() {
-            *m = u8::from(valid(layout, cl, cells, pos[slot], a as u8));
+        let food = foods_beside(cl, cells, *p);
+        let on_field = [p.y > 0, p.y < h - 1, p.x > 0, p.x < w - 1];
+        row[NONE as usize] = 1;
+        for (k, inside) in on_field.into_iter().enumerate() {
+            row[1 + k] = u8::from(inside && food >> k & 1 == 0);
         }
+        row[LOAD as usize] = u8::from(food != 0);
     }
 }
 
