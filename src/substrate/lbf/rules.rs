@@ -154,8 +154,23 @@ fn foods_beside(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
     bits
 }
 
+/// One agent's valid actions at `p`, 1 = valid: the answers of [`valid`] for every action, from
+/// one pass over the foods.
+#[inline]
+fn valid_row(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> [u8; ACTIONS] {
+    let (w, h) = (layout.width as i16, layout.height as i16);
+    let food = foods_beside(cl, cells, p);
+    let on_field = [p.y > 0, p.y < h - 1, p.x > 0, p.x < w - 1];
+    let mut row = [1u8; ACTIONS];
+    for (k, inside) in on_field.into_iter().enumerate() {
+        row[1 + k] = u8::from(inside && food >> k & 1 == 0);
+    }
+    row[LOAD as usize] = u8::from(food != 0);
+    row
+}
+
 /// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`; the same
-/// answers as [`valid`], from one pass over the foods per learner).
+/// answers as [`valid`]).
 pub fn write_action_mask(
     layout: &LayoutCore,
     cl: CellLayout,
@@ -163,19 +178,12 @@ pub fn write_action_mask(
     cells: &[u8],
     mask: &mut [u8],
 ) {
-    let (w, h) = (layout.width as i16, layout.height as i16);
     for (p, row) in pos
         .iter()
         .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
-        let food = foods_beside(cl, cells, *p);
-        let on_field = [p.y > 0, p.y < h - 1, p.x > 0, p.x < w - 1];
-        row[NONE as usize] = 1;
-        for (k, inside) in on_field.into_iter().enumerate() {
-            row[1 + k] = u8::from(inside && food >> k & 1 == 0);
-        }
-        row[LOAD as usize] = u8::from(food != 0);
+        row.copy_from_slice(&valid_row(layout, cl, cells, *p));
     }
 }
 
@@ -184,7 +192,8 @@ pub fn write_action_mask(
 pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
     let m = layout.agents;
     for s in 0..m {
-        if !valid(layout, cl, a.cells, a.pos[s], a.applied[s].0) {
+        let action = a.applied[s].0 as usize;
+        if action >= ACTIONS || valid_row(layout, cl, a.cells, a.pos[s])[action] == 0 {
             a.applied[s] = AppliedAction(NONE);
         }
     }
