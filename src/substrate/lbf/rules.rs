@@ -190,26 +190,23 @@ pub fn write_action_mask(
 /// Movement: invalid actions become NONE (in `applied` too), then every agent whose target
 /// cell no other agent names moves there.
 pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
-    let m = layout.agents;
+    let m = layout.agents.min(MAX_AGENTS);
+    let mut targets = [(0i16, 0i16); MAX_AGENTS];
     for s in 0..m {
         let action = a.applied[s].0 as usize;
         if action >= ACTIONS || valid_row(layout, cl, a.cells, a.pos[s])[action] == 0 {
             a.applied[s] = AppliedAction(NONE);
         }
+        let (dx, dy) = DELTAS[a.applied[s].0 as usize];
+        targets[s] = (a.pos[s].x + dx, a.pos[s].y + dy);
     }
-    let target = |pos: &[GridPos], applied: &[AppliedAction], s: usize| {
-        let (dx, dy) = DELTAS[applied[s].0 as usize];
-        (pos[s].x + dx, pos[s].y + dy)
-    };
-    let mut moves = 0u64;
-    for s in 0..m {
-        let t = target(a.pos, a.applied, s);
-        let alone = (0..m).all(|o| o == s || target(a.pos, a.applied, o) != t);
-        moves |= u64::from(alone) << s;
-    }
-    for s in 0..m {
-        if moves >> s & 1 == 1 {
-            let (x, y) = target(a.pos, a.applied, s);
+    let targets = &targets[..m];
+    for (s, &(x, y)) in targets.iter().enumerate() {
+        let alone = targets
+            .iter()
+            .enumerate()
+            .all(|(o, &t)| o == s || t != (x, y));
+        if alone {
             a.pos[s] = GridPos { x, y };
         }
     }
@@ -289,30 +286,26 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         let (top, left) = ((me.y - sight).max(0), (me.x - sight).max(0));
         let (bottom, right) = ((me.y + sight).min(h - 1), (me.x + sight).min(w - 1));
         let mut n = 0;
-        for k in 0..cl.foods {
-            if let Some((r, c, level)) = cl.food_at(a.cells, k)
-                && (top..=bottom).contains(&r)
-                && (left..=right).contains(&c)
-            {
-                out[3 * n..3 * n + 3].copy_from_slice(&[
-                    (r - top + 1) as u8,
-                    (c - left + 1) as u8,
-                    level,
-                ]);
+        for f in a.cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
+            let (r, c) = (f[0] as i16, f[1] as i16);
+            if f[3] != 0 && r >= top && r <= bottom && c >= left && c <= right {
+                out[3 * n..3 * n + 3].copy_from_slice(&[(r - top + 1) as u8, (c - left + 1) as u8, f[2]]);
                 n += 1;
             }
         }
         let agents = &mut out[3 * cl.foods..];
         let mut n = 0;
-        let order = std::iter::once(s).chain((0..layout.agents).filter(|&o| o != s));
-        for o in order {
+        let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + layout.agents];
+        // Itself first, then the others in slot order.
+        let mut see = |o: usize| {
             let (r, c) = (a.pos[o].y - top, a.pos[o].x - left);
-            if (0..=2 * sight).contains(&r) && (0..=2 * sight).contains(&c) {
-                let level = cl.level(a.cells, o);
-                agents[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, level]);
+            if r >= 0 && r <= 2 * sight && c >= 0 && c <= 2 * sight {
+                agents[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, levels[o]]);
                 n += 1;
             }
-        }
+        };
+        see(s);
+        (0..layout.agents).filter(|&o| o != s).for_each(see);
     }
 }
 
