@@ -130,6 +130,7 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             Algo::OnlineDqn => {
                 (cfg.online_dqn.epochs, cfg.online_dqn.minibatches) = (epochs, minibatches)
             }
+            Algo::Ippo => unreachable!("the flat form predates ippo"),
         }
         match algo {
             Algo::OnlineDqn => cfg.online_dqn.target_tau = 0.5,
@@ -150,6 +151,8 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             expected.pr2.minibatches = minibatches;
             expected.online_dqn.epochs = epochs;
             expected.online_dqn.minibatches = minibatches;
+            expected.ppo.epochs = epochs;
+            expected.ppo.minibatches = minibatches;
         }
         if algo == Algo::Pqn {
             expected.online_dqn.target_tau = 0.5;
@@ -217,7 +220,7 @@ fn unknown_keys_are_refused_naming_where_the_field_is() {
     cfg.algo = Algo::Iql;
     let err = cfg.set("epochs=3").unwrap_err().to_string();
     assert!(
-        err.contains("`pqn.epochs`, `pr2.epochs` or `online_dqn.epochs`"),
+        err.contains("`pqn.epochs`, `pr2.epochs`, `online_dqn.epochs` or `ppo.epochs`"),
         "{err}"
     );
     assert_eq!(
@@ -328,7 +331,7 @@ fn the_cli_takes_dotted_and_bare_keys_and_warns_once_about_a_flat_file() {
     let out = plan(&["algo=iql", "minibatches=3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("`pqn.minibatches`, `pr2.minibatches` or"),
+        !out.status.success() && err.contains("`pqn.minibatches`, `pr2.minibatches`, `online_dqn.minibatches` or"),
         "{err}"
     );
     // A flat file loads, with one warning naming the new places.

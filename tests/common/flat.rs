@@ -11,6 +11,7 @@ pub fn flat_text(cfg: &RunConfig) -> String {
         Algo::Pqn | Algo::Iql => ["pqn", "iql"],
         Algo::Pr2Iql => ["pr2", "iql"],
         Algo::OnlineDqn => ["online_dqn", "online_dqn"],
+        Algo::Ippo => panic!("the flat form predates ippo"),
     };
     let mut out = Vec::new();
     let mut section = None;
@@ -29,6 +30,10 @@ pub fn flat_text(cfg: &RunConfig) -> String {
             out.push(line.to_string());
             continue;
         };
+        // Sections added after the flat form had none of their fields there.
+        if s == "ppo" {
+            continue;
+        }
         let (key, value) = t.split_once(':').unwrap();
         let keep = match key {
             "epochs" | "minibatches" => s == shared_from[0],

@@ -2,6 +2,7 @@
 //! algorithm's [`Learner`](crate::train::Learner) and the memory preflight sizes its tensors
 //! through [`algorithm`]. Adding an algorithm adds a file and one line to [`algorithm`].
 
+pub mod ippo;
 pub mod iql;
 pub mod online_dqn;
 pub mod pqn;
@@ -44,6 +45,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: |c, l, d, j| Ok(Box::new(online_dqn::OnlineDqn::new(c, l, d, j)?)),
             plan: sizing::pqn_plan,
             gpu: sizing::pqn_gpu,
+        },
+        Algo::Ippo => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(ippo::Ippo::new(c, l, d, j)?)),
+            plan: crate::train::preflight::ppo::ippo_plan,
+            gpu: crate::train::preflight::ppo::ippo_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

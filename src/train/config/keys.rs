@@ -39,17 +39,19 @@ pub(crate) enum Section {
     Iql,
     Pr2,
     OnlineDqn,
+    Ppo,
 }
 
 impl Section {
     /// Every section, in the order of the saved form.
-    pub(crate) const ALL: [Section; 6] = [
+    pub(crate) const ALL: [Section; 7] = [
         Section::Network,
         Section::Learn,
         Section::Pqn,
         Section::Iql,
         Section::Pr2,
         Section::OnlineDqn,
+        Section::Ppo,
     ];
 
     /// Its field name in `RunConfig`.
@@ -61,6 +63,7 @@ impl Section {
             Section::Iql => "iql",
             Section::Pr2 => "pr2",
             Section::OnlineDqn => "online_dqn",
+            Section::Ppo => "ppo",
         }
     }
 
@@ -73,6 +76,7 @@ impl Section {
             Section::Iql => "IqlConfig",
             Section::Pr2 => "Pr2Config",
             Section::OnlineDqn => "OnlineDqnConfig",
+            Section::Ppo => "PpoConfig",
         }
     }
 
@@ -128,6 +132,16 @@ impl Section {
                 "minibatches",
             ],
             Section::OnlineDqn => &["epochs", "minibatches", "target_tau"],
+            Section::Ppo => &[
+                "epochs",
+                "minibatches",
+                "clip",
+                "clip_value",
+                "ent_coef",
+                "vf_coef",
+                "gae_lambda",
+                "normalize_advantages",
+            ],
         }
     }
 
@@ -140,6 +154,7 @@ impl Section {
             Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
+            Section::Ppo => algo == Algo::Ippo,
         }
     }
 
@@ -327,6 +342,7 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::Iql => "iql",
         Algo::Pr2Iql => "pr2_iql",
         Algo::OnlineDqn => "online_dqn",
+        Algo::Ippo => "ippo",
     }
 }
 
@@ -347,7 +363,7 @@ mod tests {
         assert_eq!(r("network", Algo::Pqn).unwrap(), "network");
         let err = r("epochs", Algo::Iql).unwrap_err();
         assert!(
-            err.contains("`pqn.epochs`, `pr2.epochs` or `online_dqn.epochs`"),
+            err.contains("`pqn.epochs`, `pr2.epochs`, `online_dqn.epochs` or `ppo.epochs`"),
             "{err}"
         );
         let err = r("target_tau", Algo::Pqn).unwrap_err();

@@ -20,7 +20,9 @@ pub mod sweep;
 mod validate;
 
 pub use migrate::Moved;
-pub use sections::{IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config};
+pub use sections::{
+    IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig, Pr2Config,
+};
 pub use validate::{
     MAX_ARENAS, MAX_BATCH, MAX_BINS, MAX_EPOCHS, MAX_HIDDEN, MAX_KEEP_CHECKPOINTS, MAX_REPLAY,
     MAX_ROLLOUT, MAX_SEEDS,
@@ -41,6 +43,9 @@ pub enum Algo {
     /// Online DQN: PQN's rollouts and epochs with one-step targets from a target network
     /// (`target_tau`), no replay.
     OnlineDqn,
+    /// IPPO: independent PPO learners (a categorical policy and a value network per learner
+    /// slot, or one of each shared), GAE, the clipped surrogate, minibatch epochs.
+    Ippo,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -200,6 +205,8 @@ pub struct RunConfig {
     pub pr2: Pr2Config,
     /// Online DQN's own fields.
     pub online_dqn: OnlineDqnConfig,
+    /// The PPO learners' fields (IPPO's).
+    pub ppo: PpoConfig,
 }
 
 impl Default for RunConfig {
@@ -228,6 +235,7 @@ impl Default for RunConfig {
             iql: IqlConfig::default(),
             pr2: Pr2Config::default(),
             online_dqn: OnlineDqnConfig::default(),
+            ppo: PpoConfig::default(),
         }
     }
 }
@@ -367,13 +375,14 @@ impl RunConfig {
         }
     }
 
-    /// The configured algorithm's `(epochs, minibatches)`: its own section's (`pqn`, `pr2` or
-    /// `online_dqn`); IQL reads neither and gets PQN's.
+    /// The configured algorithm's `(epochs, minibatches)`: its own section's (`pqn`, `pr2`,
+    /// `online_dqn` or `ppo`); IQL reads neither and gets PQN's.
     pub fn passes(&self) -> (usize, usize) {
         match self.algo {
             Algo::Pqn | Algo::Iql => (self.pqn.epochs, self.pqn.minibatches),
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
+            Algo::Ippo => (self.ppo.epochs, self.ppo.minibatches),
         }
     }
 
@@ -407,13 +416,14 @@ impl RunConfig {
     /// Derived: the batch `learn.lr_scale` scales with: the rows one network's gradient
     /// averages over per optimiser step (PQN: `arenas x rollout / pqn.minibatches`; IQL:
     /// `iql.batch_size`; PR2-IQL: `pr2.buffer_batch_size x rollout`; online DQN: `arenas x
-    /// rollout / online_dqn.minibatches`).
+    /// rollout / online_dqn.minibatches`; IPPO: `arenas x rollout / ppo.minibatches`).
     pub fn effective_batch(&self) -> usize {
         match self.algo {
             Algo::Pqn => self.arenas * self.rollout / self.pqn.minibatches.max(1),
             Algo::Iql => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),
+            Algo::Ippo => self.arenas * self.rollout / self.ppo.minibatches.max(1),
         }
     }
 

@@ -221,6 +221,44 @@ impl Default for Pr2Config {
     }
 }
 
+/// The PPO learners' fields (`ppo:`, read by IPPO): CleanRL's and JaxMARL's names and
+/// defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PpoConfig {
+    /// Passes over each rollout (CleanRL's `update_epochs`).
+    pub epochs: usize,
+    /// Minibatches per epoch (`num_minibatches`).
+    pub minibatches: usize,
+    /// The surrogate's clipping range epsilon (`clip_coef`, JaxMARL's `CLIP_EPS`).
+    pub clip: f32,
+    /// Clip the value loss around the rollout's values by the same epsilon (`clip_vloss`).
+    pub clip_value: bool,
+    /// Weight of the entropy bonus.
+    pub ent_coef: f32,
+    /// Weight of the value loss (scales the value network's gradient).
+    pub vf_coef: f32,
+    /// GAE's lambda.
+    pub gae_lambda: f32,
+    /// Normalise the advantages within each minibatch (CleanRL's `norm_adv`).
+    pub normalize_advantages: bool,
+}
+
+impl Default for PpoConfig {
+    fn default() -> Self {
+        PpoConfig {
+            epochs: 4,
+            minibatches: 4,
+            clip: 0.2,
+            clip_value: true,
+            ent_coef: 0.01,
+            vf_coef: 0.5,
+            gae_lambda: 0.95,
+            normalize_advantages: true,
+        }
+    }
+}
+
 /// Online DQN's own fields (`online_dqn:`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

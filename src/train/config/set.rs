@@ -203,7 +203,7 @@ mod tests {
         c.algo = Algo::Iql;
         let err = c.set("minibatches=2").unwrap_err().to_string();
         assert!(
-            err.contains("`pqn.minibatches`, `pr2.minibatches` or `online_dqn.minibatches`"),
+            err.contains("`pqn.minibatches`, `pr2.minibatches`, `online_dqn.minibatches` or `ppo.minibatches`"),
             "{err}"
         );
         c.set("pr2.minibatches=2").unwrap();

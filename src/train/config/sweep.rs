@@ -129,6 +129,18 @@ const ONLINE_DQN_KEYS: [(&str, &str); 8] = [
     ("max_grad_norm", "per-network gradient clip"),
 ];
 
+/// The keys an IPPO sweep may vary.
+pub const IPPO_SWEEPABLE: [(&str, &str); 8] = [
+    ("lr", "learning rate"),
+    ("lr_decay", "linear decay of the learning rate"),
+    ("gamma", "discount"),
+    ("max_grad_norm", "per-network gradient clip"),
+    ("clip", "the surrogate's clipping range"),
+    ("ent_coef", "weight of the entropy bonus"),
+    ("vf_coef", "weight of the value loss"),
+    ("gae_lambda", "GAE's lambda"),
+];
+
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
     match algo {
@@ -136,6 +148,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::Iql => &IQL_SWEEPABLE,
         Algo::Pr2Iql => &PR2_SWEEPABLE,
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
+        Algo::Ippo => &IPPO_SWEEPABLE,
     }
 }
 

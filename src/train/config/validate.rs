@@ -127,6 +127,8 @@ impl RunConfig {
                 self.online_dqn.minibatches,
                 usize::MAX,
             ),
+            ("ppo.epochs", self.ppo.epochs, MAX_EPOCHS),
+            ("ppo.minibatches", self.ppo.minibatches, usize::MAX),
             ("network.hidden", self.network.hidden, MAX_HIDDEN),
             (
                 "network.layers",
@@ -173,6 +175,7 @@ impl RunConfig {
             Algo::Pqn => Some(("pqn.minibatches", self.pqn.minibatches)),
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
+            Algo::Ippo => Some(("ppo.minibatches", self.ppo.minibatches)),
             Algo::Iql => None,
         };
         if let Some((field, minibatches)) = minibatches
@@ -192,9 +195,19 @@ impl RunConfig {
             ("learn.eps_start", self.learn.eps_start),
             ("learn.eps_finish", self.learn.eps_finish),
             ("learn.eps_fraction", self.learn.eps_fraction),
+            ("ppo.gae_lambda", self.ppo.gae_lambda),
+            ("ppo.clip", self.ppo.clip),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(field, format!("{v}; a number in [0, 1]"));
+            }
+        }
+        for (field, v) in [
+            ("ppo.ent_coef", self.ppo.ent_coef),
+            ("ppo.vf_coef", self.ppo.vf_coef),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(field, format!("{v}; a finite number at least 0"));
             }
         }
         if self.seeds == 0 {

@@ -6,5 +6,6 @@
 pub mod disk;
 pub mod gpu_plan;
 pub mod plan;
+pub(crate) mod ppo;
 pub(crate) mod pr2;
 pub(crate) mod sizing;

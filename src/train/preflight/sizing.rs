@@ -210,7 +210,7 @@ pub(crate) fn opponent_tensor(
 }
 
 /// The Q-network stack of PQN and IQL: every replica's networks stacked.
-fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
+pub(crate) fn replicated_stack(cfg: &RunConfig, loaded: &LoadedScenario) -> StackSpec {
     let single = stack_spec(cfg, loaded);
     StackSpec {
         nets: single.nets * cfg.replica_count(),

@@ -103,7 +103,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         };
     }
     use super::config::{
-        IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PqnConfig, Pr2Config,
+        IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig, Pr2Config,
     };
     compare!(
         RunConfig, "", saved, asked,
@@ -113,7 +113,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             // Never in a file: a rank's share of the run, set by training.
             replica_shard,
             // The sections, compared below.
-            network, learn, pqn, iql, pr2, online_dqn
+            network, learn, pqn, iql, pr2, online_dqn, ppo
         ],
         [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping]
     );
@@ -158,6 +158,14 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         OnlineDqnConfig, "online_dqn.", &saved.online_dqn, asked.online_dqn,
         skip [],
         [epochs, minibatches, target_tau]
+    );
+    compare!(
+        PpoConfig, "ppo.", &saved.ppo, asked.ppo,
+        skip [],
+        [
+            epochs, minibatches, clip, clip_value, ent_coef, vf_coef, gae_lambda,
+            normalize_advantages,
+        ]
     );
     changes
 }

@@ -1,0 +1,420 @@
+//! IPPO: independent PPO learners (de Witt et al., 2020; JaxMARL's `ippo_ff`, CleanRL's
+//! `ppo.py`). Every learner slot has a categorical policy network and a value network of its
+//! own (or one of each shared, with the learner's one-hot index appended to its observation).
+//!
+//! Each update: act in B arenas for T steps, sampling each action from the policy (within the
+//! action mask) and keeping its log-probability and the value of the observation; GAE(lambda)
+//! over the rollout, a time limit bootstrapping from the value of the episode's final
+//! observation; then E epochs of shuffled minibatches, each one Adam step of the policy on the
+//! clipped surrogate with an entropy bonus (advantages normalised per minibatch) and one of the
+//! value network on the (optionally clipped) value loss. The losses are in
+//! [`crate::train::kit::ppo`], tested against finite differences.
+//!
+//! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), its own section `ppo`
+//! (`epochs`, `minibatches`, `clip`, `clip_value`, `ent_coef`, `vf_coef`, `gae_lambda`,
+//! `normalize_advantages`), `learn` (`gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`) and
+//! `network` (`shared`, `hidden`, `layers`). Memoryless networks only, without opponent
+//! models. Evaluation and `load_policy` act on the policy's mode (the largest logit).
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::dist::Job;
+use crate::engine::{BatchState, EnvBatch};
+use crate::error::BadField;
+use crate::rng::{Purpose, below, stream};
+use crate::scenario::LoadedScenario;
+use crate::train::config::{NetworkKind, RunConfig};
+use crate::train::error::TrainError;
+use crate::train::kit::ppo::{PpoCoefs, gae, log_softmax, policy_loss, sample, value_loss};
+use crate::train::kit::q_head::QHead;
+use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
+use crate::train::kit::returns::{RolloutBuffer, RolloutSteps};
+use crate::train::kit::schedule::optimiser;
+use crate::train::kit::stats::UpdateStats;
+use crate::train::learner::{Learner, Progress};
+use crate::train::run::run_dir::Resume;
+use crate::train::tensors::{NamedTensors, Tensor};
+
+/// The policy head's initial weights are scaled by this (CleanRL's `std=0.01`): a nearly
+/// uniform first policy.
+const POLICY_HEAD_SCALE: f32 = 0.01;
+
+/// An IPPO learner with its arenas.
+pub struct Ippo {
+    cfg: RunConfig,
+    batch: EnvBatch,
+    /// The policy networks (one output per action).
+    actor: Critic,
+    /// The value networks (one output).
+    value: Critic,
+    learners: usize,
+    actions: usize,
+    /// Bytes per network input row.
+    input: usize,
+    /// Action sampling streams, one per arena.
+    sampler: Vec<ChaCha8Rng>,
+    /// Minibatch shuffling.
+    shuffle: ChaCha8Rng,
+    progress: Progress,
+    /// The rollout: observations, actions, rewards, ends; `q_max` holds `V(s_t)` (row T the
+    /// observation after the rollout), `final_q` the final observations' values, `returns` G.
+    buf: RolloutBuffer,
+    /// `[T, rows]` the acting policy's log-probability of each action played.
+    logp: Vec<f32>,
+    /// `[T, rows]` advantages.
+    adv: Vec<f32>,
+    /// `[T, rows, A]` the action masks acted under (empty without masks).
+    masks: Vec<u8>,
+    input_row: Vec<u8>,
+    /// Each row's network.
+    nets: Vec<u32>,
+    /// The rollout's rows in the order minibatches are cut from.
+    index: Vec<u32>,
+}
+
+/// The learner's checkpointed state beyond parameters and Adam (both networks' are saved as
+/// the learner's critics).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IppoState {
+    /// Updates done.
+    pub update: u64,
+    /// Environment steps done.
+    pub env_steps: u64,
+    /// Action sampling streams, one per arena.
+    pub sampler: Vec<ChaCha8Rng>,
+    /// The shuffling stream.
+    pub shuffle: ChaCha8Rng,
+    /// The arenas.
+    pub batch: BatchState,
+}
+
+impl Ippo {
+    /// A fresh learner for one rank of `job` (one process: `Job::single()`): arenas and
+    /// networks seeded with `cfg.seed`.
+    pub fn new(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        device: &Chosen,
+        job: &Job,
+    ) -> Result<Ippo, TrainError> {
+        if cfg.learn.opponent_models || cfg.network.kind != NetworkKind::Mlp {
+            return Err(TrainError::Config(
+                "algo ippo takes network.kind: mlp and learn.opponent_models: false".into(),
+            ));
+        }
+        let actions = loaded.scenario.action_set().len();
+        let policy_spec = StackSpec {
+            head: actions,
+            ..stack_spec(cfg, loaded)
+        };
+        let value_spec = StackSpec {
+            head: 1,
+            ..policy_spec
+        };
+        let mut actor = Critic::new(policy_spec, cfg.seed, device)?.data_parallel(job);
+        scale_head(&mut actor, POLICY_HEAD_SCALE)?;
+        let value_seed = cfg.seed ^ 0x7661_6c75_6500_0000;
+        let value = Critic::new(value_spec, value_seed, device)?.data_parallel(job);
+        let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
+        batch.start_episode_log(1 << 16);
+        let learners = loaded.scenario.learners_per_arena();
+        let rows = cfg.arenas * learners;
+        let first = job.first_arena(cfg.arenas);
+        let masked = batch.action_mask().is_some();
+        Ok(Ippo {
+            sampler: (0..cfg.arenas)
+                .map(|a| stream(cfg.seed, first + a as u64, Purpose::Policy))
+                .collect(),
+            shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
+            input: policy_spec.input,
+            buf: RolloutBuffer::new(cfg.rollout, rows, policy_spec.input),
+            logp: vec![0.0; cfg.rollout * rows],
+            adv: vec![0.0; cfg.rollout * rows],
+            masks: if masked {
+                vec![0; cfg.rollout * rows * actions]
+            } else {
+                Vec::new()
+            },
+            input_row: vec![0; rows * policy_spec.input],
+            nets: row_nets(rows, learners, cfg.network.shared),
+            index: (0..(cfg.rollout * rows) as u32).collect(),
+            progress: Progress::default(),
+            cfg: cfg.clone(),
+            batch,
+            actor,
+            value,
+            learners,
+            actions,
+        })
+    }
+
+    /// The current observations as network input rows (`[B * N, input]`).
+    fn current_input(&mut self) -> Vec<u8> {
+        let (n, d, o) = (self.learners, self.input, self.batch.layout().obs_len);
+        write_input(&self.batch.buffers().obs, n, o, d, &mut self.input_row);
+        self.input_row.clone()
+    }
+
+    /// Acts for T steps, storing each step, its log-probabilities and values.
+    fn rollout(&mut self) -> Result<(), TrainError> {
+        let (n, a, d, rows) = (self.learners, self.actions, self.input, self.buf.rows);
+        let nets = std::mem::take(&mut self.nets);
+        let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
+        self.batch.set_reward_shaping(shaping);
+        let mut input = self.current_input();
+        let mut lp = vec![0.0f32; rows * a];
+        for t in 0..self.cfg.rollout {
+            let logits = self.actor.forward(Input::U8(&input), &nets)?;
+            let values = self.value.forward(Input::U8(&input), &nets)?;
+            self.buf.q_max[t * rows..(t + 1) * rows].copy_from_slice(&values);
+            self.buf.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
+            let (acts, mask) = self.batch.actions_and_mask();
+            if let Some(m) = mask {
+                self.masks[t * rows * a..(t + 1) * rows * a].copy_from_slice(m);
+            }
+            for (row, act) in acts.iter_mut().enumerate() {
+                let m = mask.map(|m| &m[row * a..(row + 1) * a]);
+                let out = &mut lp[row * a..(row + 1) * a];
+                log_softmax(&logits[row * a..(row + 1) * a], m, out);
+                let u = (self.sampler[row / n].next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+                *act = sample(out, u) as u8;
+            }
+            let t0 = std::time::Instant::now();
+            self.batch.step()?;
+            self.progress.sim_seconds += t0.elapsed().as_secs_f64();
+            self.buf.record(t, self.batch.buffers(), n);
+            // The log-probability of the action played (a slot the batch played itself keeps
+            // the policy's probability of that action).
+            for row in 0..rows {
+                let taken = self.buf.taken[t * rows + row] as usize;
+                self.logp[t * rows + row] = lp[row * a + taken];
+            }
+            input = self.current_input();
+            if let Some(f) = truncated_rows(&self.batch, &nets, &[], d) {
+                let values = self.value.forward(Input::U8(&f.input), &f.nets)?;
+                for (&arena, v) in f.arenas.iter().zip(values.chunks_exact(n)) {
+                    let first = t * rows + arena * n;
+                    self.buf.final_q[first..first + n].copy_from_slice(v);
+                }
+            }
+        }
+        let t_len = self.cfg.rollout;
+        let last = self.value.forward(Input::U8(&input), &nets)?;
+        self.buf.q_max[t_len * rows..].copy_from_slice(&last);
+        self.nets = nets;
+        self.progress.env_steps += self.cfg.steps_per_update();
+        Ok(())
+    }
+
+    /// One update: rollout, GAE, epochs of shuffled minibatches of both losses.
+    pub fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        let (lr, adam) = optimiser(&self.cfg, self.progress.update);
+        let t0 = std::time::Instant::now();
+        let sim_before = self.progress.sim_seconds;
+        self.rollout()?;
+        let steps = RolloutSteps {
+            rows: self.buf.rows,
+            rewards: &self.buf.rewards,
+            terminated: &self.buf.terminated,
+            truncated: &self.buf.truncated,
+            q_max: &self.buf.q_max,
+            final_q: &self.buf.final_q,
+        };
+        let (gamma, lambda) = (self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
+        gae(&steps, gamma, lambda, &mut self.buf.returns, &mut self.adv);
+        let p = &self.cfg.ppo;
+        let coefs = PpoCoefs {
+            clip: p.clip,
+            ent_coef: p.ent_coef,
+            vf_coef: p.vf_coef,
+            clip_value: p.clip_value,
+        };
+        let (a, d, rows) = (self.actions, self.input, self.buf.rows);
+        let size = self.index.len() / p.minibatches;
+        let mut mb = Gathered::default();
+        let (mut losses, mut count) = (0.0f64, 0);
+        for (i, v) in self.index.iter_mut().enumerate() {
+            *v = i as u32;
+        }
+        for _ in 0..p.epochs {
+            for k in (1..self.index.len()).rev() {
+                let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
+                self.index.swap(k, j);
+            }
+            for m in 0..p.minibatches {
+                let picks = &self.index[m * size..(m + 1) * size];
+                mb.gather(self, picks, (a, d, rows));
+                if p.normalize_advantages {
+                    normalise(&mut mb.adv);
+                }
+                let logits = self.actor.forward(Input::U8(&mb.obs), &mb.nets)?;
+                let mut d_logits = vec![0.0; logits.len()];
+                let mask = (!mb.masks.is_empty()).then_some(&mb.masks[..]);
+                let terms = policy_loss(
+                    &logits,
+                    mask,
+                    (&mb.taken, &mb.logp, &mb.adv),
+                    coefs,
+                    &mut d_logits,
+                );
+                self.actor.backward(&d_logits)?;
+                self.actor.step(&adam)?;
+                let values = self.value.forward(Input::U8(&mb.obs), &mb.nets)?;
+                let mut d_values = vec![0.0; values.len()];
+                let v_loss = value_loss(&values, &mb.old_v, &mb.returns, coefs, &mut d_values);
+                self.value.backward(&d_values)?;
+                self.value.step(&adam)?;
+                let loss = terms.surrogate - coefs.ent_coef * terms.entropy + v_loss;
+                if !loss.is_finite() {
+                    return Err(TrainError::NonFinite {
+                        update: self.progress.update + 1,
+                        tensor: "loss".into(),
+                        value: loss,
+                    });
+                }
+                losses += loss as f64;
+                count += 1;
+            }
+        }
+        self.progress.update += 1;
+        self.progress.learn_seconds +=
+            t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
+        let loss = (losses / count.max(1) as f64) as f32;
+        let episodes = self.batch.take_episodes();
+        // No exploration rate: the policy explores by sampling.
+        Ok(UpdateStats::of_run(loss, (0.0, lr), episodes, None))
+    }
+}
+
+/// A minibatch's rows gathered out of the rollout, reused.
+#[derive(Default)]
+struct Gathered {
+    obs: Vec<u8>,
+    nets: Vec<u32>,
+    taken: Vec<u32>,
+    logp: Vec<f32>,
+    adv: Vec<f32>,
+    returns: Vec<f32>,
+    old_v: Vec<f32>,
+    masks: Vec<u8>,
+}
+
+impl Gathered {
+    /// Gathers the rollout rows `picks` (`t * rows + row`) of `l`.
+    fn gather(&mut self, l: &Ippo, picks: &[u32], (a, d, rows): (usize, usize, usize)) {
+        let b = &l.buf;
+        self.obs.clear();
+        self.nets.clear();
+        self.taken.clear();
+        self.logp.clear();
+        self.adv.clear();
+        self.returns.clear();
+        self.old_v.clear();
+        self.masks.clear();
+        for &i in picks {
+            let g = i as usize;
+            self.obs.extend_from_slice(&b.obs[g * d..(g + 1) * d]);
+            self.nets.push(l.nets[g % rows]);
+            self.taken.push(b.taken[g]);
+            self.logp.push(l.logp[g]);
+            self.adv.push(l.adv[g]);
+            self.returns.push(b.returns[g]);
+            self.old_v.push(b.q_max[g]);
+            if !l.masks.is_empty() {
+                self.masks.extend_from_slice(&l.masks[g * a..(g + 1) * a]);
+            }
+        }
+    }
+}
+
+/// Zero mean, unit standard deviation (CleanRL's `(adv - mean) / (std + 1e-8)`).
+fn normalise(x: &mut [f32]) {
+    let n = x.len().max(1) as f64;
+    let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let scale = 1.0 / (var.sqrt() + 1e-8);
+    for v in x {
+        *v = ((*v as f64 - mean) * scale) as f32;
+    }
+}
+
+/// Multiplies every network's head weights by `factor`.
+fn scale_head(critic: &mut Critic, factor: f32) -> Result<(), TrainError> {
+    let spec = *critic.spec();
+    let Some(head) = spec.tensors().into_iter().find(|t| t.name == "head.weight") else {
+        return Ok(());
+    };
+    let mut p = critic.params()?;
+    for block in p.chunks_exact_mut(spec.params_per_net()) {
+        for w in &mut block[head.offset..head.offset + head.rows * head.cols] {
+            *w *= factor;
+        }
+    }
+    critic.set_params(&p)?;
+    Ok(())
+}
+
+impl Learner for Ippo {
+    fn update(&mut self) -> Result<UpdateStats, TrainError> {
+        Ippo::update(self)
+    }
+
+    /// The policy's logits: the greedy action is the policy's mode.
+    fn q_values(&mut self, obs: &[u8]) -> Result<Vec<f32>, TrainError> {
+        let shape = (self.learners, self.batch.layout().obs_len, self.input);
+        q_rows(&mut self.actor, &QHead::Mse, obs, shape, &mut [])
+    }
+
+    fn q_label(&self) -> &'static str {
+        "policy logits"
+    }
+
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        Ok(None)
+    }
+
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        BadField::check_len("opponent model parameters (ippo has none)", 0, p.len())?;
+        Ok(())
+    }
+
+    fn save_state(&mut self, _extra: &mut NamedTensors) -> Result<String, TrainError> {
+        Ok(serde_json::to_string(&IppoState {
+            update: self.progress.update,
+            env_steps: self.progress.env_steps,
+            sampler: self.sampler.clone(),
+            shuffle: self.shuffle.clone(),
+            batch: self.batch.save_state(),
+        })?)
+    }
+
+    fn load_state(&mut self, json: &str, _extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
+        let s: IppoState = serde_json::from_str(json)?;
+        BadField::check_len("sampler", self.sampler.len(), s.sampler.len())?;
+        self.batch.load_state(&s.batch)?;
+        self.progress.update = s.update;
+        self.progress.env_steps = s.env_steps;
+        self.sampler = s.sampler;
+        self.shuffle = s.shuffle;
+        Ok(Resume::Exact)
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    fn progress_mut(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn batch(&mut self) -> &mut EnvBatch {
+        &mut self.batch
+    }
+
+    fn critics(&mut self) -> Vec<&mut Critic> {
+        vec![&mut self.actor, &mut self.value]
+    }
+}
