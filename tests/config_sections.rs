@@ -30,8 +30,15 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
         RunConfig::parse_valid(&text, &sectioned_path.display().to_string()).unwrap();
         seen += 1;
     }
-    let shipped = std::fs::read_dir("assets/runs").unwrap().count();
-    assert_eq!(seen, shipped, "every shipped config has its flat copy");
+    // IPPO came after the sections: its configs have no flat form.
+    let shipped = std::fs::read_dir("assets/runs")
+        .unwrap()
+        .filter(|e| {
+            let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
+            !text.contains("algo: ippo")
+        })
+        .count();
+    assert_eq!(seen, shipped, "every shipped config of the older algorithms has its flat copy");
     // Where the flat keys went, as the CLI's warning names them.
     let (_, moved) =
         RunConfig::load_with_moves(Path::new("tests/data/flat_runs/climbing_pr2.ron")).unwrap();

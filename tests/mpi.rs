@@ -168,7 +168,13 @@ fn rank_mode(mode: &str) {
         Err(e) if std::env::var_os("CI").is_some() => panic!("CI has no GPU adapter: {e}"),
         Err(e) => eprintln!("SKIPPED: the GPU gradients under MPI need an adapter: {e}"),
     }
-    for algo in [Algo::Pqn, Algo::Iql, Algo::Pr2Iql, Algo::OnlineDqn] {
+    for algo in [
+        Algo::Pqn,
+        Algo::Iql,
+        Algo::Pr2Iql,
+        Algo::OnlineDqn,
+        Algo::Ippo,
+    ] {
         identical_parameters(&job, algo);
     }
     if mode == "all" {
@@ -372,6 +378,14 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg.learn.opponent_models = false;
             cfg.iql.target_tau = 0.1;
             cfg.online_dqn.target_tau = 0.1;
+            cfg
+        }
+        // No opponent models: the algorithm has none.
+        Algo::Ippo => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.learn.opponent_models = false;
+            cfg.ppo.minibatches = 2;
             cfg
         }
     };

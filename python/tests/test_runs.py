@@ -36,6 +36,29 @@ def test_train_load_act_and_eval(tmp_path):
     assert {"policy", "random"} <= set(report)
 
 
+def test_ippo_trains_loads_and_acts_on_its_policy_mode(tmp_path):
+    run = gridarena.train(
+        out=str(tmp_path / "ippo"),
+        algo="ippo",
+        device="cpu",
+        arenas=4,
+        rollout=8,
+        layers=1,
+        hidden=16,
+        total_steps=4 * 8 * 2,
+        **{"ppo.minibatches": 2, "ppo.clip": 0.1},
+    )
+    config = (Path(run) / "config.ron").read_text()
+    assert "algo: ippo," in config and "clip: 0.1," in config
+    policy = gridarena.load_policy(run)
+    assert policy.update == 2
+    env = gridarena.VecEnv("pursuit", 3, seed=5)
+    logits = policy.q_values(env.obs)
+    assert logits.shape == (3 * 8, 5) and np.isfinite(logits).all()
+    # The greedy action is the policy's mode.
+    assert (logits.argmax(axis=1).reshape(3, 8) == policy(env.obs)).all()
+
+
 def test_bad_overrides_and_observations_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown field"):
         gridarena.train(out=str(tmp_path / "x"), no_such_field=1)
@@ -43,7 +66,7 @@ def test_bad_overrides_and_observations_are_refused(tmp_path):
         gridarena.train(out=str(tmp_path / "y"), lr=[1])
     # A bare name several sections hold goes to the section the run's algo reads (`algo` is
     # set first, wherever it stands), or is refused naming the candidates.
-    with pytest.raises(ValueError, match="`pqn.epochs`, `pr2.epochs` or `online_dqn.epochs`"):
+    with pytest.raises(ValueError, match="`pqn.epochs`, `pr2.epochs`, `online_dqn.epochs` or `ppo.epochs`"):
         gridarena.train(out=str(tmp_path / "z"), epochs=2, algo="iql")
     with pytest.raises(ValueError, match="it is `network.hidden`"):
         gridarena.train(out=str(tmp_path / "w"), **{"learn.hidden": 16})

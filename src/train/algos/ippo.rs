@@ -28,10 +28,9 @@ use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::{NetworkKind, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::kit::ppo::{PpoCoefs, gae, log_softmax, policy_loss, sample, value_loss};
+use crate::train::kit::ppo_rollout::{PpoMinibatch, PpoRollout, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
-use crate::train::kit::returns::{RolloutBuffer, RolloutSteps};
 use crate::train::kit::schedule::optimiser;
 use crate::train::kit::stats::UpdateStats;
 use crate::train::learner::{Learner, Progress};
@@ -59,15 +58,8 @@ pub struct Ippo {
     /// Minibatch shuffling.
     shuffle: ChaCha8Rng,
     progress: Progress,
-    /// The rollout: observations, actions, rewards, ends; `q_max` holds `V(s_t)` (row T the
-    /// observation after the rollout), `final_q` the final observations' values, `returns` G.
-    buf: RolloutBuffer,
-    /// `[T, rows]` the acting policy's log-probability of each action played.
-    logp: Vec<f32>,
-    /// `[T, rows]` advantages.
-    adv: Vec<f32>,
-    /// `[T, rows, A]` the action masks acted under (empty without masks).
-    masks: Vec<u8>,
+    /// The rollout with the policy's log-probabilities, masks and the values.
+    ro: PpoRollout,
     input_row: Vec<u8>,
     /// Each row's network.
     nets: Vec<u32>,
@@ -130,14 +122,7 @@ impl Ippo {
                 .collect(),
             shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             input: policy_spec.input,
-            buf: RolloutBuffer::new(cfg.rollout, rows, policy_spec.input),
-            logp: vec![0.0; cfg.rollout * rows],
-            adv: vec![0.0; cfg.rollout * rows],
-            masks: if masked {
-                vec![0; cfg.rollout * rows * actions]
-            } else {
-                Vec::new()
-            },
+            ro: PpoRollout::new((cfg.rollout, rows, policy_spec.input), actions, masked, 0),
             input_row: vec![0; rows * policy_spec.input],
             nets: row_nets(rows, learners, cfg.network.shared),
             index: (0..(cfg.rollout * rows) as u32).collect(),
@@ -160,7 +145,7 @@ impl Ippo {
 
     /// Acts for T steps, storing each step, its log-probabilities and values.
     fn rollout(&mut self) -> Result<(), TrainError> {
-        let (n, a, d, rows) = (self.learners, self.actions, self.input, self.buf.rows);
+        let (n, a, d, rows) = (self.learners, self.actions, self.input, self.ro.buf.rows);
         let nets = std::mem::take(&mut self.nets);
         let shaping = self.cfg.reward_shaping_at(self.progress.env_steps);
         self.batch.set_reward_shaping(shaping);
@@ -169,41 +154,30 @@ impl Ippo {
         for t in 0..self.cfg.rollout {
             let logits = self.actor.forward(Input::U8(&input), &nets)?;
             let values = self.value.forward(Input::U8(&input), &nets)?;
-            self.buf.q_max[t * rows..(t + 1) * rows].copy_from_slice(&values);
-            self.buf.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
-            let (acts, mask) = self.batch.actions_and_mask();
-            if let Some(m) = mask {
-                self.masks[t * rows * a..(t + 1) * rows * a].copy_from_slice(m);
-            }
-            for (row, act) in acts.iter_mut().enumerate() {
-                let m = mask.map(|m| &m[row * a..(row + 1) * a]);
-                let out = &mut lp[row * a..(row + 1) * a];
-                log_softmax(&logits[row * a..(row + 1) * a], m, out);
-                let u = (self.sampler[row / n].next_u32() >> 8) as f32 / (1u32 << 24) as f32;
-                *act = sample(out, u) as u8;
-            }
+            let buf = &mut self.ro.buf;
+            buf.q_max[t * rows..(t + 1) * rows].copy_from_slice(&values);
+            buf.obs[t * rows * d..(t + 1) * rows * d].copy_from_slice(&input);
+            let acting = self.batch.actions_and_mask();
+            self.ro
+                .act(t, &logits, acting, (&mut self.sampler, n), &mut lp);
             let t0 = std::time::Instant::now();
             self.batch.step()?;
             self.progress.sim_seconds += t0.elapsed().as_secs_f64();
-            self.buf.record(t, self.batch.buffers(), n);
-            // The log-probability of the action played (a slot the batch played itself keeps
-            // the policy's probability of that action).
-            for row in 0..rows {
-                let taken = self.buf.taken[t * rows + row] as usize;
-                self.logp[t * rows + row] = lp[row * a + taken];
-            }
+            self.ro.buf.record(t, self.batch.buffers(), n);
+            self.ro.keep_logp(t, &lp);
             input = self.current_input();
+            // A time limit bootstraps from the value of the episode's final observation.
             if let Some(f) = truncated_rows(&self.batch, &nets, &[], d) {
                 let values = self.value.forward(Input::U8(&f.input), &f.nets)?;
                 for (&arena, v) in f.arenas.iter().zip(values.chunks_exact(n)) {
                     let first = t * rows + arena * n;
-                    self.buf.final_q[first..first + n].copy_from_slice(v);
+                    self.ro.buf.final_q[first..first + n].copy_from_slice(v);
                 }
             }
         }
         let t_len = self.cfg.rollout;
         let last = self.value.forward(Input::U8(&input), &nets)?;
-        self.buf.q_max[t_len * rows..].copy_from_slice(&last);
+        self.ro.buf.q_max[t_len * rows..].copy_from_slice(&last);
         self.nets = nets;
         self.progress.env_steps += self.cfg.steps_per_update();
         Ok(())
@@ -215,26 +189,10 @@ impl Ippo {
         let t0 = std::time::Instant::now();
         let sim_before = self.progress.sim_seconds;
         self.rollout()?;
-        let steps = RolloutSteps {
-            rows: self.buf.rows,
-            rewards: &self.buf.rewards,
-            terminated: &self.buf.terminated,
-            truncated: &self.buf.truncated,
-            q_max: &self.buf.q_max,
-            final_q: &self.buf.final_q,
-        };
-        let (gamma, lambda) = (self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
-        gae(&steps, gamma, lambda, &mut self.buf.returns, &mut self.adv);
+        (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
         let p = &self.cfg.ppo;
-        let coefs = PpoCoefs {
-            clip: p.clip,
-            ent_coef: p.ent_coef,
-            vf_coef: p.vf_coef,
-            clip_value: p.clip_value,
-        };
-        let (a, d, rows) = (self.actions, self.input, self.buf.rows);
         let size = self.index.len() / p.minibatches;
-        let mut mb = Gathered::default();
+        let mut mb = PpoMinibatch::default();
         let (mut losses, mut count) = (0.0f64, 0);
         for (i, v) in self.index.iter_mut().enumerate() {
             *v = i as u32;
@@ -246,28 +204,8 @@ impl Ippo {
             }
             for m in 0..p.minibatches {
                 let picks = &self.index[m * size..(m + 1) * size];
-                mb.gather(self, picks, (a, d, rows));
-                if p.normalize_advantages {
-                    normalise(&mut mb.adv);
-                }
-                let logits = self.actor.forward(Input::U8(&mb.obs), &mb.nets)?;
-                let mut d_logits = vec![0.0; logits.len()];
-                let mask = (!mb.masks.is_empty()).then_some(&mb.masks[..]);
-                let terms = policy_loss(
-                    &logits,
-                    mask,
-                    (&mb.taken, &mb.logp, &mb.adv),
-                    coefs,
-                    &mut d_logits,
-                );
-                self.actor.backward(&d_logits)?;
-                self.actor.step(&adam)?;
-                let values = self.value.forward(Input::U8(&mb.obs), &mb.nets)?;
-                let mut d_values = vec![0.0; values.len()];
-                let v_loss = value_loss(&values, &mb.old_v, &mb.returns, coefs, &mut d_values);
-                self.value.backward(&d_values)?;
-                self.value.step(&adam)?;
-                let loss = terms.surrogate - coefs.ent_coef * terms.entropy + v_loss;
+                self.ro.gather(picks, &self.nets, &mut mb);
+                let loss = mb.step((&mut self.actor, &mut self.value), p, &adam)?;
                 if !loss.is_finite() {
                     return Err(TrainError::NonFinite {
                         update: self.progress.update + 1,
@@ -287,74 +225,6 @@ impl Ippo {
         // No exploration rate: the policy explores by sampling.
         Ok(UpdateStats::of_run(loss, (0.0, lr), episodes, None))
     }
-}
-
-/// A minibatch's rows gathered out of the rollout, reused.
-#[derive(Default)]
-struct Gathered {
-    obs: Vec<u8>,
-    nets: Vec<u32>,
-    taken: Vec<u32>,
-    logp: Vec<f32>,
-    adv: Vec<f32>,
-    returns: Vec<f32>,
-    old_v: Vec<f32>,
-    masks: Vec<u8>,
-}
-
-impl Gathered {
-    /// Gathers the rollout rows `picks` (`t * rows + row`) of `l`.
-    fn gather(&mut self, l: &Ippo, picks: &[u32], (a, d, rows): (usize, usize, usize)) {
-        let b = &l.buf;
-        self.obs.clear();
-        self.nets.clear();
-        self.taken.clear();
-        self.logp.clear();
-        self.adv.clear();
-        self.returns.clear();
-        self.old_v.clear();
-        self.masks.clear();
-        for &i in picks {
-            let g = i as usize;
-            self.obs.extend_from_slice(&b.obs[g * d..(g + 1) * d]);
-            self.nets.push(l.nets[g % rows]);
-            self.taken.push(b.taken[g]);
-            self.logp.push(l.logp[g]);
-            self.adv.push(l.adv[g]);
-            self.returns.push(b.returns[g]);
-            self.old_v.push(b.q_max[g]);
-            if !l.masks.is_empty() {
-                self.masks.extend_from_slice(&l.masks[g * a..(g + 1) * a]);
-            }
-        }
-    }
-}
-
-/// Zero mean, unit standard deviation (CleanRL's `(adv - mean) / (std + 1e-8)`).
-fn normalise(x: &mut [f32]) {
-    let n = x.len().max(1) as f64;
-    let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
-    let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    let scale = 1.0 / (var.sqrt() + 1e-8);
-    for v in x {
-        *v = ((*v as f64 - mean) * scale) as f32;
-    }
-}
-
-/// Multiplies every network's head weights by `factor`.
-fn scale_head(critic: &mut Critic, factor: f32) -> Result<(), TrainError> {
-    let spec = *critic.spec();
-    let Some(head) = spec.tensors().into_iter().find(|t| t.name == "head.weight") else {
-        return Ok(());
-    };
-    let mut p = critic.params()?;
-    for block in p.chunks_exact_mut(spec.params_per_net()) {
-        for w in &mut block[head.offset..head.offset + head.rows * head.cols] {
-            *w *= factor;
-        }
-    }
-    critic.set_params(&p)?;
-    Ok(())
 }
 
 impl Learner for Ippo {

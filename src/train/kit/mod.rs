@@ -7,6 +7,7 @@
 pub(crate) mod explore;
 pub mod opponent;
 pub(crate) mod ppo;
+pub(crate) mod ppo_rollout;
 pub(crate) mod q_head;
 pub(crate) mod qnet;
 pub mod rate_limiter;

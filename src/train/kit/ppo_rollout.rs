@@ -1,0 +1,231 @@
+//! The on-policy storage and the minibatch step the PPO learners (IPPO, MAPPO) share: a
+//! rollout with the policy's columns (log-probabilities, masks, advantages) and the value
+//! network's own input rows when it reads something else than the policy (MAPPO's global
+//! state), acting by sampling within the mask, and one Adam step of each network on PPO's
+//! losses ([`super::ppo`]).
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+
+use super::ppo::{PpoCoefs, gae, log_softmax, policy_loss, sample, value_loss};
+use super::returns::{RolloutBuffer, RolloutSteps};
+use crate::critic::{AdamConfig, Critic, Input};
+use crate::train::config::PpoConfig;
+use crate::train::error::TrainError;
+
+/// A PPO rollout: [`RolloutBuffer`]'s columns (its `q_max` holds `V(s_t)`, row T the value after
+/// the rollout; `final_q` the final observations' values; `returns` G) and the policy's.
+pub(crate) struct PpoRollout {
+    pub buf: RolloutBuffer,
+    /// `[T, rows]` the acting policy's log-probability of each action played.
+    pub logp: Vec<f32>,
+    /// `[T, rows]` advantages.
+    pub adv: Vec<f32>,
+    /// `[T, rows, A]` the action masks acted under (empty without masks).
+    pub masks: Vec<u8>,
+    /// `[T, rows, value_input]` the value network's input rows, when it reads other rows
+    /// than the policy (empty: it reads the policy's).
+    pub value_obs: Vec<u8>,
+    /// Bytes per value input row (0: the policy's rows).
+    pub value_input: usize,
+    pub actions: usize,
+}
+
+impl PpoRollout {
+    /// Storage for `steps` x `rows` rows of `input` policy bytes, `actions` actions (masks kept
+    /// when `masked`), and `value_input` bytes of value input (0: the policy's rows).
+    pub(crate) fn new(
+        (steps, rows, input): (usize, usize, usize),
+        actions: usize,
+        masked: bool,
+        value_input: usize,
+    ) -> PpoRollout {
+        let n = steps * rows;
+        PpoRollout {
+            buf: RolloutBuffer::new(steps, rows, input),
+            logp: vec![0.0; n],
+            adv: vec![0.0; n],
+            masks: if masked {
+                vec![0; n * actions]
+            } else {
+                Vec::new()
+            },
+            value_obs: vec![0; n * value_input],
+            value_input,
+            actions,
+        }
+    }
+
+    /// Samples every row's action from its `logits` (`[rows, A]`) within the `mask`, each
+    /// arena's rows (`learners` each) from its own stream; writes the actions into `acts` and
+    /// the log-probabilities of every action into `lp` (`[rows, A]`), and keeps step `t`'s masks.
+    pub(crate) fn act(
+        &mut self,
+        t: usize,
+        logits: &[f32],
+        (acts, mask): (&mut [u8], Option<&[u8]>),
+        (samplers, learners): (&mut [ChaCha8Rng], usize),
+        lp: &mut [f32],
+    ) {
+        let (a, rows) = (self.actions, self.buf.rows);
+        if let Some(m) = mask {
+            self.masks[t * rows * a..(t + 1) * rows * a].copy_from_slice(m);
+        }
+        for (row, act) in acts.iter_mut().enumerate() {
+            let m = mask.map(|m| &m[row * a..(row + 1) * a]);
+            let out = &mut lp[row * a..(row + 1) * a];
+            log_softmax(&logits[row * a..(row + 1) * a], m, out);
+            let u = (samplers[row / learners].next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+            *act = sample(out, u) as u8;
+        }
+    }
+
+    /// After the batch stepped: the log-probability of each action played at step `t` (a slot
+    /// the batch played itself keeps the policy's probability of that action).
+    pub(crate) fn keep_logp(&mut self, t: usize, lp: &[f32]) {
+        let (a, rows) = (self.actions, self.buf.rows);
+        for row in 0..rows {
+            let taken = self.buf.taken[t * rows + row] as usize;
+            self.logp[t * rows + row] = lp[row * a + taken];
+        }
+    }
+
+    /// GAE(lambda) of the stored rollout into `returns` and `adv`.
+    pub(crate) fn advantages(&mut self, gamma: f32, lambda: f32) {
+        let RolloutBuffer {
+            rows,
+            rewards,
+            terminated,
+            truncated,
+            q_max,
+            final_q,
+            returns,
+            ..
+        } = &mut self.buf;
+        let steps = RolloutSteps {
+            rows: *rows,
+            rewards,
+            terminated,
+            truncated,
+            q_max,
+            final_q,
+        };
+        gae(&steps, gamma, lambda, returns, &mut self.adv);
+    }
+
+    /// Gathers the rollout rows `picks` (`t * rows + row`) into `m`, row `r` through network
+    /// `nets[r % rows]`.
+    pub(crate) fn gather(&self, picks: &[u32], nets: &[u32], m: &mut PpoMinibatch) {
+        let (b, a, dv) = (&self.buf, self.actions, self.value_input);
+        let d = b.input;
+        m.clear();
+        for &i in picks {
+            let g = i as usize;
+            m.obs.extend_from_slice(&b.obs[g * d..(g + 1) * d]);
+            m.value_obs
+                .extend_from_slice(&self.value_obs[g * dv..(g + 1) * dv]);
+            m.nets.push(nets[g % b.rows]);
+            m.taken.push(b.taken[g]);
+            m.logp.push(self.logp[g]);
+            m.adv.push(self.adv[g]);
+            m.returns.push(b.returns[g]);
+            m.old_v.push(b.q_max[g]);
+            if !self.masks.is_empty() {
+                m.masks.extend_from_slice(&self.masks[g * a..(g + 1) * a]);
+            }
+        }
+    }
+}
+
+/// A minibatch's rows gathered out of a [`PpoRollout`], reused.
+#[derive(Default)]
+pub(crate) struct PpoMinibatch {
+    pub obs: Vec<u8>,
+    pub value_obs: Vec<u8>,
+    pub nets: Vec<u32>,
+    pub taken: Vec<u32>,
+    pub logp: Vec<f32>,
+    pub adv: Vec<f32>,
+    pub returns: Vec<f32>,
+    pub old_v: Vec<f32>,
+    pub masks: Vec<u8>,
+}
+
+impl PpoMinibatch {
+    fn clear(&mut self) {
+        self.obs.clear();
+        self.value_obs.clear();
+        self.nets.clear();
+        self.taken.clear();
+        self.logp.clear();
+        self.adv.clear();
+        self.returns.clear();
+        self.old_v.clear();
+        self.masks.clear();
+    }
+
+    /// One Adam step of the policy on the clipped surrogate and entropy bonus, and one of the
+    /// value network on the value loss (advantages normalised first when `p` says so); the
+    /// sum of both losses.
+    pub(crate) fn step(
+        &mut self,
+        (actor, value): (&mut Critic, &mut Critic),
+        p: &PpoConfig,
+        adam: &AdamConfig,
+    ) -> Result<f32, TrainError> {
+        let coefs = PpoCoefs {
+            clip: p.clip,
+            ent_coef: p.ent_coef,
+            vf_coef: p.vf_coef,
+            clip_value: p.clip_value,
+        };
+        if p.normalize_advantages {
+            normalise(&mut self.adv);
+        }
+        let logits = actor.forward(Input::U8(&self.obs), &self.nets)?;
+        let mut d_logits = vec![0.0; logits.len()];
+        let mask = (!self.masks.is_empty()).then_some(&self.masks[..]);
+        let batch = (&self.taken[..], &self.logp[..], &self.adv[..]);
+        let terms = policy_loss(&logits, mask, batch, coefs, &mut d_logits);
+        actor.backward(&d_logits)?;
+        actor.step(adam)?;
+        let value_rows = if self.value_obs.is_empty() {
+            &self.obs
+        } else {
+            &self.value_obs
+        };
+        let values = value.forward(Input::U8(value_rows), &self.nets)?;
+        let mut d_values = vec![0.0; values.len()];
+        let v_loss = value_loss(&values, &self.old_v, &self.returns, coefs, &mut d_values);
+        value.backward(&d_values)?;
+        value.step(adam)?;
+        Ok(terms.surrogate - coefs.ent_coef * terms.entropy + v_loss)
+    }
+}
+
+/// Zero mean, unit standard deviation (CleanRL's `(adv - mean) / (std + 1e-8)`).
+pub(crate) fn normalise(x: &mut [f32]) {
+    let n = x.len().max(1) as f64;
+    let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let scale = 1.0 / (var.sqrt() + 1e-8);
+    for v in x {
+        *v = ((*v as f64 - mean) * scale) as f32;
+    }
+}
+
+/// Multiplies every network's head weights by `factor` (CleanRL's `std=0.01` policy head).
+pub(crate) fn scale_head(critic: &mut Critic, factor: f32) -> Result<(), TrainError> {
+    let spec = *critic.spec();
+    let Some(head) = spec.tensors().into_iter().find(|t| t.name == "head.weight") else {
+        return Ok(());
+    };
+    let mut p = critic.params()?;
+    for block in p.chunks_exact_mut(spec.params_per_net()) {
+        for w in &mut block[head.offset..head.offset + head.rows * head.cols] {
+            *w *= factor;
+        }
+    }
+    critic.set_params(&p)?;
+    Ok(())
+}
