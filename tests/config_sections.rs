@@ -30,15 +30,18 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
         RunConfig::parse_valid(&text, &sectioned_path.display().to_string()).unwrap();
         seen += 1;
     }
-    // IPPO came after the sections: its configs have no flat form.
+    // The PPO learners came after the sections: their configs have no flat form.
     let shipped = std::fs::read_dir("assets/runs")
         .unwrap()
         .filter(|e| {
             let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
-            !text.contains("algo: ippo")
+            !text.contains("algo: ippo") && !text.contains("algo: mappo")
         })
         .count();
-    assert_eq!(seen, shipped, "every shipped config of the older algorithms has its flat copy");
+    assert_eq!(
+        seen, shipped,
+        "every shipped config of the older algorithms has its flat copy"
+    );
     // Where the flat keys went, as the CLI's warning names them.
     let (_, moved) =
         RunConfig::load_with_moves(Path::new("tests/data/flat_runs/climbing_pr2.ron")).unwrap();
@@ -137,7 +140,7 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             Algo::OnlineDqn => {
                 (cfg.online_dqn.epochs, cfg.online_dqn.minibatches) = (epochs, minibatches)
             }
-            Algo::Ippo => unreachable!("the flat form predates ippo"),
+            Algo::Ippo | Algo::Mappo => unreachable!("the flat form predates the PPO learners"),
         }
         match algo {
             Algo::OnlineDqn => cfg.online_dqn.target_tau = 0.5,
@@ -338,7 +341,8 @@ fn the_cli_takes_dotted_and_bare_keys_and_warns_once_about_a_flat_file() {
     let out = plan(&["algo=iql", "minibatches=3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("`pqn.minibatches`, `pr2.minibatches`, `online_dqn.minibatches` or"),
+        !out.status.success()
+            && err.contains("`pqn.minibatches`, `pr2.minibatches`, `online_dqn.minibatches` or"),
         "{err}"
     );
     // A flat file loads, with one warning naming the new places.

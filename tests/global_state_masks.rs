@@ -229,3 +229,27 @@ fn a_learner_exploring_and_acting_greedily_never_chooses_a_masked_action() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A restored batch has the global state and the masks of the one it was saved from (they are
+/// not in the saved state: the restore writes them from the restored arenas).
+#[test]
+fn a_restored_batch_has_the_saved_batchs_global_state_and_masks() {
+    let loaded = Scenario::load("assets/scenarios/lbf_8x8_2p_2f.ron".as_ref()).unwrap();
+    let mut a = EnvBatch::new(&loaded, 8, 3).unwrap();
+    a.set_global_state(true);
+    let mut random = RandomPolicy::new(5, 8, a.layout().actions);
+    for _ in 0..23 {
+        let (acts, mask) = a.actions_and_mask();
+        let mask = mask.unwrap().to_vec();
+        random.act_within(&mask, acts);
+        a.step().unwrap();
+    }
+    let saved = a.save_state();
+    let mut b = EnvBatch::new(&loaded, 8, 99).unwrap();
+    b.set_global_state(true);
+    assert_ne!(a.global_state(), b.global_state(), "a fresh batch differs");
+    b.load_state(&saved).unwrap();
+    assert_eq!(a.global_state(), b.global_state());
+    assert_eq!(a.action_mask(), b.action_mask());
+    assert_eq!(a.buffers().obs, b.buffers().obs);
+}

@@ -174,6 +174,7 @@ fn rank_mode(mode: &str) {
         Algo::Pr2Iql,
         Algo::OnlineDqn,
         Algo::Ippo,
+        Algo::Mappo,
     ] {
         identical_parameters(&job, algo);
     }
@@ -381,7 +382,7 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg
         }
         // No opponent models: the algorithm has none.
-        Algo::Ippo => {
+        Algo::Ippo | Algo::Mappo => {
             let mut cfg = pqn;
             cfg.algo = algo;
             cfg.learn.opponent_models = false;

@@ -270,11 +270,14 @@ fn avatar_windows_agree_with_the_cell_by_cell_reference() {
             let mut loaded = Scenario::load(path.as_ref()).unwrap();
             loaded.scenario.observation.window = Some(window);
             let mut b = EnvBatch::new(&loaded, 4, 7).unwrap();
-            let (n, actions, obs_len) = (b.layout().learners, b.layout().actions, b.layout().obs_len);
+            let (n, actions, obs_len) =
+                (b.layout().learners, b.layout().actions, b.layout().obs_len);
             let mut lcg = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..150 {
                 for x in b.actions_mut() {
-                    lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    lcg = lcg
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     *x = ((lcg >> 33) % actions as u64) as u8;
                 }
                 b.step().unwrap();
@@ -285,7 +288,11 @@ fn avatar_windows_agree_with_the_cell_by_cell_reference() {
                     });
                     for (s, want) in want.iter().enumerate() {
                         let got = &obs[(arena * n + s) * obs_len..][..want.len()];
-                        assert_eq!(got, &want[..], "{name} {window:?}: step {step}, arena {arena}, learner {s}");
+                        assert_eq!(
+                            got,
+                            &want[..],
+                            "{name} {window:?}: step {step}, arena {arena}, learner {s}"
+                        );
                     }
                 }
             }

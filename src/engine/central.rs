@@ -66,7 +66,7 @@ impl EnvBatch {
     }
 
     /// Rewrites every arena's observations, global state and mask from its current state.
-    fn observe_all(&mut self) {
+    pub(super) fn observe_all(&mut self) {
         self.world
             .run_system_once(|mut arenas: Arenas| {
                 arenas.for_each(substrate::write_observations);

@@ -206,6 +206,14 @@ impl EnvBatch {
         b.rewards.copy_from_slice(&s.rewards);
         b.terminated.copy_from_slice(&s.terminated);
         b.truncated.copy_from_slice(&s.truncated);
+        // The global state (when kept) and the action masks are not saved: they are written
+        // again from the restored arenas, and the saved observations put back over the ones
+        // that writes.
+        if b.state_width > 0 || self.layout().action_mask {
+            self.observe_all();
+            let mut b = self.world.resource_mut::<StepBuffers>();
+            b.bypass_change_detection().obs.copy_from_slice(&s.obs);
+        }
         Ok(())
     }
 }

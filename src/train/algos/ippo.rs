@@ -261,7 +261,11 @@ impl Learner for Ippo {
         })?)
     }
 
-    fn load_state(&mut self, json: &str, _extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
+    fn load_state(
+        &mut self,
+        json: &str,
+        _extra: &[(String, Tensor)],
+    ) -> Result<Resume, TrainError> {
         let s: IppoState = serde_json::from_str(json)?;
         BadField::check_len("sampler", self.sampler.len(), s.sampler.len())?;
         self.batch.load_state(&s.batch)?;

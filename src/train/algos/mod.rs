@@ -4,6 +4,7 @@
 
 pub mod ippo;
 pub mod iql;
+pub mod mappo;
 pub mod online_dqn;
 pub mod pqn;
 pub mod pr2;
@@ -50,6 +51,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: |c, l, d, j| Ok(Box::new(ippo::Ippo::new(c, l, d, j)?)),
             plan: crate::train::preflight::ppo::ippo_plan,
             gpu: crate::train::preflight::ppo::ippo_gpu,
+        },
+        Algo::Mappo => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(mappo::Mappo::new(c, l, d, j)?)),
+            plan: crate::train::preflight::ppo::mappo_plan,
+            gpu: crate::train::preflight::ppo::mappo_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

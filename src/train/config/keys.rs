@@ -154,7 +154,7 @@ impl Section {
             Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
-            Section::Ppo => algo == Algo::Ippo,
+            Section::Ppo => matches!(algo, Algo::Ippo | Algo::Mappo),
         }
     }
 
@@ -343,6 +343,7 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::Pr2Iql => "pr2_iql",
         Algo::OnlineDqn => "online_dqn",
         Algo::Ippo => "ippo",
+        Algo::Mappo => "mappo",
     }
 }
 

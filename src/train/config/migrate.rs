@@ -575,6 +575,9 @@ mod tests {
         let err = parse("RunConfig(learn: (epochs: 3))", "f.ron")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("it is `pqn.epochs`, `pr2.epochs`, `online_dqn.epochs` or"), "{err}");
+        assert!(
+            err.contains("it is `pqn.epochs`, `pr2.epochs`, `online_dqn.epochs` or"),
+            "{err}"
+        );
     }
 }

@@ -46,6 +46,9 @@ pub enum Algo {
     /// IPPO: independent PPO learners (a categorical policy and a value network per learner
     /// slot, or one of each shared), GAE, the clipped surrogate, minibatch epochs.
     Ippo,
+    /// MAPPO: IPPO's learners with a centralised value network that reads the arena's global
+    /// state (and the learner's one-hot index when shared) instead of the observation.
+    Mappo,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -205,7 +208,7 @@ pub struct RunConfig {
     pub pr2: Pr2Config,
     /// Online DQN's own fields.
     pub online_dqn: OnlineDqnConfig,
-    /// The PPO learners' fields (IPPO's).
+    /// The PPO learners' fields (IPPO's and MAPPO's).
     pub ppo: PpoConfig,
 }
 
@@ -382,7 +385,7 @@ impl RunConfig {
             Algo::Pqn | Algo::Iql => (self.pqn.epochs, self.pqn.minibatches),
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
-            Algo::Ippo => (self.ppo.epochs, self.ppo.minibatches),
+            Algo::Ippo | Algo::Mappo => (self.ppo.epochs, self.ppo.minibatches),
         }
     }
 
@@ -416,14 +419,15 @@ impl RunConfig {
     /// Derived: the batch `learn.lr_scale` scales with: the rows one network's gradient
     /// averages over per optimiser step (PQN: `arenas x rollout / pqn.minibatches`; IQL:
     /// `iql.batch_size`; PR2-IQL: `pr2.buffer_batch_size x rollout`; online DQN: `arenas x
-    /// rollout / online_dqn.minibatches`; IPPO: `arenas x rollout / ppo.minibatches`).
+    /// rollout / online_dqn.minibatches`; IPPO and MAPPO: `arenas x rollout /
+    /// ppo.minibatches`).
     pub fn effective_batch(&self) -> usize {
         match self.algo {
             Algo::Pqn => self.arenas * self.rollout / self.pqn.minibatches.max(1),
             Algo::Iql => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),
-            Algo::Ippo => self.arenas * self.rollout / self.ppo.minibatches.max(1),
+            Algo::Ippo | Algo::Mappo => self.arenas * self.rollout / self.ppo.minibatches.max(1),
         }
     }
 

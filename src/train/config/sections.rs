@@ -221,7 +221,7 @@ impl Default for Pr2Config {
     }
 }
 
-/// The PPO learners' fields (`ppo:`, read by IPPO): CleanRL's and JaxMARL's names and
+/// The PPO learners' fields (`ppo:`, read by IPPO and MAPPO): CleanRL's and JaxMARL's names and
 /// defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -129,7 +129,7 @@ const ONLINE_DQN_KEYS: [(&str, &str); 8] = [
     ("max_grad_norm", "per-network gradient clip"),
 ];
 
-/// The keys an IPPO sweep may vary.
+/// The keys an IPPO or MAPPO sweep may vary.
 pub const IPPO_SWEEPABLE: [(&str, &str); 8] = [
     ("lr", "learning rate"),
     ("lr_decay", "linear decay of the learning rate"),
@@ -148,7 +148,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::Iql => &IQL_SWEEPABLE,
         Algo::Pr2Iql => &PR2_SWEEPABLE,
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
-        Algo::Ippo => &IPPO_SWEEPABLE,
+        Algo::Ippo | Algo::Mappo => &IPPO_SWEEPABLE,
     }
 }
 

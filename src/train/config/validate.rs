@@ -175,7 +175,7 @@ impl RunConfig {
             Algo::Pqn => Some(("pqn.minibatches", self.pqn.minibatches)),
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
-            Algo::Ippo => Some(("ppo.minibatches", self.ppo.minibatches)),
+            Algo::Ippo | Algo::Mappo => Some(("ppo.minibatches", self.ppo.minibatches)),
             Algo::Iql => None,
         };
         if let Some((field, minibatches)) = minibatches

@@ -119,7 +119,11 @@ pub(crate) fn policy_loss(
         t.clip_fraction += f32::from(u8::from(outside)) * inv;
         // d(-min)/d logp_a: -rho A while the unclipped term is the smaller (always inside the
         // range), 0 where the clipped constant is.
-        let d_logp_a = if unclipped <= clipped { -unclipped } else { 0.0 };
+        let d_logp_a = if unclipped <= clipped {
+            -unclipped
+        } else {
+            0.0
+        };
         let entropy: f32 = -logp
             .iter()
             .filter(|l| l.is_finite())

@@ -61,7 +61,10 @@ struct Case {
 /// on both sides of the clipping range, advantages of both signs.
 fn case(seed: u64) -> Case {
     let (rows, actions) = (12, 5);
-    let logits: Vec<f64> = numbers(seed, rows * actions).iter().map(|x| 2.0 * x).collect();
+    let logits: Vec<f64> = numbers(seed, rows * actions)
+        .iter()
+        .map(|x| 2.0 * x)
+        .collect();
     let mut mask = vec![1u8; rows * actions];
     for r in (0..rows).step_by(3) {
         mask[r * actions + (r / 3) % actions] = 0;
@@ -70,10 +73,15 @@ fn case(seed: u64) -> Case {
     let mut taken = Vec::new();
     let mut old_logp = Vec::new();
     for r in 0..rows {
-        let legal: Vec<usize> = (0..actions).filter(|&a| mask[r * actions + a] != 0).collect();
+        let legal: Vec<usize> = (0..actions)
+            .filter(|&a| mask[r * actions + a] != 0)
+            .collect();
         let a = legal[((u[r] + 1.0) * 0.5 * legal.len() as f64) as usize % legal.len()];
         taken.push(a as u32);
-        let lp = reference_logp(&logits[r * actions..(r + 1) * actions], &mask[r * actions..(r + 1) * actions]);
+        let lp = reference_logp(
+            &logits[r * actions..(r + 1) * actions],
+            &mask[r * actions..(r + 1) * actions],
+        );
         // Ratios between exp(-0.6) and exp(0.6): clipped and not, with eps 0.2.
         old_logp.push(lp[a] - 0.6 * u[rows + r]);
     }
@@ -99,7 +107,13 @@ fn reference_logp(z: &[f64], mask: &[u8]) -> Vec<f64> {
         .ln();
     z.iter()
         .zip(mask)
-        .map(|(x, m)| if *m != 0 { x - log_sum } else { f64::NEG_INFINITY })
+        .map(|(x, m)| {
+            if *m != 0 {
+                x - log_sum
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
         .collect()
 }
 
@@ -112,7 +126,11 @@ fn reference_policy_loss(c: &Case, logits: &[f64], coefs: PpoCoefs) -> f64 {
         let lp = reference_logp(z, &c.mask[r * c.actions..(r + 1) * c.actions]);
         let ratio = (lp[c.taken[r] as usize] - c.old_logp[r]).exp();
         let surrogate = (ratio * c.adv[r]).min(ratio.clamp(1.0 - eps, 1.0 + eps) * c.adv[r]);
-        let entropy: f64 = -lp.iter().filter(|l| l.is_finite()).map(|l| l.exp() * l).sum::<f64>();
+        let entropy: f64 = -lp
+            .iter()
+            .filter(|l| l.is_finite())
+            .map(|l| l.exp() * l)
+            .sum::<f64>();
         total += -surrogate - ent * entropy;
     }
     total / c.rows as f64
@@ -135,7 +153,10 @@ fn check_policy_gradient(coefs: PpoCoefs, seed: u64) {
     let want = reference_policy_loss(&c, &c.logits, coefs);
     let got = t.surrogate as f64 - coefs.ent_coef as f64 * t.entropy as f64;
     assert!((got - want).abs() < 1e-4, "loss {got} vs reference {want}");
-    assert!(t.clip_fraction > 0.0 && t.clip_fraction < 1.0, "the case clips some rows: {t:?}");
+    assert!(
+        t.clip_fraction > 0.0 && t.clip_fraction < 1.0,
+        "the case clips some rows: {t:?}"
+    );
     let h = 1e-6;
     for k in 0..c.logits.len() {
         let mut x = c.logits.clone();
@@ -186,7 +207,11 @@ fn the_entropy_bonus_gradient_matches_finite_differences() {
         coefs,
         &mut d,
     );
-    assert!(t.entropy > 0.5, "random logits over 4-5 actions: {}", t.entropy);
+    assert!(
+        t.entropy > 0.5,
+        "random logits over 4-5 actions: {}",
+        t.entropy
+    );
     let h = 1e-6;
     for k in 0..c.logits.len() {
         let mut x = c.logits.clone();
@@ -194,7 +219,11 @@ fn the_entropy_bonus_gradient_matches_finite_differences() {
         let up = reference_policy_loss(&c, &x, coefs);
         x[k] -= 2.0 * h;
         let fd = (up - reference_policy_loss(&c, &x, coefs)) / (2.0 * h);
-        assert!((d[k] as f64 - fd).abs() < 1e-5 + 1e-3 * fd.abs(), "logit {k}: {} vs {fd}", d[k]);
+        assert!(
+            (d[k] as f64 - fd).abs() < 1e-5 + 1e-3 * fd.abs(),
+            "logit {k}: {} vs {fd}",
+            d[k]
+        );
     }
     // Both terms together.
     check_policy_gradient(coefs, 11);
@@ -206,7 +235,11 @@ fn reference_value_loss(v: &[f64], old: &[f64], g: &[f64], c: PpoCoefs) -> f64 {
         .map(|r| {
             let plain = (v[r] - g[r]).powi(2);
             let clipped = (old[r] + (v[r] - old[r]).clamp(-eps, eps) - g[r]).powi(2);
-            0.5 * if c.clip_value { plain.max(clipped) } else { plain }
+            0.5 * if c.clip_value {
+                plain.max(clipped)
+            } else {
+                plain
+            }
         })
         .sum();
     c.vf_coef as f64 * total / v.len() as f64
@@ -215,10 +248,17 @@ fn reference_value_loss(v: &[f64], old: &[f64], g: &[f64], c: PpoCoefs) -> f64 {
 #[test]
 fn the_value_loss_gradient_with_and_without_clipping_matches_finite_differences() {
     let v = numbers(5, 16);
-    let old: Vec<f64> = v.iter().zip(numbers(6, 16)).map(|(v, u)| v + 0.4 * u).collect();
+    let old: Vec<f64> = v
+        .iter()
+        .zip(numbers(6, 16))
+        .map(|(v, u)| v + 0.4 * u)
+        .collect();
     let g: Vec<f64> = numbers(8, 16).iter().map(|x| 2.0 * x).collect();
     for clip_value in [true, false] {
-        let c = PpoCoefs { clip_value, ..COEFS };
+        let c = PpoCoefs {
+            clip_value,
+            ..COEFS
+        };
         let mut d = vec![0.0f32; 16];
         let loss = value_loss(&f32s(&v), &f32s(&old), &f32s(&g), c, &mut d);
         let want = reference_value_loss(&v, &old, &g, c);
@@ -239,9 +279,11 @@ fn the_value_loss_gradient_with_and_without_clipping_matches_finite_differences(
     }
     // The case has rows where the clipped term is the larger and V moved past the range.
     let clipped_rows = (0..16)
-        .filter(|&r| (v[r] - old[r]).abs() > 0.2 && {
-            let ec = old[r] + (v[r] - old[r]).clamp(-0.2, 0.2) - g[r];
-            ec * ec > (v[r] - g[r]).powi(2)
+        .filter(|&r| {
+            (v[r] - old[r]).abs() > 0.2 && {
+                let ec = old[r] + (v[r] - old[r]).clamp(-0.2, 0.2) - g[r];
+                ec * ec > (v[r] - g[r]).powi(2)
+            }
         })
         .count();
     assert!(clipped_rows > 0, "no row exercises the clipped branch");
@@ -258,6 +300,9 @@ fn sampling_follows_the_probabilities_and_never_picks_a_masked_action() {
     assert_eq!(counts[2], 0);
     let p: Vec<f32> = logp.iter().map(|l| l.exp()).collect();
     for a in [0, 1, 3] {
-        assert!((counts[a] as f32 / 10_000.0 - p[a]).abs() < 1e-3, "{counts:?} vs {p:?}");
+        assert!(
+            (counts[a] as f32 / 10_000.0 - p[a]).abs() < 1e-3,
+            "{counts:?} vs {p:?}"
+        );
     }
 }

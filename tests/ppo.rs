@@ -1,6 +1,7 @@
-//! IPPO: it finds the known answer of small matrix games, learns to chase better than random,
-//! and gets seeds, sweeps, exact resume, evaluation and `load_policy` from the layers below it
-//! (its MPI data parallelism is checked in tests/mpi.rs).
+//! IPPO and MAPPO: each finds the known answer of small matrix games, learns to chase better
+//! than random, and gets seeds, sweeps, exact resume, evaluation and `load_policy` from the
+//! layers below it (their MPI data parallelism is checked in tests/mpi.rs); MAPPO's value
+//! network reads the global state.
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +21,11 @@ mod sweeps;
 use runs::deterministic_metrics;
 use sweeps::{assert_resumes_exactly, check_replicas_equal_single_runs, cpu, temp, with_sweep};
 
-fn small(scenario: &str) -> RunConfig {
+const PPO: [Algo; 2] = [Algo::Ippo, Algo::Mappo];
+
+fn small(algo: Algo, scenario: &str) -> RunConfig {
     RunConfig {
-        algo: Algo::Ippo,
+        algo,
         scenario: Some(PathBuf::from(scenario)),
         device: Device::Cpu,
         arenas: 16,
@@ -68,7 +71,8 @@ fn policy_probabilities(run: &Path) -> Vec<Vec<f32>> {
 /// A two-player game written to a file: `payoffs` per joint action, player 0's action most
 /// significant.
 fn matrix_game(name: &str, payoffs: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("gridarena-ippo-{name}-{}.ron", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("gridarena-ippo-{name}-{}.ron", std::process::id()));
     let text = format!(
         "Scenario(name: \"{name}\", substrate: MatrixGame((actions: 2, payoffs: {payoffs})), \
          roles: [(kind: player, count: 2)], max_steps: 8)"
@@ -78,7 +82,13 @@ fn matrix_game(name: &str, payoffs: &str) -> PathBuf {
 }
 
 #[test]
-fn ippo_finds_the_known_answers_of_matrix_games() {
+fn ppo_learners_find_the_known_answers_of_matrix_games() {
+    for algo in PPO {
+        known_answers(algo);
+    }
+}
+
+fn known_answers(algo: Algo) {
     // Prisoner's dilemma: defecting (action 1) strictly dominates. A team game: both choosing
     // action 0 pays 10 each, both choosing 1 pays 2, miscoordination 0: the optimum is (0, 0).
     for (name, payoffs, best) in [
@@ -87,22 +97,26 @@ fn ippo_finds_the_known_answers_of_matrix_games() {
             "[[3.0, 3.0], [0.0, 5.0], [5.0, 0.0], [1.0, 1.0]]",
             1,
         ),
-        ("team", "[[10.0, 10.0], [0.0, 0.0], [0.0, 0.0], [2.0, 2.0]]", 0),
+        (
+            "team",
+            "[[10.0, 10.0], [0.0, 0.0], [0.0, 0.0], [2.0, 2.0]]",
+            0,
+        ),
     ] {
         let scenario = matrix_game(name, payoffs);
         let cfg = RunConfig {
             total_steps: 16 * 8 * 60,
             checkpoint_every: 1000,
-            ..small(scenario.to_str().unwrap())
+            ..small(algo, scenario.to_str().unwrap())
         };
-        let run = temp(&format!("ippo-{name}"));
+        let run = temp(&format!("{algo:?}-{name}"));
         train(&cfg, &run, &TrainOptions::default()).unwrap();
         let p = policy_probabilities(&run);
         assert_eq!(p.len(), 2);
         for (player, probs) in p.iter().enumerate() {
             assert!(
                 probs[best] > 0.9,
-                "{name}: player {player} plays the known answer {best} with {probs:?}"
+                "{algo:?} {name}: player {player} plays the known answer {best} with {probs:?}"
             );
         }
         let _ = std::fs::remove_dir_all(run);
@@ -111,13 +125,19 @@ fn ippo_finds_the_known_answers_of_matrix_games() {
 }
 
 #[test]
-fn ippo_learns_to_chase_better_than_the_random_policy() {
+fn ppo_learners_learn_to_chase_better_than_the_random_policy() {
+    for algo in PPO {
+        learns_to_chase(algo);
+    }
+}
+
+fn learns_to_chase(algo: Algo) {
     let cfg = RunConfig {
         total_steps: 16 * 8 * 150,
         checkpoint_every: 1000,
-        ..small("tests/data/chase.ron")
+        ..small(algo, "tests/data/chase.ron")
     };
-    let run = temp("ippo-learns");
+    let run = temp(&format!("{algo:?}-learns"));
     train(&cfg, &run, &TrainOptions::default()).unwrap();
     let report = evaluate(&run, 40, &cpu()).unwrap();
     let mean = |r: &[f64]| r.iter().sum::<f64>() / r.len() as f64;
@@ -127,29 +147,45 @@ fn ippo_learns_to_chase_better_than_the_random_policy() {
     );
     assert!(
         learned > random + 0.1,
-        "greedy {learned:.3} against random {random:.3}"
+        "{algo:?}: greedy {learned:.3} against random {random:.3}"
     );
     let _ = std::fs::remove_dir_all(run);
 }
 
 #[test]
 fn ippo_replicas_equal_their_single_runs_bit_for_bit() {
-    let base = small("tests/data/chase.ron");
+    replicas_equal_single_runs(Algo::Ippo, &[0, 3, 6]);
+}
+
+#[test]
+fn mappo_replicas_equal_their_single_runs_bit_for_bit() {
+    replicas_equal_single_runs(Algo::Mappo, &[1, 7]);
+}
+
+fn replicas_equal_single_runs(algo: Algo, ks: &[usize]) {
+    let base = small(algo, "tests/data/chase.ron");
     let sweep = RunConfig {
         seeds: 2,
         ..with_sweep(base.clone(), &["clip=[0.2, 0.1]", "ent_coef=[0.01, 0.0]"])
     };
     assert_eq!(sweep.replica_count(), 8);
     let replicas = sweep.replicas().unwrap();
-    let multi = temp("ippo-sweep");
+    let multi = temp(&format!("{algo:?}-sweep"));
     train(&sweep, &multi, &TrainOptions::default()).unwrap();
-    check_replicas_equal_single_runs(&multi, (&base, &replicas), &[0, 3, 6], false);
+    check_replicas_equal_single_runs(&multi, (&base, &replicas), ks, false);
     let _ = std::fs::remove_dir_all(multi);
 }
 
 #[test]
-fn ippo_resumes_exactly_and_its_policy_loads() {
-    let run = assert_resumes_exactly(&small("tests/data/chase.ron"), "ippo", false);
+fn ppo_learners_resume_exactly_and_their_policies_load() {
+    for algo in PPO {
+        resumes_exactly(algo);
+    }
+}
+
+fn resumes_exactly(algo: Algo) {
+    let cfg = small(algo, "tests/data/chase.ron");
+    let run = assert_resumes_exactly(&cfg, &format!("{algo:?}"), false);
     let metrics = deterministic_metrics(&run);
     assert!(
         metrics
@@ -163,41 +199,43 @@ fn ippo_resumes_exactly_and_its_policy_loads() {
 }
 
 #[test]
-fn ippo_refuses_what_it_does_not_take() {
-    for cfg in [
-        {
-            let mut cfg = small("tests/data/chase.ron");
-            cfg.learn.opponent_models = true;
-            cfg
-        },
-        {
-            let mut cfg = small("tests/data/chase.ron");
-            cfg.network.kind = gridarena::train::config::NetworkKind::Gru;
-            cfg
-        },
-    ] {
-        let run = temp("ippo-refused");
+fn ppo_learners_refuse_what_they_do_not_take() {
+    for (algo, cfg) in PPO.into_iter().flat_map(|algo| {
+        let mut models = small(algo, "tests/data/chase.ron");
+        models.learn.opponent_models = true;
+        let mut gru = small(algo, "tests/data/chase.ron");
+        gru.network.kind = gridarena::train::config::NetworkKind::Gru;
+        [(algo, models), (algo, gru)]
+    }) {
+        let run = temp("ppo-refused");
         let err = train(&cfg, &run, &TrainOptions::default())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("ippo"), "{err}");
+        let name = if algo == Algo::Ippo { "ippo" } else { "mappo" };
+        assert!(err.contains(&format!("algo {name}")), "{err}");
         let _ = std::fs::remove_dir_all(run);
     }
 }
 
 #[test]
-fn ippo_on_the_gpu_backend_ends_where_the_cpu_one_does() {
+fn ppo_learners_on_the_gpu_backend_end_where_the_cpu_one_does() {
     if !skip::gpu_adapter_present() {
         return;
     }
+    for algo in PPO {
+        gpu_matches_cpu(algo);
+    }
+}
+
+fn gpu_matches_cpu(algo: Algo) {
     let mut ends = Vec::new();
     for device in [Device::Cpu, Device::Gpu] {
         let cfg = RunConfig {
             device,
             total_steps: 16 * 8 * 3,
-            ..small("tests/data/chase.ron")
+            ..small(algo, "tests/data/chase.ron")
         };
-        let run = temp(&format!("ippo-{device:?}"));
+        let run = temp(&format!("{algo:?}-{device:?}"));
         train(&cfg, &run, &TrainOptions::default()).unwrap();
         ends.push(runs::params(&run));
         let _ = std::fs::remove_dir_all(run);
@@ -208,5 +246,33 @@ fn ippo_on_the_gpu_backend_ends_where_the_cpu_one_does() {
         .iter()
         .zip(gpu)
         .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-    assert!(worst <= 1e-4, "policy and value parameters differ by up to {worst}");
+    assert!(
+        worst <= 1e-4,
+        "{algo:?}: parameters differ by up to {worst}"
+    );
+}
+
+/// MAPPO's value network reads the arena's global state and the learner's one-hot index (one
+/// shared network), IPPO's the observation; the policy reads the observation in both.
+#[test]
+fn mappos_value_network_reads_the_global_state() {
+    let scenario = "assets/scenarios/coin_game.ron";
+    let loaded = gridarena::scenario::Scenario::load(scenario.as_ref()).unwrap();
+    let (obs, state) = (
+        loaded.scenario.observation_len(),
+        loaded.scenario.global_state_len(),
+    );
+    assert_ne!(obs, state, "the test needs a state unlike the observation");
+    for (algo, value_input) in [(Algo::Ippo, obs + 2), (Algo::Mappo, state + 2)] {
+        let mut cfg = small(algo, scenario);
+        cfg.network.shared = true;
+        let mut learner = gridarena::train::new_learner(&cfg, &loaded, &cpu()).unwrap();
+        let inputs: Vec<usize> = learner.critics().iter().map(|c| c.spec().input).collect();
+        assert_eq!(
+            inputs,
+            vec![obs + 2, value_input],
+            "{algo:?}: policy, value inputs"
+        );
+        learner.update().unwrap();
+    }
 }
