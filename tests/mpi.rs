@@ -175,6 +175,7 @@ fn rank_mode(mode: &str) {
         Algo::OnlineDqn,
         Algo::Ippo,
         Algo::Mappo,
+        Algo::PqnVdn,
     ] {
         identical_parameters(&job, algo);
     }
@@ -382,6 +383,13 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg
         }
         // No opponent models: the algorithm has none.
+        // No opponent models: the algorithm has none.
+        Algo::PqnVdn => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.learn.opponent_models = false;
+            cfg
+        }
         Algo::Ippo | Algo::Mappo => {
             let mut cfg = pqn;
             cfg.algo = algo;

@@ -34,7 +34,7 @@ mod replicated;
 pub(crate) mod run;
 pub mod tensors;
 
-pub use algos::{ippo, iql, mappo, new_learner, new_learner_in, online_dqn, pqn, pr2};
+pub use algos::{ippo, iql, mappo, new_learner, new_learner_in, online_dqn, pqn, pqn_vdn, pr2};
 pub use config::sweep;
 pub use error::TrainError;
 pub use kit::replay::ReplayState;

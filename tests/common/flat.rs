@@ -11,7 +11,9 @@ pub fn flat_text(cfg: &RunConfig) -> String {
         Algo::Pqn | Algo::Iql => ["pqn", "iql"],
         Algo::Pr2Iql => ["pr2", "iql"],
         Algo::OnlineDqn => ["online_dqn", "online_dqn"],
-        Algo::Ippo | Algo::Mappo => panic!("the flat form predates the PPO learners"),
+        Algo::Ippo | Algo::Mappo | Algo::PqnVdn => {
+            panic!("the flat form predates the PPO and VDN learners")
+        }
     };
     let mut out = Vec::new();
     let mut section = None;

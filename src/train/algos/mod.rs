@@ -7,6 +7,7 @@ pub mod iql;
 pub mod mappo;
 pub mod online_dqn;
 pub mod pqn;
+pub mod pqn_vdn;
 pub mod pr2;
 
 use crate::critic::{Backend, Chosen};
@@ -56,6 +57,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: |c, l, d, j| Ok(Box::new(mappo::Mappo::new(c, l, d, j)?)),
             plan: crate::train::preflight::ppo::mappo_plan,
             gpu: crate::train::preflight::ppo::mappo_gpu,
+        },
+        Algo::PqnVdn => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(pqn_vdn::PqnVdn::new(c, l, d, j)?)),
+            plan: sizing::pqn_plan,
+            gpu: sizing::pqn_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

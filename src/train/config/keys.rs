@@ -150,7 +150,7 @@ impl Section {
     pub(crate) fn read_by(self, algo: Algo) -> bool {
         match self {
             Section::Network | Section::Learn => true,
-            Section::Pqn => algo == Algo::Pqn,
+            Section::Pqn => matches!(algo, Algo::Pqn | Algo::PqnVdn),
             Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
@@ -344,6 +344,7 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::OnlineDqn => "online_dqn",
         Algo::Ippo => "ippo",
         Algo::Mappo => "mappo",
+        Algo::PqnVdn => "pqn_vdn",
     }
 }
 

@@ -49,6 +49,9 @@ pub enum Algo {
     /// MAPPO: IPPO's learners with a centralised value network that reads the arena's global
     /// state (and the learner's one-hot index when shared) instead of the observation.
     Mappo,
+    /// PQN-VDN: PQN's rollouts and lambda-returns on the team's value, the sum of the
+    /// learners' Q-values (VDN), with the team's summed reward.
+    PqnVdn,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -382,7 +385,7 @@ impl RunConfig {
     /// `online_dqn` or `ppo`); IQL reads neither and gets PQN's.
     pub fn passes(&self) -> (usize, usize) {
         match self.algo {
-            Algo::Pqn | Algo::Iql => (self.pqn.epochs, self.pqn.minibatches),
+            Algo::Pqn | Algo::Iql | Algo::PqnVdn => (self.pqn.epochs, self.pqn.minibatches),
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
             Algo::Ippo | Algo::Mappo => (self.ppo.epochs, self.ppo.minibatches),
@@ -423,7 +426,7 @@ impl RunConfig {
     /// ppo.minibatches`).
     pub fn effective_batch(&self) -> usize {
         match self.algo {
-            Algo::Pqn => self.arenas * self.rollout / self.pqn.minibatches.max(1),
+            Algo::Pqn | Algo::PqnVdn => self.arenas * self.rollout / self.pqn.minibatches.max(1),
             Algo::Iql => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),

@@ -129,6 +129,9 @@ const ONLINE_DQN_KEYS: [(&str, &str); 8] = [
     ("max_grad_norm", "per-network gradient clip"),
 ];
 
+/// The keys a PQN-VDN sweep may vary (PQN's, without the value loss: it is MSE).
+pub const PQN_VDN_SWEEPABLE: [(&str, &str); 8] = PQN_KEYS;
+
 /// The keys an IPPO or MAPPO sweep may vary.
 pub const IPPO_SWEEPABLE: [(&str, &str); 8] = [
     ("lr", "learning rate"),
@@ -149,6 +152,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::Pr2Iql => &PR2_SWEEPABLE,
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
         Algo::Ippo | Algo::Mappo => &IPPO_SWEEPABLE,
+        Algo::PqnVdn => &PQN_VDN_SWEEPABLE,
     }
 }
 

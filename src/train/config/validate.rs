@@ -172,7 +172,7 @@ impl RunConfig {
         }
         // The minibatches of the section the algorithm reads (IQL reads none).
         let minibatches = match self.algo {
-            Algo::Pqn => Some(("pqn.minibatches", self.pqn.minibatches)),
+            Algo::Pqn | Algo::PqnVdn => Some(("pqn.minibatches", self.pqn.minibatches)),
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
             Algo::Ippo | Algo::Mappo => Some(("ppo.minibatches", self.ppo.minibatches)),

@@ -16,3 +16,4 @@ pub(crate) mod replay;
 pub(crate) mod returns;
 pub mod schedule;
 pub(crate) mod stats;
+pub(crate) mod vdn;
