@@ -17,18 +17,17 @@
 //! `hidden`, `layers`). Memoryless networks only, without opponent models.
 
 use rand_chacha::ChaCha8Rng;
-use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::{BatchState, EnvBatch};
 use crate::error::BadField;
-use crate::rng::{Purpose, below, stream};
+use crate::rng::{Purpose, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::{NetworkKind, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::kit::ppo_rollout::{PpoMinibatch, PpoRollout, scale_head};
+use crate::train::kit::ppo_rollout::{PpoRollout, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
 use crate::train::kit::schedule::optimiser;
@@ -237,37 +236,15 @@ impl Mappo {
         let sim_before = self.progress.sim_seconds;
         self.rollout()?;
         (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
-        let p = &self.cfg.ppo;
-        let size = self.index.len() / p.minibatches;
-        let mut mb = PpoMinibatch::default();
-        let (mut losses, mut count) = (0.0f64, 0);
-        for (i, v) in self.index.iter_mut().enumerate() {
-            *v = i as u32;
-        }
-        for _ in 0..p.epochs {
-            for k in (1..self.index.len()).rev() {
-                let j = below(self.shuffle.next_u32(), k as u32 + 1) as usize;
-                self.index.swap(k, j);
-            }
-            for m in 0..p.minibatches {
-                let picks = &self.index[m * size..(m + 1) * size];
-                self.ro.gather(picks, &self.nets, &mut mb);
-                let loss = mb.step((&mut self.actor, &mut self.value), p, &adam)?;
-                if !loss.is_finite() {
-                    return Err(TrainError::NonFinite {
-                        update: self.progress.update + 1,
-                        tensor: "loss".into(),
-                        value: loss,
-                    });
-                }
-                losses += loss as f64;
-                count += 1;
-            }
-        }
+        let loss = self.ro.train_epochs(
+            (&self.nets, &mut self.index, &mut self.shuffle),
+            (&mut self.actor, &mut self.value),
+            (&self.cfg.ppo, &adam),
+            self.progress.update,
+        )?;
         self.progress.update += 1;
         self.progress.learn_seconds +=
             t0.elapsed().as_secs_f64() - (self.progress.sim_seconds - sim_before);
-        let loss = (losses / count.max(1) as f64) as f32;
         let episodes = self.batch.take_episodes();
         // No exploration rate: the policy explores by sampling.
         Ok(UpdateStats::of_run(loss, (0.0, lr), episodes, None))

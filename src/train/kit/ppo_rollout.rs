@@ -10,6 +10,7 @@ use rand_core::Rng;
 use super::ppo::{PpoCoefs, gae, log_softmax, policy_loss, sample, value_loss};
 use super::returns::{RolloutBuffer, RolloutSteps};
 use crate::critic::{AdamConfig, Critic, Input};
+use crate::rng::below;
 use crate::train::config::PpoConfig;
 use crate::train::error::TrainError;
 
@@ -111,6 +112,45 @@ impl PpoRollout {
             final_q,
         };
         gae(&steps, gamma, lambda, returns, &mut self.adv);
+    }
+
+    /// E epochs (`p.epochs`) of M shuffled minibatches (`p.minibatches`) of the rollout's rows
+    /// (`index`, reshuffled with `shuffle`), one [`PpoMinibatch::step`] each, rows through
+    /// `nets`; the mean loss. A non-finite loss stops it, naming update `update + 1`.
+    pub(crate) fn train_epochs(
+        &self,
+        (nets, index, shuffle): (&[u32], &mut [u32], &mut ChaCha8Rng),
+        networks: (&mut Critic, &mut Critic),
+        (p, adam): (&PpoConfig, &AdamConfig),
+        update: u64,
+    ) -> Result<f32, TrainError> {
+        let (actor, value) = networks;
+        let size = index.len() / p.minibatches;
+        let mut mb = PpoMinibatch::default();
+        let (mut losses, mut count) = (0.0f64, 0);
+        for (i, v) in index.iter_mut().enumerate() {
+            *v = i as u32;
+        }
+        for _ in 0..p.epochs {
+            for k in (1..index.len()).rev() {
+                let j = below(shuffle.next_u32(), k as u32 + 1) as usize;
+                index.swap(k, j);
+            }
+            for m in 0..p.minibatches {
+                self.gather(&index[m * size..(m + 1) * size], nets, &mut mb);
+                let loss = mb.step((&mut *actor, &mut *value), p, adam)?;
+                if !loss.is_finite() {
+                    return Err(TrainError::NonFinite {
+                        update: update + 1,
+                        tensor: "loss".into(),
+                        value: loss,
+                    });
+                }
+                losses += loss as f64;
+                count += 1;
+            }
+        }
+        Ok((losses / count.max(1) as f64) as f32)
     }
 
     /// Gathers the rollout rows `picks` (`t * rows + row`) into `m`, row `r` through network
