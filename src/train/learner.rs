@@ -64,11 +64,17 @@ pub trait Learner: Send {
     }
 
     /// The opponent models' predicted distributions `[B x N, N-1, A]` for the current
-    /// observations, or `None` without models.
-    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError>;
+    /// observations, or `None` without models (the default: a learner without models).
+    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
+        Ok(None)
+    }
 
-    /// Restores the opponent models' parameters (when the run has models).
-    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError>;
+    /// Restores the opponent models' parameters (when the run has models); a learner without
+    /// models (the default) takes only none.
+    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
+        crate::error::BadField::check_len("opponent model parameters (none here)", 0, p.len())?;
+        Ok(())
+    }
 
     /// The learner's own evolving state beyond parameters and Adam, as JSON; its large arrays
     /// (the replay, the opponent models) go into `extra` instead.

@@ -17,12 +17,10 @@
 //! models. Evaluation and `load_policy` act on the policy's mode (the largest logit).
 
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
-use crate::engine::{BatchState, EnvBatch};
-use crate::error::BadField;
+use crate::engine::EnvBatch;
 use crate::rng::{Purpose, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::{NetworkKind, RunConfig};
@@ -30,6 +28,7 @@ use crate::train::error::TrainError;
 use crate::train::kit::ppo_rollout::{PpoRollout, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
+use crate::train::kit::run_state::StreamsState;
 use crate::train::kit::schedule::optimiser;
 use crate::train::kit::stats::UpdateStats;
 use crate::train::learner::{Learner, Progress};
@@ -64,22 +63,6 @@ pub struct Ippo {
     nets: Vec<u32>,
     /// The rollout's rows in the order minibatches are cut from.
     index: Vec<u32>,
-}
-
-/// The learner's checkpointed state beyond parameters and Adam (both networks' are saved as
-/// the learner's critics).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IppoState {
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Action sampling streams, one per arena.
-    pub sampler: Vec<ChaCha8Rng>,
-    /// The shuffling stream.
-    pub shuffle: ChaCha8Rng,
-    /// The arenas.
-    pub batch: BatchState,
 }
 
 impl Ippo {
@@ -219,23 +202,9 @@ impl Learner for Ippo {
         "policy logits"
     }
 
-    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        Ok(None)
-    }
-
-    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
-        BadField::check_len("opponent model parameters (ippo has none)", 0, p.len())?;
-        Ok(())
-    }
-
     fn save_state(&mut self, _extra: &mut NamedTensors) -> Result<String, TrainError> {
-        Ok(serde_json::to_string(&IppoState {
-            update: self.progress.update,
-            env_steps: self.progress.env_steps,
-            sampler: self.sampler.clone(),
-            shuffle: self.shuffle.clone(),
-            batch: self.batch.save_state(),
-        })?)
+        let streams = (&self.sampler[..], &self.shuffle);
+        StreamsState::save(&self.progress, streams, &mut self.batch)
     }
 
     fn load_state(
@@ -243,14 +212,8 @@ impl Learner for Ippo {
         json: &str,
         _extra: &[(String, Tensor)],
     ) -> Result<Resume, TrainError> {
-        let s: IppoState = serde_json::from_str(json)?;
-        BadField::check_len("sampler", self.sampler.len(), s.sampler.len())?;
-        self.batch.load_state(&s.batch)?;
-        self.progress.update = s.update;
-        self.progress.env_steps = s.env_steps;
-        self.sampler = s.sampler;
-        self.shuffle = s.shuffle;
-        Ok(Resume::Exact)
+        let streams = (&mut self.sampler, &mut self.shuffle);
+        StreamsState::load(json, &mut self.progress, streams, &mut self.batch)
     }
 
     fn progress(&self) -> &Progress {

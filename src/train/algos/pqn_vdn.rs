@@ -14,12 +14,10 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
 
 use crate::critic::{Chosen, Critic, Input};
 use crate::dist::Job;
-use crate::engine::{BatchState, EnvBatch};
-use crate::error::BadField;
+use crate::engine::EnvBatch;
 use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::{NetworkKind, RunConfig, ValueLoss};
@@ -28,6 +26,7 @@ use crate::train::kit::explore::{act_epsilon_greedy, max_legal, max_value};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
 use crate::train::kit::returns::RolloutBuffer;
+use crate::train::kit::run_state::StreamsState;
 use crate::train::kit::schedule::{epsilon_by_updates, optimiser};
 use crate::train::kit::stats::UpdateStats;
 use crate::train::kit::vdn::team_loss;
@@ -62,21 +61,6 @@ pub struct PqnVdn {
     nets: Vec<u32>,
     /// The team rows (`t * B + arena`) in the order minibatches are cut from.
     index: Vec<u32>,
-}
-
-/// The learner's checkpointed state beyond parameters and Adam.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PqnVdnState {
-    /// Updates done.
-    pub update: u64,
-    /// Environment steps done.
-    pub env_steps: u64,
-    /// Exploration streams, one per arena.
-    pub explore: Vec<ChaCha8Rng>,
-    /// The shuffling stream.
-    pub shuffle: ChaCha8Rng,
-    /// The arenas.
-    pub batch: BatchState,
 }
 
 impl PqnVdn {
@@ -265,23 +249,9 @@ impl Learner for PqnVdn {
         q_rows(&mut self.critic, &QHead::Mse, obs, shape, &mut [])
     }
 
-    fn opponent_predictions(&mut self) -> Result<Option<Vec<f32>>, TrainError> {
-        Ok(None)
-    }
-
-    fn set_opponent_params(&mut self, p: &[f32]) -> Result<(), TrainError> {
-        BadField::check_len("opponent model parameters (pqn_vdn has none)", 0, p.len())?;
-        Ok(())
-    }
-
     fn save_state(&mut self, _extra: &mut NamedTensors) -> Result<String, TrainError> {
-        Ok(serde_json::to_string(&PqnVdnState {
-            update: self.progress.update,
-            env_steps: self.progress.env_steps,
-            explore: self.explore.clone(),
-            shuffle: self.shuffle.clone(),
-            batch: self.batch.save_state(),
-        })?)
+        let streams = (&self.explore[..], &self.shuffle);
+        StreamsState::save(&self.progress, streams, &mut self.batch)
     }
 
     fn load_state(
@@ -289,14 +259,8 @@ impl Learner for PqnVdn {
         json: &str,
         _extra: &[(String, Tensor)],
     ) -> Result<Resume, TrainError> {
-        let s: PqnVdnState = serde_json::from_str(json)?;
-        BadField::check_len("explore", self.explore.len(), s.explore.len())?;
-        self.batch.load_state(&s.batch)?;
-        self.progress.update = s.update;
-        self.progress.env_steps = s.env_steps;
-        self.explore = s.explore;
-        self.shuffle = s.shuffle;
-        Ok(Resume::Exact)
+        let streams = (&mut self.explore, &mut self.shuffle);
+        StreamsState::load(json, &mut self.progress, streams, &mut self.batch)
     }
 
     fn progress(&self) -> &Progress {

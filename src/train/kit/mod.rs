@@ -14,6 +14,7 @@ pub mod rate_limiter;
 pub(crate) mod recurrent;
 pub(crate) mod replay;
 pub(crate) mod returns;
+pub(crate) mod run_state;
 pub mod schedule;
 pub(crate) mod stats;
 pub(crate) mod vdn;
