@@ -432,3 +432,33 @@ fn pqn_and_iql_train_on_the_gpu_backend() {
         let _ = std::fs::remove_dir_all(&run);
     }
 }
+
+/// QMIX's mixer in WGSL against the CPU reference: the mixed values, the loss and both
+/// gradients, on rows whose pre-activations fall on both sides of ELU's kink.
+#[test]
+fn the_wgsl_mixer_matches_the_cpu_reference() {
+    use gridarena::critic::gpu::GpuMixer;
+    use gridarena::critic::mixer::{MixerShape, mix, mix_loss};
+    if !common::skip::gpu_adapter_present() {
+        return;
+    }
+    let shape = MixerShape {
+        agents: 3,
+        embed: 8,
+    };
+    let mut g = GpuMixer::new(shape).unwrap_or_else(|e| panic!("building the GPU mixer: {e}"));
+    let rows = 257;
+    let q = random(rows * shape.agents, 5, 3.0);
+    let hyper = random(rows * shape.hyper_width(), 6, 1.0);
+    let y = random(rows, 7, 4.0);
+    let (gm, cm) = (g.mix(&q, &hyper).unwrap(), mix(shape, &q, &hyper).unwrap());
+    assert_close("Q_tot", &gm, &cm, 1e-4);
+    let (gpu, cpu) = (
+        g.loss(&q, &hyper, &y).unwrap(),
+        mix_loss(shape, &q, &hyper, &y).unwrap(),
+    );
+    assert_close("loss", &[gpu.loss], &[cpu.loss], 1e-4);
+    assert_close("dL/dq", &gpu.d_q, &cpu.d_q, 1e-4);
+    assert_close("dL/dhyper", &gpu.d_hyper, &cpu.d_hyper, 1e-4);
+    assert!(g.mix(&q[1..], &hyper).is_err(), "a ragged batch is refused");
+}

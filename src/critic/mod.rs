@@ -17,6 +17,7 @@ pub mod gpu;
 pub(crate) mod gru;
 pub mod hl_gauss;
 pub mod loss;
+pub mod mixer;
 mod optim;
 pub mod pr2;
 pub mod pr2_loss;

@@ -12,7 +12,7 @@ pub(super) const TILE: usize = 16;
 pub(super) const MAX_GROUPS: u32 = 65535;
 
 /// The shaders, compiled into the binary.
-pub const SHADERS: [(&str, &str); 12] = [
+pub const SHADERS: [(&str, &str); 13] = [
     (
         "linear_forward",
         include_str!("../../../shaders/linear_forward.wgsl"),
@@ -48,6 +48,10 @@ pub const SHADERS: [(&str, &str); 12] = [
     (
         "gru_backward",
         include_str!("../../../shaders/gru_backward.wgsl"),
+    ),
+    (
+        "qmix_mixer",
+        include_str!("../../../shaders/qmix_mixer.wgsl"),
     ),
 ];
 

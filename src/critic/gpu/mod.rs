@@ -18,6 +18,7 @@ mod device;
 mod gru;
 mod gru_buffers;
 mod kernels;
+mod mixer;
 mod ops;
 mod readback;
 
@@ -28,6 +29,7 @@ pub(crate) use self::device::fake;
 pub use self::device::{GpuInfo, adapters, probe};
 pub(crate) use self::device::{NO_ADAPTER, preferred};
 pub use self::kernels::SHADERS;
+pub use self::mixer::GpuMixer;
 
 use self::buffers::{RowBuffers, storage};
 use self::kernels::{Kernels, NetScalars, UniformArena};
