@@ -30,14 +30,13 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
         RunConfig::parse_valid(&text, &sectioned_path.display().to_string()).unwrap();
         seen += 1;
     }
-    // The PPO and VDN learners came after the sections: their configs have no flat form.
+    // The PPO, VDN and QMIX learners came after the sections: their configs have no flat form.
     let shipped = std::fs::read_dir("assets/runs")
         .unwrap()
         .filter(|e| {
             let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
-            !["algo: ippo", "algo: mappo", "algo: pqn_vdn"]
-                .iter()
-                .any(|a| text.contains(a))
+            let newer = ["ippo", "mappo", "pqn_vdn", "vdn", "qmix"];
+            !newer.iter().any(|a| text.contains(&format!("algo: {a},")))
         })
         .count();
     assert_eq!(
@@ -142,8 +141,8 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             Algo::OnlineDqn => {
                 (cfg.online_dqn.epochs, cfg.online_dqn.minibatches) = (epochs, minibatches)
             }
-            Algo::Ippo | Algo::Mappo | Algo::PqnVdn => {
-                unreachable!("the flat form predates the PPO and VDN learners")
+            Algo::Ippo | Algo::Mappo | Algo::PqnVdn | Algo::Vdn | Algo::Qmix => {
+                unreachable!("the flat form predates the PPO, VDN and QMIX learners")
             }
         }
         match algo {

@@ -176,6 +176,8 @@ fn rank_mode(mode: &str) {
         Algo::Ippo,
         Algo::Mappo,
         Algo::PqnVdn,
+        Algo::Vdn,
+        Algo::Qmix,
     ] {
         identical_parameters(&job, algo);
     }
@@ -383,11 +385,25 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg
         }
         // No opponent models: the algorithm has none.
-        // No opponent models: the algorithm has none.
         Algo::PqnVdn => {
             let mut cfg = pqn;
             cfg.algo = algo;
             cfg.learn.opponent_models = false;
+            cfg
+        }
+        // IQL's replay of team transitions; no opponent models.
+        Algo::Vdn | Algo::Qmix => {
+            let mut cfg = pqn;
+            cfg.algo = algo;
+            cfg.learn.opponent_models = false;
+            cfg.learn.lr = 1e-3;
+            cfg.learn.lr_decay = false;
+            cfg.iql.batch_size = 8;
+            cfg.iql.cer = 2;
+            cfg.iql.replay_capacity = 100;
+            cfg.iql.min_replay = 16;
+            cfg.qmix.embed = 4;
+            cfg.qmix.hyper_hidden = 8;
             cfg
         }
         Algo::Ippo | Algo::Mappo => {

@@ -11,8 +11,8 @@ pub fn flat_text(cfg: &RunConfig) -> String {
         Algo::Pqn | Algo::Iql => ["pqn", "iql"],
         Algo::Pr2Iql => ["pr2", "iql"],
         Algo::OnlineDqn => ["online_dqn", "online_dqn"],
-        Algo::Ippo | Algo::Mappo | Algo::PqnVdn => {
-            panic!("the flat form predates the PPO and VDN learners")
+        Algo::Ippo | Algo::Mappo | Algo::PqnVdn | Algo::Vdn | Algo::Qmix => {
+            panic!("the flat form predates the PPO, VDN and QMIX learners")
         }
     };
     let mut out = Vec::new();
@@ -33,7 +33,7 @@ pub fn flat_text(cfg: &RunConfig) -> String {
             continue;
         };
         // Sections added after the flat form had none of their fields there.
-        if s == "ppo" {
+        if s == "ppo" || s == "qmix" {
             continue;
         }
         let (key, value) = t.split_once(':').unwrap();

@@ -191,7 +191,6 @@ impl Mappo {
 
     /// The value input rows, networks and arenas of the arenas whose episode the last step
     /// truncated, from their final states; `None` when none did.
-    #[allow(clippy::type_complexity)]
     fn final_state_rows(&self, nets: &[u32]) -> Option<(Vec<u8>, Vec<u32>, Vec<usize>)> {
         let (n, s) = (self.learners, self.batch.layout().state_len);
         let b = self.batch.buffers();

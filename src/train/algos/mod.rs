@@ -9,6 +9,8 @@ pub mod online_dqn;
 pub mod pqn;
 pub mod pqn_vdn;
 pub mod pr2;
+pub mod qmix;
+pub mod vdn;
 
 use crate::critic::{Backend, Chosen};
 use crate::dist::Job;
@@ -62,6 +64,16 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: |c, l, d, j| Ok(Box::new(pqn_vdn::PqnVdn::new(c, l, d, j)?)),
             plan: sizing::pqn_plan,
             gpu: sizing::pqn_gpu,
+        },
+        Algo::Vdn => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(vdn::new(c, l, d, j)?)),
+            plan: crate::train::preflight::team::vdn_plan,
+            gpu: sizing::iql_gpu,
+        },
+        Algo::Qmix => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(qmix::new(c, l, d, j)?)),
+            plan: crate::train::preflight::team::qmix_plan,
+            gpu: sizing::iql_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

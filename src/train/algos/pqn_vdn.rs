@@ -201,7 +201,10 @@ impl PqnVdn {
                 self.index.swap(k, j);
             }
             for mb in 0..self.cfg.pqn.minibatches {
-                (obs.clear(), nets.clear(), taken.clear(), targets.clear());
+                obs.clear();
+                nets.clear();
+                taken.clear();
+                targets.clear();
                 for &i in &self.index[mb * size..(mb + 1) * size] {
                     let (t, arena) = (i as usize / b, i as usize % b);
                     for l in 0..n {

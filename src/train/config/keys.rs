@@ -40,11 +40,12 @@ pub(crate) enum Section {
     Pr2,
     OnlineDqn,
     Ppo,
+    Qmix,
 }
 
 impl Section {
     /// Every section, in the order of the saved form.
-    pub(crate) const ALL: [Section; 7] = [
+    pub(crate) const ALL: [Section; 8] = [
         Section::Network,
         Section::Learn,
         Section::Pqn,
@@ -52,6 +53,7 @@ impl Section {
         Section::Pr2,
         Section::OnlineDqn,
         Section::Ppo,
+        Section::Qmix,
     ];
 
     /// Its field name in `RunConfig`.
@@ -64,6 +66,7 @@ impl Section {
             Section::Pr2 => "pr2",
             Section::OnlineDqn => "online_dqn",
             Section::Ppo => "ppo",
+            Section::Qmix => "qmix",
         }
     }
 
@@ -77,6 +80,7 @@ impl Section {
             Section::Pr2 => "Pr2Config",
             Section::OnlineDqn => "OnlineDqnConfig",
             Section::Ppo => "PpoConfig",
+            Section::Qmix => "QmixConfig",
         }
     }
 
@@ -142,6 +146,7 @@ impl Section {
                 "gae_lambda",
                 "normalize_advantages",
             ],
+            Section::Qmix => &["embed", "hyper_hidden"],
         }
     }
 
@@ -151,10 +156,11 @@ impl Section {
         match self {
             Section::Network | Section::Learn => true,
             Section::Pqn => matches!(algo, Algo::Pqn | Algo::PqnVdn),
-            Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql),
+            Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql | Algo::Vdn | Algo::Qmix),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
             Section::Ppo => matches!(algo, Algo::Ippo | Algo::Mappo),
+            Section::Qmix => algo == Algo::Qmix,
         }
     }
 
@@ -345,6 +351,8 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::Ippo => "ippo",
         Algo::Mappo => "mappo",
         Algo::PqnVdn => "pqn_vdn",
+        Algo::Vdn => "vdn",
+        Algo::Qmix => "qmix",
     }
 }
 

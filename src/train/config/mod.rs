@@ -22,6 +22,7 @@ mod validate;
 pub use migrate::Moved;
 pub use sections::{
     IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig, Pr2Config,
+    QmixConfig,
 };
 pub use validate::{
     MAX_ARENAS, MAX_BATCH, MAX_BINS, MAX_EPOCHS, MAX_HIDDEN, MAX_KEEP_CHECKPOINTS, MAX_REPLAY,
@@ -52,6 +53,12 @@ pub enum Algo {
     /// PQN-VDN: PQN's rollouts and lambda-returns on the team's value, the sum of the
     /// learners' Q-values (VDN), with the team's summed reward.
     PqnVdn,
+    /// VDN as a replay learner: IQL's replay of team transitions, target networks and rate
+    /// limiter, trained on the team's value, the sum of the learners' Q-values.
+    Vdn,
+    /// QMIX: VDN's replay learner with a monotonic mixing network whose weights come from
+    /// hypernetworks over the arena's global state (`qmix` section).
+    Qmix,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -213,6 +220,8 @@ pub struct RunConfig {
     pub online_dqn: OnlineDqnConfig,
     /// The PPO learners' fields (IPPO's and MAPPO's).
     pub ppo: PpoConfig,
+    /// QMIX's mixer.
+    pub qmix: QmixConfig,
 }
 
 impl Default for RunConfig {
@@ -242,6 +251,7 @@ impl Default for RunConfig {
             pr2: Pr2Config::default(),
             online_dqn: OnlineDqnConfig::default(),
             ppo: PpoConfig::default(),
+            qmix: QmixConfig::default(),
         }
     }
 }
@@ -385,7 +395,9 @@ impl RunConfig {
     /// `online_dqn` or `ppo`); IQL reads neither and gets PQN's.
     pub fn passes(&self) -> (usize, usize) {
         match self.algo {
-            Algo::Pqn | Algo::Iql | Algo::PqnVdn => (self.pqn.epochs, self.pqn.minibatches),
+            Algo::Pqn | Algo::Iql | Algo::PqnVdn | Algo::Vdn | Algo::Qmix => {
+                (self.pqn.epochs, self.pqn.minibatches)
+            }
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
             Algo::Ippo | Algo::Mappo => (self.ppo.epochs, self.ppo.minibatches),
@@ -427,7 +439,7 @@ impl RunConfig {
     pub fn effective_batch(&self) -> usize {
         match self.algo {
             Algo::Pqn | Algo::PqnVdn => self.arenas * self.rollout / self.pqn.minibatches.max(1),
-            Algo::Iql => self.iql.batch_size,
+            Algo::Iql | Algo::Vdn | Algo::Qmix => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),
             Algo::Ippo | Algo::Mappo => self.arenas * self.rollout / self.ppo.minibatches.max(1),

@@ -259,6 +259,26 @@ impl Default for PpoConfig {
     }
 }
 
+/// QMIX's mixer (`qmix:`): the mixing layer's width and the hypernetworks' hidden width
+/// (pymarl's and JaxMARL's `mixer_embed_dim` / `hypernet_embed`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QmixConfig {
+    /// E: the mixing layer's units.
+    pub embed: usize,
+    /// The hypernetworks' hidden layer width.
+    pub hyper_hidden: usize,
+}
+
+impl Default for QmixConfig {
+    fn default() -> Self {
+        QmixConfig {
+            embed: 32,
+            hyper_hidden: 64,
+        }
+    }
+}
+
 /// Online DQN's own fields (`online_dqn:`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -153,6 +153,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
         Algo::Ippo | Algo::Mappo => &IPPO_SWEEPABLE,
         Algo::PqnVdn => &PQN_VDN_SWEEPABLE,
+        Algo::Vdn | Algo::Qmix => &IQL_KEYS,
     }
 }
 

@@ -22,6 +22,8 @@ pub const MAX_BATCH: usize = 1 << 20;
 pub const MAX_BINS: usize = 1024;
 /// Largest `iql.replay_capacity` and `iql.min_replay` (rows).
 pub const MAX_REPLAY: usize = 1 << 31;
+/// Largest QMIX mixing layer (`qmix.embed`).
+pub const MAX_MIXER: usize = 1024;
 
 impl RunConfig {
     /// The network's fields: `layers: 1` and a bounded width for a GRU, and the sequence
@@ -154,6 +156,8 @@ impl RunConfig {
                 MAX_REPLAY,
             ),
             ("iql.cer", self.iql.cer.max(1), MAX_BATCH),
+            ("qmix.embed", self.qmix.embed, MAX_MIXER),
+            ("qmix.hyper_hidden", self.qmix.hyper_hidden, MAX_HIDDEN),
         ] {
             if v == 0 || v > max {
                 let range = if max == usize::MAX {
@@ -176,7 +180,7 @@ impl RunConfig {
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
             Algo::Ippo | Algo::Mappo => Some(("ppo.minibatches", self.ppo.minibatches)),
-            Algo::Iql => None,
+            Algo::Iql | Algo::Vdn | Algo::Qmix => None,
         };
         if let Some((field, minibatches)) = minibatches
             && minibatches > self.arenas * self.rollout

@@ -104,6 +104,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
     }
     use super::config::{
         IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig, Pr2Config,
+        QmixConfig,
     };
     compare!(
         RunConfig, "", saved, asked,
@@ -113,7 +114,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             // Never in a file: a rank's share of the run, set by training.
             replica_shard,
             // The sections, compared below.
-            network, learn, pqn, iql, pr2, online_dqn, ppo
+            network, learn, pqn, iql, pr2, online_dqn, ppo, qmix
         ],
         [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping]
     );
@@ -167,6 +168,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             normalize_advantages,
         ]
     );
+    compare!(QmixConfig, "qmix.", &saved.qmix, asked.qmix, skip [], [embed, hyper_hidden]);
     changes
 }
 
