@@ -59,6 +59,29 @@ def test_ippo_trains_loads_and_acts_on_its_policy_mode(tmp_path):
     assert (logits.argmax(axis=1).reshape(3, 8) == policy(env.obs)).all()
 
 
+@pytest.mark.parametrize("algo", ["vdn", "qmix"])
+def test_team_value_learners_train_and_load(tmp_path, algo):
+    run = gridarena.train(
+        out=str(tmp_path / algo),
+        algo=algo,
+        device="cpu",
+        arenas=4,
+        rollout=8,
+        layers=1,
+        hidden=16,
+        total_steps=4 * 8 * 3,
+        **{"iql.batch_size": 8, "iql.min_replay": 16, "qmix.embed": 4},
+    )
+    config = (Path(run) / "config.ron").read_text()
+    assert f"algo: {algo}," in config and "embed: 4," in config
+    policy = gridarena.load_policy(run)
+    assert policy.update == 3
+    env = gridarena.VecEnv("pursuit", 2, seed=1)
+    q = policy.q_values(env.obs)
+    assert q.shape == (2 * 8, 5) and np.isfinite(q).all()
+    assert (q.argmax(axis=1).reshape(2, 8) == policy(env.obs)).all()
+
+
 def test_bad_overrides_and_observations_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown field"):
         gridarena.train(out=str(tmp_path / "x"), no_such_field=1)
