@@ -462,3 +462,74 @@ fn the_wgsl_mixer_matches_the_cpu_reference() {
     assert_close("dL/dhyper", &gpu.d_hyper, &cpu.d_hyper, 1e-4);
     assert!(g.mix(&q[1..], &hyper).is_err(), "a ragged batch is refused");
 }
+
+/// PPO's losses in WGSL against the CPU reference: the policy's terms and logit gradients with
+/// and without action masks (ratios inside and outside the clipping range), and the value loss
+/// with and without clipping.
+#[test]
+fn the_wgsl_ppo_losses_match_the_cpu_reference() {
+    use gridarena::critic::gpu::GpuPpoLoss;
+    use gridarena::critic::ppo_loss::{PpoCoefs, policy_loss, value_loss};
+    if !common::skip::gpu_adapter_present() {
+        return;
+    }
+    let mut g = GpuPpoLoss::new().unwrap_or_else(|e| panic!("building the GPU losses: {e}"));
+    let (rows, width) = (203, 6);
+    let logits = random(rows * width, 21, 2.0);
+    let taken: Vec<u32> = (0..rows).map(|r| ((r * 7) % width) as u32).collect();
+    let mask: Vec<u8> = (0..rows * width)
+        .map(|i| u8::from(i % width == taken[i / width] as usize || (i * 13) % 5 != 0))
+        .collect();
+    // Old log-probabilities around the current ones, so that some ratios leave [0.8, 1.2].
+    let old: Vec<f32> = random(rows, 22, 1.0)
+        .iter()
+        .map(|v| -1.8 + 0.5 * v)
+        .collect();
+    let adv = random(rows, 23, 1.5);
+    for masked in [false, true] {
+        for clip_value in [false, true] {
+            let c = PpoCoefs {
+                clip: 0.2,
+                ent_coef: 0.01,
+                vf_coef: 0.5,
+                clip_value,
+            };
+            let m = masked.then_some(&mask[..]);
+            let batch = (&taken[..], &old[..], &adv[..]);
+            let (gt, gd) = g.policy(&logits, m, batch, c).unwrap();
+            let mut cd = vec![0.0; logits.len()];
+            let ct = policy_loss(&logits, m, batch, c, &mut cd);
+            assert!(ct.clip_fraction > 0.05, "some ratios are clipped");
+            let what = format!("policy (masked {masked})");
+            assert_close(&what, &gd, &cd, 1e-3);
+            let (gs, cs) = (
+                [gt.surrogate, gt.entropy, gt.approx_kl, gt.clip_fraction],
+                [ct.surrogate, ct.entropy, ct.approx_kl, ct.clip_fraction],
+            );
+            assert_close(&format!("{what} terms"), &gs, &cs, 1e-3);
+            let values = random(rows, 24, 3.0);
+            let returns = random(rows, 25, 3.0);
+            let (gl, gdv) = g.value(&values, &old, &returns, c).unwrap();
+            let mut cdv = vec![0.0; rows];
+            let cl = value_loss(&values, &old, &returns, c, &mut cdv);
+            let what = format!("value (clip {clip_value})");
+            assert_close(&what, &gdv, &cdv, 1e-4);
+            assert_close(&format!("{what} loss"), &[gl], &[cl], 1e-4);
+        }
+    }
+    assert!(
+        g.policy(
+            &logits[1..],
+            None,
+            (&taken, &old, &adv),
+            PpoCoefs {
+                clip: 0.2,
+                ent_coef: 0.0,
+                vf_coef: 1.0,
+                clip_value: false,
+            }
+        )
+        .is_err(),
+        "ragged logits are refused"
+    );
+}

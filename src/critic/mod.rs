@@ -19,6 +19,7 @@ pub mod hl_gauss;
 pub mod loss;
 pub mod mixer;
 mod optim;
+pub mod ppo_loss;
 pub mod pr2;
 pub mod pr2_loss;
 

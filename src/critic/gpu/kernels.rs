@@ -12,7 +12,7 @@ pub(super) const TILE: usize = 16;
 pub(super) const MAX_GROUPS: u32 = 65535;
 
 /// The shaders, compiled into the binary.
-pub const SHADERS: [(&str, &str); 13] = [
+pub const SHADERS: [(&str, &str); 14] = [
     (
         "linear_forward",
         include_str!("../../../shaders/linear_forward.wgsl"),
@@ -53,6 +53,7 @@ pub const SHADERS: [(&str, &str); 13] = [
         "qmix_mixer",
         include_str!("../../../shaders/qmix_mixer.wgsl"),
     ),
+    ("ppo_loss", include_str!("../../../shaders/ppo_loss.wgsl")),
 ];
 
 /// Mirrors `LinearParams` of the linear kernels.

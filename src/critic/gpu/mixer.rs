@@ -1,12 +1,10 @@
 //! QMIX's mixer in WGSL (`shaders/qmix_mixer.wgsl`): the rows of [`crate::critic::mixer`]'s
-//! CPU reference, one thread each, on its own device queue of the adapter the critics use.
-//! Every call uploads its rows, dispatches once and reads the results back in one copy.
+//! CPU reference, one thread each, a one-shot kernel on the adapter the critics use: every call
+//! uploads its rows, dispatches once and reads the results back in one copy.
 
 use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
 
-use super::device;
-use super::kernels::{MAX_GROUPS, SHADERS};
+use super::oneshot::{OneShot, bytes_or_placeholder};
 use crate::critic::mixer::{MixedLoss, MixerShape};
 use crate::critic::{CriticError, check_len};
 
@@ -25,57 +23,31 @@ struct MixParams {
 }
 const _: () = assert!(size_of::<MixParams>() == 32);
 
-/// Threads per workgroup of the mixer kernel.
-const GROUP: usize = 64;
-
 /// The mixer on a GPU.
 pub struct GpuMixer {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
-    pipeline: wgpu::ComputePipeline,
+    kernel: OneShot,
     shape: MixerShape,
 }
 
 impl GpuMixer {
     /// A mixer of `shape` on adapter `index` of wgpu's enumeration.
     pub fn on_adapter(shape: MixerShape, index: usize) -> Result<GpuMixer, CriticError> {
-        let (_, adapter) = device::adapter(index)?;
-        GpuMixer::on(shape, &adapter)
+        GpuMixer::on(shape, Some(index))
     }
 
     /// A mixer of `shape` on the preferred adapter (the one [`super::probe`] names).
     pub fn new(shape: MixerShape) -> Result<GpuMixer, CriticError> {
-        let (_, adapter) = device::preferred_adapter()?;
-        GpuMixer::on(shape, &adapter)
+        GpuMixer::on(shape, None)
     }
 
-    fn on(shape: MixerShape, adapter: &wgpu::Adapter) -> Result<GpuMixer, CriticError> {
+    fn on(shape: MixerShape, index: Option<usize>) -> Result<GpuMixer, CriticError> {
         if shape.agents == 0 || shape.embed == 0 {
             return Err(CriticError::Spec(
                 "a mixer needs agents and embed >= 1".into(),
             ));
         }
-        let (device, queue) = device::open(adapter)?;
-        let source = SHADERS
-            .iter()
-            .find(|(n, _)| *n == "qmix_mixer")
-            .map_or("", |(_, s)| *s);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("qmix_mixer"),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("qmix_mixer"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
         Ok(GpuMixer {
-            device,
-            queue,
-            pipeline,
+            kernel: OneShot::new("qmix_mixer", index)?,
             shape,
         })
     }
@@ -118,7 +90,8 @@ impl GpuMixer {
         Ok(rows)
     }
 
-    /// One dispatch in `mode`; returns `[tot]` (mode 0) or `[tot, d_q, d_hyper, row_loss]`.
+    /// One dispatch in `mode`; returns `[tot, d_q, d_hyper, row_loss]` (mode 0 computes the
+    /// first alone).
     fn run(
         &mut self,
         mode: u32,
@@ -126,8 +99,7 @@ impl GpuMixer {
     ) -> Result<Vec<Vec<f32>>, CriticError> {
         let rows = y.len();
         if rows == 0 {
-            let empty = if mode == 0 { 1 } else { 4 };
-            return Ok(vec![Vec::new(); empty]);
+            return Ok(vec![Vec::new(); 4]);
         }
         let params = MixParams {
             rows: rows as u32,
@@ -139,112 +111,9 @@ impl GpuMixer {
             _pad1: 0,
             _pad2: 0,
         };
-        let d = &self.device;
-        let init = |label: &str, contents: &[u8], usage| {
-            d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage,
-            })
-        };
-        let storage = wgpu::BufferUsages::STORAGE;
-        let out_usage = storage | wgpu::BufferUsages::COPY_SRC;
-        let uniform = init(
-            "mixer params",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        );
-        let inputs = [
-            init("mixer q", bytemuck::cast_slice(q), storage),
-            init("mixer hyper", bytemuck::cast_slice(hyper), storage),
-            init("mixer y", bytemuck::cast_slice(y), storage),
-        ];
-        let lens = [rows, q.len(), hyper.len(), rows];
-        let outputs: Vec<wgpu::Buffer> = lens
-            .iter()
-            .map(|&len| {
-                d.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("mixer output"),
-                    size: (len * 4) as u64,
-                    usage: out_usage,
-                    mapped_at_creation: false,
-                })
-            })
-            .collect();
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: uniform.as_entire_binding(),
-        }];
-        for (i, b) in inputs.iter().chain(&outputs).enumerate() {
-            entries.push(wgpu::BindGroupEntry {
-                binding: i as u32 + 1,
-                resource: b.as_entire_binding(),
-            });
-        }
-        let group = d.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("qmix_mixer"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let groups = rows.div_ceil(GROUP);
-        let (x, y_groups) = if groups <= MAX_GROUPS as usize {
-            (groups as u32, 1)
-        } else {
-            (MAX_GROUPS, groups.div_ceil(MAX_GROUPS as usize) as u32)
-        };
-        let wanted = if mode == 0 { 1 } else { 4 };
-        let sizes: Vec<u64> = lens[..wanted].iter().map(|&l| (l * 4) as u64).collect();
-        let places: Vec<u64> = sizes
-            .iter()
-            .scan(0u64, |at, s| {
-                let p = *at;
-                *at += s.next_multiple_of(8);
-                Some(p)
-            })
-            .collect();
-        let bytes = places[wanted - 1] + sizes[wanted - 1];
-        let staging = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("mixer readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("qmix_mixer"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("qmix_mixer"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(x, y_groups, 1);
-        }
-        for ((buffer, &place), &size) in outputs.iter().zip(&places).zip(&sizes) {
-            encoder.copy_buffer_to_buffer(buffer, 0, &staging, place, size);
-        }
-        self.queue.submit([encoder.finish()]);
-        let slice = staging.slice(..bytes);
-        slice.map_async(wgpu::MapMode::Read, |_| {});
-        d.poll(wgpu::PollType::Wait {
-            submission_index: None,
-            timeout: None,
-        })
-        .map_err(|e| CriticError::Gpu(e.to_string()))?;
-        let data = {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| CriticError::Gpu(e.to_string()))?;
-            places
-                .iter()
-                .zip(&sizes)
-                .map(|(&p, &s)| {
-                    bytemuck::cast_slice::<u8, f32>(&view[p as usize..(p + s) as usize]).to_vec()
-                })
-                .collect()
-        };
-        staging.unmap();
-        Ok(data)
+        let inputs = [q, hyper, y].map(bytes_or_placeholder);
+        let outputs = [rows, q.len(), hyper.len(), rows];
+        self.kernel
+            .run(rows, bytemuck::bytes_of(&params), &inputs, &outputs)
     }
 }

@@ -19,7 +19,9 @@ mod gru;
 mod gru_buffers;
 mod kernels;
 mod mixer;
+mod oneshot;
 mod ops;
+mod ppo_loss;
 mod readback;
 
 use wgpu::util::DeviceExt;
@@ -30,6 +32,7 @@ pub use self::device::{GpuInfo, adapters, probe};
 pub(crate) use self::device::{NO_ADAPTER, preferred};
 pub use self::kernels::SHADERS;
 pub use self::mixer::GpuMixer;
+pub use self::ppo_loss::GpuPpoLoss;
 
 use self::buffers::{RowBuffers, storage};
 use self::kernels::{Kernels, NetScalars, UniformArena};

@@ -18,6 +18,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::critic::ppo_loss::PpoLosses;
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
@@ -58,6 +59,8 @@ pub struct Ippo {
     progress: Progress,
     /// The rollout with the policy's log-probabilities, masks and the values.
     ro: PpoRollout,
+    /// PPO's losses, on the device the networks are on.
+    losses: PpoLosses,
     input_row: Vec<u8>,
     /// Each row's network.
     nets: Vec<u32>,
@@ -104,6 +107,7 @@ impl Ippo {
                 .collect(),
             shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             input: policy_spec.input,
+            losses: PpoLosses::new(device)?,
             ro: PpoRollout::new((cfg.rollout, rows, policy_spec.input), actions, masked, 0),
             input_row: vec![0; rows * policy_spec.input],
             nets: row_nets(rows, learners, cfg.network.shared),
@@ -174,7 +178,7 @@ impl Ippo {
         (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
         let loss = self.ro.train_epochs(
             (&self.nets, &mut self.index, &mut self.shuffle),
-            (&mut self.actor, &mut self.value),
+            (&mut self.actor, &mut self.value, &mut self.losses),
             (&self.cfg.ppo, &adam),
             self.progress.update,
         )?;

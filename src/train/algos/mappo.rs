@@ -18,6 +18,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::critic::ppo_loss::PpoLosses;
 use crate::critic::{Chosen, Critic, Input, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
@@ -61,6 +62,8 @@ pub struct Mappo {
     progress: Progress,
     /// The rollout with the policy's log-probabilities, masks and the values.
     ro: PpoRollout,
+    /// PPO's losses, on the device the networks are on.
+    losses: PpoLosses,
     input_row: Vec<u8>,
     /// Each row's network.
     nets: Vec<u32>,
@@ -111,6 +114,7 @@ impl Mappo {
                 .collect(),
             shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             input: policy_spec.input,
+            losses: PpoLosses::new(device)?,
             ro: PpoRollout::new(
                 (cfg.rollout, rows, policy_spec.input),
                 actions,
@@ -220,7 +224,7 @@ impl Mappo {
         (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
         let loss = self.ro.train_epochs(
             (&self.nets, &mut self.index, &mut self.shuffle),
-            (&mut self.actor, &mut self.value),
+            (&mut self.actor, &mut self.value, &mut self.losses),
             (&self.cfg.ppo, &adam),
             self.progress.update,
         )?;

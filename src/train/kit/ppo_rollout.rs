@@ -7,8 +7,9 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
-use super::ppo::{PpoCoefs, gae, log_softmax, policy_loss, sample, value_loss};
+use super::ppo::{PpoCoefs, gae, log_softmax, sample};
 use super::returns::{RolloutBuffer, RolloutSteps};
+use crate::critic::ppo_loss::PpoLosses;
 use crate::critic::{AdamConfig, Critic, Input};
 use crate::rng::below;
 use crate::train::config::PpoConfig;
@@ -120,14 +121,14 @@ impl PpoRollout {
     pub(crate) fn train_epochs(
         &self,
         (nets, index, shuffle): (&[u32], &mut [u32], &mut ChaCha8Rng),
-        networks: (&mut Critic, &mut Critic),
+        networks: (&mut Critic, &mut Critic, &mut PpoLosses),
         (p, adam): (&PpoConfig, &AdamConfig),
         update: u64,
     ) -> Result<f32, TrainError> {
-        let (actor, value) = networks;
+        let (actor, value, losses) = networks;
         let size = index.len() / p.minibatches;
         let mut mb = PpoMinibatch::default();
-        let (mut losses, mut count) = (0.0f64, 0);
+        let (mut total, mut count) = (0.0f64, 0);
         for (i, v) in index.iter_mut().enumerate() {
             *v = i as u32;
         }
@@ -138,7 +139,7 @@ impl PpoRollout {
             }
             for m in 0..p.minibatches {
                 self.gather(&index[m * size..(m + 1) * size], nets, &mut mb);
-                let loss = mb.step((&mut *actor, &mut *value), p, adam)?;
+                let loss = mb.step((&mut *actor, &mut *value, &mut *losses), p, adam)?;
                 if !loss.is_finite() {
                     return Err(TrainError::NonFinite {
                         update: update + 1,
@@ -146,11 +147,11 @@ impl PpoRollout {
                         value: loss,
                     });
                 }
-                losses += loss as f64;
+                total += loss as f64;
                 count += 1;
             }
         }
-        Ok((losses / count.max(1) as f64) as f32)
+        Ok((total / count.max(1) as f64) as f32)
     }
 
     /// Gathers the rollout rows `picks` (`t * rows + row`) into `m`, row `r` through network
@@ -209,7 +210,7 @@ impl PpoMinibatch {
     /// sum of both losses.
     pub(crate) fn step(
         &mut self,
-        (actor, value): (&mut Critic, &mut Critic),
+        (actor, value, losses): (&mut Critic, &mut Critic, &mut PpoLosses),
         p: &PpoConfig,
         adam: &AdamConfig,
     ) -> Result<f32, TrainError> {
@@ -223,10 +224,9 @@ impl PpoMinibatch {
             normalise(&mut self.adv);
         }
         let logits = actor.forward(Input::U8(&self.obs), &self.nets)?;
-        let mut d_logits = vec![0.0; logits.len()];
         let mask = (!self.masks.is_empty()).then_some(&self.masks[..]);
         let batch = (&self.taken[..], &self.logp[..], &self.adv[..]);
-        let terms = policy_loss(&logits, mask, batch, coefs, &mut d_logits);
+        let (terms, d_logits) = losses.policy(&logits, mask, batch, coefs)?;
         actor.backward(&d_logits)?;
         actor.step(adam)?;
         let value_rows = if self.value_obs.is_empty() {
@@ -235,8 +235,7 @@ impl PpoMinibatch {
             &self.value_obs
         };
         let values = value.forward(Input::U8(value_rows), &self.nets)?;
-        let mut d_values = vec![0.0; values.len()];
-        let v_loss = value_loss(&values, &self.old_v, &self.returns, coefs, &mut d_values);
+        let (v_loss, d_values) = losses.value(&values, &self.old_v, &self.returns, coefs)?;
         value.backward(&d_values)?;
         value.step(adam)?;
         Ok(terms.surrogate - coefs.ent_coef * terms.entropy + v_loss)

@@ -2,6 +2,7 @@
 //! differences of an f64 reference written from the definitions.
 
 use super::*;
+use crate::critic::ppo_loss::{policy_loss, value_loss};
 
 /// Two rows, three steps. Row 0 truncates at t = 1 (bootstraps from its final observation's
 /// value 4.0); row 1 terminates at t = 1 (its return stops there). Hand-computed with the
