@@ -203,8 +203,10 @@ fn ppo_learners_refuse_what_they_do_not_take() {
     for (algo, cfg) in PPO.into_iter().flat_map(|algo| {
         let mut models = small(algo, "tests/data/chase.ron");
         models.learn.opponent_models = true;
+        // A recurrent policy's minibatches are whole sequences: at most one per learner row.
         let mut gru = small(algo, "tests/data/chase.ron");
         gru.network.kind = gridarena::train::config::NetworkKind::Gru;
+        gru.ppo.minibatches = 17;
         [(algo, models), (algo, gru)]
     }) {
         let run = temp("ppo-refused");

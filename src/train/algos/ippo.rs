@@ -13,13 +13,15 @@
 //! Configuration read here (see [`RunConfig`]): `arenas`, `rollout` (T), its own section `ppo`
 //! (`epochs`, `minibatches`, `clip`, `clip_value`, `ent_coef`, `vf_coef`, `gae_lambda`,
 //! `normalize_advantages`), `learn` (`gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`) and
-//! `network` (`shared`, `hidden`, `layers`). Memoryless networks only, without opponent
-//! models. Evaluation and `load_policy` act on the policy's mode (the largest logit).
+//! `network` (`kind`, `shared`, `hidden`, `layers`, `gru_hidden`), without opponent models.
+//! With `network.kind: gru` the policy is recurrent and trains over whole sequences
+//! ([`crate::train::kit::ppo_rollout`]); the value network stays an MLP. Evaluation and
+//! `load_policy` act on the policy's mode (the largest logit).
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::critic::ppo_loss::PpoLosses;
-use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::critic::{Chosen, Critic, Input, Network, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::rng::{Purpose, stream};
@@ -29,6 +31,7 @@ use crate::train::error::TrainError;
 use crate::train::kit::ppo_rollout::{PpoRollout, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
+use crate::train::kit::recurrent::{load_hidden, save_hidden};
 use crate::train::kit::run_state::StreamsState;
 use crate::train::kit::schedule::optimiser;
 use crate::train::kit::stats::UpdateStats;
@@ -77,10 +80,20 @@ impl Ippo {
         device: &Chosen,
         job: &Job,
     ) -> Result<Ippo, TrainError> {
-        if cfg.learn.opponent_models || cfg.network.kind != NetworkKind::Mlp {
+        if cfg.learn.opponent_models {
             return Err(TrainError::Config(
-                "algo ippo takes network.kind: mlp and learn.opponent_models: false".into(),
+                "algo ippo takes learn.opponent_models: false".into(),
             ));
+        }
+        let learners = loaded.scenario.learners_per_arena();
+        let recurrent = cfg.network.kind == NetworkKind::Gru;
+        if recurrent && cfg.ppo.minibatches > cfg.arenas * learners {
+            return Err(TrainError::Config(format!(
+                "algo ippo with network.kind: gru cuts minibatches of whole sequences, one per \
+                 learner row: ppo.minibatches {} is more than the {} rows (arenas x learners)",
+                cfg.ppo.minibatches,
+                cfg.arenas * learners
+            )));
         }
         let actions = loaded.scenario.action_set().len();
         let policy_spec = StackSpec {
@@ -89,6 +102,7 @@ impl Ippo {
         };
         let value_spec = StackSpec {
             head: 1,
+            network: Network::Mlp,
             ..policy_spec
         };
         let mut actor = Critic::new(policy_spec, cfg.seed, device)?.data_parallel(job);
@@ -97,10 +111,12 @@ impl Ippo {
         let value = Critic::new(value_spec, value_seed, device)?.data_parallel(job);
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
-        let learners = loaded.scenario.learners_per_arena();
+        batch.set_hidden_width(policy_spec.state_width());
         let rows = cfg.arenas * learners;
         let first = job.first_arena(cfg.arenas);
         let masked = batch.action_mask().is_some();
+        let ro = PpoRollout::new((cfg.rollout, rows, policy_spec.input), actions, masked, 0)
+            .recurrent(policy_spec.state_width());
         Ok(Ippo {
             sampler: (0..cfg.arenas)
                 .map(|a| stream(cfg.seed, first + a as u64, Purpose::Policy))
@@ -108,10 +124,10 @@ impl Ippo {
             shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             input: policy_spec.input,
             losses: PpoLosses::new(device)?,
-            ro: PpoRollout::new((cfg.rollout, rows, policy_spec.input), actions, masked, 0),
+            index: (0..ro.entries() as u32).collect(),
+            ro,
             input_row: vec![0; rows * policy_spec.input],
             nets: row_nets(rows, learners, cfg.network.shared),
-            index: (0..(cfg.rollout * rows) as u32).collect(),
             progress: Progress::default(),
             cfg: cfg.clone(),
             batch,
@@ -138,7 +154,8 @@ impl Ippo {
         let mut input = self.current_input();
         let mut lp = vec![0.0f32; rows * a];
         for t in 0..self.cfg.rollout {
-            let logits = self.actor.forward(Input::U8(&input), &nets)?;
+            let logits =
+                (self.ro).policy_logits(t, &mut self.actor, (&input, &nets), &mut self.batch)?;
             let values = self.value.forward(Input::U8(&input), &nets)?;
             let buf = &mut self.ro.buf;
             buf.q_max[t * rows..(t + 1) * rows].copy_from_slice(&values);
@@ -151,6 +168,7 @@ impl Ippo {
             self.progress.sim_seconds += t0.elapsed().as_secs_f64();
             self.ro.buf.record(t, self.batch.buffers(), n);
             self.ro.keep_logp(t, &lp);
+            self.ro.episode_starts(t, &self.batch, n);
             input = self.current_input();
             // A time limit bootstraps from the value of the episode's final observation.
             if let Some(f) = truncated_rows(&self.batch, &nets, &[], d) {
@@ -206,16 +224,23 @@ impl Learner for Ippo {
         "policy logits"
     }
 
-    fn save_state(&mut self, _extra: &mut NamedTensors) -> Result<String, TrainError> {
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let shape = (self.learners, self.batch.layout().obs_len, self.input);
+        q_rows(&mut self.actor, &QHead::Mse, obs, shape, hidden)
+    }
+
+    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
+        save_hidden(&self.batch, extra);
         let streams = (&self.sampler[..], &self.shuffle);
         StreamsState::save(&self.progress, streams, &mut self.batch)
     }
 
-    fn load_state(
-        &mut self,
-        json: &str,
-        _extra: &[(String, Tensor)],
-    ) -> Result<Resume, TrainError> {
+    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
+        load_hidden(&mut self.batch, extra)?;
         let streams = (&mut self.sampler, &mut self.shuffle);
         StreamsState::load(json, &mut self.progress, streams, &mut self.batch)
     }

@@ -14,12 +14,13 @@
 //!
 //! Configuration read here (see [`RunConfig`]): as IPPO's, `arenas`, `rollout`, the `ppo`
 //! section, `learn` (`gamma`, `lr`/`lr_decay`/`max_grad_norm`/`radam`) and `network` (`shared`,
-//! `hidden`, `layers`). Memoryless networks only, without opponent models.
+//! `hidden`, `layers`, `kind`, `gru_hidden`), without opponent models. With `network.kind: gru`
+//! the policy is recurrent, as IPPO's; the value network over the global state stays an MLP.
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::critic::ppo_loss::PpoLosses;
-use crate::critic::{Chosen, Critic, Input, StackSpec};
+use crate::critic::{Chosen, Critic, Input, Network, StackSpec};
 use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::rng::{Purpose, stream};
@@ -29,6 +30,7 @@ use crate::train::error::TrainError;
 use crate::train::kit::ppo_rollout::{PpoRollout, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
+use crate::train::kit::recurrent::{load_hidden, save_hidden};
 use crate::train::kit::run_state::StreamsState;
 use crate::train::kit::schedule::optimiser;
 use crate::train::kit::stats::UpdateStats;
@@ -80,21 +82,31 @@ impl Mappo {
         device: &Chosen,
         job: &Job,
     ) -> Result<Mappo, TrainError> {
-        if cfg.learn.opponent_models || cfg.network.kind != NetworkKind::Mlp {
+        if cfg.learn.opponent_models {
             return Err(TrainError::Config(
-                "algo mappo takes network.kind: mlp and learn.opponent_models: false".into(),
+                "algo mappo takes learn.opponent_models: false".into(),
             ));
+        }
+        let learners = loaded.scenario.learners_per_arena();
+        let recurrent = cfg.network.kind == NetworkKind::Gru;
+        if recurrent && cfg.ppo.minibatches > cfg.arenas * learners {
+            return Err(TrainError::Config(format!(
+                "algo mappo with network.kind: gru cuts minibatches of whole sequences, one per \
+                 learner row: ppo.minibatches {} is more than the {} rows (arenas x learners)",
+                cfg.ppo.minibatches,
+                cfg.arenas * learners
+            )));
         }
         let actions = loaded.scenario.action_set().len();
         let policy_spec = StackSpec {
             head: actions,
             ..stack_spec(cfg, loaded)
         };
-        let learners = loaded.scenario.learners_per_arena();
         let value_input =
             loaded.scenario.global_state_len() + if cfg.network.shared { learners } else { 0 };
         let value_spec = StackSpec {
             head: 1,
+            network: Network::Mlp,
             input: value_input,
             ..policy_spec
         };
@@ -104,10 +116,18 @@ impl Mappo {
         let value = Critic::new(value_spec, value_seed, device)?.data_parallel(job);
         let mut batch = cfg.training_batch(loaded, cfg.seed, job)?;
         batch.start_episode_log(1 << 16);
+        batch.set_hidden_width(policy_spec.state_width());
         batch.set_global_state(true);
         let rows = cfg.arenas * learners;
         let first = job.first_arena(cfg.arenas);
         let masked = batch.action_mask().is_some();
+        let ro = PpoRollout::new(
+            (cfg.rollout, rows, policy_spec.input),
+            actions,
+            masked,
+            value_input,
+        )
+        .recurrent(policy_spec.state_width());
         Ok(Mappo {
             sampler: (0..cfg.arenas)
                 .map(|a| stream(cfg.seed, first + a as u64, Purpose::Policy))
@@ -115,17 +135,12 @@ impl Mappo {
             shuffle: stream(cfg.seed, job.rank_key(u64::MAX >> 8), Purpose::Policy),
             input: policy_spec.input,
             losses: PpoLosses::new(device)?,
-            ro: PpoRollout::new(
-                (cfg.rollout, rows, policy_spec.input),
-                actions,
-                masked,
-                value_input,
-            ),
+            index: (0..ro.entries() as u32).collect(),
+            ro,
             value_input,
             value_row: vec![0; rows * value_input],
             input_row: vec![0; rows * policy_spec.input],
             nets: row_nets(rows, learners, cfg.network.shared),
-            index: (0..(cfg.rollout * rows) as u32).collect(),
             progress: Progress::default(),
             cfg: cfg.clone(),
             batch,
@@ -160,7 +175,8 @@ impl Mappo {
         let mut state = self.value_rows(&self.batch.buffers().state.clone());
         let mut lp = vec![0.0f32; rows * a];
         for t in 0..self.cfg.rollout {
-            let logits = self.actor.forward(Input::U8(&input), &nets)?;
+            let logits =
+                (self.ro).policy_logits(t, &mut self.actor, (&input, &nets), &mut self.batch)?;
             let values = self.value.forward(Input::U8(&state), &nets)?;
             self.ro.value_obs[t * rows * dv..(t + 1) * rows * dv].copy_from_slice(&state);
             let buf = &mut self.ro.buf;
@@ -174,6 +190,7 @@ impl Mappo {
             self.progress.sim_seconds += t0.elapsed().as_secs_f64();
             self.ro.buf.record(t, self.batch.buffers(), n);
             self.ro.keep_logp(t, &lp);
+            self.ro.episode_starts(t, &self.batch, n);
             input = self.current_input();
             state = self.value_rows(&self.batch.buffers().state.clone());
             // A time limit bootstraps from the value of the episode's final state.
@@ -267,16 +284,23 @@ impl Learner for Mappo {
         "policy logits"
     }
 
-    fn save_state(&mut self, _extra: &mut NamedTensors) -> Result<String, TrainError> {
+    fn q_values_recurrent(
+        &mut self,
+        obs: &[u8],
+        hidden: &mut [f32],
+    ) -> Result<Vec<f32>, TrainError> {
+        let shape = (self.learners, self.batch.layout().obs_len, self.input);
+        q_rows(&mut self.actor, &QHead::Mse, obs, shape, hidden)
+    }
+
+    fn save_state(&mut self, extra: &mut NamedTensors) -> Result<String, TrainError> {
+        save_hidden(&self.batch, extra);
         let streams = (&self.sampler[..], &self.shuffle);
         StreamsState::save(&self.progress, streams, &mut self.batch)
     }
 
-    fn load_state(
-        &mut self,
-        json: &str,
-        _extra: &[(String, Tensor)],
-    ) -> Result<Resume, TrainError> {
+    fn load_state(&mut self, json: &str, extra: &[(String, Tensor)]) -> Result<Resume, TrainError> {
+        load_hidden(&mut self.batch, extra)?;
         let streams = (&mut self.sampler, &mut self.shuffle);
         StreamsState::load(json, &mut self.progress, streams, &mut self.batch)
     }

@@ -3,6 +3,13 @@
 //! network's own input rows when it reads something else than the policy (MAPPO's global
 //! state), acting by sampling within the mask, and one Adam step of each network on PPO's
 //! losses ([`super::ppo`]).
+//!
+//! With a recurrent policy (`network.kind: gru`) every learner row of the rollout is one
+//! sequence: acting reads and advances the batch's hidden states (zeroed by the engine where an
+//! episode starts), the rollout keeps the hidden state entering its first step and where each
+//! later step starts an episode, and a minibatch is whole sequences replayed from that state
+//! through all T steps (backpropagation through time), as recurrent PPO does (CleanRL's
+//! `ppo_atari_lstm`, JaxMARL's `ippo_rnn`). The value network stays an MLP.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -10,10 +17,12 @@ use rand_core::Rng;
 use super::ppo::{PpoCoefs, gae, log_softmax, sample};
 use super::returns::{RolloutBuffer, RolloutSteps};
 use crate::critic::ppo_loss::PpoLosses;
-use crate::critic::{AdamConfig, Critic, Input};
+use crate::critic::{AdamConfig, Critic, Input, Sequences};
+use crate::engine::EnvBatch;
 use crate::rng::below;
 use crate::train::config::PpoConfig;
 use crate::train::error::TrainError;
+use crate::train::kit::recurrent::ended_rows;
 
 /// A PPO rollout: [`RolloutBuffer`]'s columns (its `q_max` holds `V(s_t)`, row T the value after
 /// the rollout; `final_q` the final observations' values; `returns` G) and the policy's.
@@ -31,6 +40,12 @@ pub(crate) struct PpoRollout {
     /// Bytes per value input row (0: the policy's rows).
     pub value_input: usize,
     pub actions: usize,
+    /// g, the policy's hidden-state width (0: a memoryless policy).
+    pub width: usize,
+    /// `[rows, g]` the hidden state entering the rollout's first step.
+    pub h0: Vec<f32>,
+    /// `[T, rows]` 1 where a step starts an episode (step 0's start is in `h0` already).
+    pub reset: Vec<u8>,
 }
 
 impl PpoRollout {
@@ -55,6 +70,64 @@ impl PpoRollout {
             value_obs: vec![0; n * value_input],
             value_input,
             actions,
+            width: 0,
+            h0: Vec::new(),
+            reset: Vec::new(),
+        }
+    }
+
+    /// The same rollout for a recurrent policy of hidden width `g`.
+    pub(crate) fn recurrent(self, g: usize) -> PpoRollout {
+        let (rows, n) = (self.buf.rows, self.logp.len());
+        PpoRollout {
+            width: g,
+            h0: vec![0.0; rows * g],
+            reset: vec![0; if g > 0 { n } else { 0 }],
+            ..self
+        }
+    }
+
+    /// The policy's logits (`[rows, A]`) for step `t`'s `input`: a forward pass, or with a
+    /// recurrent policy an acting step from the batch's hidden states, which it advances
+    /// (keeping the states entering step 0).
+    pub(crate) fn policy_logits(
+        &mut self,
+        t: usize,
+        actor: &mut Critic,
+        (input, nets): (&[u8], &[u32]),
+        batch: &mut EnvBatch,
+    ) -> Result<Vec<f32>, TrainError> {
+        if self.width == 0 {
+            return Ok(actor.forward(Input::U8(input), nets)?);
+        }
+        let mut h = batch.hidden_states().to_vec();
+        if t == 0 {
+            self.h0.copy_from_slice(&h);
+        }
+        let out = actor.act(Input::U8(input), nets, &mut h)?;
+        batch.hidden_states_mut().copy_from_slice(&h);
+        Ok(out)
+    }
+
+    /// After step `t`: with a recurrent policy, which rows start an episode at step `t + 1`.
+    pub(crate) fn episode_starts(&mut self, t: usize, batch: &EnvBatch, learners: usize) {
+        let rows = self.buf.rows;
+        if self.width > 0 && (t + 2) * rows <= self.reset.len() {
+            ended_rows(
+                batch,
+                learners,
+                &mut self.reset[(t + 1) * rows..(t + 2) * rows],
+            );
+        }
+    }
+
+    /// Entries the minibatches are cut from: whole sequences (rows) with a recurrent policy,
+    /// else every step of every row.
+    pub(crate) fn entries(&self) -> usize {
+        if self.width > 0 {
+            self.buf.rows
+        } else {
+            self.logp.len()
         }
     }
 
@@ -154,26 +227,49 @@ impl PpoRollout {
         Ok((total / count.max(1) as f64) as f32)
     }
 
-    /// Gathers the rollout rows `picks` (`t * rows + row`) into `m`, row `r` through network
-    /// `nets[r % rows]`.
+    /// Gathers the rollout's entries `picks` into `m`, row `r` through network `nets[r %
+    /// rows]`: rows `t * rows + row` of a memoryless policy, or with a recurrent one the whole
+    /// sequences `row`, time-major (`t * picks + k`), with their entering states and episode
+    /// starts.
     pub(crate) fn gather(&self, picks: &[u32], nets: &[u32], m: &mut PpoMinibatch) {
+        let rows = self.buf.rows;
+        m.clear();
+        if self.width == 0 {
+            for &i in picks {
+                self.gather_row(i as usize, nets, m);
+            }
+            return;
+        }
+        let (g, steps) = (self.width, self.logp.len() / rows.max(1));
+        for t in 0..steps {
+            for &row in picks {
+                let i = t * rows + row as usize;
+                self.gather_row(i, nets, m);
+                m.reset.push(self.reset[i]);
+            }
+        }
+        for &row in picks {
+            let row = row as usize;
+            m.seq_nets.push(nets[row]);
+            m.h0.extend_from_slice(&self.h0[row * g..(row + 1) * g]);
+        }
+    }
+
+    /// Appends rollout row `g` (`t * rows + row`) to `m`.
+    fn gather_row(&self, g: usize, nets: &[u32], m: &mut PpoMinibatch) {
         let (b, a, dv) = (&self.buf, self.actions, self.value_input);
         let d = b.input;
-        m.clear();
-        for &i in picks {
-            let g = i as usize;
-            m.obs.extend_from_slice(&b.obs[g * d..(g + 1) * d]);
-            m.value_obs
-                .extend_from_slice(&self.value_obs[g * dv..(g + 1) * dv]);
-            m.nets.push(nets[g % b.rows]);
-            m.taken.push(b.taken[g]);
-            m.logp.push(self.logp[g]);
-            m.adv.push(self.adv[g]);
-            m.returns.push(b.returns[g]);
-            m.old_v.push(b.q_max[g]);
-            if !self.masks.is_empty() {
-                m.masks.extend_from_slice(&self.masks[g * a..(g + 1) * a]);
-            }
+        m.obs.extend_from_slice(&b.obs[g * d..(g + 1) * d]);
+        m.value_obs
+            .extend_from_slice(&self.value_obs[g * dv..(g + 1) * dv]);
+        m.nets.push(nets[g % b.rows]);
+        m.taken.push(b.taken[g]);
+        m.logp.push(self.logp[g]);
+        m.adv.push(self.adv[g]);
+        m.returns.push(b.returns[g]);
+        m.old_v.push(b.q_max[g]);
+        if !self.masks.is_empty() {
+            m.masks.extend_from_slice(&self.masks[g * a..(g + 1) * a]);
         }
     }
 }
@@ -190,6 +286,11 @@ pub(crate) struct PpoMinibatch {
     pub returns: Vec<f32>,
     pub old_v: Vec<f32>,
     pub masks: Vec<u8>,
+    /// With a recurrent policy: each sequence's network, entering state `[S, g]` and
+    /// `[T, S]` episode starts (empty otherwise).
+    pub seq_nets: Vec<u32>,
+    pub h0: Vec<f32>,
+    pub reset: Vec<u8>,
 }
 
 impl PpoMinibatch {
@@ -203,6 +304,9 @@ impl PpoMinibatch {
         self.returns.clear();
         self.old_v.clear();
         self.masks.clear();
+        self.seq_nets.clear();
+        self.h0.clear();
+        self.reset.clear();
     }
 
     /// One Adam step of the policy on the clipped surrogate and entropy bonus, and one of the
@@ -223,7 +327,16 @@ impl PpoMinibatch {
         if p.normalize_advantages {
             normalise(&mut self.adv);
         }
-        let logits = actor.forward(Input::U8(&self.obs), &self.nets)?;
+        let logits = if self.seq_nets.is_empty() {
+            actor.forward(Input::U8(&self.obs), &self.nets)?
+        } else {
+            actor.forward_seq(Sequences {
+                input: Input::U8(&self.obs),
+                nets: &self.seq_nets,
+                h0: &self.h0,
+                reset: &self.reset,
+            })?
+        };
         let mask = (!self.masks.is_empty()).then_some(&self.masks[..]);
         let batch = (&self.taken[..], &self.logp[..], &self.adv[..]);
         let (terms, d_logits) = losses.policy(&logits, mask, batch, coefs)?;
@@ -268,3 +381,6 @@ pub(crate) fn scale_head(critic: &mut Critic, factor: f32) -> Result<(), TrainEr
     critic.set_params(&p)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

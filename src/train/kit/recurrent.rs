@@ -35,3 +35,27 @@ pub(crate) fn ended_rows(batch: &EnvBatch, learners: usize, out: &mut [u8]) {
         rows.fill(u8::from(term != 0 || trunc != 0));
     }
 }
+
+/// The checkpoint tensor of a batch's hidden states.
+const HIDDEN: &str = "hidden";
+
+/// Saves `batch`'s hidden states into `extra` (nothing for memoryless networks).
+pub(crate) fn save_hidden(batch: &EnvBatch, extra: &mut crate::train::tensors::NamedTensors) {
+    let h = batch.hidden_states();
+    if !h.is_empty() {
+        let t = crate::train::tensors::Tensor::F32(h.to_vec());
+        extra.push((HIDDEN.into(), t));
+    }
+}
+
+/// Restores what [`save_hidden`] saved, its length checked against the batch's.
+pub(crate) fn load_hidden(
+    batch: &mut EnvBatch,
+    extra: &[(String, crate::train::tensors::Tensor)],
+) -> Result<(), crate::error::BadField> {
+    let h = batch.hidden_states_mut();
+    if !h.is_empty() {
+        h.copy_from_slice(crate::train::tensors::f32s(extra, HIDDEN, h.len())?);
+    }
+    Ok(())
+}
