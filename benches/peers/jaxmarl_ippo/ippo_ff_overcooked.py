@@ -1,3 +1,19 @@
+# Vendored from JaxMARL (https://github.com/FLAIROx/JaxMARL), file
+# baselines/IPPO/ippo_ff_overcooked.py at commit c793d095618c6d3edfb5632802348f57b70a4b94
+# (the file last changed upstream in d2f701d3cc32abc0085a56f8f941329701640bf2).
+# Copyright 2023 FLAIR. Licensed under the Apache License, Version 2.0 (LICENSE in this folder);
+# you may not use this file except in compliance with the License. Distributed on an "AS IS"
+# BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND.
+#
+# Modified for gridarena's benches/peers/jaxmarl_ippo.py, which imports make_train from here
+# and calls it as upstream's main() does (jax.jit(make_train(config)), vmapped over seeds).
+# Edits, each marked "gridarena edit" below; make_train's computation is otherwise unchanged:
+#   1. No wandb, hydra, omegaconf or visualiser imports (nothing is logged online; the config
+#      is read by the driver from ippo_ff_overcooked.yaml beside this file).
+#   2. In _update_step, the jax.debug.callback that sent each update's metrics to wandb.log
+#      is removed; the metrics still come back from make_train's scan as out["metrics"].
+#   3. main() (hydra, wandb.init, the GIF of a rollout of seed 0) is removed; the driver does
+#      what it did up to `out = jax.vmap(train_jit)(rngs)`.
 """
 Based on PureJaxRL Implementation of PPO
 """
@@ -7,7 +23,6 @@ from typing import NamedTuple, Sequence
 
 import distrax
 import flax.linen as nn
-import hydra
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -15,12 +30,12 @@ import numpy as np
 import optax
 from flax.linen.initializers import constant, orthogonal
 from flax.training.train_state import TrainState
-from omegaconf import OmegaConf
 
 import jaxmarl
-import wandb
-from jaxmarl.environments.overcooked import overcooked_layouts
-from jaxmarl.viz.overcooked_visualizer import OvercookedVisualizer
+
+# gridarena edit 1: no `import hydra`, `from omegaconf import OmegaConf`, `import wandb`,
+# `from jaxmarl.environments.overcooked import overcooked_layouts` (the driver resolves the
+# layout) or `from jaxmarl.viz.overcooked_visualizer import OvercookedVisualizer`.
 from jaxmarl.wrappers.baselines import LogWrapper
 
 
@@ -373,14 +388,11 @@ def make_train(config):
 
             rng = update_state[-1]
 
-            def callback(metric):
-                wandb.log(metric)
-
             update_step = update_step + 1
             metric = jax.tree.map(lambda x: x.mean(), metric)
             metric["update_step"] = update_step
             metric["env_step"] = update_step * config["NUM_STEPS"] * config["NUM_ENVS"]
-            jax.debug.callback(callback, metric)
+            # gridarena edit 2: no `jax.debug.callback(callback, metric)` to wandb.log.
 
             runner_state = (train_state, env_state, last_obs, update_step, rng)
             return runner_state, metric
@@ -395,56 +407,6 @@ def make_train(config):
     return train
 
 
-@hydra.main(version_base=None, config_path="config", config_name="ippo_ff_overcooked")
-def main(config):
-    config = OmegaConf.to_container(config)
-    layout_name = config["ENV_KWARGS"]["layout"]
-    config["ENV_KWARGS"]["layout"] = overcooked_layouts[layout_name]
-
-    wandb.init(
-        entity=config["ENTITY"],
-        project=config["PROJECT"],
-        tags=[t for t in os.environ.get("WANDB_TAGS", "").split(",") if t],
-        group=os.environ.get("WANDB_RUN_GROUP") or None,
-        name=os.environ.get("WANDB_NAME") or f"ippo_ff_overcooked_{layout_name}",
-        config=config,
-        mode=config["WANDB_MODE"],
-    )
-
-    rng = jax.random.PRNGKey(config["SEED"])
-    rngs = jax.random.split(rng, config["NUM_SEEDS"])
-    train_jit = jax.jit(make_train(config))
-    out = jax.vmap(train_jit)(rngs)
-
-    filename = f"{config['ENV_NAME']}_{layout_name}"
-    train_state = jax.tree.map(lambda x: x[0], out["runner_state"][0])
-    state_seq = get_rollout(train_state, config)
-    viz = OvercookedVisualizer()
-    # agent_view_size is hardcoded as it determines the padding around the layout.
-    viz.animate(state_seq, agent_view_size=5, filename=f"{filename}.gif")
-
-    """
-    print('** Saving Results **')
-    filename = f'{config["ENV_NAME"]}_cramped_room_new'
-    rewards = out["metrics"]["returned_episode_returns"].mean(-1).reshape((num_seeds, -1))
-    reward_mean = rewards.mean(0)  # mean
-    reward_std = rewards.std(0) / np.sqrt(num_seeds)  # standard error
-
-    plt.plot(reward_mean)
-    plt.fill_between(range(len(reward_mean)), reward_mean - reward_std, reward_mean + reward_std, alpha=0.2)
-    # compute standard error
-    plt.xlabel("Update Step")
-    plt.ylabel("Return")
-    plt.savefig(f'{filename}.png')
-
-    # animate first seed
-    train_state = jax.tree.map(lambda x: x[0], out["runner_state"][0])
-    state_seq = get_rollout(train_state, config)
-    viz = OvercookedVisualizer()
-    # agent_view_size is hardcoded as it determines the padding around the layout.
-    viz.animate(state_seq, agent_view_size=5, filename=f"{filename}.gif")
-    """
-
-
-if __name__ == "__main__":
-    main()
+# gridarena edit 3: main() (hydra, wandb.init, jax.vmap(jax.jit(make_train(config))) over
+# NUM_SEEDS keys split from PRNGKey(SEED), then a GIF of seed 0) and the __main__ guard are
+# removed; benches/peers/jaxmarl_ippo.py runs the training part.
