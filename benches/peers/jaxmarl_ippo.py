@@ -220,7 +220,8 @@ def cmd_report(args):
       + ", ".join(f"{x:.1f}" for x in ga_final))
     gm, gci = m, ci
     where = "above" if gm > jm + jci else ("below" if gm < jm - jci else "within")
-    p(f"  gridarena's mean is {where} JaxMARL's interval")
+    back = "within" if gm - gci <= jm <= gm + gci else "outside"
+    p(f"  gridarena's mean is {where} JaxMARL's interval; JaxMARL's mean is {back} gridarena's")
     m, ci = mean_ci(jx_last)
     p(f"  (the last update alone: JaxMARL {m:.1f} +- {ci:.1f}; "
       + "gridarena {:.1f} +- {:.1f})".format(*mean_ci([x for x in ga_last if x is not None])))
@@ -276,7 +277,7 @@ def cmd_report(args):
                      f"band: min-max over seeds; moving average over {k} updates"
                      + ("; dashed: shaping reaches 0" if horizon <= jx["env_step"][-1] else ""),
                      fontsize=9)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="lower right", fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(args.figure, dpi=120)

@@ -99,7 +99,7 @@ done
 # initialisers are QR factorisations, batched over the vmapped seeds; jaxlib's LAPACK kernel
 # splits a batch into tasks on that same pool and blocks its thread until they finish, so when
 # every thread of the pool blocks so (two QRs on two cores) none is left to run the tasks and
-# the program never finishes (seen here at random, about one run in three with 2 seeds). Four
+# the program never finishes (seen here at random, in 4 runs of 7 with 2 seeds). Four
 # such QRs can block at once (the two 520 x 64 and two 64 x 64 kernels), so the pool gets at
 # least 5 threads.
 jx_threads="${PJRT_NPROC:-$(($(nproc) > 5 ? $(nproc) : 5))}"
@@ -112,6 +112,7 @@ t1="$(now)"
 jx_wall="$(echo "$t1 - $t0" | bc -l)"
 
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
+echo "gridarena_wall_s=$ga_wall jaxmarl_wall_s=$jx_wall" >"$out/walls.txt"
 echo "== results"
 "$py" "$here/jaxmarl_ippo.py" report --jaxmarl "$out/jaxmarl.json" --jaxmarl-wall "$jx_wall" \
     --gridarena "$out/gridarena" --gridarena-wall "$ga_wall" --eval "${evals[@]}" \
