@@ -25,9 +25,9 @@ use crate::dist::Job;
 use crate::engine::EnvBatch;
 use crate::rng::{Purpose, stream};
 use crate::scenario::LoadedScenario;
-use crate::train::config::{NetworkKind, RunConfig};
+use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::ppo_rollout::{PpoRollout, scale_head};
+use crate::train::kit::ppo_rollout::{PpoRollout, check_config, scale_head};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
 use crate::train::kit::recurrent::{load_hidden, save_hidden};
@@ -82,21 +82,8 @@ impl Mappo {
         device: &Chosen,
         job: &Job,
     ) -> Result<Mappo, TrainError> {
-        if cfg.learn.opponent_models {
-            return Err(TrainError::Config(
-                "algo mappo takes learn.opponent_models: false".into(),
-            ));
-        }
         let learners = loaded.scenario.learners_per_arena();
-        let recurrent = cfg.network.kind == NetworkKind::Gru;
-        if recurrent && cfg.ppo.minibatches > cfg.arenas * learners {
-            return Err(TrainError::Config(format!(
-                "algo mappo with network.kind: gru cuts minibatches of whole sequences, one per \
-                 learner row: ppo.minibatches {} is more than the {} rows (arenas x learners)",
-                cfg.ppo.minibatches,
-                cfg.arenas * learners
-            )));
-        }
+        check_config("mappo", cfg, learners)?;
         let actions = loaded.scenario.action_set().len();
         let policy_spec = StackSpec {
             head: actions,

@@ -20,7 +20,7 @@ use crate::critic::ppo_loss::PpoLosses;
 use crate::critic::{AdamConfig, Critic, Input, Sequences};
 use crate::engine::EnvBatch;
 use crate::rng::below;
-use crate::train::config::PpoConfig;
+use crate::train::config::{NetworkKind, PpoConfig, RunConfig};
 use crate::train::error::TrainError;
 use crate::train::kit::recurrent::ended_rows;
 
@@ -353,6 +353,25 @@ impl PpoMinibatch {
         value.step(adam)?;
         Ok(terms.surrogate - coefs.ent_coef * terms.entropy + v_loss)
     }
+}
+
+/// Refuses what the PPO learner `name` does not train: opponent models, and with a recurrent
+/// policy more minibatches than learner rows (a minibatch is whole sequences).
+pub(crate) fn check_config(name: &str, cfg: &RunConfig, learners: usize) -> Result<(), TrainError> {
+    if cfg.learn.opponent_models {
+        return Err(TrainError::Config(format!(
+            "algo {name} takes learn.opponent_models: false"
+        )));
+    }
+    let rows = cfg.arenas * learners;
+    if cfg.network.kind == NetworkKind::Gru && cfg.ppo.minibatches > rows {
+        return Err(TrainError::Config(format!(
+            "algo {name} with network.kind: gru cuts minibatches of whole sequences, one per \
+             learner row: ppo.minibatches {} is more than the {rows} rows (arenas x learners)",
+            cfg.ppo.minibatches
+        )));
+    }
+    Ok(())
 }
 
 /// Zero mean, unit standard deviation (CleanRL's `(adv - mean) / (std + 1e-8)`).
