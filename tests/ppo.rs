@@ -242,16 +242,7 @@ fn gpu_matches_cpu(algo: Algo) {
         ends.push(runs::params(&run));
         let _ = std::fs::remove_dir_all(run);
     }
-    let (cpu, gpu) = (&ends[0], &ends[1]);
-    assert_eq!(cpu.len(), gpu.len());
-    let worst = cpu
-        .iter()
-        .zip(gpu)
-        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-    assert!(
-        worst <= 1e-4,
-        "{algo:?}: parameters differ by up to {worst}"
-    );
+    runs::assert_params_close(&format!("{algo:?}"), &ends[0], &ends[1]);
 }
 
 /// MAPPO's value network reads the arena's global state and the learner's one-hot index (one

@@ -176,9 +176,5 @@ fn pqn_vdn_on_the_gpu_backend_ends_where_the_cpu_one_does() {
         ends.push(runs::params(&run));
         let _ = std::fs::remove_dir_all(run);
     }
-    let worst = ends[0]
-        .iter()
-        .zip(&ends[1])
-        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-    assert!(worst <= 1e-4, "parameters differ by up to {worst}");
+    runs::assert_params_close("PQN-VDN", &ends[0], &ends[1]);
 }

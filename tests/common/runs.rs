@@ -25,6 +25,17 @@ pub fn params(run: &Path) -> Vec<f32> {
     RunDir::open(run).unwrap().load_latest().unwrap().params
 }
 
+/// Checks two runs' parameters (the CPU's and the GPU's) have the same length and differ by at
+/// most 1e-4 anywhere.
+pub fn assert_params_close(what: &str, cpu: &[f32], gpu: &[f32]) {
+    assert_eq!(cpu.len(), gpu.len(), "{what}: parameter counts");
+    let worst = cpu
+        .iter()
+        .zip(gpu)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(worst <= 1e-4, "{what}: parameters differ by up to {worst}");
+}
+
 /// Opponent-model scores over the last updates of a run, averaged over every (agent, opponent)
 /// pair: the models' and the frequency baseline's (each opponent's own action frequencies in
 /// the scored rows, which ignores the observation).
