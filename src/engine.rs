@@ -53,6 +53,8 @@ pub struct EnvBatch {
     reset: Schedule,
     arenas: usize,
     seed: u64,
+    /// The first arena's index in the job's arenas (its random streams; [`EnvBatch::new_from`]).
+    first: u64,
     /// Learner slots a fixed actor plays ([`EnvBatch::fix_slots`]).
     fixed: Option<FixedSlots>,
 }

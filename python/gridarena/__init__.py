@@ -1,7 +1,9 @@
-"""gridarena from Python: a batched, zero-copy `VecEnv` (the engine's own buffers as numpy views)
-and a PettingZoo ParallelEnv over one arena (`parallel_env`).
+"""gridarena from Python: a batched, zero-copy `VecEnv` (the engine's own buffers as numpy views),
+a Gymnasium vector env over it (`GridarenaVectorEnv`: every agent of every arena one
+sub-environment), and PettingZoo's ParallelEnv and AEC env over one arena (`parallel_env`,
+`aec_env`).
 
-Both take a shipped scenario name (`scenarios()`) or a `.ron` path, and keyword overrides of the
+Each takes a shipped scenario name (`scenarios()`) or a `.ron` path, and keyword overrides of the
 scenario's fields. `VecEnv.render(arena)` and `parallel_env(render_mode="rgb_array")` draw an
 arena as an RGB array (`render_backend()` says on what).
 
@@ -10,10 +12,13 @@ Runs from Python: `train(config=None, out=None, resume_if_exists=False, **overri
 """
 
 from ._gridarena import Policy, VecEnv, eval, load_policy, render_backend, scenarios, train
-from .parallel import GridarenaParallelEnv, parallel_env
+from .parallel import GridarenaParallelEnv, aec_env, parallel_env
+from .vector import GridarenaVectorEnv
 
 __all__ = [
     "VecEnv",
+    "GridarenaVectorEnv",
+    "aec_env",
     "scenarios",
     "parallel_env",
     "GridarenaParallelEnv",

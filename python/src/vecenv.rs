@@ -302,9 +302,21 @@ impl VecEnv {
         ))
     }
 
-    /// Resets every arena (a new episode everywhere).
-    fn reset(&mut self) {
-        self.batch.reset();
+    /// Resets every arena (a new episode everywhere). With `seed`, every arena draws from that
+    /// seed's streams from now on: the env then steps exactly as a new `VecEnv` made with
+    /// `seed` (the buffers, and so every view, stay where they are).
+    #[pyo3(signature = (seed=None))]
+    fn reset(&mut self, seed: Option<u64>) {
+        match seed {
+            Some(seed) => self.batch.reseed(seed),
+            None => self.batch.reset(),
+        }
+    }
+
+    /// The seed the arenas draw from (the constructor's, or the last `reset(seed=...)`).
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.batch.seed()
     }
 
     /// The names of the scenario's episode counters (e.g. `catches`), in `episodes()` order.
@@ -407,7 +419,8 @@ where
         let wide: i128 = v.into();
         if wide < 0 || wide >= num_actions as i128 {
             return Some(Err(PyValueError::new_err(format!(
-                "action {v} at [{}, {}]: actions are 0..{num_actions}",
+                "action {v} for arena {}, agent {} (entry {i} of the flattened [B x N] \
+                 actions): actions are 0..{num_actions}",
                 i / n,
                 i % n
             ))));

@@ -71,10 +71,12 @@ def test_actions_of_another_kind_are_refused_by_name():
         env.step([[0, 0]] * 4)
     with pytest.raises(ValueError, match=r"shape \(4,\)"):
         env.step(np.zeros(4, dtype=np.int32))
-    with pytest.raises(ValueError, match="action -1 at"):
+    with pytest.raises(ValueError, match="action -1 for arena 0, agent 0 "):
         env.step(np.full((4, 2), -1, dtype=np.int8))
-    with pytest.raises(ValueError, match="action 300 at"):
-        env.step(np.full((4, 2), 300, dtype=np.uint16))
+    bad = np.zeros((4, 2), dtype=np.uint16)
+    bad[2, 1] = 300
+    with pytest.raises(ValueError, match=r"action 300 for arena 2, agent 1 \(entry 5 "):
+        env.step(bad)
     # A policy's uint8 actions go straight in.
     env.step(np.ones((4, 2), dtype=np.uint8))
 

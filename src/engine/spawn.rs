@@ -108,11 +108,48 @@ impl EnvBatch {
             reset: schedule::reset_schedule(),
             arenas,
             seed,
+            first,
             fixed: None,
         };
         batch.check_dense_order();
         batch.reset.run(&mut batch.world);
         Ok(batch)
+    }
+
+    /// Draws every arena's randomness from the streams of `seed` from now on and respawns every
+    /// arena: the batch then steps exactly as [`EnvBatch::new`] with `seed` would (episode
+    /// counters the step buffers' memory is kept: views of them stay valid).
+    pub fn reseed(&mut self, seed: u64) {
+        let first = self.first;
+        let layout = self.layout();
+        let (deck, cells) = (layout.deck_template.clone(), layout.cells_template.clone());
+        let mut q = self.world.query::<(
+            &ArenaId,
+            &mut crate::components::ArenaRng,
+            &mut SpawnDeck,
+            &mut EpisodeClock,
+            &mut RulesEnded,
+            &mut Cells,
+        )>();
+        for (id, mut rng, mut d, mut clock, mut ended, mut c) in q.iter_mut(&mut self.world) {
+            *rng = crate::rng::arena_streams(seed, first + id.0 as u64);
+            d.0.clone_from(&deck);
+            *clock = EpisodeClock::default();
+            ended.0 = false;
+            c.0.clone_from(&cells);
+        }
+        let mut q = self.world.query::<&mut AppliedAction>();
+        for mut a in q.iter_mut(&mut self.world) {
+            a.0 = 0;
+        }
+        let idle = self.layout().idle_action;
+        let mut buffers = self.world.resource_mut::<StepBuffers>();
+        buffers.actions.fill(idle);
+        buffers.rewards.fill(0.0);
+        buffers.terminated.fill(0);
+        buffers.truncated.fill(0);
+        self.seed = seed;
+        self.reset();
     }
 
     /// The systems rely on every agent column being one slice in (arena, slot) order.
