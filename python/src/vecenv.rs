@@ -67,6 +67,9 @@ pub(crate) fn engine_observations<'py>(
     Ok(PyArray::from_owned_array(py, arr))
 }
 
+/// The most stepping threads a `VecEnv` starts (each is an OS thread with its own stack).
+const MAX_THREADS: usize = 1024;
+
 /// Finished episodes a `VecEnv` keeps until `episodes()` takes them.
 const EPISODE_LOG: usize = 1 << 16;
 
@@ -114,8 +117,10 @@ impl VecEnv {
         batch.start_episode_log(EPISODE_LOG);
         let mut pool = rayon::ThreadPoolBuilder::new();
         if let Some(t) = threads {
-            if t == 0 {
-                return Err(PyValueError::new_err("threads must be at least 1"));
+            if !(1..=MAX_THREADS).contains(&t) {
+                return Err(PyValueError::new_err(format!(
+                    "threads {t}: 1..={MAX_THREADS} (or None: one per core)"
+                )));
             }
             pool = pool.num_threads(t);
         }
