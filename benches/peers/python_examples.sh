@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The PyTorch examples (examples/python/ppo_torch_pursuit.py, pqn_torch_coin.py): they learn,
+# and their throughput beside the same PyTorch script on PettingZoo's pursuit_v5 (SuperSuit)
+# and beside gridarena's Rust learners. Builds the release binary and the release wheel,
+# installs the wheel into a virtualenv with torch, runs the torch and JAX DLPack tests
+# (benches/peers/test_dlpack_frameworks.py), then benches/peers/python_examples.py.
+#
+# Usage: benches/peers/python_examples.sh [ARGS for python_examples.py]
+#   e.g. benches/peers/python_examples.sh --write-readme
+#        benches/peers/python_examples.sh --ppo-steps 200000 --pqn-steps 200000 --rounds 1
+# Environment: EXAMPLES_VENV (default benches/peers/.venv-examples, made from
+# requirements-examples.txt on first use), PYTHON (default python3).
+# Duration at the defaults: about 25 minutes on 2 cores, most of it learning.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+venv="${EXAMPLES_VENV:-$here/.venv-examples}"
+cd "$root"
+
+stamp="$venv/.examples-requirements"
+wanted="$(sha256sum "$here/requirements-examples.txt" | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
+    echo "== installing torch, PettingZoo, SuperSuit into $venv (once; ~6 GB with torch's CUDA libraries)"
+    "${PYTHON:-python3}" -m venv "$venv"
+    "$venv/bin/pip" install --quiet -r "$here/requirements-examples.txt"
+    echo "$wanted" >"$stamp"
+fi
+
+echo "== cargo build --release; maturin build --release (the wheel users install)"
+cargo build --release --quiet
+rm -rf target/wheels-examples
+"$venv/bin/maturin" build --release -m python/Cargo.toml --out target/wheels-examples
+"$venv/bin/pip" install --quiet --force-reinstall --no-deps target/wheels-examples/gridarena-*.whl
+
+echo "== torch and JAX through DLPack"
+(cd /tmp && "$venv/bin/python" -m pytest -q "$here/test_dlpack_frameworks.py")
+
+echo "== learning and throughput"
+"$venv/bin/python" "$here/python_examples.py" --gridarena "$root/target/release/gridarena" "$@"
