@@ -455,13 +455,17 @@ fn output_into_a_closed_pipe_ends_quietly() {
         env!("CARGO_MANIFEST_DIR"),
         "/assets/scenarios/gift_refinements.ron"
     );
-    let mut child = bin()
+    // The read end is closed before the child starts, so its first write always meets a
+    // closed pipe (closing it after the spawn raced the child, which could write everything
+    // into the pipe's buffer first and exit 0 on a loaded machine).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = bin()
         .args(["check", "--explain", scenario])
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -123,8 +123,9 @@ def main():
     np.random.seed(args.seed)
     env, pursuers = make_env(args)
     num_envs = env.num_envs
-    obs_dim = int(np.prod(env.single_observation_space.shape))
-    n_actions = env.single_action_space.n
+    # SuperSuit's vector envs name the single spaces observation_space and action_space.
+    obs_dim = int(np.prod(getattr(env, "single_observation_space", env.observation_space).shape))
+    n_actions = getattr(env, "single_action_space", env.action_space).n
     agent = Agent(obs_dim, n_actions, args.hidden)
     optim = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
