@@ -109,6 +109,8 @@ class GridarenaVectorEnv(VectorEnv):
         the same episodes. A list of per-sub-environment seeds is refused: the arenas share one
         seed, each drawing its own streams from it.
         """
+        if self._engine is None:
+            raise RuntimeError("reset() after close()")
         if options:
             raise ValueError(f"options {sorted(options)}: this env takes no reset options")
         if seed is None:
@@ -132,6 +134,8 @@ class GridarenaVectorEnv(VectorEnv):
         """Steps every arena with `actions` (any integer dtype, `action_space`'s shape) and
         returns `(obs, rewards, terminations, truncations, infos)` as views valid until the next
         step."""
+        if self._engine is None:
+            raise RuntimeError("step() after close()")
         a = np.asarray(actions)
         want = (self.num_arenas, self.agents_per_arena)
         if a.shape != self._shape and a.shape != want:

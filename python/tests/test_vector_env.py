@@ -139,6 +139,9 @@ def test_bad_arguments_are_refused_with_a_message():
         env.reset(options={"x": 1})
     with pytest.raises(ValueError):
         GridarenaVectorEnv("coin_game", 0)
+    env.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        env.step(np.zeros(4, dtype=np.int64))
 
 
 def test_record_episode_statistics_agrees_with_the_engines_episode_log():
