@@ -113,6 +113,7 @@ def main():
     p.add_argument("--arenas", type=int, default=32, help="arenas per side in the throughput runs")
     p.add_argument("--updates", type=int, default=6, help="timed updates per throughput run (PettingZoo: 2)")
     p.add_argument("--ppo-steps", type=int, default=3_000_000)
+    p.add_argument("--ppo-arenas", type=int, default=64, help="arenas of the PPO learning run (64 x 8 x 32 = 16,384 samples an update)")
     p.add_argument("--pqn-steps", type=int, default=2_000_000)
     p.add_argument("--write-readme", action="store_true")
     a = p.parse_args()
@@ -125,7 +126,7 @@ def main():
     # ---- 1. learning ----
     print("learning: PPO on Pursuit, PQN on the coin game", flush=True)
     ppo_log, pqn_log = os.path.join(workdir, "ppo.jsonl"), os.path.join(workdir, "pqn.jsonl")
-    ppo_out = run([sys.executable, PPO, "--total-steps", str(a.ppo_steps), "--log", ppo_log], log)
+    ppo_out = run([sys.executable, PPO, "--total-steps", str(a.ppo_steps), "--arenas", str(a.ppo_arenas), "--log", ppo_log], log)
     pqn_out = run([sys.executable, PQN, "--total-steps", str(a.pqn_steps), "--log", pqn_log], log)
     ppo_rows = [json.loads(x) for x in open(ppo_log)]
     pqn_rows = [json.loads(x) for x in open(pqn_log)]
@@ -133,7 +134,9 @@ def main():
     rand_coin_ret, rand_coins, n2 = random_play("coin_game", 256, 400, True)
     plot(ppo_rows, pqn_rows, rand_pursuit, rand_coin_ret, rand_coins,
          os.path.join(ROOT, "docs", "python_examples.png"))
-    first_ppo = next(r for r in ppo_rows if r["episode_return"] == r["episode_return"])
+    first_ppo = next((r for r in ppo_rows if r["episode_return"] == r["episode_return"]), None)
+    if first_ppo is None:
+        sys.exit("no PPO episode finished (Pursuit's last 500 steps): raise --ppo-steps")
     last_ppo, last_pqn, first_pqn = ppo_rows[-1], pqn_rows[-1], pqn_rows[0]
 
     # ---- 2. throughput ----
@@ -158,7 +161,7 @@ def main():
     table = "\n".join([
         f"PyTorch examples ({cpu}, {cores} cores; {when:%Y-%m-%d}; `benches/peers/python_examples.sh`):",
         "",
-        "| example | at the start | at the end | uniformly random |",
+        "| example | first episodes | last episodes | uniformly random |",
         "|---|---|---|---|",
         f"| PPO, Pursuit, return per pursuer ({a.ppo_steps / 1e6:g}M agent steps) | "
         f"{first_ppo['episode_return']:.1f} | {last_ppo['episode_return']:.1f} | {rand_pursuit:.1f} |",
@@ -185,8 +188,9 @@ def main():
     ])
     print(table)
     summary = (
-        f"PPO on Pursuit: return per pursuer {first_ppo['episode_return']:.1f} at the start, "
-        f"{last_ppo['episode_return']:.1f} after {a.ppo_steps / 1e6:g}M agent steps (random "
+        f"PPO on Pursuit: return per pursuer {first_ppo['episode_return']:.1f} in the first "
+        f"episodes ({first_ppo['agent_steps'] / 1e6:.2g}M agent steps in), "
+        f"{last_ppo['episode_return']:.1f} after {a.ppo_steps / 1e6:g}M (random "
         f"{rand_pursuit:.1f}). PQN on the coin game: coins per episode "
         f"{first_pqn['coins_per_episode']:.1f} to {last_pqn['coins_per_episode']:.1f} in "
         f"{a.pqn_steps / 1e6:g}M (random {rand_coins:.1f}). The same PyTorch PPO runs "

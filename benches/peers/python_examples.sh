@@ -9,7 +9,7 @@
 #   e.g. benches/peers/python_examples.sh --write-readme
 #        benches/peers/python_examples.sh --ppo-steps 200000 --pqn-steps 200000 --rounds 1
 # Environment: EXAMPLES_VENV (default benches/peers/.venv-examples, made from
-# requirements-examples.txt on first use), PYTHON (default python3).
+# requirements-examples.txt on first use), PYTHON (default python3), CARGO_TARGET_DIR.
 # Duration at the defaults: about 25 minutes on 2 cores, most of it learning.
 set -euo pipefail
 
@@ -29,6 +29,7 @@ fi
 
 echo "== cargo build --release; maturin build --release (the wheel users install)"
 cargo build --release --quiet
+target="${CARGO_TARGET_DIR:-$root/target}"
 rm -rf target/wheels-examples
 "$venv/bin/maturin" build --release -m python/Cargo.toml --out target/wheels-examples
 "$venv/bin/pip" install --quiet --force-reinstall --no-deps target/wheels-examples/gridarena-*.whl
@@ -37,4 +38,4 @@ echo "== torch and JAX through DLPack"
 (cd /tmp && "$venv/bin/python" -m pytest -q "$here/test_dlpack_frameworks.py")
 
 echo "== learning and throughput"
-"$venv/bin/python" "$here/python_examples.py" --gridarena "$root/target/release/gridarena" "$@"
+"$venv/bin/python" "$here/python_examples.py" --gridarena "$target/release/gridarena" "$@"
