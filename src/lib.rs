@@ -67,6 +67,7 @@ pub mod error;
 pub mod layout;
 pub mod metrics;
 pub mod policy;
+pub mod population;
 pub mod render;
 pub mod rng;
 pub mod rollout;

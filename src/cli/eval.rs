@@ -11,12 +11,13 @@ use gridarena::train::eval::{EvalReport, evaluate_replica};
 
 use super::common::with_pool;
 use super::nashconv::{self, NashConvArgs};
+use super::population::{self, PopulationArgs};
 
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {
-    /// Run directory.
-    #[arg(long)]
-    run: PathBuf,
+    /// Run directory (not with --crossplay, --scenario-set or --schelling).
+    #[arg(long, required_unless_present_any = ["crossplay", "scenario_set", "schelling"])]
+    run: Option<PathBuf>,
     /// Episodes per policy.
     #[arg(long, default_value_t = 100)]
     episodes: usize,
@@ -36,16 +37,28 @@ pub(crate) struct EvalArgs {
     // The `--nashconv` flags: measure exploitability instead.
     #[command(flatten)]
     nashconv: NashConvArgs,
+    // Populations: cross-play, scenario sets, Schelling diagrams.
+    #[command(flatten)]
+    population: PopulationArgs,
 }
 
 /// Evaluates the run and prints a table per policy (or one JSON object with `--json`).
 pub(crate) fn run(args: EvalArgs) -> Result<()> {
+    if args.population.asked() {
+        return with_pool(None, || {
+            population::run(&args.population, args.episodes, args.json, args.device)
+        })?;
+    }
+    let Some(run) = args.run.clone() else {
+        anyhow::bail!("--run DIR is needed (or --crossplay, --scenario-set, --schelling)");
+    };
+    let run_dir = run;
     if let Some(method) = args.nashconv.nashconv {
         return with_pool(None, || {
             nashconv::run(
                 &args.nashconv,
                 method,
-                &args.run,
+                &run_dir,
                 args.episodes,
                 args.json,
                 args.device,
@@ -54,12 +67,12 @@ pub(crate) fn run(args: EvalArgs) -> Result<()> {
     }
     let device = gridarena::critic::choose_device(args.device)?;
     let replica = if args.best {
-        let table = gridarena::train::sweep_report::rank_run(&args.run)
+        let table = gridarena::train::sweep_report::rank_run(&run_dir)
             .map_err(|e| anyhow::anyhow!("--best: {e}"))?;
         let k = table.best_replica().ok_or_else(|| {
             anyhow::anyhow!(
                 "--best: no replica of {} finished an episode in the last updates",
-                args.run.display()
+                run_dir.display()
             )
         })?;
         println!(
@@ -76,7 +89,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<()> {
         args.replica.unwrap_or(0)
     };
     let report = with_pool(None, || {
-        evaluate_replica(&args.run, args.episodes, &device, replica).map_err(anyhow::Error::from)
+        evaluate_replica(&run_dir, args.episodes, &device, replica).map_err(anyhow::Error::from)
     })??;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

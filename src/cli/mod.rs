@@ -14,6 +14,7 @@ pub(crate) mod nashconv;
 pub(crate) mod new;
 pub(crate) mod plan;
 pub(crate) mod plot;
+pub(crate) mod population;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
 pub(crate) mod rollout;

@@ -64,7 +64,8 @@ pub struct NamedResult {
     pub result: PolicyResult,
 }
 
-fn result(
+/// The results of `episodes` (learners' returns only), each with its sustainability.
+pub fn result(
     counter_names: &[String],
     episodes: &[EpisodeSummary],
     sustainability: &[Option<f64>],
@@ -122,6 +123,24 @@ pub fn evaluate_policy(
         &learners_only(&eps, learners),
         &sustainability,
     ))
+}
+
+/// The first episode of each of `arenas` fresh arenas of `loaded` seeded with `seed`,
+/// `policy` acting (told first that every arena starts an episode), with the learners'
+/// returns only and each episode's sustainability: what [`evaluate_policy`] summarises, for a
+/// caller that needs every episode (per-slot returns of a population's evaluation).
+pub fn play_episodes(
+    loaded: &LoadedScenario,
+    arenas: usize,
+    seed: u64,
+    policy: &mut dyn Policy,
+) -> Result<(Vec<EpisodeSummary>, Vec<Option<f64>>), RunError> {
+    let mut batch = EnvBatch::new(loaded, arenas.max(1), seed).map_err(TrainError::from)?;
+    batch.start_episode_log(1 << 16);
+    let learners = batch.layout().learners;
+    policy.episodes_start(&vec![true; batch.arenas()]);
+    let (eps, sustainability) = first_episodes(&mut batch, policy)?;
+    Ok((learners_only(&eps, learners), sustainability))
 }
 
 /// Per arena, whether its last step ended an episode (the next step starts one).
