@@ -15,6 +15,14 @@ pub trait SlotActor: Send + Sync {
     /// The arenas whose episodes ended in the last step (`started[b]`), so a policy with
     /// memory can reset it.
     fn episodes_start(&mut self, _started: &[bool]) {}
+
+    /// After every step: its rewards `[B x N]` and the arenas whose episodes it ended. By
+    /// default only [`SlotActor::episodes_start`]; an actor that keeps score (a population
+    /// that samples its members by win rate) reads the rewards too.
+    fn stepped(&mut self, rewards: &[f32], started: &[bool]) {
+        let _ = rewards;
+        self.episodes_start(started);
+    }
 }
 
 /// A fixed actor and the learner slots it acts for (`slots[l]`).
@@ -64,6 +72,6 @@ impl EnvBatch {
         let started: Vec<bool> = (b.terminated.iter().zip(&b.truncated))
             .map(|(&t, &u)| t != 0 || u != 0)
             .collect();
-        f.actor.episodes_start(&started);
+        f.actor.stepped(&b.rewards, &started);
     }
 }

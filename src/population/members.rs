@@ -125,7 +125,7 @@ pub fn open(
     arenas: usize,
     seed: u64,
     device: &Chosen,
-) -> Result<Box<dyn Policy>, PopulationError> {
+) -> Result<Box<dyn Policy + Send>, PopulationError> {
     let actions = loaded.scenario.action_set().len();
     match member {
         Member::Random => Ok(Box::new(RandomPolicy::new(seed, arenas, actions))),

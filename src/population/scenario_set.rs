@@ -287,19 +287,20 @@ fn evaluate_one(
     };
     // The background is opened afresh for every play, so the population and the baselines
     // meet the same background actions on the same starts.
-    let play = |front: &mut [Box<dyn Policy>], rows: Vec<usize>| -> Result<_, PopulationError> {
-        let mut bg_policies = bg
-            .iter()
-            .map(|m| open(m, &loaded, episodes, seed, device))
-            .collect::<Result<Vec<_>, _>>()?;
-        let members: Vec<&mut dyn Policy> = front
-            .iter_mut()
-            .chain(bg_policies.iter_mut())
-            .map(|p| p.as_mut() as &mut dyn Policy)
-            .collect();
-        let mut mix = SlotMix::new(members, rows);
-        Ok(play_episodes(&loaded, episodes, seed, &mut mix)?)
-    };
+    let play =
+        |front: &mut [Box<dyn Policy + Send>], rows: Vec<usize>| -> Result<_, PopulationError> {
+            let mut bg_policies = bg
+                .iter()
+                .map(|m| open(m, &loaded, episodes, seed, device))
+                .collect::<Result<Vec<_>, _>>()?;
+            let members: Vec<&mut dyn Policy> = front
+                .iter_mut()
+                .chain(bg_policies.iter_mut())
+                .map(|p| p.as_mut() as &mut dyn Policy)
+                .collect();
+            let mut mix = SlotMix::new(members, rows);
+            Ok(play_episodes(&loaded, episodes, seed, &mut mix)?)
+        };
     let focal_return = |eps: &[crate::metrics::EpisodeSummary]| -> Vec<f64> {
         eps.iter()
             .map(|e| mean_over(&e.returns, &s.focal_slots))

@@ -39,7 +39,7 @@ pub(crate) const NAME: &str = "fetch food";
 
 /// The chemistry heuristic for `arenas` arenas of `loaded`, its ties and turns drawn from one
 /// stream per arena keyed by (seed, arena, Policy).
-pub(crate) fn policy(loaded: &LoadedScenario, seed: u64, arenas: usize) -> Box<dyn Policy> {
+pub(crate) fn policy(loaded: &LoadedScenario, seed: u64, arenas: usize) -> Box<dyn Policy + Send> {
     let heuristic = ChemistryHeuristic {
         window: loaded
             .scenario

@@ -33,13 +33,13 @@ pub fn heuristics_for(
     loaded: &LoadedScenario,
     seed: u64,
     arenas: usize,
-) -> Vec<(String, Box<dyn Policy>)> {
+) -> Vec<(String, Box<dyn Policy + Send>)> {
     let scenario = &loaded.scenario;
     let obs_len = scenario.observation_len();
     let actions = scenario.action_set();
-    let one = |name: &str, decide: Box<dyn Decide>| -> Vec<(String, Box<dyn Policy>)> {
+    let one = |name: &str, decide: Box<dyn Decide>| -> Vec<(String, Box<dyn Policy + Send>)> {
         let policy = PerLearner::new(decide, seed, arenas, obs_len);
-        vec![(name.to_string(), Box::new(policy) as Box<dyn Policy>)]
+        vec![(name.to_string(), Box::new(policy) as Box<dyn Policy + Send>)]
     };
     match (&scenario.substrate, actions) {
         (Substrate::Pursuit(p), ActionSet::Move5) => one(
@@ -57,12 +57,15 @@ pub fn heuristics_for(
         (Substrate::MatrixGame(p), ActionSet::Choose(k)) => (0..k)
             .map(|a| {
                 let policy = PerLearner::new(Box::new(matrix::Always(a)), seed, arenas, obs_len);
-                (matrix::name(p, a), Box::new(policy) as Box<dyn Policy>)
+                (
+                    matrix::name(p, a),
+                    Box::new(policy) as Box<dyn Policy + Send>,
+                )
             })
             .collect(),
         (Substrate::CueMemory(p), ActionSet::Choose(_)) => vec![(
             cue::NAME.to_string(),
-            Box::new(cue::RememberCue::new(p.cues)) as Box<dyn Policy>,
+            Box::new(cue::RememberCue::new(p.cues)) as Box<dyn Policy + Send>,
         )],
         (Substrate::Chemistry(_), ActionSet::Chemistry8) => vec![(
             chemistry::NAME.to_string(),

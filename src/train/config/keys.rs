@@ -5,7 +5,7 @@
 use super::Algo;
 
 /// The top-level fields beside the sections (`replica_shard` is never in a file).
-pub(crate) const COMMON: [&str; 16] = [
+pub(crate) const COMMON: [&str; 17] = [
     "name",
     "scenario",
     "algo",
@@ -18,6 +18,7 @@ pub(crate) const COMMON: [&str; 16] = [
     "rollout",
     "desync_episodes",
     "reward_shaping",
+    "population",
     "checkpoint_every",
     "keep_checkpoints",
     "keep_every",

@@ -149,6 +149,36 @@ impl RewardShaping {
     }
 }
 
+/// Training against a population (`population: Some((slots: [1], ...))`): the population acts
+/// for `slots` in every arena instead of the learner, one member per arena drawn at every
+/// episode start by `sampling`. Its members are the frozen population `opponents` (a manifest
+/// or a run directory) and, with `snapshot_every > 0`, snapshots of the run's own networks
+/// (self-play against past checkpoints), the newest `max_snapshots` kept. The learner still
+/// learns from every slot's transitions (off-policy for the population's slots), so only the
+/// value learners take it: `pqn`, `iql`, `online-dqn`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PopulationTraining {
+    /// The learner slots the population acts for.
+    pub slots: Vec<usize>,
+    /// A frozen population: manifest file or run directory.
+    #[serde(default)]
+    pub opponents: Option<PathBuf>,
+    /// Add a snapshot of the learner's networks every this many updates (0: no self-play).
+    #[serde(default)]
+    pub snapshot_every: u64,
+    /// Snapshots kept (the oldest is dropped).
+    #[serde(default = "default_max_snapshots")]
+    pub max_snapshots: usize,
+    /// How each arena draws its member.
+    #[serde(default)]
+    pub sampling: crate::population::Sampling,
+}
+
+fn default_max_snapshots() -> usize {
+    8
+}
+
 /// Everything a training run needs: the run's common fields, then one section for the
 /// network, one for what every value learner reads and one per algorithm. Defaults follow the
 /// PQN reference (MinAtar) scaled to this machine.
@@ -194,6 +224,8 @@ pub struct RunConfig {
     /// Anneal the substrate's shaped reward terms: `Some((start: 1.0, end: 0.0, steps: N))`
     /// (see [`RewardShaping`]); absent, the scale stays 1.0. Evaluation uses the scale 1.0.
     pub reward_shaping: Option<RewardShaping>,
+    /// Train against a population or past snapshots of the run ([`PopulationTraining`]).
+    pub population: Option<PopulationTraining>,
     /// Save a checkpoint every this many updates (and at the end).
     pub checkpoint_every: u64,
     /// Checkpoints kept (older ones are deleted).
@@ -240,6 +272,7 @@ impl Default for RunConfig {
             rollout: 32,
             desync_episodes: true,
             reward_shaping: None,
+            population: None,
             checkpoint_every: 50,
             keep_checkpoints: 3,
             keep_every: 0,

@@ -113,6 +113,36 @@ impl RunConfig {
                 return bad("reward_shaping", "steps is 0; at least 1".into());
             }
         }
+        if let Some(p) = &self.population {
+            if p.slots.is_empty() {
+                return bad(
+                    "population",
+                    "slots is empty; name the slots it acts for".into(),
+                );
+            }
+            if p.opponents.is_none() && p.snapshot_every == 0 {
+                return bad(
+                    "population",
+                    "no members: give `opponents` (a population) or `snapshot_every` > 0 (self-play)"
+                        .into(),
+                );
+            }
+            if p.snapshot_every > 0 && !(1..=256).contains(&p.max_snapshots) {
+                return bad(
+                    "population",
+                    format!("max_snapshots {}: 1 to 256", p.max_snapshots),
+                );
+            }
+            if !matches!(self.algo, Algo::Pqn | Algo::Iql | Algo::OnlineDqn) {
+                return bad(
+                    "population",
+                    format!(
+                        "algo {}: the population's slots are learned off-policy, which only the value learners pqn, iql and online-dqn do",
+                        super::keys::algo_name(self.algo)
+                    ),
+                );
+            }
+        }
         // Every field that sizes a tensor or a loop, with the range it may take: the products
         // computed from them below and in the memory preflight then cannot overflow.
         // Every section's, whichever algorithm reads it.

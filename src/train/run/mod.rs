@@ -17,6 +17,7 @@ pub(crate) mod greedy;
 pub mod integrity;
 pub(crate) mod lock;
 pub mod plot;
+mod population;
 mod report;
 pub(crate) mod resume_check;
 pub(crate) mod retention;
@@ -261,6 +262,8 @@ struct Run<'a> {
     /// The update of the newest checkpoint this invocation restored or saved: a run stopped
     /// (or resumed finished) before another update does not write it again.
     saved_at: Option<u64>,
+    /// The population playing some slots (`population` of the config), if any.
+    population: Option<population::PopulationPlay>,
 }
 
 /// One update's report and the seconds it took.
@@ -294,6 +297,9 @@ impl Run<'_> {
                 return Err(e.into());
             }
         };
+        if let Some(p) = &mut self.population {
+            p.updated(self.learner.as_mut())?;
+        }
         let seconds = t0.elapsed().as_secs_f64();
         let (sim, learn) = self.learner.take_timing();
         self.sim_seconds += sim;
@@ -344,7 +350,31 @@ impl Run<'_> {
             keep: self.cfg.keep_checkpoints,
             every: self.cfg.keep_every,
         };
-        checkpoint(self.learner.as_mut(), &self.dir, keep, &self.ranks)?;
+        let extra = match &self.population {
+            Some(p) => {
+                // Who the population is and how the learners fare against each member.
+                let members: Vec<_> = p
+                    .summary()
+                    .into_iter()
+                    .map(|(member, win_rate)| serde_json::json!({"member": member, "win_rate": win_rate}))
+                    .collect();
+                let text = serde_json::to_string_pretty(&serde_json::json!({
+                    "update": update,
+                    "members": members,
+                }))
+                .unwrap_or_default();
+                let path = self.dir.path.join("population.json");
+                crate::atomic::write_atomic(&path, text.as_bytes()).map_err(|error| {
+                    RunError::Checkpoint {
+                        path,
+                        reason: error.to_string(),
+                    }
+                })?;
+                p.tensors()?
+            }
+            None => Vec::new(),
+        };
+        checkpoint(self.learner.as_mut(), &self.dir, keep, &self.ranks, extra)?;
         self.saved_at = Some(update);
         Ok(())
     }

@@ -116,7 +116,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             // The sections, compared below.
             network, learn, pqn, iql, pr2, online_dqn, ppo, qmix
         ],
-        [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping]
+        [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping, population]
     );
     compare!(
         NetworkConfig, "network.", &saved.network, asked.network,

@@ -17,14 +17,17 @@ pub(super) fn checkpoint(
     dir: &RunDir,
     keep: Retention,
     ranks: &Ranks,
+    extra: crate::train::tensors::NamedTensors,
 ) -> Result<PathBuf, RunError> {
-    let c = learner.checkpoint().map_err(|e| match e {
+    let mut c = learner.checkpoint().map_err(|e| match e {
         TrainError::State(e) => RunError::Checkpoint {
             path: dir.path.clone(),
             reason: e.to_string(),
         },
         e => RunError::Train(e),
     })?;
+    // What the run keeps beside the learner (a population's snapshots).
+    c.extra.extend(extra);
     let (job, fault) = (ranks.job, &ranks.fault);
     Ok(shards::save(
         dir,

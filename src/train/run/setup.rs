@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::across_ranks::Ranks;
 use super::lock::{self, RunLock};
+use super::population::PopulationPlay;
 use super::report::Reporter;
 use super::run_dir::{self, Resume, RunDir, RunDirError};
 use super::tensorboard::RunBoard;
@@ -40,6 +41,7 @@ impl<'a> Run<'a> {
         let ranks = Ranks::new(cfg, job, checksum_every)?;
         let (mine, learner_job) = ranks.share(cfg);
         let loaded = load_scenario(cfg)?;
+        PopulationPlay::check(cfg, &loaded)?;
         let device: Chosen = choose_device(cfg.device)?;
         memory_preflight(&mine, &loaded, &device, opts, job)?;
         let start = how_to_start(out, opts, job)?;
@@ -60,6 +62,13 @@ impl<'a> Run<'a> {
             same_checkpoint(job, *update, &dir)?;
         }
         let resume_note = resume_note(restored.as_ref(), job);
+        // The population plays its slots from the first step (its snapshots restored).
+        let extra = match (&cfg.population, &restored) {
+            (Some(_), Some(_)) => Some(dir.load_latest()?.extra),
+            _ => None,
+        };
+        let population =
+            PopulationPlay::install(&mine, &loaded, learner.as_mut(), &device, extra.as_ref())?;
         let factor = ranks.env_steps_factor();
         let board = if job.is_root() {
             // A run started over keeps none of its metrics (update 0, no steps).
@@ -96,6 +105,7 @@ impl<'a> Run<'a> {
             sim_seconds: 0.0,
             learn_seconds: 0.0,
             saved_at: restored.map(|(update, _)| update),
+            population,
         })
     }
 }
@@ -271,6 +281,11 @@ fn refuse_across_ranks(cfg: &RunConfig, job: &Job) -> Result<(), RunError> {
     let n = job.size();
     if n == 1 {
         return Ok(());
+    }
+    if cfg.population.is_some() {
+        return Err(RunError::Ranks(format!(
+            "training against a population (`population`) runs on one rank; this job has {n}"
+        )));
     }
     let replicas = cfg.replica_count();
     if replicas > 1 && replicas < n {
