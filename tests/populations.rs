@@ -56,6 +56,8 @@ fn crossplay_of_cooperators_and_defectors_is_the_payoff_table() {
         }
     }
     assert_eq!(m.self_and_cross(), Some((32.0, 40.0)));
+    // The row member's own: C beside C 48, beside D 0; D beside C 80, beside D 16.
+    assert_eq!(m.row_mean, [[48.0, 0.0], [80.0, 16.0]]);
 }
 
 #[test]

@@ -135,23 +135,9 @@ pub(crate) fn run(
             "cross-play on {}: {} episodes per cell; rows {} (slots {:?}), columns {}; per-capita return ± 95% CI",
             m.scenario, m.episodes, m.row_population, m.row_slots, m.col_population
         );
-        let w = m.cols.iter().map(String::len).max().unwrap_or(0).max(14);
-        let lw = m.rows.iter().map(String::len).max().unwrap_or(0);
-        print!("{:lw$}", "");
-        for c in &m.cols {
-            print!("  {c:>w$}");
-        }
-        println!();
-        for (i, r) in m.rows.iter().enumerate() {
-            print!("{r:lw$}");
-            for j in 0..m.cols.len() {
-                print!(
-                    "  {:>w$}",
-                    format!("{:.2}±{:.2}", m.mean[i][j], m.ci95[i][j])
-                );
-            }
-            println!();
-        }
+        print_matrix(&m.rows, &m.cols, &m.mean, &m.ci95);
+        println!("the row member's own return (mean over its slots) ± 95% CI");
+        print_matrix(&m.rows, &m.cols, &m.row_mean, &m.row_ci95);
         if let Some((d, o)) = m.self_and_cross() {
             println!("diagonal (self-play) {d:.3}, off-diagonal (cross-play) {o:.3}");
         }
@@ -179,9 +165,11 @@ pub(crate) fn run(
             r.members.len()
         );
         for s in &r.scenarios {
-            let norm = s
-                .normalised
-                .map_or("n/a (baselines tie)".into(), |x| format!("{x:.3}"));
+            let norm = match (s.normalised, s.baselines_apart) {
+                (None, _) => "n/a (the baselines tie)".to_string(),
+                (Some(x), true) => format!("{x:.3}"),
+                (Some(x), false) => format!("{x:.3} (noise: the baselines' intervals overlap)"),
+            };
             println!(
                 "  {}: {:.3} ± {:.3}, normalised {norm} (0 = {} {:.3}, 1 = {} {:.3}); focal {:?} of {} slots; collective {:.2}, equality {:.3}",
                 s.name,
@@ -233,6 +221,23 @@ pub(crate) fn run(
         if s.is_dilemma() { "yes" } else { "no" }
     );
     Ok(())
+}
+
+fn print_matrix(rows: &[String], cols: &[String], mean: &[Vec<f64>], ci95: &[Vec<f64>]) {
+    let w = cols.iter().map(String::len).max().unwrap_or(0).max(14);
+    let lw = rows.iter().map(String::len).max().unwrap_or(0);
+    print!("{:lw$}", "");
+    for c in cols {
+        print!("  {c:>w$}");
+    }
+    println!();
+    for (i, r) in rows.iter().enumerate() {
+        print!("{r:lw$}");
+        for j in 0..cols.len() {
+            print!("  {:>w$}", format!("{:.2}±{:.2}", mean[i][j], ci95[i][j]));
+        }
+        println!();
+    }
 }
 
 fn open(path: &Path) -> Result<Population, PopulationError> {

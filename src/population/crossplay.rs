@@ -35,6 +35,13 @@ pub struct Crossplay {
     pub mean: Vec<Vec<f64>>,
     /// Half-width of its 95% interval.
     pub ci95: Vec<Vec<f64>>,
+    /// The row member's own return (mean over the row slots) per cell: in a game that is not
+    /// common-payoff, what the row member gets beside the column member.
+    #[serde(default)]
+    pub row_mean: Vec<Vec<f64>>,
+    /// Half-width of its 95% interval.
+    #[serde(default)]
+    pub row_ci95: Vec<Vec<f64>>,
 }
 
 impl Crossplay {
@@ -90,9 +97,11 @@ pub fn crossplay(
         .collect();
     let all: Vec<usize> = (0..n).collect();
     progress.set_length((ma.len() * mb.len()) as u64);
-    let (mut mean, mut ci95) = (Vec::new(), Vec::new());
+    let (mut mean, mut ci95, mut row_mean, mut row_ci95) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for x in pa.iter_mut() {
-        let (mut mrow, mut crow) = (Vec::new(), Vec::new());
+        let (mut mrow, mut crow, mut rrow, mut rcrow) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for y in pb.iter_mut() {
             let mut mix = SlotMix::new(vec![x.as_mut(), y.as_mut()], assign.clone());
             let (eps, _) = play_episodes(loaded, episodes, seed, &mut mix)?;
@@ -100,10 +109,19 @@ pub fn crossplay(
             let (m, c) = mean_ci(&per);
             mrow.push(m);
             crow.push(c);
+            let own: Vec<f64> = eps
+                .iter()
+                .map(|e| mean_over(&e.returns, row_slots))
+                .collect();
+            let (m, c) = mean_ci(&own);
+            rrow.push(m);
+            rcrow.push(c);
             progress.inc(1);
         }
         mean.push(mrow);
         ci95.push(crow);
+        row_mean.push(rrow);
+        row_ci95.push(rcrow);
     }
     Ok(Crossplay {
         scenario: loaded.scenario.name.clone(),
@@ -115,5 +133,7 @@ pub fn crossplay(
         row_slots: row_slots.to_vec(),
         mean,
         ci95,
+        row_mean,
+        row_ci95,
     })
 }

@@ -155,6 +155,11 @@ pub struct ScenarioResult {
     pub per_member: Vec<f64>,
     /// The `zero` and `one` baselines' focal per-capita returns, and their names.
     pub baselines: [(String, f64); 2],
+    /// Half-widths of the baselines' 95% intervals.
+    pub baseline_ci95: [f64; 2],
+    /// Whether the baselines' intervals are apart: otherwise the normalised score divides by
+    /// noise, and tables mark it.
+    pub baselines_apart: bool,
     /// `(focal - zero) / (one - zero)`, none when the baselines tie.
     pub normalised: Option<f64>,
     /// The same for each focal member.
@@ -325,7 +330,7 @@ fn evaluate_one(
         .map(|(s, c)| if *c == 0 { f64::NAN } else { s / *c as f64 })
         .collect();
     drop(fp);
-    let baseline = |spec: &MemberSpec| -> Result<(String, f64), PopulationError> {
+    let baseline = |spec: &MemberSpec| -> Result<(String, f64, f64), PopulationError> {
         let pop = Population {
             name: String::new(),
             sampling: Sampling::Uniform,
@@ -337,7 +342,8 @@ fn evaluate_one(
             .ok_or_else(|| invalid("a baseline names no policy".into()))?;
         let mut p = vec![open(first, &loaded, episodes, seed, device)?];
         let (eps, _) = play(&mut p, assign(1, &|_| 0))?;
-        Ok((first.name(), mean_ci(&focal_return(&eps)).0))
+        let (m, c) = mean_ci(&focal_return(&eps));
+        Ok((first.name(), m, c))
     };
     let zero = baseline(&s.zero)?;
     let one = baseline(&s.one)?;
@@ -362,7 +368,9 @@ fn evaluate_one(
             .map(|&x| normalise(x, zero.1, one.1))
             .collect(),
         per_member,
-        baselines: [zero, one],
+        baseline_ci95: [zero.2, one.2],
+        baselines_apart: (one.1 - zero.1).abs() > zero.2 + one.2,
+        baselines: [(zero.0, zero.1), (one.0, one.1)],
         social,
     })
 }
