@@ -8,12 +8,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use gridarena::population::crossplay::crossplay;
-use gridarena::population::members::{Member, expand};
+use gridarena::population::members::{Member, expand, scenario_of};
 use gridarena::population::scenario_set::{ScenarioSet, evaluate_set};
 use gridarena::population::schelling::schelling;
 use gridarena::population::{Population, PopulationError};
 use gridarena::scenario::{LoadedScenario, Scenario};
-use gridarena::train::run_dir::RunDir;
 
 #[derive(Args, Debug)]
 pub(crate) struct PopulationArgs {
@@ -74,22 +73,12 @@ fn bar(show: bool, what: &str) -> indicatif::ProgressBar {
     b
 }
 
-/// The scenario to play: `--scenario`, else the first run member's own scenario.
+/// The scenario to play: `--scenario`, else the first run member's own.
 fn scenario_for(explicit: Option<&Path>, members: &[Member]) -> Result<LoadedScenario> {
-    if let Some(p) = explicit {
-        return Scenario::load(p).with_context(|| format!("--scenario {}", p.display()));
+    match explicit {
+        Some(p) => Scenario::load(p).with_context(|| format!("--scenario {}", p.display())),
+        None => Ok(scenario_of(members)?),
     }
-    for m in members {
-        if let Member::Run { path, .. } = m {
-            let own = RunDir::scenario_file(path);
-            if own.is_file() {
-                return Scenario::load(&own).with_context(|| own.display().to_string());
-            }
-            let cfg = RunDir::load_config(path)?;
-            return Ok(gridarena::train::load_scenario(&cfg)?);
-        }
-    }
-    bail!("no member is a run: name the scenario with --scenario FILE")
 }
 
 fn write_json(out: Option<&Path>, name: &str, value: &impl serde::Serialize) -> Result<()> {

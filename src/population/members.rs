@@ -184,3 +184,25 @@ pub fn open(
         }
     }
 }
+
+/// The scenario the members play by default: the first run member's own (`scenario.ron` in
+/// its directory, else its configuration's), refused when no member is a run.
+pub fn scenario_of(members: &[Member]) -> Result<LoadedScenario, PopulationError> {
+    for m in members {
+        if let Member::Run { path, .. } = m {
+            let bad = |reason: String| PopulationError::Run {
+                path: path.clone(),
+                reason,
+            };
+            let own = RunDir::scenario_file(path);
+            if own.is_file() {
+                return Scenario::load(&own).map_err(|e| bad(e.to_string()));
+            }
+            let cfg = RunDir::load_config(path).map_err(|e| bad(e.to_string()))?;
+            return crate::train::load_scenario(&cfg).map_err(|e| bad(e.to_string()));
+        }
+    }
+    Err(PopulationError::Invalid(
+        "no member is a run: name the scenario (--scenario FILE)".into(),
+    ))
+}
