@@ -56,6 +56,7 @@
 #[cfg(test)]
 extern crate self as gridarena;
 
+pub mod aggregate;
 pub mod analysis;
 pub(crate) mod atomic;
 pub mod bench;

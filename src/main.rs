@@ -35,6 +35,10 @@ enum Command {
     Train(TrainArgs),
     /// Evaluate a run's newest checkpoint: greedy policy vs a uniformly random one.
     Eval(EvalArgs),
+    /// Aggregate statistics over runs and scenarios (IQM, median, mean, optimality gap with
+    /// stratified bootstrap intervals, performance profiles, probability of improvement), as a
+    /// Markdown report with figures.
+    Report(cli::report::ReportArgs),
     /// Print the memory a run would need, tensor by tensor, against the budget (exit 1 when it
     /// does not fit).
     Plan(PlanArgs),
@@ -111,6 +115,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command.unwrap_or(Command::Train(TrainArgs::default())) {
         Command::Train(args) => cli::train::run(args),
         Command::Eval(args) => done(cli::eval::run(args)),
+        Command::Report(args) => done(cli::report::run(args)),
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),
         Command::Check { scenario, explain } => Ok(cli::check::run(&scenario, explain)),

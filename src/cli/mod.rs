@@ -17,6 +17,7 @@ pub(crate) mod plot;
 pub(crate) mod population;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
+pub(crate) mod report;
 pub(crate) mod rollout;
 pub(crate) mod signals;
 pub(crate) mod train;

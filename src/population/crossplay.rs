@@ -45,10 +45,11 @@ pub struct Crossplay {
 }
 
 impl Crossplay {
-    /// Mean of the diagonal (self-play) and of the rest (cross-play), for a square matrix.
+    /// Mean of the diagonal (self-play) and of the rest (cross-play), when both sides are the
+    /// same members.
     pub fn self_and_cross(&self) -> Option<(f64, f64)> {
         let n = self.rows.len();
-        if n != self.cols.len() || n < 2 {
+        if self.rows != self.cols || n < 2 {
             return None;
         }
         let (mut d, mut o) = (0.0, 0.0);

@@ -149,6 +149,11 @@ impl RewardShaping {
     }
 }
 
+/// The algorithm's name as configs and the command line write it (`pqn`, `ippo`, ...).
+pub fn algo_label(algo: Algo) -> &'static str {
+    keys::algo_name(algo)
+}
+
 /// Training against a population (`population: Some((slots: [1], ...))`): the population acts
 /// for `slots` in every arena instead of the learner, one member per arena drawn at every
 /// episode start by `sampling`. Its members are the frozen population `opponents` (a manifest

@@ -35,6 +35,11 @@ const MAIN_COUNTERS: [(&str, &str); 5] = [
     ("reaction_Metabolize", "metabolised molecules"),
 ];
 
+/// Registers the labels' font (once per process); false when none is installed.
+pub fn font_ready() -> bool {
+    register_font()
+}
+
 /// Registers a font once per process (plotters keeps a `'static` reference to its bytes).
 fn register_font() -> bool {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
