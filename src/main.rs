@@ -63,6 +63,8 @@ enum Command {
     /// List the GPU adapters (`--device gpu:K`), the CPU backend, and what `--device auto`
     /// and `--device gpu` would take here.
     Devices(cli::devices::DevicesArgs),
+    /// PSRO on a matrix game: NashConv of the meta-strategies per iteration.
+    Psro(cli::psro::PsroArgs),
     /// Throughput benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -121,6 +123,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check { scenario, explain } => Ok(cli::check::run(&scenario, explain)),
         Command::CheckRun(args) => cli::check_run::run(args),
         Command::Devices(args) => done(cli::devices::run(args)),
+        Command::Psro(args) => done(cli::psro::run(args)),
         Command::Bench(command) => done(cli::bench::run(command)),
         Command::Rollout(args) => done(cli::rollout::run(args)),
         Command::New(args) => done(cli::new::run(args)),

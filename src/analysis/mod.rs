@@ -2,13 +2,16 @@
 //! ([`model`]), exact best responses and NashConv with memory proportional to the states
 //! ([`exact`]), an explicit-graph reference for small scenarios ([`explicit`]), the preflight
 //! that sizes every table before anything is allocated ([`plan`]), learned best responses for
-//! scenarios too large to enumerate ([`learned`]), and the `eval --nashconv` driver ([`run`]).
+//! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`], with its
+//! meta-solvers in [`meta_solver`]), and the `eval --nashconv` driver ([`run`]).
 
 pub mod exact;
 pub mod explicit;
 pub mod learned;
+pub mod meta_solver;
 pub mod model;
 pub mod plan;
+pub mod psro;
 pub mod run;
 
 pub use model::{Horizon, ModelError, TransitionModel};

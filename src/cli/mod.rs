@@ -15,6 +15,7 @@ pub(crate) mod new;
 pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod population;
+pub(crate) mod psro;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
 pub(crate) mod report;
