@@ -62,7 +62,10 @@ fn matching_pennies_reaches_the_even_mix_in_three_iterations() {
         assert_eq!(r.iterations.len(), 3);
         assert!(last.nashconv < 0.01, "{}", last.nashconv);
         assert_eq!(
-            r.iterations.iter().map(|i| i.populations.iter().map(Vec::len).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            r.iterations
+                .iter()
+                .map(|i| i.populations.iter().map(Vec::len).collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
             vec![vec![1, 1], vec![1, 2], vec![2, 2]]
         );
         for s in &last.strategies {
@@ -85,7 +88,11 @@ fn climbing_game_from_a_stays_at_the_optimum_and_from_c_settles_on_b() {
     // PRD averages its whole path from uniform, so the mixtures keep a little of c.
     let r = run(&g, prd(), vec![2, 2]);
     let last = r.iterations.last().unwrap();
-    assert!(last.strategies.iter().all(|s| s[1] > 0.98), "{:?}", last.strategies);
+    assert!(
+        last.strategies.iter().all(|s| s[1] > 0.98),
+        "{:?}",
+        last.strategies
+    );
     // NashConv 0.026: what remains is the averaged c, and its best response b is already in.
     assert!(last.nashconv < 0.05, "{}", last.nashconv);
     assert!(r.converged);
@@ -96,7 +103,11 @@ fn climbing_game_from_a_stays_at_the_optimum_and_from_c_settles_on_b() {
 fn random_game(players: usize, actions: usize, cells: &[i8]) -> NormalFormGame {
     let joint = actions.pow(players as u32);
     let rows = (0..joint)
-        .map(|j| (0..players).map(|p| f64::from(cells[(j * players + p) % cells.len()])).collect())
+        .map(|j| {
+            (0..players)
+                .map(|p| f64::from(cells[(j * players + p) % cells.len()]))
+                .collect()
+        })
         .collect();
     NormalFormGame::new(players, actions, rows).unwrap()
 }
@@ -145,12 +156,20 @@ proptest! {
 fn cli_prints_iterations_and_named_strategies_and_rejects_other_substrates() {
     let bin = env!("CARGO_BIN_EXE_gridarena");
     let out = Command::new(bin)
-        .args(["psro", "assets/scenarios/rock_paper_scissors.ron", "--iterations", "2"])
+        .args([
+            "psro",
+            "assets/scenarios/rock_paper_scissors.ron",
+            "--iterations",
+            "2",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("iteration   1  population sizes 2 2  NashConv 1.97"), "{text}");
+    assert!(
+        text.contains("iteration   1  population sizes 2 2  NashConv 1.97"),
+        "{text}"
+    );
     assert!(text.contains("stopped at the iteration limit"), "{text}");
     assert!(text.contains("player 0: rock "), "{text}");
     let out = Command::new(bin)
@@ -162,13 +181,23 @@ fn cli_prints_iterations_and_named_strategies_and_rejects_other_substrates() {
     assert!(err.contains("PSRO runs on matrix games only"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let out = Command::new(bin)
-        .args(["psro", "assets/scenarios/matching_pennies.ron", "--meta-solver", "nash"])
+        .args([
+            "psro",
+            "assets/scenarios/matching_pennies.ron",
+            "--meta-solver",
+            "nash",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let file = std::env::temp_dir().join(format!("gridarena_psro_{}.json", std::process::id()));
     let out = Command::new(bin)
-        .args(["psro", "assets/scenarios/matching_pennies.ron", "--json", "--out"])
+        .args([
+            "psro",
+            "assets/scenarios/matching_pennies.ron",
+            "--json",
+            "--out",
+        ])
         .arg(&file)
         .output()
         .unwrap();
@@ -190,7 +219,12 @@ fn psro_matches_openspiel_step_for_step() {
     let mut files: Vec<_> = std::fs::read_dir("tests/data/openspiel")
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("psro_"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("psro_")
+        })
         .collect();
     files.sort();
     assert_eq!(files.len(), 8, "{files:?}");
@@ -213,10 +247,27 @@ fn psro_matches_openspiel_step_for_step() {
         assert_eq!(ours.iterations.len(), theirs.len(), "{}", file.display());
         for (a, b) in ours.iterations.iter().zip(theirs) {
             let pops: Vec<Vec<usize>> = serde_json::from_value(b["populations"].clone()).unwrap();
-            assert_eq!(a.populations, pops, "{} iteration {}", file.display(), a.iteration);
-            let metas: Vec<Vec<f64>> = serde_json::from_value(b["meta_strategies"].clone()).unwrap();
-            for (x, y) in a.meta_strategies.iter().flatten().zip(metas.iter().flatten()) {
-                assert!((x - y).abs() < 1e-6, "{} iteration {}: {x} vs {y}", file.display(), a.iteration);
+            assert_eq!(
+                a.populations,
+                pops,
+                "{} iteration {}",
+                file.display(),
+                a.iteration
+            );
+            let metas: Vec<Vec<f64>> =
+                serde_json::from_value(b["meta_strategies"].clone()).unwrap();
+            for (x, y) in a
+                .meta_strategies
+                .iter()
+                .flatten()
+                .zip(metas.iter().flatten())
+            {
+                assert!(
+                    (x - y).abs() < 1e-6,
+                    "{} iteration {}: {x} vs {y}",
+                    file.display(),
+                    a.iteration
+                );
             }
             let nc = b["nashconv"].as_f64().unwrap();
             assert!(
