@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use gridarena::analysis::exact::{PolicyTable, Solver, SuccessorCache, Tolerance, nashconv};
+use gridarena::analysis::exact::{PolicyTable, Solver, Tolerance, nashconv};
 use gridarena::analysis::explicit::ExplicitGraph;
 use gridarena::analysis::plan::{Method, plan};
+use gridarena::analysis::successors::SuccessorCache;
 use gridarena::analysis::{Horizon, TransitionModel};
 use gridarena::engine::EnvBatch;
 use gridarena::scenario::{LoadedScenario, Scenario};
@@ -124,11 +125,27 @@ fn one_shot_matrix_games_have_their_closed_form_nashconv() {
     let model = TransitionModel::new(&pennies, None).unwrap();
     assert_eq!(model.horizon(), Horizon::Finite(1));
     let heads = PolicyTable::from_actions(&model, &vec![0u8; model.states() as usize * 2]);
-    let r = nashconv(&model, &heads, 0.99, None, None, &hidden);
+    let r = nashconv(
+        &model,
+        &heads,
+        0.99,
+        Tolerance::default(),
+        None,
+        None,
+        &hidden,
+    );
     assert!((r.nashconv - 2.0).abs() < 1e-9, "{r:?}");
     assert!((r.per_agent_gain[0]).abs() < 1e-9 && (r.per_agent_gain[1] - 2.0).abs() < 1e-9);
     let mixed = PolicyTable::uniform(&model);
-    let r = nashconv(&model, &mixed, 0.99, None, None, &hidden);
+    let r = nashconv(
+        &model,
+        &mixed,
+        0.99,
+        Tolerance::default(),
+        None,
+        None,
+        &hidden,
+    );
     assert!(r.nashconv.abs() < 1e-9, "{r:?}");
 
     // A coordination game with a payoff-dominant (A, A) = 4 and a risk-dominant (B, B) = 3,
@@ -146,7 +163,15 @@ fn one_shot_matrix_games_have_their_closed_form_nashconv() {
         (0, 1, 3.0 + 4.0),
         (1, 0, 4.0 + 3.0),
     ] {
-        let r = nashconv(&model, &pure(a0, a1), 0.99, None, None, &hidden);
+        let r = nashconv(
+            &model,
+            &pure(a0, a1),
+            0.99,
+            Tolerance::default(),
+            None,
+            None,
+            &hidden,
+        );
         assert!((r.nashconv - want).abs() < 1e-9, "({a0}, {a1}): {r:?}");
     }
     // Player 0 mixes (p, 1 - p) with p = 0.25, player 1 plays A: player 0's value is
@@ -159,7 +184,15 @@ fn one_shot_matrix_games_have_their_closed_form_nashconv() {
             d.copy_from_slice(&[1.0, 0.0]);
         }
     });
-    let r = nashconv(&model, &mixed, 0.99, None, None, &hidden);
+    let r = nashconv(
+        &model,
+        &mixed,
+        0.99,
+        Tolerance::default(),
+        None,
+        None,
+        &hidden,
+    );
     assert!((r.nashconv - 4.25).abs() < 1e-6, "{r:?}");
 }
 
@@ -225,7 +258,7 @@ fn exact_best_responses_match_brute_force_over_the_explicit_graph() {
         graph.edges()
     );
     for with_cache in [false, true] {
-        let cache = with_cache.then(|| SuccessorCache::build(&model, &hidden()));
+        let cache = with_cache.then(|| SuccessorCache::new(&model, SuccessorCache::bytes(&model)));
         let solver = Solver::new(&model, cache, gamma, Tolerance::default());
         for i in 0..2 {
             let fast = solver.best_response(&policy, i, &hidden()).values;
@@ -245,7 +278,7 @@ fn exact_best_responses_match_brute_force_over_the_explicit_graph() {
 #[test]
 fn the_preflight_refuses_the_explicit_graph_of_pursuit_3_under_one_gib() {
     let model = TransitionModel::new(&load("assets/scenarios/pursuit_3.ron"), None).unwrap();
-    let p = plan(&model, Method::Explicit, 1 << 30, 4096);
+    let p = plan(&model, Method::Explicit, 1 << 30, 4096, None);
     assert!(!p.plan.fits);
     let refusal = p.plan.refusal().unwrap();
     assert!(
@@ -260,8 +293,85 @@ fn the_preflight_refuses_the_explicit_graph_of_pursuit_3_under_one_gib() {
         "{:?}",
         p.estimates
     );
-    let exact = plan(&model, Method::Exact, 1 << 30, 4096);
+    let exact = plan(&model, Method::Exact, 1 << 30, 4096, None);
     assert!(exact.plan.fits, "{}", exact.table());
+    // The whole successor table (85,184 x 125 x 16 B = 170 MB) fits in half a GiB beside the
+    // rest; under 64 MiB the cache is capped at what is left of half of it, in whole blocks.
+    assert_eq!(exact.cache_full_bytes, 85_184 * 125 * 16);
+    assert_eq!(
+        exact.cache_bytes,
+        SuccessorCache::capped_bytes(&model, u64::MAX)
+    );
+    let small = plan(&model, Method::Exact, 64 << 20, 4096, None);
+    let rest: u64 = small.plan.tensors.iter().map(|t| t.bytes).sum::<u64>() - small.cache_bytes;
+    let block = SuccessorCache::block_bytes(&model);
+    assert!(small.cache_bytes > 0 && small.cache_bytes + rest <= 32 << 20);
+    assert!(
+        small.cache_bytes + rest + block > 32 << 20,
+        "{}",
+        small.table()
+    );
+    assert!(small.plan.fits, "{}", small.table());
+    assert!(small.table().contains("capped"), "{}", small.table());
+}
+
+#[test]
+fn a_capped_successor_cache_gives_the_uncapped_nashconv_bit_for_bit() {
+    // Three learners (two pursuers, one evader) with 20% slip on the 3x3 map: 512 states, 125
+    // applied joint actions each, so the whole successor table is 512 x 125 x 16 B = 1 MB.
+    let tiny = std::fs::read_to_string("tests/data/tiny_pursuit.ron").unwrap();
+    let text = tiny.replace(
+        "(kind: pursuer, count: 1, control: learner)",
+        "(kind: pursuer, count: 2, control: learner)",
+    );
+    let model = TransitionModel::new(&Scenario::parse(&text, "inline.ron").unwrap(), None).unwrap();
+    assert_eq!((model.states(), model.applied_joint()), (512, 125));
+    let policy = PolicyTable::from_fn(&model, |s, i, d| {
+        let mut total = 0.0;
+        for (a, v) in d.iter_mut().enumerate() {
+            *v = 1.0 + ((s as usize * 5 + i * 7 + a * 3) % 13) as f32;
+            total += *v;
+        }
+        d.iter_mut().for_each(|v| *v /= total);
+    });
+    let tol = Tolerance {
+        delta: 1e-10,
+        max_sweeps: 25,
+    };
+    let run =
+        |cache: Option<SuccessorCache>| nashconv(&model, &policy, 0.9, tol, cache, None, &hidden());
+    let full = SuccessorCache::bytes(&model);
+    assert_eq!(full, 512 * 125 * 16);
+    let none = run(None);
+    let uncapped = run(Some(SuccessorCache::new(&model, full * 2)));
+    let cap = full / 10;
+    let capped = run(Some(SuccessorCache::new(&model, cap)));
+    assert!(none.nashconv > 0.01, "{}", none.nashconv);
+    let bits = |r: &gridarena::analysis::exact::NashConv| {
+        (
+            r.nashconv.to_bits(),
+            r.per_agent_gain
+                .iter()
+                .map(|g| g.to_bits())
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(bits(&capped), bits(&uncapped));
+    assert_eq!(bits(&none), bits(&uncapped));
+    assert_eq!(none.sweeps, vec![25; 4]);
+    // 100 sweeps x 512 state lookups. Uncapped: only the first sweep misses, with every
+    // state's row in memory. Capped: 3 blocks of 16 states fit in a tenth, kept all along.
+    let u = uncapped.cache.unwrap();
+    assert_eq!((u.hits, u.misses, u.evictions), (99 * 512, 512, 0));
+    assert!(u.bytes_used >= full && u.bytes_used <= full * 2, "{u:?}");
+    let c = capped.cache.unwrap();
+    assert!(c.bytes_used <= cap, "{c:?}");
+    assert_eq!(c.slots, 3, "{c:?}");
+    assert_eq!(
+        (c.hits, c.misses, c.evictions),
+        (99 * 48, 100 * 512 - 99 * 48, 0),
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -455,7 +565,8 @@ fn a_clearly_exploitable_checkpoint_has_a_learned_gain_clearly_above_zero() {
         };
         gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();
         let device = choose_device(Device::Cpu).unwrap();
-        let exact = gridarena::analysis::run::exact(&run, &device, None, 1 << 30, false).unwrap();
+        let exact =
+            gridarena::analysis::run::exact(&run, &device, None, 1 << 30, None, false).unwrap();
         let opts = LearnedOptions {
             steps: 16 * 8 * updates,
             episodes: 64,

@@ -1,8 +1,8 @@
 //! Exact best responses and NashConv over a [`TransitionModel`] with memory proportional to
 //! the number of states: the frozen policies are a table `[S, N, A]`, values are `[S]` or
 //! `[S, N]`, and successors are computed on the fly by the rules, or read from an optional
-//! cache of the deterministic successor under every applied joint action (`[S, A^M]`, taken only
-//! when the preflight says it fits). No table is indexed by edges.
+//! cache of the deterministic successor under every applied joint action (`[S, A^M]`, capped in
+//! bytes: [`super::successors`]). No table is indexed by edges.
 //!
 //! Per state the solvers enumerate applied joint actions `b` (chance already folded in): each
 //! other learner k applies `b_k` with probability `q_k(b_k) = sum_a pi_k(a | s) P(b_k | a)`
@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::model::TransitionModel;
+use super::successors::{BLOCK, CacheStats, Entry, SuccessorCache};
 use crate::components::AppliedAction;
 
 /// Frozen policies: `probs[(s * N + i) * A + a]`.
@@ -74,55 +75,6 @@ impl PolicyTable {
     pub fn dist(&self, s: u64, i: usize) -> &[f32] {
         let at = (s as usize * self.learners + i) * self.actions;
         &self.probs[at..at + self.actions]
-    }
-}
-
-/// The deterministic successor of every (state, applied joint action): `next` (u32::MAX for
-/// terminal) and the learners' rewards.
-#[derive(Debug)]
-pub struct SuccessorCache {
-    next: Vec<u32>,
-    rewards: Vec<f32>,
-}
-
-impl SuccessorCache {
-    /// Bytes the cache of `model` takes.
-    pub fn bytes(model: &TransitionModel) -> u64 {
-        model
-            .states()
-            .saturating_mul(model.applied_joint())
-            .saturating_mul(4 + 4 * model.learners() as u64)
-    }
-
-    /// Builds the cache (parallel over states).
-    pub fn build(model: &TransitionModel, progress: &indicatif::ProgressBar) -> SuccessorCache {
-        let (j, n) = (model.applied_joint() as usize, model.learners());
-        let s_count = model.states() as usize;
-        let mut next = vec![0u32; s_count * j];
-        let mut rewards = vec![0.0f32; s_count * j * n];
-        const CHUNK: usize = 256;
-        next.par_chunks_mut(CHUNK * j)
-            .zip(rewards.par_chunks_mut(CHUNK * j * n))
-            .enumerate()
-            .for_each_init(
-                || Walker::new(model),
-                |w, (c, (next, rewards))| {
-                    for (k, (nx, rw)) in next
-                        .chunks_exact_mut(j)
-                        .zip(rewards.chunks_exact_mut(j * n))
-                        .enumerate()
-                    {
-                        let s = (c * CHUNK + k) as u64;
-                        for code in 0..j {
-                            let (to, r) = w.step(model, s, code as u64);
-                            nx[code] = to.map_or(u32::MAX, |t| t as u32);
-                            rw[code * n..(code + 1) * n].copy_from_slice(r);
-                        }
-                    }
-                    progress.inc(next.len() as u64 / j as u64);
-                },
-            );
-        SuccessorCache { next, rewards }
     }
 }
 
@@ -215,6 +167,11 @@ impl<'a> Solver<'a> {
         }
     }
 
+    /// The cache's counters so far (None without a cache).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.cache.as_ref().map(SuccessorCache::stats)
+    }
+
     /// Per-agent applied-action probabilities `[M, A]` in state `s` (learner i uses its own
     /// row only when `own` is None).
     fn applied_probs(&self, policy: &PolicyTable, s: u64, alive: &[bool], out: &mut [f64]) {
@@ -243,9 +200,10 @@ impl<'a> Solver<'a> {
         F: Fn(u64, &mut dyn FnMut(&mut Edge), &[bool], &mut Vec<f64>, &mut [f64]) + Sync,
     {
         let j = self.model.applied_joint();
+        let ju = j as usize;
         let cache = self.cache.as_ref();
         let n = self.model.learners();
-        new.par_chunks_mut(width * 64)
+        new.par_chunks_mut(width * BLOCK)
             .enumerate()
             .map_init(
                 || {
@@ -258,28 +216,38 @@ impl<'a> Solver<'a> {
                 },
                 |(w, probe, alive, buf), (c, chunk)| {
                     let mut worst = 0.0f64;
+                    let mut entry = cache.map_or(Entry::Miss, |cache| cache.entry(c as u64));
                     for (k, out) in chunk.chunks_exact_mut(width).enumerate() {
-                        let s = (c * 64 + k) as u64;
+                        let s = (c * BLOCK + k) as u64;
                         self.model.load(s, probe);
                         for (x, al) in alive.iter_mut().enumerate() {
                             *al = TransitionModel::alive(probe, x);
                         }
-                        let mut visit = |f: &mut Edge| {
-                            for code in 0..j {
-                                match cache {
-                                    Some(cache) => {
-                                        let at = (s * j + code) as usize;
-                                        let nx = cache.next[at];
-                                        f(
-                                            code,
-                                            (nx != u32::MAX).then_some(nx as u64),
-                                            &cache.rewards[at * n..(at + 1) * n],
-                                        );
-                                    }
-                                    None => {
-                                        let (nx, r) = w.step(self.model, s, code);
-                                        f(code, nx, r);
-                                    }
+                        let mut visit = |f: &mut Edge| match &mut entry {
+                            Entry::Hit(slot) => {
+                                for code in 0..ju {
+                                    let at = k * ju + code;
+                                    let nx = slot.next[at];
+                                    f(
+                                        code as u64,
+                                        (nx != u32::MAX).then_some(nx as u64),
+                                        &slot.rewards[at * n..(at + 1) * n],
+                                    );
+                                }
+                            }
+                            Entry::Fill(slot) => {
+                                for code in 0..ju {
+                                    let (nx, r) = w.step(self.model, s, code as u64);
+                                    let at = k * ju + code;
+                                    slot.next[at] = nx.map_or(u32::MAX, |t| t as u32);
+                                    slot.rewards[at * n..(at + 1) * n].copy_from_slice(r);
+                                    f(code as u64, nx, r);
+                                }
+                            }
+                            Entry::Miss => {
+                                for code in 0..j {
+                                    let (nx, r) = w.step(self.model, s, code);
+                                    f(code, nx, r);
                                 }
                             }
                         };
@@ -422,24 +390,27 @@ pub struct NashConv {
     pub states: u64,
     /// Value-iteration sweeps per solve (evaluation first, then each best response).
     pub sweeps: Vec<usize>,
-    /// Whether the successor cache was used.
+    /// Whether a successor cache was used.
     pub cached: bool,
+    /// The successor cache's cap, bytes used, hits, misses and evictions (absent without one).
+    pub cache: Option<CacheStats>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
 
-/// Exact NashConv of `policy` (all agents, or only `only`).
+/// Exact NashConv of `policy` (all agents, or only `only`), each solve stopping at `tol`.
 pub fn nashconv(
     model: &TransitionModel,
     policy: &PolicyTable,
     gamma: f64,
+    tol: Tolerance,
     cache: Option<SuccessorCache>,
     only: Option<usize>,
     progress: &indicatif::ProgressBar,
 ) -> NashConv {
     let t0 = Instant::now();
     let cached = cache.is_some();
-    let solver = Solver::new(model, cache, gamma, Tolerance::default());
+    let solver = Solver::new(model, cache, gamma, tol);
     let start = model.start_distribution();
     let n = model.learners();
     let eval = solver.evaluate(policy, progress);
@@ -469,6 +440,7 @@ pub fn nashconv(
         states: model.states(),
         sweeps,
         cached,
+        cache: solver.cache_stats(),
         seconds: t0.elapsed().as_secs_f64(),
     }
 }

@@ -1,6 +1,6 @@
 //! Exact analysis without materialising graphs: the procedural transition model
 //! ([`model`]), exact best responses and NashConv with memory proportional to the states
-//! ([`exact`]), an explicit-graph reference for small scenarios ([`explicit`]), the preflight
+//! ([`exact`]) with a successor cache under a byte cap ([`successors`]), an explicit-graph reference for small scenarios ([`explicit`]), the preflight
 //! that sizes every table before anything is allocated ([`plan`]), learned best responses for
 //! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`], with its
 //! meta-solvers in [`meta_solver`]), and the `eval --nashconv` driver ([`run`]).
@@ -13,5 +13,6 @@ pub mod model;
 pub mod plan;
 pub mod psro;
 pub mod run;
+pub mod successors;
 
 pub use model::{Horizon, ModelError, TransitionModel};

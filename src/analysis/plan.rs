@@ -1,8 +1,9 @@
 //! The analysis preflight: before any enumeration or table allocation, the number of states,
 //! (state, joint action) pairs, successor edges with slip fan-out (estimated by enumerating the
 //! successors of a fixed random sample of pairs), and the bytes of every table the chosen
-//! method needs, against the budget. The exact method takes the successor cache only when it
-//! fits beside everything else; the explicit graph is refused when it does not fit.
+//! method needs, against the budget. The exact method caps its successor cache at what is left
+//! of half the budget beside everything else (or at `--cache-bytes`); the explicit graph is
+//! refused when it does not fit.
 
 use rand_core::Rng;
 use serde::Serialize;
@@ -46,8 +47,12 @@ pub struct AnalysisPlan {
     pub estimates: Estimates,
     /// The tables of the chosen method, their total and the budget.
     pub plan: Plan,
-    /// Whether the exact method keeps the successor cache.
+    /// Whether the exact method keeps a successor cache (a cap of at least one block).
     pub cache: bool,
+    /// The exact method's successor-cache cap in bytes (0: none).
+    pub cache_bytes: u64,
+    /// Bytes of the uncapped successor cache (every state's successors).
+    pub cache_full_bytes: u64,
 }
 
 /// Counts for `model`; the edges from `samples` random pairs (fixed seed).
@@ -83,9 +88,16 @@ pub fn estimate(model: &TransitionModel, samples: usize) -> Estimates {
     }
 }
 
-/// The plan for `method` under `budget` bytes. `policy_rows_per_batch` sizes the observation
-/// batches used to tabulate the frozen policies.
-pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64) -> AnalysisPlan {
+/// The plan for `method` under `budget` bytes. `obs_batch` sizes the observation batches used
+/// to tabulate the frozen policies. `cache_cap`: the successor cache's byte cap; by default
+/// what is left of half the budget beside the other tables (never more than the whole cache).
+pub fn plan(
+    model: &TransitionModel,
+    method: Method,
+    budget: u64,
+    obs_batch: u64,
+    cache_cap: Option<u64>,
+) -> AnalysisPlan {
     let e = estimate(model, 256);
     let (n, a) = (model.learners() as u64, model.actions() as u64);
     let o = model.layout().obs_len as u64;
@@ -118,26 +130,37 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             disk_bytes: None,
         },
     ];
-    let mut cache = false;
+    use super::successors::SuccessorCache;
+    let full = SuccessorCache::bytes(model);
+    let mut cap = 0;
     match method {
         Method::Exact => {
-            let bytes = super::exact::SuccessorCache::bytes(model);
             let rest: u64 = tensors.iter().map(|t| t.bytes).sum();
-            cache = rest.saturating_add(bytes) <= budget / 2;
+            let asked = cache_cap.unwrap_or_else(|| (budget / 2).saturating_sub(rest));
+            cap = SuccessorCache::capped_bytes(model, asked);
+            let share = if full == 0 {
+                0.0
+            } else {
+                100.0 * (cap as f64 / full as f64).min(1.0)
+            };
             tensors.push(PlanTensor {
-                name: if cache {
-                    "successor cache".into()
+                name: if cap == 0 {
+                    "successor cache (none: successors computed on the fly)".into()
+                } else if cap >= full {
+                    "successor cache (every state)".into()
                 } else {
-                    "successor cache (skipped: successors computed on the fly)".into()
+                    format!("successor cache (capped: {share:.0}% of states, rest on the fly)")
                 },
                 shape: format!(
-                    "{} states x {} applied joint actions x ({} B)",
+                    "{} states x {} applied joint actions x ({} B), blocks of {}; whole table {}",
                     fmt(s),
                     fmt(model.applied_joint()),
-                    4 + 4 * n
+                    4 + 4 * n,
+                    super::successors::BLOCK,
+                    crate::error::human_bytes(full)
                 ),
-                bytes: if cache { bytes } else { 0 },
-                knobs: "",
+                bytes: cap,
+                knobs: "a smaller --cache-bytes",
                 disk_bytes: None,
             });
         }
@@ -170,7 +193,9 @@ pub fn plan(model: &TransitionModel, method: Method, budget: u64, obs_batch: u64
             gpu: None,
             disk: None,
         },
-        cache,
+        cache: cap > 0,
+        cache_bytes: cap,
+        cache_full_bytes: full,
     }
 }
 

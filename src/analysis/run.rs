@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::exact::{NashConv, PolicyTable, SuccessorCache, nashconv};
+use super::exact::{NashConv, PolicyTable, Tolerance, nashconv};
 use super::model::{ModelError, TransitionModel};
 use super::plan::{Method, plan};
+use super::successors::SuccessorCache;
 use crate::critic::Chosen;
 use crate::policy::{Policy, PolicyError};
 use crate::train::config::RunConfig;
@@ -112,12 +113,14 @@ fn bar(len: u64, what: &str, show: bool) -> indicatif::ProgressBar {
     b
 }
 
-/// Exact NashConv of the run's newest checkpoint (all learners, or only `agent`).
+/// Exact NashConv of the run's newest checkpoint (all learners, or only `agent`), the successor
+/// cache capped at `cache_bytes` (default: the preflight's choice within `budget`).
 pub fn exact(
     run: &Path,
     device: &Chosen,
     agent: Option<usize>,
     budget: u64,
+    cache_bytes: Option<u64>,
     progress: bool,
 ) -> Result<NashConv, AnalysisError> {
     let cfg = run_config(run)?;
@@ -131,7 +134,13 @@ pub fn exact(
             model.learners()
         )));
     }
-    let p = plan(&model, Method::Exact, budget, POLICY_BATCH as u64);
+    let p = plan(
+        &model,
+        Method::Exact,
+        budget,
+        POLICY_BATCH as u64,
+        cache_bytes,
+    );
     if let Some(r) = p.plan.refusal() {
         return Err(AnalysisError::Refused(r));
     }
@@ -149,16 +158,18 @@ pub fn exact(
     drop(greedy);
     let policy = PolicyTable::from_actions(&model, &actions);
     drop(actions);
-    let cache = if p.cache {
-        let b = bar(model.states(), "successor cache", progress);
-        let c = SuccessorCache::build(&model, &b);
-        b.finish_and_clear();
-        Some(c)
-    } else {
-        None
-    };
+    let cache = p.cache.then(|| SuccessorCache::new(&model, p.cache_bytes));
     let b = bar(0, "value iteration", progress);
-    let result = nashconv(&model, &policy, cfg.learn.gamma as f64, cache, agent, &b);
+    let gamma = cfg.learn.gamma as f64;
+    let result = nashconv(
+        &model,
+        &policy,
+        gamma,
+        Tolerance::default(),
+        cache,
+        agent,
+        &b,
+    );
     b.finish_and_clear();
     write_result(run, &source, &result)?;
     Ok(result)

@@ -21,6 +21,10 @@ pub(crate) struct NashConvArgs {
     /// With --nashconv exact: memory budget, e.g. 1GiB (default: 3/4 of the available memory).
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     memory_budget: Option<u64>,
+    /// With --nashconv exact: cap of the successor cache, e.g. 64MiB or 0 for none (default:
+    /// what the memory budget leaves; states past the cap are computed on the fly).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    cache_bytes: Option<u64>,
     /// With --nashconv learned: environment steps of best-response training per learner.
     #[arg(long, default_value_t = 1_000_000)]
     br_steps: u64,
@@ -65,7 +69,12 @@ pub(crate) fn run(
                 .memory_budget
                 .unwrap_or_else(gridarena::train::plan::default_budget);
             serde_json::to_value(gridarena::analysis::run::exact(
-                run, &device, args.agent, budget, progress,
+                run,
+                &device,
+                args.agent,
+                budget,
+                args.cache_bytes,
+                progress,
             )?)?
         }
         NashConvMethod::Learned => serde_json::to_value(learned(
@@ -102,6 +111,18 @@ pub(crate) fn run(
     }
     if let Some(states) = value.get("states") {
         println!("states: {states}; sweeps per solve: {}", get("sweeps"));
+    }
+    if let Some(c) = value.get("cache").filter(|c| !c.is_null()) {
+        let num = |k: &str| c.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        println!(
+            "successor cache: {} used of a {} cap (whole table {}); {} hits, {} misses, {} evictions",
+            gridarena::error::human_bytes(num("bytes_used")),
+            gridarena::error::human_bytes(num("cap_bytes")),
+            gridarena::error::human_bytes(num("full_bytes")),
+            num("hits"),
+            num("misses"),
+            num("evictions")
+        );
     }
     println!(
         "written to {}",

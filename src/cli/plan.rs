@@ -68,6 +68,7 @@ pub(crate) fn run(args: PlanArgs) -> Result<ExitCode> {
             method,
             budget,
             gridarena::analysis::run::POLICY_BATCH as u64,
+            None,
         );
         if args.json {
             println!("{}", serde_json::to_string(&p)?);
