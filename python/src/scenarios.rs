@@ -63,6 +63,10 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../assets/scenarios/stag_hunt.ron"),
     ),
     (
+        "rock_paper_scissors",
+        include_str!("../../assets/scenarios/rock_paper_scissors.ron"),
+    ),
+    (
         "commons_harvest_open",
         include_str!("../../assets/scenarios/commons_harvest_open.ron"),
     ),
