@@ -12,16 +12,8 @@ use crate::population::schelling::Schelling;
 
 const SIZE: (u32, u32) = (900, 600);
 
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
-
 fn color(k: usize) -> RGBColor {
+    use crate::train::run::plot::PALETTE;
     PALETTE[k % PALETTE.len()]
 }
 

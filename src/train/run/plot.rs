@@ -375,8 +375,8 @@ pub fn plot_run(run: &Path) -> Result<std::path::PathBuf, String> {
     Ok(out)
 }
 
-/// Colours of a sweep plot's grid points (cycled).
-const PALETTE: [RGBColor; 8] = [
+/// Colours of a sweep plot's grid points and of the report's series (cycled).
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
