@@ -405,7 +405,16 @@ fn exact_and_learned_nashconv_of_a_trained_checkpoint_through_the_cli() {
 
     let learned = eval(
         "learned",
-        &["--agent", "1", "--episodes", "400", "--br-steps", "40960"],
+        &[
+            "--agent",
+            "1",
+            "--episodes",
+            "400",
+            "--br-steps",
+            "40960",
+            "--br-seeds",
+            "1",
+        ],
     );
     assert_eq!(learned["method"], "learned (lower bound)");
     // A one-agent analysis has its own file and leaves the all-agent result alone.
@@ -511,6 +520,7 @@ fn a_clearly_exploitable_checkpoint_has_a_learned_gain_clearly_above_zero() {
         let opts = LearnedOptions {
             steps: 16 * 8 * updates,
             episodes: 64,
+            seeds: 1,
         };
         let learned = learned(&run, &device, None, opts, false).unwrap();
         let (e, l, ci) = (exact.nashconv, learned.nashconv, learned.nashconv_ci95);

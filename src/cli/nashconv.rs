@@ -28,6 +28,10 @@ pub(crate) struct NashConvArgs {
     /// With --nashconv learned: environment steps of best-response training per learner.
     #[arg(long, default_value_t = 1_000_000)]
     br_steps: u64,
+    /// With --nashconv learned: best responses trained per learner, each from its own seed; with
+    /// two or more the interval is taken over seeds (Student t), with one over the episodes.
+    #[arg(long, default_value_t = 3)]
+    br_seeds: usize,
 }
 
 /// How `eval --nashconv` computes NashConv.
@@ -84,6 +88,7 @@ pub(crate) fn run(
             LearnedOptions {
                 steps: args.br_steps,
                 episodes,
+                seeds: args.br_seeds,
             },
             progress,
         )?)?,
@@ -107,7 +112,12 @@ pub(crate) fn run(
     );
     println!("per-agent gain: {}", get("per_agent_gain"));
     if let Some(ci) = value.get("per_agent_ci95") {
-        println!("95% intervals: {ci}; the learned value is a lower bound on NashConv");
+        println!(
+            "95% intervals: {ci} (over {}); NashConv ± {}; per seed: {}; the learned value is a lower bound on NashConv",
+            get("interval_over").as_str().unwrap_or(""),
+            get("nashconv_ci95"),
+            get("per_seed_nashconv")
+        );
     }
     if let Some(states) = value.get("states") {
         println!("states: {states}; sweeps per solve: {}", get("sweeps"));
