@@ -232,6 +232,18 @@ fn the_report_command_writes_the_numbers_and_figures() {
             "{png}"
         );
     }
+    // The HTML page holds the same table and every figure inline, linking no file.
+    let html = std::fs::read_to_string(dir.join("report/report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<td>A</td><td>5</td><td>{iqm:.3} [")),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("src=\"data:image/png;base64,iVBORw0KGgo")
+            .count(),
+        2
+    );
+    assert!(!html.contains(".png\""));
     // Bad input: exit 1 with the file named, no panic, nothing written.
     std::fs::write(
         &file,

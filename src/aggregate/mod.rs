@@ -2,11 +2,12 @@
 //! mean, median, mean and optimality gap of a score matrix with stratified bootstrap
 //! confidence intervals ([`bootstrap`]), performance profiles and the probability of
 //! improvement ([`estimators`]); the score files `gridarena report` reads and the report it
-//! writes ([`report`]), with its figures ([`figures`]).
+//! writes ([`report`]), with its figures ([`figures`]), also as one self-contained HTML page.
 
 pub mod bootstrap;
 pub mod estimators;
 pub mod figures;
+mod html;
 pub mod report;
 
 pub use bootstrap::{Bootstrap, Estimate};

@@ -299,7 +299,8 @@ pub fn compute(table: &Table, boot: Bootstrap) -> Result<Report, ReportError> {
     })
 }
 
-/// Writes `report.md`, `report.json` and the figures into `out`, drawing also the cross-play
+/// Writes `report.md`, `report.json`, the figures and `report.html` (self-contained: the same
+/// report with the figures embedded) into `out`, drawing also the cross-play
 /// and Schelling files given; returns the Markdown.
 pub fn write(
     out: &Path,
@@ -458,5 +459,9 @@ pub fn write(
         .map_err(|e| file_error(&out.join("report.json"), e))?;
     crate::atomic::write_atomic(&out.join("report.md"), md.as_bytes())
         .map_err(|e| file_error(&out.join("report.md"), e))?;
+    let page = super::html::render(&md, out, "Evaluation report")
+        .map_err(|e| file_error(&out.join("report.html"), e))?;
+    crate::atomic::write_atomic(&out.join("report.html"), page.as_bytes())
+        .map_err(|e| file_error(&out.join("report.html"), e))?;
     Ok(md)
 }

@@ -38,7 +38,8 @@ pub(crate) struct ReportArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Directory the report goes to (report.md, report.json, the figures).
+    /// Directory the report goes to (report.md, report.json, the figures, and report.html with the
+    /// figures embedded).
     #[arg(long, default_value = "report")]
     out: PathBuf,
 }
@@ -81,6 +82,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<()> {
     let report = compute(&table, boot)?;
     let md = write(&args.out, &table, &report, &args.crossplay, &args.schelling)?;
     println!("{md}");
-    println!("wrote {}", args.out.join("report.md").display());
+    println!(
+        "wrote {} and {} (self-contained)",
+        args.out.join("report.md").display(),
+        args.out.join("report.html").display()
+    );
     Ok(())
 }
