@@ -167,6 +167,8 @@ fn a_scenario_too_large_for_the_budget_is_refused_with_the_plans_figures() {
     assert!(
         text.contains("85,184 states")
             && text.contains("budget 1.00 MiB")
+            // The largest table is PSRO's own: 21 members per learner at most.
+            && text.contains("PSRO populations 21 members x 3 learners x 85,184 states")
             && text.contains("learned best response is not available for PSRO yet"),
         "{text}"
     );

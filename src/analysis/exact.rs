@@ -80,7 +80,7 @@ impl PolicyTable {
 
 /// What the solvers need of a joint policy: every learner's intended-action distribution per
 /// state. [`PolicyTable`] stores it (as `f32`); PSRO's meta-strategy mixtures compute it from
-/// their members in `f64` (`super::psro_grid`).
+/// their members in `f64` (the gridworld PSRO module).
 pub trait Behaviour: Sync {
     /// Writes learner `i`'s distribution over intended actions in state `s` into `out` (`A`
     /// entries).
