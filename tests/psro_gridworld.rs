@@ -240,4 +240,19 @@ fn the_command_line_runs_gridworld_psro_and_writes_its_report() {
     assert_eq!(printed["report"]["states"], 64);
     assert_eq!(printed["report"]["iterations"].as_array().unwrap().len(), 2);
     std::fs::remove_file(&file).unwrap();
+    // On a matrix game `--initial` picks the starting action (the matrix path), and `uniform`
+    // is refused there.
+    let climbing = ["psro", "assets/scenarios/climbing_game.ron", "--initial"];
+    let out = Command::new(bin).args(climbing).arg("2").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("player 0: c 0.0019, b 0.9981"), "{text}");
+    let out = Command::new(bin)
+        .args(climbing)
+        .arg("uniform")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("`uniform` is for gridworlds"), "{err}");
 }
