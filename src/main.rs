@@ -63,7 +63,7 @@ enum Command {
     /// List the GPU adapters (`--device gpu:K`), the CPU backend, and what `--device auto`
     /// and `--device gpu` would take here.
     Devices(cli::devices::DevicesArgs),
-    /// PSRO on a matrix game: NashConv of the meta-strategies per iteration.
+    /// PSRO on a matrix game or a small gridworld: NashConv of the meta-strategy per iteration.
     Psro(cli::psro::PsroArgs),
     /// Throughput benchmarks.
     #[command(subcommand)]

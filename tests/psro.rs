@@ -173,12 +173,16 @@ fn cli_prints_iterations_and_named_strategies_and_rejects_other_substrates() {
     assert!(text.contains("stopped at the iteration limit"), "{text}");
     assert!(text.contains("player 0: rock "), "{text}");
     let out = Command::new(bin)
-        .args(["psro", "assets/scenarios/pursuit_3.ron"])
+        .args(["psro", "assets/scenarios/coin_game.ron"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(err.contains("PSRO runs on matrix games only"), "{err}");
+    // Gridworlds the exact analysis models run (tests/psro_gridworld.rs); the others are refused.
+    assert!(
+        err.contains("PSRO runs on matrix games and on the gridworlds"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     let out = Command::new(bin)
         .args([

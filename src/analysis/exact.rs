@@ -78,6 +78,23 @@ impl PolicyTable {
     }
 }
 
+/// What the solvers need of a joint policy: every learner's intended-action distribution per
+/// state. [`PolicyTable`] stores it (as `f32`); PSRO's meta-strategy mixtures compute it from
+/// their members in `f64` (the gridworld PSRO module).
+pub trait Behaviour: Sync {
+    /// Writes learner `i`'s distribution over intended actions in state `s` into `out` (`A`
+    /// entries).
+    fn dist_into(&self, s: u64, i: usize, out: &mut [f64]);
+}
+
+impl Behaviour for PolicyTable {
+    fn dist_into(&self, s: u64, i: usize, out: &mut [f64]) {
+        for (o, &p) in out.iter_mut().zip(self.dist(s, i)) {
+            *o = p as f64;
+        }
+    }
+}
+
 /// A per-thread scratch for on-the-fly successors.
 struct Walker {
     state: crate::substrate::ArenaState,
@@ -115,7 +132,7 @@ impl Walker {
 type Edge<'f> = dyn FnMut(u64, Option<u64>, &[f32]) + 'f;
 
 /// Iteration limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Tolerance {
     /// Stop when the largest value change of a sweep is below this.
     pub delta: f64,
@@ -172,18 +189,23 @@ impl<'a> Solver<'a> {
         self.cache.as_ref().map(SuccessorCache::stats)
     }
 
-    /// Per-agent applied-action probabilities `[M, A]` in state `s` (learner i uses its own
-    /// row only when `own` is None).
-    fn applied_probs(&self, policy: &PolicyTable, s: u64, alive: &[bool], out: &mut [f64]) {
+    /// Per-agent applied-action probabilities `[M, A]` in state `s` (`out`), with `A` entries
+    /// of scratch after them.
+    fn applied_probs<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        s: u64,
+        alive: &[bool],
+        out: &mut [f64],
+    ) {
         let (m, a) = (self.model.agents(), self.model.actions());
+        let (out, pi) = out.split_at_mut(m * a);
         for slot in 0..m {
             let row = &mut out[slot * a..(slot + 1) * a];
-            if slot < policy.learners && alive[slot] {
-                let pi = policy.dist(s, slot);
+            if slot < self.model.learners() && alive[slot] {
+                policy.dist_into(s, slot, pi);
                 for (b, v) in row.iter_mut().enumerate() {
-                    *v = (0..a)
-                        .map(|x| pi[x] as f64 * self.model.slip_prob(x, b))
-                        .sum();
+                    *v = (0..a).map(|x| pi[x] * self.model.slip_prob(x, b)).sum();
                 }
             } else {
                 for (b, v) in row.iter_mut().enumerate() {
@@ -286,7 +308,11 @@ impl<'a> Solver<'a> {
     }
 
     /// The value of every learner under the joint policy, `[S, N]`.
-    pub fn evaluate(&self, policy: &PolicyTable, progress: &indicatif::ProgressBar) -> Solved {
+    pub fn evaluate<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        progress: &indicatif::ProgressBar,
+    ) -> Solved {
         let (m, a, n) = (
             self.model.agents(),
             self.model.actions(),
@@ -295,7 +321,7 @@ impl<'a> Solver<'a> {
         let gamma = self.gamma;
         self.iterate(n, progress, |old, new| {
             self.sweep(n, old, new, |s, visit, alive, buf, out| {
-                buf.resize(m * a, 0.0);
+                buf.resize(m * a + a, 0.0);
                 let q = &mut buf[..];
                 self.applied_probs(policy, s, alive, q);
                 out.fill(0.0);
@@ -314,42 +340,75 @@ impl<'a> Solver<'a> {
     }
 
     /// Agent i's best-response values `[S]` against the others' frozen policies.
-    pub fn best_response(
+    pub fn best_response<P: Behaviour + ?Sized>(
         &self,
-        policy: &PolicyTable,
+        policy: &P,
         i: usize,
         progress: &indicatif::ProgressBar,
     ) -> Solved {
+        self.iterate(1, progress, |old, new| {
+            self.best_response_sweep(policy, i, old, new, false)
+        })
+    }
+
+    /// Agent i's greedy actions `[S]` with respect to its best-response `values` (from
+    /// [`Solver::best_response`] against the same `policy`): in every state the lowest action
+    /// whose value is within `1e-12` of the best (the idle action where i is removed).
+    pub fn best_response_actions<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        i: usize,
+        values: &[f64],
+    ) -> Vec<u8> {
+        let mut argmax = vec![0.0f64; values.len()];
+        self.best_response_sweep(policy, i, values, &mut argmax, true);
+        argmax.into_iter().map(|x| x as u8).collect()
+    }
+
+    /// One Bellman-optimality sweep for agent i: into `new` the best value per state, or with
+    /// `argmax` the best action's index.
+    fn best_response_sweep<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        i: usize,
+        old: &[f64],
+        new: &mut [f64],
+        argmax: bool,
+    ) -> f64 {
         let (m, a) = (self.model.agents(), self.model.actions());
         let gamma = self.gamma;
-        self.iterate(1, progress, |old, new| {
-            self.sweep(1, old, new, |s, visit, alive, buf, out| {
-                buf.clear();
-                buf.resize(m * a + a, 0.0);
-                let (q, by_own) = buf.split_at_mut(m * a);
-                self.applied_probs(policy, s, alive, q);
-                // Sum over the others' applied actions, per applied action of i.
-                visit(&mut |code, next, r| {
-                    let w = weight(code, q, m, a, Some(i));
-                    if w == 0.0 {
-                        return;
-                    }
-                    let b_i = digit(code, i, m, a);
-                    let cont = next.map_or(0.0, |t| old[t as usize]);
-                    by_own[b_i] += w * (r[i] as f64 + gamma * cont);
-                });
-                out[0] = if alive[i] {
-                    (0..a)
-                        .map(|x| {
-                            (0..a)
-                                .map(|b| self.model.slip_prob(x, b) * by_own[b])
-                                .sum::<f64>()
-                        })
-                        .fold(f64::NEG_INFINITY, f64::max)
-                } else {
-                    by_own[self.model.layout().idle_action as usize]
-                };
-            })
+        self.sweep(1, old, new, |s, visit, alive, buf, out| {
+            buf.clear();
+            buf.resize(m * a + 2 * a, 0.0);
+            let (q, by_own) = buf.split_at_mut(m * a + a);
+            self.applied_probs(policy, s, alive, q);
+            // Sum over the others' applied actions, per applied action of i.
+            visit(&mut |code, next, r| {
+                let w = weight(code, q, m, a, Some(i));
+                if w == 0.0 {
+                    return;
+                }
+                let b_i = digit(code, i, m, a);
+                let cont = next.map_or(0.0, |t| old[t as usize]);
+                by_own[b_i] += w * (r[i] as f64 + gamma * cont);
+            });
+            if !alive[i] {
+                let idle = self.model.layout().idle_action as usize;
+                out[0] = if argmax { idle as f64 } else { by_own[idle] };
+                return;
+            }
+            let by_intended = (0..a).map(|x| {
+                (0..a)
+                    .map(|b| self.model.slip_prob(x, b) * by_own[b])
+                    .sum::<f64>()
+            });
+            if argmax {
+                let values: Vec<f64> = by_intended.collect();
+                let best = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                out[0] = values.iter().position(|&x| x >= best - 1e-12).unwrap_or(0) as f64;
+            } else {
+                out[0] = by_intended.fold(f64::NEG_INFINITY, f64::max);
+            }
         })
     }
 }
@@ -399,48 +458,65 @@ pub struct NashConv {
 }
 
 /// Exact NashConv of `policy` (all agents, or only `only`), each solve stopping at `tol`.
-pub fn nashconv(
+pub fn nashconv<P: Behaviour + ?Sized>(
     model: &TransitionModel,
-    policy: &PolicyTable,
+    policy: &P,
     gamma: f64,
     tol: Tolerance,
     cache: Option<SuccessorCache>,
     only: Option<usize>,
     progress: &indicatif::ProgressBar,
 ) -> NashConv {
-    let t0 = Instant::now();
-    let cached = cache.is_some();
-    let solver = Solver::new(model, cache, gamma, tol);
-    let start = model.start_distribution();
-    let n = model.learners();
-    let eval = solver.evaluate(policy, progress);
-    let policy_values: Vec<f64> = (0..n)
-        .map(|k| {
-            start
-                .iter()
-                .map(|(s, p)| p * eval.values[*s as usize * n + k])
-                .sum()
-        })
-        .collect();
-    let mut sweeps = vec![eval.sweeps];
-    let agents: Vec<usize> = only.map_or_else(|| (0..n).collect(), |i| vec![i]);
-    let mut br_values = policy_values.clone();
-    for &i in &agents {
-        let br = solver.best_response(policy, i, progress);
-        sweeps.push(br.sweeps);
-        br_values[i] = start.iter().map(|(s, p)| p * br.values[*s as usize]).sum();
-    }
-    let gains: Vec<f64> = (0..n).map(|k| br_values[k] - policy_values[k]).collect();
-    NashConv {
-        nashconv: agents.iter().map(|&i| gains[i]).sum(),
-        per_agent_gain: gains,
-        policy_values,
-        best_response_values: br_values,
-        method: "exact".into(),
-        states: model.states(),
-        sweeps,
-        cached,
-        cache: solver.cache_stats(),
-        seconds: t0.elapsed().as_secs_f64(),
+    Solver::new(model, cache, gamma, tol)
+        .nashconv(policy, only, progress)
+        .0
+}
+
+impl Solver<'_> {
+    /// Exact NashConv of `policy` (all agents, or only `only`) with this solver (and its
+    /// cache), and the best-response solves behind it (one per learner analysed, in order).
+    pub fn nashconv<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        only: Option<usize>,
+        progress: &indicatif::ProgressBar,
+    ) -> (NashConv, Vec<Solved>) {
+        let t0 = Instant::now();
+        let model = self.model;
+        let start = model.start_distribution();
+        let n = model.learners();
+        let eval = self.evaluate(policy, progress);
+        let policy_values: Vec<f64> = (0..n)
+            .map(|k| {
+                start
+                    .iter()
+                    .map(|(s, p)| p * eval.values[*s as usize * n + k])
+                    .sum()
+            })
+            .collect();
+        let mut sweeps = vec![eval.sweeps];
+        let agents: Vec<usize> = only.map_or_else(|| (0..n).collect(), |i| vec![i]);
+        let mut br_values = policy_values.clone();
+        let mut responses = Vec::with_capacity(agents.len());
+        for &i in &agents {
+            let br = self.best_response(policy, i, progress);
+            sweeps.push(br.sweeps);
+            br_values[i] = start.iter().map(|(s, p)| p * br.values[*s as usize]).sum();
+            responses.push(br);
+        }
+        let gains: Vec<f64> = (0..n).map(|k| br_values[k] - policy_values[k]).collect();
+        let result = NashConv {
+            nashconv: agents.iter().map(|&i| gains[i]).sum(),
+            per_agent_gain: gains,
+            policy_values,
+            best_response_values: br_values,
+            method: "exact".into(),
+            states: model.states(),
+            sweeps,
+            cached: self.cache.is_some(),
+            cache: self.cache_stats(),
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        (result, responses)
     }
 }

@@ -2,8 +2,9 @@
 //! ([`model`]), exact best responses and NashConv with memory proportional to the states
 //! ([`exact`]) with a successor cache under a byte cap ([`successors`]), an explicit-graph reference for small scenarios ([`explicit`]), the preflight
 //! that sizes every table before anything is allocated ([`plan`]), learned best responses for
-//! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`], with its
-//! meta-solvers in [`meta_solver`]), and the `eval --nashconv` driver ([`run`]).
+//! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`]) and on small
+//! gridworlds with exact best responses ([`psro_grid`]), with their meta-solvers in
+//! [`meta_solver`], and the `eval --nashconv` driver ([`run`]).
 
 pub mod exact;
 pub mod explicit;
@@ -12,6 +13,7 @@ pub mod meta_solver;
 pub mod model;
 pub mod plan;
 pub mod psro;
+pub mod psro_grid;
 pub mod run;
 pub mod successors;
 

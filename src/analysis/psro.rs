@@ -29,8 +29,9 @@ use crate::scenario::{Scenario, Substrate};
 pub enum PsroError {
     /// The scenario's substrate has no stage game.
     #[error(
-        "scenario `{name}` uses the {substrate} substrate; PSRO runs on matrix games only \
-         (substrate: MatrixGame, e.g. assets/scenarios/rock_paper_scissors.ron)"
+        "scenario `{name}` uses the {substrate} substrate; stage-game PSRO runs on matrix games \
+         only (substrate: MatrixGame, e.g. assets/scenarios/rock_paper_scissors.ron); PSRO on \
+         gridworlds is `analysis::psro_grid`"
     )]
     NotMatrixGame {
         /// The scenario's name.

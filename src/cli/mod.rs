@@ -16,6 +16,7 @@ pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod population;
 pub(crate) mod psro;
+pub(crate) mod psro_grid;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
 pub(crate) mod report;

@@ -1,5 +1,7 @@
-//! `gridarena psro`: PSRO on a matrix game's stage game, one line per iteration (population
-//! sizes, NashConv of the meta-strategies in the full game) and the final meta-strategies.
+//! `gridarena psro`: PSRO on a matrix game's stage game, or on a small gridworld with exact
+//! best responses (any other scenario the exact analysis models: [`gridarena::analysis::psro_grid`]);
+//! one line per iteration (population sizes, NashConv of the meta-strategies in the full game)
+//! and the final meta-strategies.
 
 use std::path::PathBuf;
 
@@ -8,11 +10,13 @@ use clap::Args;
 
 use gridarena::analysis::meta_solver::{MetaSolver, PrdParams, RegretMatchingParams};
 use gridarena::analysis::psro::{NormalFormGame, PsroOptions, PsroReport, psro};
-use gridarena::scenario::Scenario;
+use gridarena::analysis::psro_grid::Initial;
+use gridarena::scenario::{Scenario, Substrate};
 
 #[derive(Args, Debug)]
 pub(crate) struct PsroArgs {
-    /// Scenario file (RON) with a MatrixGame substrate.
+    /// Scenario file (RON): a MatrixGame (PSRO on its stage game), or a small gridworld the
+    /// exact analysis models (PSRO with exact best responses over its states).
     scenario: PathBuf,
     /// Most iterations (meta-game solves).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -27,6 +31,40 @@ pub(crate) struct PsroArgs {
     /// Also write the JSON report to this file (atomically).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Every player's first strategy: an action index (that action in every state) or
+    /// `uniform` (gridworlds only). Default: action 0.
+    #[arg(long, value_parser = parse_initial)]
+    initial: Option<Initial>,
+    /// Gridworlds: the discount of the values (matrix games are one-shot).
+    #[arg(long, default_value_t = 0.99)]
+    gamma: f64,
+    /// Gridworlds: memory budget of the exact analysis, e.g. 1GiB (default: 3/4 of the
+    /// available memory).
+    #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
+    memory_budget: Option<u64>,
+}
+
+fn parse_initial(text: &str) -> Result<Initial, String> {
+    if text == "uniform" {
+        return Ok(Initial::Uniform);
+    }
+    text.parse::<usize>()
+        .map(Initial::Action)
+        .map_err(|_| format!("`{text}`: expected an action index or `uniform`"))
+}
+
+impl PsroArgs {
+    /// The gridworld-only settings.
+    fn grid(&self) -> crate::cli::psro_grid::GridArgs {
+        crate::cli::psro_grid::GridArgs {
+            iterations: self.iterations as usize,
+            initial: self.initial.unwrap_or(Initial::Action(0)),
+            gamma: self.gamma,
+            memory_budget: self.memory_budget,
+            json: self.json,
+            out: self.out.clone(),
+        }
+    }
 }
 
 /// The `--meta-solver` choices.
@@ -40,18 +78,29 @@ enum MetaSolverArg {
 
 pub(crate) fn run(args: PsroArgs) -> Result<()> {
     let loaded = Scenario::load(&args.scenario)?;
-    let game = NormalFormGame::from_scenario(&loaded.scenario)
-        .with_context(|| format!("PSRO on {}", args.scenario.display()))?;
     let meta_solver = match args.meta_solver {
         MetaSolverArg::Prd => MetaSolver::Prd(PrdParams::default()),
         MetaSolverArg::RegretMatching => {
             MetaSolver::RegretMatching(RegretMatchingParams::default())
         }
     };
+    if !matches!(loaded.scenario.substrate, Substrate::MatrixGame(_)) {
+        return crate::cli::psro_grid::run(&args.scenario, &loaded, meta_solver, &args.grid());
+    }
+    let game = NormalFormGame::from_scenario(&loaded.scenario)
+        .with_context(|| format!("PSRO on {}", args.scenario.display()))?;
+    let initial = match args.initial {
+        None => Vec::new(),
+        Some(Initial::Action(k)) => vec![k; game.players],
+        Some(Initial::Uniform) => anyhow::bail!(
+            "PSRO on a matrix game starts from one action per player: --initial takes an action \
+             index there (`uniform` is for gridworlds)"
+        ),
+    };
     let options = PsroOptions {
         iterations: args.iterations as usize,
         meta_solver,
-        initial: Vec::new(),
+        initial,
     };
     let report = psro(&game, &options)?;
     let value = serde_json::json!({
