@@ -49,12 +49,8 @@ fn crossplay_of_cooperators_and_defectors_is_the_payoff_table() {
     assert_eq!(m.rows, ["always cooperate", "always defect"]);
     // Per-capita return over 16 steps: CC 3+3, CD 0+5, DC 5+0, DD 1+1, halved.
     let want = [[48.0, 40.0], [40.0, 16.0]];
-    for i in 0..2 {
-        for j in 0..2 {
-            assert_eq!(m.mean[i][j], want[i][j], "cell {i},{j}: {:?}", m.mean);
-            assert_eq!(m.ci95[i][j], 0.0);
-        }
-    }
+    assert_eq!(m.mean, want, "{:?}", m.mean);
+    assert_eq!(m.ci95, [[0.0; 2]; 2]);
     assert_eq!(m.self_and_cross(), Some((32.0, 40.0)));
     // The row member's own: C beside C 48, beside D 0; D beside C 80, beside D 16.
     assert_eq!(m.row_mean, [[48.0, 0.0], [80.0, 16.0]]);

@@ -46,6 +46,9 @@ pub struct ScoreFile {
     pub algorithms: BTreeMap<String, Vec<Vec<f64>>>,
 }
 
+/// A learning curve: `(env steps, score per replica)` per update.
+pub type Curve = Vec<(f64, Vec<f64>)>;
+
 /// The score matrices of a report: the tasks, and each algorithm's scores.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -55,7 +58,7 @@ pub struct Table {
     pub algorithms: BTreeMap<String, Scores>,
     /// Learning curves from run directories: per task, per algorithm, `(env steps, return per
     /// replica)` per update.
-    pub curves: BTreeMap<String, BTreeMap<String, Vec<(f64, Vec<f64>)>>>,
+    pub curves: BTreeMap<String, BTreeMap<String, Curve>>,
 }
 
 impl Table {
@@ -176,10 +179,7 @@ impl Table {
 }
 
 /// One run's algorithm name, scenario name and per-update `(env steps, score per replica)`.
-fn read_run(
-    run: &Path,
-    score: &str,
-) -> Result<(String, String, Vec<(f64, Vec<f64>)>), ReportError> {
+fn read_run(run: &Path, score: &str) -> Result<(String, String, Curve), ReportError> {
     let cfg = crate::train::run_dir::RunDir::load_config(run).map_err(|e| file_error(run, e))?;
     let algo = crate::train::config::algo_label(cfg.algo).to_string();
     let scenario_file = crate::train::run_dir::RunDir::scenario_file(run);

@@ -68,6 +68,7 @@ impl Crossplay {
 
 /// The cross-play matrix of `a` (rows) against `b` (columns) on `loaded`; `progress` is told
 /// each finished cell.
+#[expect(clippy::too_many_arguments)]
 pub fn crossplay(
     loaded: &LoadedScenario,
     a: &Population,

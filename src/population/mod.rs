@@ -50,7 +50,13 @@ pub enum PopulationError {
     Invalid(String),
     /// Playing the episodes failed.
     #[error(transparent)]
-    Play(#[from] crate::train::RunError),
+    Play(Box<crate::train::RunError>),
+}
+
+impl From<crate::train::RunError> for PopulationError {
+    fn from(e: crate::train::RunError) -> Self {
+        PopulationError::Play(Box::new(e))
+    }
 }
 
 /// The number of learner slots of `loaded`.
