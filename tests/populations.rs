@@ -187,7 +187,40 @@ fn every_shipped_scenario_set_runs() {
         }
         seen += 1;
     }
-    assert_eq!(seen, 5);
+    assert_eq!(seen, 6);
+}
+
+#[test]
+fn the_trained_coin_game_background_plays_like_a_selfish_collector() {
+    // The shipped PQN resident (assets/populations/coin_game_pqn) takes the visitor's coins: a
+    // random visitor beside it loses about 8 per episode (measured -8.3 ± 0.5 over 200
+    // episodes), as beside the scripted nearest-coin player, where beside random players it
+    // breaks even; the scripted visitor holds its own (+0.4 ± 0.5).
+    let cpu = choose_device(Device::Cpu).unwrap();
+    let bar = indicatif::ProgressBar::hidden();
+    let set =
+        ScenarioSet::load(&root().join("assets/scenario_sets/coin_game_trained.ron")).unwrap();
+    let pop = |m: MemberSpec| Population {
+        name: "visitor".into(),
+        sampling: Sampling::Uniform,
+        members: vec![m],
+    };
+    let random = evaluate_set(&set, &pop(MemberSpec::Random), 64, 0, &cpu, &bar).unwrap();
+    let scripted = evaluate_set(
+        &set,
+        &pop(MemberSpec::Scripted("nearest coin".into())),
+        64,
+        0,
+        &cpu,
+        &bar,
+    )
+    .unwrap();
+    for (r, s) in random.scenarios.iter().zip(&scripted.scenarios) {
+        assert!(r.focal_return < -5.0, "{}: {}", r.name, r.focal_return);
+        assert!(s.focal_return > -2.0, "{}: {}", s.name, s.focal_return);
+        assert!(r.baselines_apart, "{}", r.name);
+        assert_eq!(s.normalised, Some(1.0));
+    }
 }
 
 #[test]
