@@ -10,10 +10,15 @@
 //! `Q_i(s, a_i) = sum_b P(b_i | a_i) prod_{k != i} q_k(b_k) [r_i(s, b) + gamma V_i(s'(s, b))]`,
 //! and policy evaluation weights every `b` by the full product.
 
-use std::time::Instant;
+use std::ops::ControlFlow;
 
 use rayon::prelude::*;
-use serde::Serialize;
+
+mod stages;
+pub use stages::{
+    BestResponseDone, EvaluationDone, ExactError, ExactProgress, NashConv, Stages, SweepHook,
+    agents_of, nashconv, nashconv_from,
+};
 
 use super::model::TransitionModel;
 use super::successors::{BLOCK, CacheStats, Entry, SuccessorCache};
@@ -140,8 +145,8 @@ pub struct Solver<'a> {
     tol: Tolerance,
 }
 
-/// Values of one solve.
-#[derive(Debug, Clone)]
+/// Values of one solve: where it ended, or where it stands between two sweeps.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Solved {
     /// `[S]` (best response) or `[S, N]` (policy evaluation).
     pub values: Vec<f64>,
@@ -262,38 +267,57 @@ impl<'a> Solver<'a> {
             .reduce(|| 0.0, f64::max)
     }
 
+    /// Sweeps from `from` (zeros and no sweep when None) until the tolerance, calling `after`
+    /// after every sweep: `Err` with the state reached when it breaks. Each sweep is a function
+    /// of the values alone, so a solve continued from a saved state ends with the same bits.
     fn iterate(
         &self,
         width: usize,
+        from: Option<Solved>,
         progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
         step: impl Fn(&[f64], &mut [f64]) -> f64,
-    ) -> Solved {
+    ) -> Result<Solved, Solved> {
         let s = self.model.states() as usize;
-        let (mut v, mut next) = (vec![0.0f64; s * width], vec![0.0f64; s * width]);
-        let (mut sweeps, mut delta) = (0, f64::INFINITY);
-        while sweeps < self.tol.max_sweeps && delta > self.tol.delta {
-            delta = step(&v, &mut next);
-            std::mem::swap(&mut v, &mut next);
-            sweeps += 1;
-            progress.set_message(format!("sweep {sweeps}, change {delta:.2e}"));
+        let mut cur = from.unwrap_or_else(|| Solved {
+            values: vec![0.0f64; s * width],
+            sweeps: 0,
+            delta: f64::INFINITY,
+        });
+        let mut next = vec![0.0f64; s * width];
+        while cur.sweeps < self.tol.max_sweeps && cur.delta > self.tol.delta {
+            cur.delta = step(&cur.values, &mut next);
+            std::mem::swap(&mut cur.values, &mut next);
+            cur.sweeps += 1;
+            progress.set_message(format!("sweep {}, change {:.2e}", cur.sweeps, cur.delta));
             progress.tick();
+            if after(&cur).is_break() {
+                return Err(cur);
+            }
         }
-        Solved {
-            values: v,
-            sweeps,
-            delta,
-        }
+        Ok(cur)
     }
 
     /// The value of every learner under the joint policy, `[S, N]`.
     pub fn evaluate(&self, policy: &PolicyTable, progress: &indicatif::ProgressBar) -> Solved {
+        either(self.evaluate_from(policy, None, progress, &mut |_| ControlFlow::Continue(())))
+    }
+
+    /// [`Solver::evaluate`] continued from `from`, `after` called after every sweep.
+    fn evaluate_from(
+        &self,
+        policy: &PolicyTable,
+        from: Option<Solved>,
+        progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
+    ) -> Result<Solved, Solved> {
         let (m, a, n) = (
             self.model.agents(),
             self.model.actions(),
             self.model.learners(),
         );
         let gamma = self.gamma;
-        self.iterate(n, progress, |old, new| {
+        self.iterate(n, from, progress, after, |old, new| {
             self.sweep(n, old, new, |s, visit, alive, buf, out| {
                 buf.resize(m * a, 0.0);
                 let q = &mut buf[..];
@@ -320,9 +344,29 @@ impl<'a> Solver<'a> {
         i: usize,
         progress: &indicatif::ProgressBar,
     ) -> Solved {
+        either(
+            self.best_response_from(
+                policy,
+                i,
+                None,
+                progress,
+                &mut |_| ControlFlow::Continue(()),
+            ),
+        )
+    }
+
+    /// [`Solver::best_response`] continued from `from`, `after` called after every sweep.
+    fn best_response_from(
+        &self,
+        policy: &PolicyTable,
+        i: usize,
+        from: Option<Solved>,
+        progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
+    ) -> Result<Solved, Solved> {
         let (m, a) = (self.model.agents(), self.model.actions());
         let gamma = self.gamma;
-        self.iterate(1, progress, |old, new| {
+        self.iterate(1, from, progress, after, |old, new| {
             self.sweep(1, old, new, |s, visit, alive, buf, out| {
                 buf.clear();
                 buf.resize(m * a + a, 0.0);
@@ -354,6 +398,11 @@ impl<'a> Solver<'a> {
     }
 }
 
+/// The state a solve ended in, stopped or not.
+fn either(r: Result<Solved, Solved>) -> Solved {
+    r.unwrap_or_else(|s| s)
+}
+
 /// Digit of `slot` in an applied joint code (slot 0 most significant).
 fn digit(code: u64, slot: usize, m: usize, a: usize) -> usize {
     ((code / (a as u64).pow((m - 1 - slot) as u32)) % a as u64) as usize
@@ -371,76 +420,4 @@ fn weight(code: u64, q: &[f64], m: usize, a: usize, skip: Option<usize>) -> f64 
         }
     }
     w
-}
-
-/// NashConv of a joint policy with the per-agent gains.
-#[derive(Debug, Clone, Serialize)]
-pub struct NashConv {
-    /// `sum_i [V_i(BR_i, pi_-i) - V_i(pi)]` from the start distribution.
-    pub nashconv: f64,
-    /// `V_i(BR_i, pi_-i) - V_i(pi)` per learner.
-    pub per_agent_gain: Vec<f64>,
-    /// `V_i(pi)` per learner.
-    pub policy_values: Vec<f64>,
-    /// `V_i(BR_i, pi_-i)` per learner.
-    pub best_response_values: Vec<f64>,
-    /// `exact`.
-    pub method: String,
-    /// States in the index.
-    pub states: u64,
-    /// Value-iteration sweeps per solve (evaluation first, then each best response).
-    pub sweeps: Vec<usize>,
-    /// Whether a successor cache was used.
-    pub cached: bool,
-    /// The successor cache's cap, bytes used, hits, misses and evictions (absent without one).
-    pub cache: Option<CacheStats>,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-}
-
-/// Exact NashConv of `policy` (all agents, or only `only`), each solve stopping at `tol`.
-pub fn nashconv(
-    model: &TransitionModel,
-    policy: &PolicyTable,
-    gamma: f64,
-    tol: Tolerance,
-    cache: Option<SuccessorCache>,
-    only: Option<usize>,
-    progress: &indicatif::ProgressBar,
-) -> NashConv {
-    let t0 = Instant::now();
-    let cached = cache.is_some();
-    let solver = Solver::new(model, cache, gamma, tol);
-    let start = model.start_distribution();
-    let n = model.learners();
-    let eval = solver.evaluate(policy, progress);
-    let policy_values: Vec<f64> = (0..n)
-        .map(|k| {
-            start
-                .iter()
-                .map(|(s, p)| p * eval.values[*s as usize * n + k])
-                .sum()
-        })
-        .collect();
-    let mut sweeps = vec![eval.sweeps];
-    let agents: Vec<usize> = only.map_or_else(|| (0..n).collect(), |i| vec![i]);
-    let mut br_values = policy_values.clone();
-    for &i in &agents {
-        let br = solver.best_response(policy, i, progress);
-        sweeps.push(br.sweeps);
-        br_values[i] = start.iter().map(|(s, p)| p * br.values[*s as usize]).sum();
-    }
-    let gains: Vec<f64> = (0..n).map(|k| br_values[k] - policy_values[k]).collect();
-    NashConv {
-        nashconv: agents.iter().map(|&i| gains[i]).sum(),
-        per_agent_gain: gains,
-        policy_values,
-        best_response_values: br_values,
-        method: "exact".into(),
-        states: model.states(),
-        sweeps,
-        cached,
-        cache: solver.cache_stats(),
-        seconds: t0.elapsed().as_secs_f64(),
-    }
 }
