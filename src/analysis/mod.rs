@@ -3,13 +3,15 @@
 //! ([`exact`]) with a successor cache under a byte cap ([`successors`]), an explicit-graph reference for small scenarios ([`explicit`]), the preflight
 //! that sizes every table before anything is allocated ([`plan`]), learned best responses for
 //! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`], with its
-//! meta-solvers in [`meta_solver`]), and the `eval --nashconv` driver ([`run`]).
+//! meta-solvers in [`meta_solver`]), and the `eval --nashconv` driver ([`run`]) with the
+//! checkpoint an exact analysis resumes from ([`partial`]).
 
 pub mod exact;
 pub mod explicit;
 pub mod learned;
 pub mod meta_solver;
 pub mod model;
+pub mod partial;
 pub mod plan;
 pub mod psro;
 pub mod run;
