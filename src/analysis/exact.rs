@@ -15,9 +15,10 @@ use std::ops::ControlFlow;
 use rayon::prelude::*;
 
 mod stages;
+pub(crate) use stages::agents_of;
 pub use stages::{
     BestResponseDone, EvaluationDone, ExactError, ExactProgress, NashConv, Stages, SweepHook,
-    agents_of, nashconv, nashconv_from,
+    nashconv, nashconv_from,
 };
 
 use super::model::TransitionModel;

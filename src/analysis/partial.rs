@@ -225,7 +225,7 @@ impl<W: Write> Summed<'_, W> {
 
 /// Writes the checkpoint of `progress` (with `current`, the solve under way, when any) to
 /// `path` atomically. Returns its bytes.
-pub fn write_partial(
+pub(crate) fn write_partial(
     path: &Path,
     fp: &Fingerprint,
     stages: &Stages,
@@ -305,7 +305,10 @@ impl<R: Read> Summed<'_, R> {
 
 /// The checkpoint at `path` when there is one, refused unless it was written for `fp`. The
 /// file is only read.
-pub fn read_partial(path: &Path, fp: &Fingerprint) -> Result<Option<ExactProgress>, PartialError> {
+pub(crate) fn read_partial(
+    path: &Path,
+    fp: &Fingerprint,
+) -> Result<Option<ExactProgress>, PartialError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),

@@ -113,7 +113,7 @@ pub enum ExactError {
 }
 
 /// The learners whose best responses `only` asks for, in solve order.
-pub fn agents_of(learners: usize, only: Option<usize>) -> Vec<usize> {
+pub(crate) fn agents_of(learners: usize, only: Option<usize>) -> Vec<usize> {
     only.map_or_else(|| (0..learners).collect(), |i| vec![i])
 }
 
