@@ -8,7 +8,28 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    publish(path, bytes, |tmp, path| fs::rename(tmp, path))
+    publish(
+        path,
+        |f| f.write_all(bytes),
+        |tmp, path| fs::rename(tmp, path),
+    )
+}
+
+/// Writes what `write` streams to `path` atomically (through a buffer: no copy of the whole
+/// file in memory).
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    publish(
+        path,
+        |f| {
+            let mut buffered = io::BufWriter::new(f);
+            write(&mut buffered)?;
+            buffered.flush()
+        },
+        |tmp, path| fs::rename(tmp, path),
+    )
 }
 
 /// Writes `bytes` to `path` atomically unless something is already there: then it fails with
@@ -20,19 +41,23 @@ pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if path.symlink_metadata().is_ok() {
         return Err(exists());
     }
-    publish(path, bytes, |tmp, path| match fs::hard_link(tmp, path) {
-        Ok(()) => fs::remove_file(tmp),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
-        Err(_) if path.symlink_metadata().is_ok() => Err(exists()),
-        Err(_) => fs::rename(tmp, path),
-    })
+    publish(
+        path,
+        |f| f.write_all(bytes),
+        |tmp, path| match fs::hard_link(tmp, path) {
+            Ok(()) => fs::remove_file(tmp),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+            Err(_) if path.symlink_metadata().is_ok() => Err(exists()),
+            Err(_) => fs::rename(tmp, path),
+        },
+    )
 }
 
-/// Writes a temporary file beside `path`, fsyncs it, puts it in place with `place` and fsyncs
-/// the directory; the temporary file is removed on failure.
+/// Writes a temporary file beside `path` with `fill`, fsyncs it, puts it in place with `place`
+/// and fsyncs the directory; the temporary file is removed on failure.
 fn publish(
     path: &Path,
-    bytes: &[u8],
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
     place: impl FnOnce(&Path, &Path) -> io::Result<()>,
 ) -> io::Result<()> {
     let dir = match path.parent() {
@@ -49,7 +74,7 @@ fn publish(
     ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+        fill(&mut f)?;
         f.sync_all()?;
         drop(f);
         place(&tmp, path)?;

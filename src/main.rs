@@ -116,7 +116,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let done = |r: Result<()>| r.map(|()| ExitCode::SUCCESS);
     match cli.command.unwrap_or(Command::Train(TrainArgs::default())) {
         Command::Train(args) => cli::train::run(args),
-        Command::Eval(args) => done(cli::eval::run(args)),
+        Command::Eval(args) => cli::eval::run(args),
         Command::Report(args) => done(cli::report::run(args)),
         Command::Plan(args) => cli::plan::run(args),
         Command::Plot { run } => done(cli::plot::run(&run)),

@@ -10,10 +10,17 @@
 //! `Q_i(s, a_i) = sum_b P(b_i | a_i) prod_{k != i} q_k(b_k) [r_i(s, b) + gamma V_i(s'(s, b))]`,
 //! and policy evaluation weights every `b` by the full product.
 
-use std::time::Instant;
+use std::ops::ControlFlow;
 
 use rayon::prelude::*;
 use serde::Serialize;
+
+mod stages;
+pub(crate) use stages::agents_of;
+pub use stages::{
+    BestResponseDone, EvaluationDone, ExactError, ExactProgress, NashConv, Stages, SweepHook,
+    nashconv, nashconv_from,
+};
 
 use super::model::TransitionModel;
 use super::successors::{BLOCK, CacheStats, Entry, SuccessorCache};
@@ -157,8 +164,8 @@ pub struct Solver<'a> {
     tol: Tolerance,
 }
 
-/// Values of one solve.
-#[derive(Debug, Clone)]
+/// Values of one solve: where it ended, or where it stands between two sweeps.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Solved {
     /// `[S]` (best response) or `[S, N]` (policy evaluation).
     pub values: Vec<f64>,
@@ -284,27 +291,35 @@ impl<'a> Solver<'a> {
             .reduce(|| 0.0, f64::max)
     }
 
+    /// Sweeps from `from` (zeros and no sweep when None) until the tolerance, calling `after`
+    /// after every sweep: `Err` with the state reached when it breaks. Each sweep is a function
+    /// of the values alone, so a solve continued from a saved state ends with the same bits.
     fn iterate(
         &self,
         width: usize,
+        from: Option<Solved>,
         progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
         step: impl Fn(&[f64], &mut [f64]) -> f64,
-    ) -> Solved {
+    ) -> Result<Solved, Solved> {
         let s = self.model.states() as usize;
-        let (mut v, mut next) = (vec![0.0f64; s * width], vec![0.0f64; s * width]);
-        let (mut sweeps, mut delta) = (0, f64::INFINITY);
-        while sweeps < self.tol.max_sweeps && delta > self.tol.delta {
-            delta = step(&v, &mut next);
-            std::mem::swap(&mut v, &mut next);
-            sweeps += 1;
-            progress.set_message(format!("sweep {sweeps}, change {delta:.2e}"));
+        let mut cur = from.unwrap_or_else(|| Solved {
+            values: vec![0.0f64; s * width],
+            sweeps: 0,
+            delta: f64::INFINITY,
+        });
+        let mut next = vec![0.0f64; s * width];
+        while cur.sweeps < self.tol.max_sweeps && cur.delta > self.tol.delta {
+            cur.delta = step(&cur.values, &mut next);
+            std::mem::swap(&mut cur.values, &mut next);
+            cur.sweeps += 1;
+            progress.set_message(format!("sweep {}, change {:.2e}", cur.sweeps, cur.delta));
             progress.tick();
+            if after(&cur).is_break() {
+                return Err(cur);
+            }
         }
-        Solved {
-            values: v,
-            sweeps,
-            delta,
-        }
+        Ok(cur)
     }
 
     /// The value of every learner under the joint policy, `[S, N]`.
@@ -313,13 +328,24 @@ impl<'a> Solver<'a> {
         policy: &P,
         progress: &indicatif::ProgressBar,
     ) -> Solved {
+        either(self.evaluate_from(policy, None, progress, &mut |_| ControlFlow::Continue(())))
+    }
+
+    /// [`Solver::evaluate`] continued from `from`, `after` called after every sweep.
+    fn evaluate_from<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        from: Option<Solved>,
+        progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
+    ) -> Result<Solved, Solved> {
         let (m, a, n) = (
             self.model.agents(),
             self.model.actions(),
             self.model.learners(),
         );
         let gamma = self.gamma;
-        self.iterate(n, progress, |old, new| {
+        self.iterate(n, from, progress, after, |old, new| {
             self.sweep(n, old, new, |s, visit, alive, buf, out| {
                 buf.resize(m * a + a, 0.0);
                 let q = &mut buf[..];
@@ -346,7 +372,27 @@ impl<'a> Solver<'a> {
         i: usize,
         progress: &indicatif::ProgressBar,
     ) -> Solved {
-        self.iterate(1, progress, |old, new| {
+        either(
+            self.best_response_from(
+                policy,
+                i,
+                None,
+                progress,
+                &mut |_| ControlFlow::Continue(()),
+            ),
+        )
+    }
+
+    /// [`Solver::best_response`] continued from `from`, `after` called after every sweep.
+    fn best_response_from<P: Behaviour + ?Sized>(
+        &self,
+        policy: &P,
+        i: usize,
+        from: Option<Solved>,
+        progress: &indicatif::ProgressBar,
+        after: &mut dyn FnMut(&Solved) -> ControlFlow<()>,
+    ) -> Result<Solved, Solved> {
+        self.iterate(1, from, progress, after, |old, new| {
             self.best_response_sweep(policy, i, old, new, false)
         })
     }
@@ -411,77 +457,17 @@ impl<'a> Solver<'a> {
             }
         })
     }
-}
 
-/// Digit of `slot` in an applied joint code (slot 0 most significant).
-fn digit(code: u64, slot: usize, m: usize, a: usize) -> usize {
-    ((code / (a as u64).pow((m - 1 - slot) as u32)) % a as u64) as usize
-}
-
-/// The product of the agents' applied-action probabilities for `code`, skipping `skip`.
-fn weight(code: u64, q: &[f64], m: usize, a: usize, skip: Option<usize>) -> f64 {
-    let mut c = code;
-    let mut w = 1.0;
-    for slot in (0..m).rev() {
-        let b = (c % a as u64) as usize;
-        c /= a as u64;
-        if Some(slot) != skip {
-            w *= q[slot * a + b];
-        }
-    }
-    w
-}
-
-/// NashConv of a joint policy with the per-agent gains.
-#[derive(Debug, Clone, Serialize)]
-pub struct NashConv {
-    /// `sum_i [V_i(BR_i, pi_-i) - V_i(pi)]` from the start distribution.
-    pub nashconv: f64,
-    /// `V_i(BR_i, pi_-i) - V_i(pi)` per learner.
-    pub per_agent_gain: Vec<f64>,
-    /// `V_i(pi)` per learner.
-    pub policy_values: Vec<f64>,
-    /// `V_i(BR_i, pi_-i)` per learner.
-    pub best_response_values: Vec<f64>,
-    /// `exact`.
-    pub method: String,
-    /// States in the index.
-    pub states: u64,
-    /// Value-iteration sweeps per solve (evaluation first, then each best response).
-    pub sweeps: Vec<usize>,
-    /// Whether a successor cache was used.
-    pub cached: bool,
-    /// The successor cache's cap, bytes used, hits, misses and evictions (absent without one).
-    pub cache: Option<CacheStats>,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-}
-
-/// Exact NashConv of `policy` (all agents, or only `only`), each solve stopping at `tol`.
-pub fn nashconv<P: Behaviour + ?Sized>(
-    model: &TransitionModel,
-    policy: &P,
-    gamma: f64,
-    tol: Tolerance,
-    cache: Option<SuccessorCache>,
-    only: Option<usize>,
-    progress: &indicatif::ProgressBar,
-) -> NashConv {
-    Solver::new(model, cache, gamma, tol)
-        .nashconv(policy, only, progress)
-        .0
-}
-
-impl Solver<'_> {
     /// Exact NashConv of `policy` (all agents, or only `only`) with this solver (and its
     /// cache), and the best-response solves behind it (one per learner analysed, in order).
+    /// No checkpoints: [`nashconv_from`] is the resumable driver for trained runs.
     pub fn nashconv<P: Behaviour + ?Sized>(
         &self,
         policy: &P,
         only: Option<usize>,
         progress: &indicatif::ProgressBar,
     ) -> (NashConv, Vec<Solved>) {
-        let t0 = Instant::now();
+        let t0 = std::time::Instant::now();
         let model = self.model;
         let start = model.start_distribution();
         let n = model.learners();
@@ -495,7 +481,7 @@ impl Solver<'_> {
             })
             .collect();
         let mut sweeps = vec![eval.sweeps];
-        let agents: Vec<usize> = only.map_or_else(|| (0..n).collect(), |i| vec![i]);
+        let agents = stages::agents_of(n, only);
         let mut br_values = policy_values.clone();
         let mut responses = Vec::with_capacity(agents.len());
         for &i in &agents {
@@ -516,7 +502,32 @@ impl Solver<'_> {
             cached: self.cache.is_some(),
             cache: self.cache_stats(),
             seconds: t0.elapsed().as_secs_f64(),
+            resumed_from: None,
         };
         (result, responses)
     }
+}
+
+/// The state a solve ended in, stopped or not.
+fn either(r: Result<Solved, Solved>) -> Solved {
+    r.unwrap_or_else(|s| s)
+}
+
+/// Digit of `slot` in an applied joint code (slot 0 most significant).
+fn digit(code: u64, slot: usize, m: usize, a: usize) -> usize {
+    ((code / (a as u64).pow((m - 1 - slot) as u32)) % a as u64) as usize
+}
+
+/// The product of the agents' applied-action probabilities for `code`, skipping `skip`.
+fn weight(code: u64, q: &[f64], m: usize, a: usize, skip: Option<usize>) -> f64 {
+    let mut c = code;
+    let mut w = 1.0;
+    for slot in (0..m).rev() {
+        let b = (c % a as u64) as usize;
+        c /= a as u64;
+        if Some(slot) != skip {
+            w *= q[slot * a + b];
+        }
+    }
+    w
 }

@@ -4,13 +4,15 @@
 //! that sizes every table before anything is allocated ([`plan`]), learned best responses for
 //! scenarios too large to enumerate ([`learned`]), PSRO on matrix games ([`psro`]) and on small
 //! gridworlds with exact best responses ([`psro_grid`]), with their meta-solvers in
-//! [`meta_solver`], and the `eval --nashconv` driver ([`run`]).
+//! [`meta_solver`], and the `eval --nashconv` driver ([`run`]) with the checkpoint an exact
+//! analysis resumes from ([`partial`]).
 
 pub mod exact;
 pub mod explicit;
 pub mod learned;
 pub mod meta_solver;
 pub mod model;
+pub mod partial;
 pub mod plan;
 pub mod psro;
 pub mod psro_grid;

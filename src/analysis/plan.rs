@@ -2,8 +2,8 @@
 //! (state, joint action) pairs, successor edges with slip fan-out (estimated by enumerating the
 //! successors of a fixed random sample of pairs), and the bytes of every table the chosen
 //! method needs, against the budget. The exact method caps its successor cache at what is left
-//! of half the budget beside everything else (or at `--cache-bytes`); the explicit graph is
-//! refused when it does not fit.
+//! of half the budget beside everything else (or at `--cache-bytes`), and lists its checkpoint
+//! file's size on disk (the values `[S, N]`); the explicit graph is refused when it does not fit.
 
 use rand_core::Rng;
 use serde::Serialize;
@@ -12,6 +12,10 @@ use super::explicit::edge_bytes;
 use super::model::TransitionModel;
 use crate::train::plan::{Plan, PlanTensor};
 use crate::train::preflight::sizing::fmt;
+
+/// The buffers of writing or reading the exact analysis' checkpoint (the values stream
+/// through them).
+const CHECKPOINT_BUFFERS: u64 = 128 << 10;
 
 /// How NashConv is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -53,6 +57,9 @@ pub struct AnalysisPlan {
     pub cache_bytes: u64,
     /// Bytes of the uncapped successor cache (every state's successors).
     pub cache_full_bytes: u64,
+    /// At most the bytes on disk of the exact method's checkpoint (`RUN/nashconv_exact.partial`:
+    /// the values `[S, N]` as f64 and a header); 0 for the explicit method.
+    pub checkpoint_file_bytes: u64,
 }
 
 /// Counts for `model`; the edges from `samples` random pairs (fixed seed).
@@ -133,8 +140,23 @@ pub fn plan(
     use super::successors::SuccessorCache;
     let full = SuccessorCache::bytes(model);
     let mut cap = 0;
+    let mut checkpoint_file_bytes = 0;
     match method {
         Method::Exact => {
+            let file = super::partial::max_file_bytes(s, n);
+            checkpoint_file_bytes = file;
+            tensors.push(PlanTensor {
+                name: "checkpoint buffers".into(),
+                shape: format!(
+                    "on disk: RUN/nashconv_exact.partial, {} states x {n} learners x 8 B + header \
+                     = {} (twice while it is replaced; --checkpoint-every 0: none)",
+                    fmt(s),
+                    crate::error::human_bytes(file)
+                ),
+                bytes: CHECKPOINT_BUFFERS,
+                knobs: "",
+                disk_bytes: Some(file),
+            });
             let rest: u64 = tensors.iter().map(|t| t.bytes).sum();
             let asked = cache_cap.unwrap_or_else(|| (budget / 2).saturating_sub(rest));
             cap = SuccessorCache::capped_bytes(model, asked);
@@ -196,6 +218,7 @@ pub fn plan(
         cache: cap > 0,
         cache_bytes: cap,
         cache_full_bytes: full,
+        checkpoint_file_bytes,
     }
 }
 

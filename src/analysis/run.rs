@@ -3,16 +3,25 @@
 //! batches through the networks), solves, and writes the result atomically as
 //! `RUN/nashconv_<method>.json`.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::exact::{NashConv, PolicyTable, Tolerance, nashconv};
+use super::exact::{
+    ExactError, ExactProgress, NashConv, PolicyTable, Solved, Stages, Tolerance, agents_of,
+    nashconv_from,
+};
 use super::model::{ModelError, TransitionModel};
+use super::partial::{Fingerprint, PartialError, partial_path, read_partial, write_partial};
 use super::plan::{Method, plan};
 use super::successors::SuccessorCache;
 use crate::critic::Chosen;
 use crate::policy::{Policy, PolicyError};
+use crate::scenario::Scenario;
 use crate::train::config::RunConfig;
 use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario};
 
@@ -37,6 +46,20 @@ pub enum AnalysisError {
     /// A bad request.
     #[error("{0}")]
     Invalid(String),
+    /// The checkpoint of an analysis under way: refused, or not written.
+    #[error(transparent)]
+    Partial(#[from] PartialError),
+    /// Stopped on request after a checkpoint; the same command continues from it.
+    #[error(
+        "stopped at the {at}; checkpoint in {path} (run the same command again to continue, \
+         or with --fresh to start over)"
+    )]
+    Interrupted {
+        /// The checkpoint.
+        path: PathBuf,
+        /// The solve and sweep it stopped at.
+        at: String,
+    },
     /// Writing the result.
     #[error("{path}: {error}")]
     Io {
@@ -113,8 +136,38 @@ fn bar(len: u64, what: &str, show: bool) -> indicatif::ProgressBar {
     b
 }
 
+/// How an exact analysis checkpoints, resumes and stops.
+#[derive(Debug, Clone)]
+pub struct ExactOptions {
+    /// Write the checkpoint ([`partial_path`]) when this long has passed since the last one
+    /// (None: never, except on a stop).
+    pub checkpoint_every: Option<Duration>,
+    /// Start over, ignoring a checkpoint of an earlier analysis (replaced by this one's).
+    pub fresh: bool,
+    /// Checkpoint and stop after the current sweep once this is set (Ctrl-C).
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Checkpoint and stop after this many sweeps of this call (a deterministic interruption).
+    pub stop_after_sweeps: Option<u64>,
+    /// Where every solve stops.
+    pub tol: Tolerance,
+}
+
+impl Default for ExactOptions {
+    /// A checkpoint every 5 minutes, resuming a matching one.
+    fn default() -> Self {
+        ExactOptions {
+            checkpoint_every: Some(Duration::from_secs(300)),
+            fresh: false,
+            stop: None,
+            stop_after_sweeps: None,
+            tol: Tolerance::default(),
+        }
+    }
+}
+
 /// Exact NashConv of the run's newest checkpoint (all learners, or only `agent`), the successor
-/// cache capped at `cache_bytes` (default: the preflight's choice within `budget`).
+/// cache capped at `cache_bytes` (default: the preflight's choice within `budget`), with the
+/// default [`ExactOptions`].
 pub fn exact(
     run: &Path,
     device: &Chosen,
@@ -122,6 +175,20 @@ pub fn exact(
     budget: u64,
     cache_bytes: Option<u64>,
     progress: bool,
+) -> Result<NashConv, AnalysisError> {
+    let opts = ExactOptions::default();
+    exact_with(run, device, agent, (budget, cache_bytes), progress, &opts)
+}
+
+/// [`exact`] with `opts`: checkpoints to `RUN/`[`partial_path`], resumed when one of the same
+/// analysis is there (unless `opts.fresh`) and removed on success.
+pub fn exact_with(
+    run: &Path,
+    device: &Chosen,
+    agent: Option<usize>,
+    (budget, cache_bytes): (u64, Option<u64>),
+    progress: bool,
+    opts: &ExactOptions,
 ) -> Result<NashConv, AnalysisError> {
     let cfg = run_config(run)?;
     let loaded = load_scenario(&cfg).map_err(RunError::from)?;
@@ -160,19 +227,130 @@ pub fn exact(
     drop(actions);
     let cache = p.cache.then(|| SuccessorCache::new(&model, p.cache_bytes));
     let b = bar(0, "value iteration", progress);
-    let gamma = cfg.learn.gamma as f64;
-    let result = nashconv(
-        &model,
-        &policy,
-        gamma,
-        Tolerance::default(),
-        cache,
+    let job = ExactJob {
+        model: &model,
+        scenario: &loaded.scenario,
+        policy: &policy,
+        gamma: cfg.learn.gamma as f64,
+        update: source.update,
         agent,
-        &b,
-    );
+    };
+    let result = exact_resumable(&job, cache, &partial_path(run, agent), opts, &b);
     b.finish_and_clear();
+    let result = result?;
     write_result(run, &source, &result)?;
     Ok(result)
+}
+
+/// One exact analysis: the policy of the checkpoint of `update` on `model` of `scenario`.
+#[derive(Debug, Clone, Copy)]
+pub struct ExactJob<'a> {
+    /// The transition model.
+    pub model: &'a TransitionModel,
+    /// The scenario it models (part of the checkpoint's fingerprint).
+    pub scenario: &'a Scenario,
+    /// The frozen policies.
+    pub policy: &'a PolicyTable,
+    /// The discount.
+    pub gamma: f64,
+    /// The update of the checkpoint the policies come from (0 when none).
+    pub update: u64,
+    /// The one learner analysed, or none for all.
+    pub agent: Option<usize>,
+}
+
+/// Exact NashConv of `job` with checkpoints to `partial` (see [`ExactOptions`]): continued from
+/// `partial` when it holds this analysis' state (its result then has the bits of an
+/// uninterrupted one), refused with [`AnalysisError::Partial`] and left as it is when it holds
+/// another's, removed on success. A stop returns [`AnalysisError::Interrupted`] after writing
+/// it.
+pub fn exact_resumable(
+    job: &ExactJob,
+    cache: Option<SuccessorCache>,
+    partial: &Path,
+    opts: &ExactOptions,
+    progress: &indicatif::ProgressBar,
+) -> Result<NashConv, AnalysisError> {
+    let t0 = Instant::now();
+    let tol = opts.tol;
+    let fp = Fingerprint::new(
+        job.model,
+        job.scenario,
+        job.policy,
+        (job.gamma, tol),
+        job.agent,
+        job.update,
+    );
+    let from = match opts.fresh {
+        true => None,
+        false => read_partial(partial, &fp)?,
+    };
+    let agents = agents_of(job.model.learners(), job.agent);
+    let at = |stages: &Stages, current: Option<&Solved>| {
+        let sweep = current.map_or(0, |c| c.sweeps);
+        format!("{}, sweep {sweep}", stages.next_solve(&agents))
+    };
+    let resumed_from = from.as_ref().map(|p| at(&p.stages, p.current.as_ref()));
+    if let Some(r) = &resumed_from {
+        eprintln!("resuming from {} ({r})", partial.display());
+    }
+    let before = from.as_ref().map_or(0.0, |p| p.seconds);
+    let (mut last, mut sweeps, mut failed) = (Instant::now(), 0u64, None);
+    let mut hook = |stages: &Stages, cur: &Solved| {
+        sweeps += 1;
+        let stop = opts.stop_after_sweeps.is_some_and(|k| sweeps >= k)
+            || opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+        let due = opts.checkpoint_every.is_some_and(|e| last.elapsed() >= e);
+        if stop || due {
+            let seconds = before + t0.elapsed().as_secs_f64();
+            match write_partial(partial, &fp, stages, Some(cur), seconds) {
+                Ok(_) => last = Instant::now(),
+                Err(e) if stop => failed = Some(e),
+                Err(e) => {
+                    eprintln!("warning: no checkpoint of the analysis: {e}");
+                    last = Instant::now();
+                }
+            }
+        }
+        match stop {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    };
+    let run = nashconv_from(
+        job.model,
+        job.policy,
+        (job.gamma, tol),
+        cache,
+        job.agent,
+        progress,
+        from.unwrap_or_else(ExactProgress::default),
+        &mut hook,
+    );
+    match run {
+        Ok(mut r) => {
+            r.resumed_from = resumed_from;
+            match std::fs::remove_file(partial) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    eprintln!("warning: {}: not removed: {e}", partial.display());
+                }
+                _ => {}
+            }
+            Ok(r)
+        }
+        Err(ExactError::Interrupted(p)) => Err(match failed {
+            Some(e) => e.into(),
+            None => AnalysisError::Interrupted {
+                path: partial.to_path_buf(),
+                at: at(&p.stages, p.current.as_ref()),
+            },
+        }),
+        Err(ExactError::Inconsistent(what)) => Err(PartialError::Corrupt {
+            path: partial.to_path_buf(),
+            what,
+        }
+        .into()),
+    }
 }
 
 /// Where an analysis result came from, recorded in its file beside the numbers.

@@ -3,6 +3,7 @@
 //! (see [`super::nashconv`]).
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
@@ -42,12 +43,14 @@ pub(crate) struct EvalArgs {
     population: PopulationArgs,
 }
 
-/// Evaluates the run and prints a table per policy (or one JSON object with `--json`).
-pub(crate) fn run(args: EvalArgs) -> Result<()> {
+/// Evaluates the run and prints a table per policy (or one JSON object with `--json`); the exit
+/// code of an exact NashConv a signal stopped is [`super::signals::EXIT_STOPPED`].
+pub(crate) fn run(args: EvalArgs) -> Result<ExitCode> {
     if args.population.asked() {
-        return with_pool(None, || {
+        with_pool(None, || {
             population::run(&args.population, args.episodes, args.json, args.device)
-        })?;
+        })??;
+        return Ok(ExitCode::SUCCESS);
     }
     let Some(run) = args.run.clone() else {
         anyhow::bail!("--run DIR is needed (or --crossplay, --scenario-set, --schelling)");
@@ -93,10 +96,10 @@ pub(crate) fn run(args: EvalArgs) -> Result<()> {
     })??;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     }
     print_report(&report);
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_report(report: &EvalReport) {

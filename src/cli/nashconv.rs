@@ -2,12 +2,17 @@
 //! iteration over every state) or learned (trained best responses, a lower bound).
 
 use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
 
 use gridarena::analysis::learned::{LearnedOptions, learned};
+use gridarena::analysis::run::{AnalysisError, ExactOptions};
 use gridarena::train::eval::evaluate;
+
+use super::signals::{EXIT_STOPPED, install_stop_handler};
 
 #[derive(Args, Debug)]
 pub(crate) struct NashConvArgs {
@@ -25,6 +30,14 @@ pub(crate) struct NashConvArgs {
     /// what the memory budget leaves; states past the cap are computed on the fly).
     #[arg(long, value_parser = gridarena::train::plan::parse_bytes)]
     cache_bytes: Option<u64>,
+    /// With --nashconv exact: write the analysis' checkpoint (RUN/nashconv_exact.partial) every
+    /// this many seconds; 0 for none. A later run of the same analysis resumes from it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    checkpoint_every: u64,
+    /// With --nashconv exact: start over, ignoring (and replacing) the checkpoint of an earlier
+    /// analysis instead of resuming from it or refusing it.
+    #[arg(long)]
+    fresh: bool,
     /// With --nashconv learned: environment steps of best-response training per learner.
     #[arg(long, default_value_t = 1_000_000)]
     br_steps: u64,
@@ -54,7 +67,8 @@ impl NashConvMethod {
 }
 
 /// Evaluates the run (`episodes` per policy), adds the NashConv analysis' fields to the report
-/// and prints it (one JSON object with `json`).
+/// and prints it (one JSON object with `json`). An exact analysis that a signal stopped after
+/// its checkpoint exits [`EXIT_STOPPED`].
 pub(crate) fn run(
     args: &NashConvArgs,
     method: NashConvMethod,
@@ -62,7 +76,7 @@ pub(crate) fn run(
     episodes: usize,
     json: bool,
     device: gridarena::critic::Device,
-) -> Result<()> {
+) -> Result<ExitCode> {
     let device = gridarena::critic::choose_device(device)?;
     let progress = !json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let report = evaluate(run, episodes, &device)?;
@@ -72,14 +86,33 @@ pub(crate) fn run(
             let budget = args
                 .memory_budget
                 .unwrap_or_else(gridarena::train::plan::default_budget);
-            serde_json::to_value(gridarena::analysis::run::exact(
+            let every = args.checkpoint_every;
+            // Ctrl-C checkpoints and stops only where checkpoints are on.
+            let stop = match every {
+                0 => None,
+                _ => Some(install_stop_handler()?),
+            };
+            let opts = ExactOptions {
+                checkpoint_every: (every > 0).then(|| Duration::from_secs(every)),
+                fresh: args.fresh,
+                stop: stop.as_ref().map(|h| h.stop.clone()),
+                ..ExactOptions::default()
+            };
+            match gridarena::analysis::run::exact_with(
                 run,
                 &device,
                 args.agent,
-                budget,
-                args.cache_bytes,
+                (budget, args.cache_bytes),
                 progress,
-            )?)?
+                &opts,
+            ) {
+                Ok(r) => serde_json::to_value(r)?,
+                Err(e @ AnalysisError::Interrupted { .. }) => {
+                    eprintln!("{e}");
+                    return Ok(ExitCode::from(EXIT_STOPPED));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         NashConvMethod::Learned => serde_json::to_value(learned(
             run,
@@ -100,7 +133,7 @@ pub(crate) fn run(
     }
     if json {
         println!("{value}");
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     }
     let get = |k: &str| value.get(k).cloned().unwrap_or(serde_json::Value::Null);
     println!(
@@ -139,5 +172,5 @@ pub(crate) fn run(
         run.join(format!("nashconv_{}.json", method.file_stem()))
             .display()
     );
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
