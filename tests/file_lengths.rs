@@ -19,7 +19,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn over(files: &[PathBuf], limit: usize) -> Vec<(PathBuf, usize)> {
     files
         .iter()
-        .map(|f| (f.clone(), std::fs::read_to_string(f).unwrap().lines().count()))
+        .map(|f| {
+            (
+                f.clone(),
+                std::fs::read_to_string(f).unwrap().lines().count(),
+            )
+        })
         .filter(|(_, n)| *n > limit)
         .collect()
 }
