@@ -3,7 +3,10 @@
 
 use gridarena::analysis::learned::{LearnedOptions, learned, mean_t95, t975};
 use gridarena::critic::{Device, choose_device};
-use gridarena::train::config::{LearnConfig, NetworkConfig, PqnConfig, RunConfig};
+
+#[path = "common/tiny_run.rs"]
+mod tiny_run;
+use tiny_run::train_tiny_pursuit;
 
 #[test]
 fn the_student_t_interval_matches_a_hand_computation() {
@@ -26,28 +29,7 @@ fn best_responses_from_three_seeds_give_an_interval_over_seeds() {
     // A checkpoint after one update of tiny_pursuit (exact NashConv about 1.56), and a best
     // response budget short enough that seeds land in different places (after 300 updates one
     // seed's gain is 0.17 ± 0.17).
-    let cfg = RunConfig {
-        scenario: Some("tests/data/tiny_pursuit.ron".into()),
-        device: Device::Cpu,
-        arenas: 16,
-        rollout: 8,
-        total_steps: 16 * 8,
-        network: NetworkConfig {
-            hidden: 16,
-            layers: 1,
-            ..Default::default()
-        },
-        learn: LearnConfig {
-            gamma: 0.9,
-            ..Default::default()
-        },
-        pqn: PqnConfig {
-            minibatches: 2,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();
+    train_tiny_pursuit(&run, 1);
     let device = choose_device(Device::Cpu).unwrap();
     let opts = LearnedOptions {
         steps: 16 * 8 * 300,

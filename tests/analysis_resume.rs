@@ -14,6 +14,10 @@ use gridarena::analysis::run::{AnalysisError, ExactJob, ExactOptions, exact_resu
 use gridarena::analysis::successors::SuccessorCache;
 use gridarena::scenario::{LoadedScenario, Scenario};
 
+#[path = "common/tiny_run.rs"]
+mod tiny_run;
+use tiny_run::train_tiny_pursuit;
+
 fn hidden() -> indicatif::ProgressBar {
     indicatif::ProgressBar::hidden()
 }
@@ -360,31 +364,9 @@ fn a_truncated_or_damaged_checkpoint_is_a_typed_error_never_a_panic() {
 
 #[test]
 fn eval_nashconv_exact_resumes_refuses_and_starts_fresh_through_the_cli() {
-    use gridarena::train::config::{LearnConfig, NetworkConfig, PqnConfig, RunConfig};
     use std::process::Command;
     let run = temp("cli");
-    let cfg = RunConfig {
-        scenario: Some("tests/data/tiny_pursuit.ron".into()),
-        device: gridarena::critic::Device::Cpu,
-        arenas: 16,
-        rollout: 8,
-        total_steps: 16 * 8 * 4,
-        network: NetworkConfig {
-            hidden: 16,
-            layers: 1,
-            ..Default::default()
-        },
-        learn: LearnConfig {
-            gamma: 0.9,
-            ..Default::default()
-        },
-        pqn: PqnConfig {
-            minibatches: 2,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    gridarena::train::train(&cfg, &run, &gridarena::train::TrainOptions::default()).unwrap();
+    train_tiny_pursuit(&run, 4);
     let eval = |extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_gridarena"))
             .args(["eval", "--run"])

@@ -472,14 +472,7 @@ impl<'a> Solver<'a> {
         let start = model.start_distribution();
         let n = model.learners();
         let eval = self.evaluate(policy, progress);
-        let policy_values: Vec<f64> = (0..n)
-            .map(|k| {
-                start
-                    .iter()
-                    .map(|(s, p)| p * eval.values[*s as usize * n + k])
-                    .sum()
-            })
-            .collect();
+        let policy_values = stages::from_start(&start, &eval.values, n);
         let mut sweeps = vec![eval.sweeps];
         let agents = stages::agents_of(n, only);
         let mut br_values = policy_values.clone();
@@ -487,7 +480,7 @@ impl<'a> Solver<'a> {
         for &i in &agents {
             let br = self.best_response(policy, i, progress);
             sweeps.push(br.sweeps);
-            br_values[i] = start.iter().map(|(s, p)| p * br.values[*s as usize]).sum();
+            br_values[i] = stages::from_start(&start, &br.values, 1)[0];
             responses.push(br);
         }
         let gains: Vec<f64> = (0..n).map(|k| br_values[k] - policy_values[k]).collect();

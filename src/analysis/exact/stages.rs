@@ -112,6 +112,19 @@ pub enum ExactError {
     Inconsistent(String),
 }
 
+/// Each of the `width` value columns of `values` (`[S, width]`) averaged over the start
+/// distribution: the expected value from the start.
+pub(crate) fn from_start(start: &[(u64, f64)], values: &[f64], width: usize) -> Vec<f64> {
+    (0..width)
+        .map(|k| {
+            start
+                .iter()
+                .map(|(s, p)| p * values[*s as usize * width + k])
+                .sum()
+        })
+        .collect()
+}
+
 /// The learners whose best responses `only` asks for, in solve order.
 pub(crate) fn agents_of(learners: usize, only: Option<usize>) -> Vec<usize> {
     only.map_or_else(|| (0..learners).collect(), |i| vec![i])
@@ -237,14 +250,7 @@ pub fn nashconv_from(
                 Ok(e) => e,
                 Err(c) => return Err(stop(stages, c)),
             };
-        let policy_values = (0..n)
-            .map(|k| {
-                start
-                    .iter()
-                    .map(|(s, p)| p * eval.values[*s as usize * n + k])
-                    .sum()
-            })
-            .collect();
+        let policy_values = from_start(&start, &eval.values, n);
         stages.evaluation = Some(EvaluationDone {
             policy_values,
             sweeps: eval.sweeps,
@@ -260,7 +266,7 @@ pub fn nashconv_from(
         };
         stages.best_responses.push(BestResponseDone {
             agent: i,
-            value: start.iter().map(|(s, p)| p * br.values[*s as usize]).sum(),
+            value: from_start(&start, &br.values, 1)[0],
             sweeps: br.sweeps,
         });
     }
