@@ -1,8 +1,9 @@
 //! Training against a population (the run config's `population`): the population really acts
-//! for its slots (on the stag hunt, PQN learns the best response to whichever partner the
-//! population holds: stag beside a stag hunter, hare beside a hare hunter), self-play keeps its
-//! newest snapshots in every checkpoint and gets them back on resume, and what cannot work is
-//! refused before anything runs.
+//! for its slots (on the stag hunt, PQN and IPPO learn the best response to whichever partner
+//! the population holds: stag beside a stag hunter, hare beside a hare hunter), self-play keeps
+//! its newest snapshots in every checkpoint and gets them back on resume, the memory preflight
+//! counts self-play's copy of the learner and its snapshots, and what cannot work is refused
+//! before anything runs.
 
 use std::path::{Path, PathBuf};
 
@@ -80,22 +81,32 @@ fn beside(run: &Path, partner: &str) -> f64 {
 
 #[test]
 fn the_learner_best_responds_to_the_population_it_trains_beside() {
-    let dir = temp("partner");
+    best_responds(Algo::Pqn, "pqn");
+}
+
+#[test]
+fn ippo_best_responds_to_the_population_leaving_its_slots_out_of_the_loss() {
+    best_responds(Algo::Ippo, "ippo");
+}
+
+fn best_responds(algo: Algo, label: &str) {
+    let dir = temp(&format!("partner-{label}"));
     for (name, action) in [("stag", 0usize), ("hare", 1usize)] {
         let run = dir.join(format!("beside_{name}"));
-        train(
-            &stag_hunt(partner(&dir, name), 300),
-            &run,
-            &TrainOptions::default(),
-        )
-        .unwrap();
+        let mut cfg = RunConfig {
+            algo,
+            ..stag_hunt(partner(&dir, name), 300)
+        };
+        // One network for both slots: the population's rows, if learned, would pull it.
+        cfg.network.shared = true;
+        train(&cfg, &run, &TrainOptions::default()).unwrap();
         // 16 steps: stag beside stag pays 4 a step, hare beside hare 3 (the best responses:
         // 64 and 48 per episode); a learner that ignored its partner would miss one of them.
         let best = [64.0, 48.0][action];
         let got = beside(&run, name);
         assert!(
             got >= best - 3.0 && got <= best,
-            "beside always {name}: {got}"
+            "{label} beside always {name}: {got}"
         );
         let report: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("population.json")).unwrap())
@@ -177,10 +188,23 @@ fn what_cannot_work_is_refused_before_anything_runs() {
     let cases: Vec<(RunConfig, &str)> = vec![
         (
             RunConfig {
-                algo: Algo::Ippo,
+                algo: Algo::Vdn,
                 ..stag_hunt(ok.clone(), 2)
             },
-            "only the value learners",
+            "beside the independent learners only",
+        ),
+        (
+            RunConfig {
+                algo: Algo::Ippo,
+                ..stag_hunt(
+                    PopulationTraining {
+                        snapshot_every: 2,
+                        ..ok.clone()
+                    },
+                    2,
+                )
+            },
+            "needs network.shared: true",
         ),
         (
             stag_hunt(
@@ -243,5 +267,59 @@ fn what_cannot_work_is_refused_before_anything_runs() {
             !run.join("checkpoints").exists(),
             "case {k} left a checkpoint"
         );
+    }
+}
+
+#[test]
+fn the_memory_preflight_counts_self_play() {
+    let dir = temp("plan");
+    let loaded = Scenario::load(&root().join("assets/scenarios/stag_hunt.ron")).unwrap();
+    let cpu = choose_device(Device::Cpu).unwrap();
+    for algo in [Algo::Pqn, Algo::Ippo] {
+        let mut cfg = RunConfig {
+            algo,
+            ..stag_hunt(partner(&dir, "stag"), 4)
+        };
+        cfg.network.shared = true;
+        let frozen = gridarena::train::plan::plan(&cfg, &loaded, &cpu, u64::MAX);
+        assert!(
+            !frozen
+                .tensors
+                .iter()
+                .any(|t| t.name.starts_with("self-play")),
+            "{algo:?}: a frozen population takes no snapshots"
+        );
+        cfg.population.as_mut().unwrap().snapshot_every = 2;
+        cfg.population.as_mut().unwrap().max_snapshots = 5;
+        let plan = gridarena::train::plan::plan(&cfg, &loaded, &cpu, u64::MAX);
+        let line = |prefix: &str| {
+            plan.tensors
+                .iter()
+                .find(|t| t.name.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{algo:?}: no line `{prefix}`"))
+                .bytes
+        };
+        // Five snapshots of every network's parameters (IPPO: the policy's and the value's),
+        // kept and copied into each checkpoint.
+        let params = gridarena::train::new_learner(&cfg, &loaded, &cpu)
+            .unwrap()
+            .params()
+            .unwrap()
+            .len() as u64;
+        assert_eq!(line("self-play snapshots"), 5 * params * 4 * 2, "{algo:?}");
+        // The player is the learner again, less its checkpoint.
+        let checkpoint = line("checkpoint");
+        assert_eq!(
+            line("self-play player"),
+            frozen.total_bytes - checkpoint,
+            "{algo:?}"
+        );
+        assert_eq!(
+            plan.total_bytes,
+            frozen.total_bytes + line("self-play player") + line("self-play snapshots")
+        );
+        // Each checkpoint on disk holds the five snapshots too.
+        let disk = |p: &gridarena::train::plan::Plan| p.disk.as_ref().unwrap().per_checkpoint_bytes;
+        assert_eq!(disk(&plan), disk(&frozen) + 5 * params * 4, "{algo:?}");
     }
 }

@@ -117,6 +117,7 @@ pub fn plan(
             bytes: s.saturating_mul(n * a * 4),
             knobs: "a smaller scenario, or --nashconv learned",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "values (current and next sweep)".into(),
@@ -124,6 +125,7 @@ pub fn plan(
             bytes: s.saturating_mul(2 * n * 8),
             knobs: "a smaller scenario, or --nashconv learned",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "start distribution and observation batches".into(),
@@ -135,6 +137,7 @@ pub fn plan(
             bytes: starts * 16 + obs_batch * n * (o + 64 * 4),
             knobs: "",
             disk_bytes: None,
+            params: 0,
         },
     ];
     use super::successors::SuccessorCache;
@@ -156,6 +159,7 @@ pub fn plan(
                 bytes: CHECKPOINT_BUFFERS,
                 knobs: "",
                 disk_bytes: Some(file),
+                params: 0,
             });
             let rest: u64 = tensors.iter().map(|t| t.bytes).sum();
             let asked = cache_cap.unwrap_or_else(|| (budget / 2).saturating_sub(rest));
@@ -184,6 +188,7 @@ pub fn plan(
                 bytes: cap,
                 knobs: "a smaller --cache-bytes",
                 disk_bytes: None,
+                params: 0,
             });
         }
         Method::Explicit => tensors.push(PlanTensor {
@@ -201,6 +206,7 @@ pub fn plan(
             bytes: e.explicit_graph_bytes,
             knobs: "use --nashconv exact (values per state, successors on the fly)",
             disk_bytes: None,
+            params: 0,
         }),
     }
     let total_bytes = tensors.iter().fold(0u64, |t, x| t.saturating_add(x.bytes));

@@ -225,6 +225,7 @@ pub fn psro_plan(model: &TransitionModel, options: &GridPsroOptions) -> Analysis
         bytes: s.saturating_mul(n).saturating_mul(members),
         knobs: "fewer --iterations, or a smaller scenario",
         disk_bytes: None,
+        params: 0,
     });
     let joint = members.saturating_pow(n as u32);
     p.plan.tensors.push(PlanTensor {
@@ -236,6 +237,7 @@ pub fn psro_plan(model: &TransitionModel, options: &GridPsroOptions) -> Analysis
         bytes: joint.saturating_mul(n * 8 + 48),
         knobs: "fewer --iterations",
         disk_bytes: None,
+        params: 0,
     });
     p.plan.total_bytes = p
         .plan

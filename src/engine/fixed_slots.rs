@@ -40,6 +40,12 @@ impl EnvBatch {
         std::mem::replace(&mut self.fixed, fixed)
     }
 
+    /// Which learner slots a fixed actor plays (`None`: the caller plays every slot). An
+    /// on-policy learner leaves those slots out of its loss.
+    pub fn fixed_slot_mask(&self) -> Option<&[bool]> {
+        self.fixed.as_ref().map(|f| f.slots.as_slice())
+    }
+
     /// Overwrites the fixed slots' actions (before a step).
     pub(super) fn act_fixed_slots(&mut self) -> Result<(), EngineError> {
         // Every step passes here: nothing to look up without a fixed actor.

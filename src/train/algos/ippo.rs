@@ -181,6 +181,8 @@ impl Ippo {
         let sim_before = self.progress.sim_seconds;
         self.rollout()?;
         (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
+        // The slots a population played are left out: their actions were not the policy's.
+        self.ro.skip_slots(self.batch.fixed_slot_mask());
         let loss = self.ro.train_epochs(
             (&self.nets, &mut self.index, &mut self.shuffle),
             (&mut self.actor, &mut self.value, &mut self.losses),

@@ -133,11 +133,21 @@ impl RunConfig {
                     format!("max_snapshots {}: 1 to 256", p.max_snapshots),
                 );
             }
-            if !matches!(self.algo, Algo::Pqn | Algo::Iql | Algo::OnlineDqn) {
+            let on_policy = matches!(self.algo, Algo::Ippo | Algo::Mappo);
+            if !on_policy && !matches!(self.algo, Algo::Pqn | Algo::Iql | Algo::OnlineDqn) {
                 return bad(
                     "population",
                     format!(
-                        "algo {}: the population's slots are learned off-policy, which only the value learners pqn, iql and online-dqn do",
+                        "algo {}: a population plays beside the independent learners only: the value learners pqn, iql and online-dqn (which learn its slots off-policy) and ippo and mappo (which leave its slots out of the loss)",
+                        super::keys::algo_name(self.algo)
+                    ),
+                );
+            }
+            if on_policy && p.snapshot_every > 0 && !self.network.shared {
+                return bad(
+                    "population",
+                    format!(
+                        "self-play with algo {} needs network.shared: true: the population's slots are left out of the loss, so with one network per slot their networks, and the snapshots taken of them, would never learn",
                         super::keys::algo_name(self.algo)
                     ),
                 );

@@ -46,6 +46,9 @@ pub(crate) struct PpoRollout {
     pub h0: Vec<f32>,
     /// `[T, rows]` 1 where a step starts an episode (step 0's start is in `h0` already).
     pub reset: Vec<u8>,
+    /// Per learner slot, whether a fixed actor (a population) played it: its rows are left out
+    /// of the losses, since the policy did not choose their actions (empty: every slot learns).
+    pub skip: Vec<bool>,
 }
 
 impl PpoRollout {
@@ -73,6 +76,7 @@ impl PpoRollout {
             width: 0,
             h0: Vec::new(),
             reset: Vec::new(),
+            skip: Vec::new(),
         }
     }
 
@@ -118,6 +122,27 @@ impl PpoRollout {
                 learners,
                 &mut self.reset[(t + 1) * rows..(t + 2) * rows],
             );
+        }
+    }
+
+    /// Leaves the rows of the slots `fixed` names out of the losses from now on (`None`:
+    /// every slot learns): the batch's fixed slots, read before each update.
+    pub(crate) fn skip_slots(&mut self, fixed: Option<&[bool]>) {
+        self.skip.clear();
+        self.skip.extend_from_slice(fixed.unwrap_or(&[]));
+    }
+
+    /// The entries the losses learn from, into `index`: every entry of
+    /// [`PpoRollout::entries`] but those of rows whose slot is skipped (row `r` is slot
+    /// `r % skip.len()`).
+    pub(crate) fn learning_entries(&self, index: &mut Vec<u32>) {
+        let (rows, n) = (self.buf.rows, self.skip.len());
+        index.clear();
+        for e in 0..self.entries() {
+            let row = if self.width > 0 { e } else { e % rows };
+            if n == 0 || !self.skip[row % n] {
+                index.push(e as u32);
+            }
         }
     }
 
@@ -188,23 +213,30 @@ impl PpoRollout {
         gae(&steps, gamma, lambda, returns, &mut self.adv);
     }
 
-    /// E epochs (`p.epochs`) of M shuffled minibatches (`p.minibatches`) of the rollout's rows
-    /// (`index`, reshuffled with `shuffle`), one [`PpoMinibatch::step`] each, rows through
-    /// `nets`; the mean loss. A non-finite loss stops it, naming update `update + 1`.
+    /// E epochs (`p.epochs`) of M shuffled minibatches (`p.minibatches`) of the rollout's
+    /// learning entries ([`PpoRollout::learning_entries`] into `index`, reshuffled with
+    /// `shuffle`), one [`PpoMinibatch::step`] each, rows through `nets`; the mean loss. A
+    /// non-finite loss stops it, naming update `update + 1`.
     pub(crate) fn train_epochs(
         &self,
-        (nets, index, shuffle): (&[u32], &mut [u32], &mut ChaCha8Rng),
+        (nets, index, shuffle): (&[u32], &mut Vec<u32>, &mut ChaCha8Rng),
         networks: (&mut Critic, &mut Critic, &mut PpoLosses),
         (p, adam): (&PpoConfig, &AdamConfig),
         update: u64,
     ) -> Result<f32, TrainError> {
         let (actor, value, losses) = networks;
+        self.learning_entries(index);
         let size = index.len() / p.minibatches;
+        if size == 0 {
+            return Err(TrainError::Config(format!(
+                "ppo.minibatches {}: more than the {} entries the learner's own slots give \
+                 (the population's slots are left out of the loss)",
+                p.minibatches,
+                index.len()
+            )));
+        }
         let mut mb = PpoMinibatch::default();
         let (mut total, mut count) = (0.0f64, 0);
-        for (i, v) in index.iter_mut().enumerate() {
-            *v = i as u32;
-        }
         for _ in 0..p.epochs {
             for k in (1..index.len()).rev() {
                 let j = below(shuffle.next_u32(), k as u32 + 1) as usize;

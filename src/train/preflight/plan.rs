@@ -71,7 +71,8 @@ pub fn plan_for(
 ) -> Plan {
     let layout = Layout::derive(loaded);
     let algo = algorithm(cfg.algo);
-    let tensors = (algo.plan)(cfg, loaded, &layout, backend_of(device));
+    let mut tensors = (algo.plan)(cfg, loaded, &layout, backend_of(device));
+    let snapshot_disk = self_play_tensors(cfg, &mut tensors);
     let total_bytes = tensors
         .iter()
         .fold(0u64, |acc, t| acc.saturating_add(t.bytes));
@@ -84,7 +85,7 @@ pub fn plan_for(
     let disk = tensors
         .iter()
         .find_map(|t| t.disk_bytes)
-        .map(|per| disk_plan(cfg, per));
+        .map(|per| disk_plan(cfg, per.saturating_add(snapshot_disk)));
     Plan {
         tensors,
         total_bytes,
@@ -94,6 +95,47 @@ pub fn plan_for(
         gpu,
         disk,
     }
+}
+
+/// Self-play's lines (a run config whose `population` takes snapshots): the copy of the
+/// learner that plays the snapshots (every line of the learner's but its checkpoint), and the
+/// newest `max_snapshots` snapshots of its parameters with the copy a checkpoint writes of
+/// them. Returns the bytes the snapshots add to each checkpoint on disk.
+fn self_play_tensors(cfg: &RunConfig, tensors: &mut Vec<PlanTensor>) -> u64 {
+    let Some(p) = cfg.population.as_ref().filter(|p| p.snapshot_every > 0) else {
+        return 0;
+    };
+    let player = tensors
+        .iter()
+        .filter(|t| !t.name.starts_with("checkpoint"))
+        .fold(0u64, |acc, t| acc.saturating_add(t.bytes));
+    let params = tensors
+        .iter()
+        .fold(0u64, |acc, t| acc.saturating_add(t.params));
+    let kept = (p.max_snapshots as u64)
+        .saturating_mul(params)
+        .saturating_mul(4);
+    tensors.push(PlanTensor {
+        name: "self-play player (a copy of the learner that plays the snapshots)".into(),
+        shape: "the learner's lines above but its checkpoint".into(),
+        bytes: player,
+        knobs: "lower arenas, rollout, hidden or layers",
+        disk_bytes: None,
+        params: 0,
+    });
+    tensors.push(PlanTensor {
+        name: "self-play snapshots (kept, and copied into each checkpoint)".into(),
+        shape: format!(
+            "{} snapshots x {} params x 4 B x 2",
+            p.max_snapshots,
+            super::sizing::fmt(params)
+        ),
+        bytes: kept.saturating_mul(2),
+        knobs: "lower population.max_snapshots, hidden or layers",
+        disk_bytes: None,
+        params: 0,
+    });
+    kept
 }
 
 fn backend_of(device: PlanDevice) -> Backend {

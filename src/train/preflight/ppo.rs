@@ -69,6 +69,7 @@ fn plan(
         bytes: s.params + s.grads + s.adam + s.activations + s.indices,
         knobs: "lower hidden, layers or seeds, or use shared: true",
         disk_bytes: Some(s.params + s.adam),
+        params: spec.nets as u64 * spec.params_per_net() as u64,
     });
     let rows = cfg.replica_count() as u64
         * cfg.rollout as u64
@@ -91,6 +92,7 @@ fn plan(
         bytes: rows * (8 + masks + state),
         knobs: "lower rollout, arenas or seeds",
         disk_bytes: None,
+        params: 0,
     });
     tensors
 }

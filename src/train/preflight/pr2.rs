@@ -107,6 +107,7 @@ pub(crate) fn plan(
             bytes: head_bytes,
             knobs: "use critic: factorized (pair_rank: k for less), or lower num_steps (rollout) / buffer_batch_size, or raise minibatches, or fewer seeds / grid points",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "critic body (parameters, Adam, target, activations)".into(),
@@ -119,6 +120,7 @@ pub(crate) fn plan(
             bytes: without.total(),
             knobs: "lower hidden, layers, rollout or buffer_batch_size, or seeds",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "learner-step rows (observations, actions, targets)".into(),
@@ -130,6 +132,7 @@ pub(crate) fn plan(
             bytes: rows * (d + 4 * (n as u64 + 5) + 4 * a as u64),
             knobs: "lower rollout or buffer_batch_size",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "arenas and rollout".into(),
@@ -141,6 +144,7 @@ pub(crate) fn plan(
             bytes: reps * b * (layout.bytes_per_arena() as u64 + (t + 1) * n as u64 * (d + 8)),
             knobs: "lower arenas or rollout, or seeds",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "replay buffer".into(),
@@ -152,6 +156,7 @@ pub(crate) fn plan(
             bytes: replay,
             knobs: "lower replay_capacity or seeds",
             disk_bytes: None,
+            params: 0,
         },
     ];
     if g > 0 {
@@ -172,6 +177,7 @@ pub(crate) fn plan(
             bytes: replay_states + step + acting,
             knobs: "lower gru_hidden, replay_capacity, buffer_batch_size or rollout",
             disk_bytes: None,
+            params: 0,
         });
     }
     if cfg.learn.opponent_models {
@@ -187,6 +193,7 @@ pub(crate) fn plan(
             bytes: ms.total() + 2 * pass_rows * m.head as u64 * 4,
             knobs: "opponent_models: false, or lower hidden, rollout or buffer_batch_size",
             disk_bytes: None,
+            params: 0,
         });
     }
     let models = if cfg.learn.opponent_models {
@@ -266,6 +273,7 @@ pub(crate) fn joint_q_figure(
             .saturating_mul(8),
         knobs: "use critic: factorized",
         disk_bytes: None,
+        params: 0,
     }
 }
 

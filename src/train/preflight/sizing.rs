@@ -29,6 +29,10 @@ pub struct PlanTensor {
     /// Its bytes on disk, for what is also written to disk (the checkpoint).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_bytes: Option<u64>,
+    /// The learner's network parameters it holds (what a self-play snapshot copies; 0 for
+    /// every other line).
+    #[serde(skip)]
+    pub params: u64,
 }
 
 /// One stack a run keeps on the device: its shape, the rows of its largest pass, and the
@@ -100,6 +104,7 @@ pub(crate) fn qnet_tensors(
             bytes: s.params + s.grads + s.adam + s.target,
             knobs: "lower hidden, layers or seeds, or use shared: true",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "critic activations".into(),
@@ -107,6 +112,7 @@ pub(crate) fn qnet_tensors(
             bytes: s.activations + s.indices,
             knobs: "raise minibatches, or lower arenas, rollout, batch_size or hidden",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "arenas".into(),
@@ -119,6 +125,7 @@ pub(crate) fn qnet_tensors(
             bytes: replicas * b * layout.bytes_per_arena() as u64,
             knobs: "lower arenas or seeds",
             disk_bytes: None,
+            params: 0,
         },
     ];
     (tensors, spec)
@@ -179,6 +186,7 @@ pub(crate) fn checkpoint_tensor(
             .saturating_add(1 << 20),
         knobs: "lower arenas, replay_capacity, hidden or layers, or set checkpoint_replay: false",
         disk_bytes: Some(disk),
+        params,
     }
 }
 
@@ -206,6 +214,7 @@ pub(crate) fn opponent_tensor(
             + extra,
         knobs: "opponent_models: false, or lower hidden, rollout or arenas",
         disk_bytes: None,
+        params: 0,
     }
 }
 
@@ -294,6 +303,7 @@ pub(crate) fn sequence_replay_tensors(
             bytes: passes[0] + passes[1],
             knobs: "lower batch_size, rollout, arenas or gru_hidden",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "replay buffer (sequences)".into(),
@@ -304,6 +314,7 @@ pub(crate) fn sequence_replay_tensors(
             bytes: ring,
             knobs: "lower replay_capacity or seeds",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "sequences being acted, hidden states".into(),
@@ -314,6 +325,7 @@ pub(crate) fn sequence_replay_tensors(
             bytes: acting,
             knobs: "lower arenas, rollout, gru_hidden or seeds",
             disk_bytes: None,
+            params: 0,
         },
         PlanTensor {
             name: "sequence minibatch and target pass".into(),
@@ -325,6 +337,7 @@ pub(crate) fn sequence_replay_tensors(
             bytes: minibatch,
             knobs: "lower batch_size or rollout",
             disk_bytes: None,
+            params: 0,
         },
     ];
     (lines, ring)
@@ -434,6 +447,7 @@ pub(crate) fn pqn_plan(
                 + mb * (d + 1 + 4 * 3 + 4 * 3),
             knobs: "lower gru_hidden, memory_window, arenas or seeds",
             disk_bytes: None,
+            params: 0,
         });
     }
     tensors.push(PlanTensor {
@@ -445,6 +459,7 @@ pub(crate) fn pqn_plan(
         bytes: t * rows_per_step * (d + 32) + rows_per_step * 4,
         knobs: "lower rollout, arenas or seeds",
         disk_bytes: None,
+        params: 0,
     });
     if cfg.learn.opponent_models {
         let rows = replicas * t * b * n;
@@ -505,6 +520,7 @@ pub(crate) fn iql_plan(
             bytes: replay,
             knobs: "lower replay_capacity or seeds",
             disk_bytes: None,
+            params: 0,
         });
     }
     let mut models = 0;

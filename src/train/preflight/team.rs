@@ -57,6 +57,7 @@ fn plan(
         bytes: replay,
         knobs: "lower replay_capacity or seeds",
         disk_bytes: None,
+        params: 0,
     });
     let mut params = spec.params() as u64;
     if mixer {
@@ -79,6 +80,7 @@ fn plan(
             bytes: h.params + h.grads + h.adam + h.target + h.activations + h.indices,
             knobs: "lower qmix.hyper_hidden, qmix.embed, batch_size or seeds",
             disk_bytes: None,
+            params: 0,
         });
         params += hyper.params() as u64;
     }

@@ -77,3 +77,26 @@ fn a_recurrent_minibatch_recomputes_the_acting_log_probabilities() {
         );
     }
 }
+
+#[test]
+fn the_slots_a_population_plays_are_left_out_of_the_losses() {
+    // 2 steps of 3 arenas x 2 learners: entry `t * 6 + row`, slot `row % 2`.
+    let mut ro = PpoRollout::new((2, 6, 4), 3, false, 0);
+    let mut index = Vec::new();
+    ro.learning_entries(&mut index);
+    assert_eq!(index, (0..12).collect::<Vec<u32>>());
+    ro.skip_slots(Some(&[false, true]));
+    ro.learning_entries(&mut index);
+    assert_eq!(index, [0, 2, 4, 6, 8, 10]);
+    ro.skip_slots(Some(&[true, false]));
+    ro.learning_entries(&mut index);
+    assert_eq!(index, [1, 3, 5, 7, 9, 11]);
+    // A recurrent policy's entries are whole sequences: rows.
+    let mut rec = PpoRollout::new((2, 6, 4), 3, false, 0).recurrent(4);
+    rec.skip_slots(Some(&[false, true]));
+    rec.learning_entries(&mut index);
+    assert_eq!(index, [0, 2, 4]);
+    rec.skip_slots(None);
+    rec.learning_entries(&mut index);
+    assert_eq!(index, [0, 1, 2, 3, 4, 5]);
+}
