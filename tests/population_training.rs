@@ -1,5 +1,5 @@
 //! Training against a population (the run config's `population`): the population really acts
-//! for its slots (on the stag hunt, PQN and IPPO learn the best response to whichever partner
+//! for its slots (on the stag hunt, PQN, IPPO and MAPPO learn the best response to whichever partner
 //! the population holds: stag beside a stag hunter, hare beside a hare hunter), self-play keeps
 //! its newest snapshots in every checkpoint and gets them back on resume, the memory preflight
 //! counts self-play's copy of the learner and its snapshots, and what cannot work is refused
@@ -87,6 +87,11 @@ fn the_learner_best_responds_to_the_population_it_trains_beside() {
 #[test]
 fn ippo_best_responds_to_the_population_leaving_its_slots_out_of_the_loss() {
     best_responds(Algo::Ippo, "ippo");
+}
+
+#[test]
+fn mappo_best_responds_to_the_population_leaving_its_slots_out_of_the_loss() {
+    best_responds(Algo::Mappo, "mappo");
 }
 
 fn best_responds(algo: Algo, label: &str) {
