@@ -141,8 +141,13 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             Algo::OnlineDqn => {
                 (cfg.online_dqn.epochs, cfg.online_dqn.minibatches) = (epochs, minibatches)
             }
-            Algo::Ippo | Algo::Mappo | Algo::PqnVdn | Algo::Vdn | Algo::Qmix => {
-                unreachable!("the flat form predates the PPO, VDN and QMIX learners")
+            Algo::Ippo
+            | Algo::Mappo
+            | Algo::PqnVdn
+            | Algo::Vdn
+            | Algo::Qmix
+            | Algo::AdvantageAlignment => {
+                unreachable!("the flat form predates the PPO, VDN, QMIX and shaping learners")
             }
         }
         match algo {

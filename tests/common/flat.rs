@@ -11,8 +11,13 @@ pub fn flat_text(cfg: &RunConfig) -> String {
         Algo::Pqn | Algo::Iql => ["pqn", "iql"],
         Algo::Pr2Iql => ["pr2", "iql"],
         Algo::OnlineDqn => ["online_dqn", "online_dqn"],
-        Algo::Ippo | Algo::Mappo | Algo::PqnVdn | Algo::Vdn | Algo::Qmix => {
-            panic!("the flat form predates the PPO, VDN and QMIX learners")
+        Algo::Ippo
+        | Algo::Mappo
+        | Algo::PqnVdn
+        | Algo::Vdn
+        | Algo::Qmix
+        | Algo::AdvantageAlignment => {
+            panic!("the flat form predates the PPO, VDN, QMIX and opponent-shaping learners")
         }
     };
     let mut out = Vec::new();
@@ -33,7 +38,7 @@ pub fn flat_text(cfg: &RunConfig) -> String {
             continue;
         };
         // Sections added after the flat form had none of their fields there.
-        if s == "ppo" || s == "qmix" {
+        if s == "ppo" || s == "qmix" || s == "alignment" {
             continue;
         }
         let (key, value) = t.split_once(':').unwrap();

@@ -43,6 +43,14 @@ use crate::train::tensors::{NamedTensors, Tensor};
 /// uniform first policy.
 const POLICY_HEAD_SCALE: f32 = 0.01;
 
+/// A rewrite of the rollout's advantages between GAE and the minibatch epochs: how an
+/// opponent-shaping method built on IPPO ([`super::advantage_alignment`]) changes what each
+/// learner's policy climbs.
+pub(crate) trait AdvantageShaping: Send {
+    /// Rewrites `ro.adv` (`[T, rows]`, row `arena * learners + slot`) in place.
+    fn shape(&mut self, ro: &mut PpoRollout, learners: usize);
+}
+
 /// An IPPO learner with its arenas.
 pub struct Ippo {
     cfg: RunConfig,
@@ -69,6 +77,8 @@ pub struct Ippo {
     nets: Vec<u32>,
     /// The rollout's rows in the order minibatches are cut from.
     index: Vec<u32>,
+    /// The advantages' rewrite, for a method built on IPPO (none: IPPO itself).
+    shaping: Option<Box<dyn AdvantageShaping>>,
 }
 
 impl Ippo {
@@ -122,7 +132,17 @@ impl Ippo {
             value,
             learners,
             actions,
+            shaping: None,
         })
+    }
+
+    /// The same learner with its advantages rewritten by `shaping` before every update's
+    /// epochs.
+    pub(crate) fn shaped(self, shaping: Box<dyn AdvantageShaping>) -> Ippo {
+        Ippo {
+            shaping: Some(shaping),
+            ..self
+        }
     }
 
     /// The current observations as network input rows (`[B * N, input]`).
@@ -181,6 +201,9 @@ impl Ippo {
         let sim_before = self.progress.sim_seconds;
         self.rollout()?;
         (self.ro).advantages(self.cfg.learn.gamma, self.cfg.ppo.gae_lambda);
+        if let Some(s) = self.shaping.as_mut() {
+            s.shape(&mut self.ro, self.learners);
+        }
         // The slots a population played are left out: their actions were not the policy's.
         self.ro.skip_slots(self.batch.fixed_slot_mask());
         let loss = self.ro.train_epochs(

@@ -2,6 +2,7 @@
 //! algorithm's [`Learner`](crate::train::Learner) and the memory preflight sizes its tensors
 //! through [`algorithm`]. Adding an algorithm adds a file and one line to [`algorithm`].
 
+pub mod advantage_alignment;
 pub mod ippo;
 pub mod iql;
 pub mod mappo;
@@ -74,6 +75,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
             new: |c, l, d, j| Ok(Box::new(qmix::new(c, l, d, j)?)),
             plan: crate::train::preflight::team::qmix_plan,
             gpu: sizing::iql_gpu,
+        },
+        Algo::AdvantageAlignment => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(advantage_alignment::new(c, l, d, j)?)),
+            plan: crate::train::preflight::ppo::ippo_plan,
+            gpu: crate::train::preflight::ppo::ippo_gpu,
         },
         Algo::Pr2Iql => Algorithm {
             new: pr2::Pr2Iql::boxed,

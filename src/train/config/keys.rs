@@ -42,11 +42,12 @@ pub(crate) enum Section {
     OnlineDqn,
     Ppo,
     Qmix,
+    Alignment,
 }
 
 impl Section {
     /// Every section, in the order of the saved form.
-    pub(crate) const ALL: [Section; 8] = [
+    pub(crate) const ALL: [Section; 9] = [
         Section::Network,
         Section::Learn,
         Section::Pqn,
@@ -55,6 +56,7 @@ impl Section {
         Section::OnlineDqn,
         Section::Ppo,
         Section::Qmix,
+        Section::Alignment,
     ];
 
     /// Its field name in `RunConfig`.
@@ -68,6 +70,7 @@ impl Section {
             Section::OnlineDqn => "online_dqn",
             Section::Ppo => "ppo",
             Section::Qmix => "qmix",
+            Section::Alignment => "alignment",
         }
     }
 
@@ -82,6 +85,7 @@ impl Section {
             Section::OnlineDqn => "OnlineDqnConfig",
             Section::Ppo => "PpoConfig",
             Section::Qmix => "QmixConfig",
+            Section::Alignment => "AlignmentConfig",
         }
     }
 
@@ -148,6 +152,7 @@ impl Section {
                 "normalize_advantages",
             ],
             Section::Qmix => &["embed", "hyper_hidden"],
+            Section::Alignment => &["beta"],
         }
     }
 
@@ -160,8 +165,9 @@ impl Section {
             Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql | Algo::Vdn | Algo::Qmix),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
-            Section::Ppo => matches!(algo, Algo::Ippo | Algo::Mappo),
+            Section::Ppo => matches!(algo, Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment),
             Section::Qmix => algo == Algo::Qmix,
+            Section::Alignment => algo == Algo::AdvantageAlignment,
         }
     }
 
@@ -354,6 +360,7 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::PqnVdn => "pqn_vdn",
         Algo::Vdn => "vdn",
         Algo::Qmix => "qmix",
+        Algo::AdvantageAlignment => "advantage_alignment",
     }
 }
 

@@ -21,8 +21,8 @@ mod validate;
 
 pub use migrate::Moved;
 pub use sections::{
-    IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig, Pr2Config,
-    QmixConfig,
+    AlignmentConfig, IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig,
+    Pr2Config, QmixConfig,
 };
 pub use validate::{
     MAX_ARENAS, MAX_BATCH, MAX_BINS, MAX_EPOCHS, MAX_HIDDEN, MAX_KEEP_CHECKPOINTS, MAX_REPLAY,
@@ -59,6 +59,10 @@ pub enum Algo {
     /// QMIX: VDN's replay learner with a monotonic mixing network whose weights come from
     /// hypernetworks over the arena's global state (`qmix` section).
     Qmix,
+    /// Advantage Alignment (opponent shaping): IPPO's learners with each learner's advantage
+    /// reweighted by its past advantages times the other learners' current ones (`alignment`
+    /// section).
+    AdvantageAlignment,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -259,6 +263,8 @@ pub struct RunConfig {
     pub ppo: PpoConfig,
     /// QMIX's mixer.
     pub qmix: QmixConfig,
+    /// Advantage Alignment's weight (read by `advantage_alignment`).
+    pub alignment: AlignmentConfig,
 }
 
 impl Default for RunConfig {
@@ -290,6 +296,7 @@ impl Default for RunConfig {
             online_dqn: OnlineDqnConfig::default(),
             ppo: PpoConfig::default(),
             qmix: QmixConfig::default(),
+            alignment: AlignmentConfig::default(),
         }
     }
 }
@@ -438,7 +445,9 @@ impl RunConfig {
             }
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
-            Algo::Ippo | Algo::Mappo => (self.ppo.epochs, self.ppo.minibatches),
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+                (self.ppo.epochs, self.ppo.minibatches)
+            }
         }
     }
 
@@ -480,7 +489,9 @@ impl RunConfig {
             Algo::Iql | Algo::Vdn | Algo::Qmix => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),
-            Algo::Ippo | Algo::Mappo => self.arenas * self.rollout / self.ppo.minibatches.max(1),
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+                self.arenas * self.rollout / self.ppo.minibatches.max(1)
+            }
         }
     }
 

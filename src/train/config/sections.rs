@@ -259,6 +259,21 @@ impl Default for PpoConfig {
     }
 }
 
+/// Advantage Alignment (`alignment:`, read by `advantage_alignment`): the weight beta of the
+/// alignment term, `A*_i(t) = A_i(t) + beta * (sum_{k<t} gamma^(t-1-k) A_i(k)) * A_-i(t)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlignmentConfig {
+    /// beta: 0 is plain IPPO.
+    pub beta: f32,
+}
+
+impl Default for AlignmentConfig {
+    fn default() -> Self {
+        AlignmentConfig { beta: 1.0 }
+    }
+}
+
 /// QMIX's mixer (`qmix:`): the mixing layer's width and the hypernetworks' hidden width
 /// (pymarl's and JaxMARL's `mixer_embed_dim` / `hypernet_embed`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

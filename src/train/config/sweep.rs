@@ -144,6 +144,19 @@ pub const IPPO_SWEEPABLE: [(&str, &str); 8] = [
     ("gae_lambda", "GAE's lambda"),
 ];
 
+/// The keys a sweep of Advantage Alignment may vary: IPPO's and its weight.
+pub const ALIGNMENT_SWEEPABLE: [(&str, &str); 9] = [
+    ("lr", "learning rate"),
+    ("lr_decay", "linear decay of the learning rate"),
+    ("gamma", "discount"),
+    ("max_grad_norm", "per-network gradient clip"),
+    ("clip", "the surrogate's clipping range"),
+    ("ent_coef", "weight of the entropy bonus"),
+    ("vf_coef", "weight of the value loss"),
+    ("gae_lambda", "GAE's lambda"),
+    ("beta", "weight of the alignment term"),
+];
+
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
     match algo {
@@ -152,6 +165,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::Pr2Iql => &PR2_SWEEPABLE,
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
         Algo::Ippo | Algo::Mappo => &IPPO_SWEEPABLE,
+        Algo::AdvantageAlignment => &ALIGNMENT_SWEEPABLE,
         Algo::PqnVdn => &PQN_VDN_SWEEPABLE,
         Algo::Vdn | Algo::Qmix => &IQL_KEYS,
     }

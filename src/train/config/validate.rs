@@ -93,9 +93,31 @@ impl RunConfig {
         Ok(())
     }
 
+    /// Checks what the algorithm needs of the scenario, which has `learners` learner slots per
+    /// arena (before a run creates anything).
+    pub fn validate_for(&self, learners: usize) -> Result<(), ConfigError> {
+        if self.algo == Algo::AdvantageAlignment && learners < 2 {
+            return Err(ConfigError::Invalid {
+                field: "algo",
+                message: format!(
+                    "advantage_alignment aligns each learner's advantage with the others': the \
+                     scenario has {learners} learner slot per arena, and it needs at least 2"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks every value.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| Err(ConfigError::Invalid { field, message });
+        let beta = self.alignment.beta;
+        if !beta.is_finite() || beta < 0.0 {
+            return bad(
+                "alignment.beta",
+                format!("{beta}: a finite weight, 0 or more (0 is plain IPPO)"),
+            );
+        }
         if self.name.is_empty() || self.name.contains('/') {
             return bad(
                 "name",
@@ -219,7 +241,9 @@ impl RunConfig {
             Algo::Pqn | Algo::PqnVdn => Some(("pqn.minibatches", self.pqn.minibatches)),
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
-            Algo::Ippo | Algo::Mappo => Some(("ppo.minibatches", self.ppo.minibatches)),
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+                Some(("ppo.minibatches", self.ppo.minibatches))
+            }
             Algo::Iql | Algo::Vdn | Algo::Qmix => None,
         };
         if let Some((field, minibatches)) = minibatches

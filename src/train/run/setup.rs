@@ -41,6 +41,7 @@ impl<'a> Run<'a> {
         let ranks = Ranks::new(cfg, job, checksum_every)?;
         let (mine, learner_job) = ranks.share(cfg);
         let loaded = load_scenario(cfg)?;
+        cfg.validate_for(loaded.scenario.learners_per_arena())?;
         PopulationPlay::check(cfg, &loaded)?;
         let device: Chosen = choose_device(cfg.device)?;
         memory_preflight(&mine, &loaded, &device, opts, job)?;
