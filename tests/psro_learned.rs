@@ -355,6 +355,23 @@ fn the_command_line_runs_learned_psro_on_the_stag_hunt_and_continues() {
         text.contains("iteration   0  population sizes 1 1  NashConv >= "),
         "{text}"
     );
+    // Continued: only iteration 1 is run and printed.
+    let o = go("2", &[]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("continuing") && text.contains("after iteration 0 of 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("iteration   1  population sizes 2 2"),
+        "{text}"
+    );
+    assert!(!text.contains("iteration   0  population"), "{text}");
     let o = go("2", &["--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -386,5 +403,34 @@ fn the_command_line_runs_learned_psro_on_the_stag_hunt_and_continues() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--best-response learned"), "{err}");
+    // `auto` on the coin game (no exact model): learned, saying why.
+    let o = Command::new(bin)
+        .args([
+            "psro",
+            "assets/scenarios/coin_game.ron",
+            "--best-response",
+            "auto",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(dir.join("coin"))
+        .args(["--iterations", "1", "--episodes", "8"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("no exact model") && text.contains("learning them instead"),
+        "{text}"
+    );
+    assert!(
+        text.contains("iteration   0  population sizes 1 1  NashConv >= "),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
