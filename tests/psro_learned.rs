@@ -307,6 +307,13 @@ fn bad_settings_are_refused_and_leave_the_directory_as_it_was() {
     assert!(err.contains("config.seed: 0 -> 9"), "{err}");
     assert_eq!(std::fs::read(&state).unwrap(), saved);
     assert!(!dir.join("iter_1").exists());
+    // An entry that names no member: refused, not a panic.
+    let mut edited: serde_json::Value = serde_json::from_slice(&saved).unwrap();
+    edited["payoffs"][0]["profile"] = serde_json::json!([7, 0]);
+    std::fs::write(&state, edited.to_string()).unwrap();
+    x.config.seed = 0;
+    let err = run(&x, &dir).unwrap_err().to_string();
+    assert!(err.contains("names no pair of members"), "{err}");
     std::fs::write(&state, b"{ not json").unwrap();
     x.config.seed = 0;
     assert!(matches!(run(&x, &dir), Err(LearnedPsroError::State { .. })));

@@ -157,6 +157,20 @@ pub(super) fn load_state(
             k + 1
         )));
     }
+    // Entries the meta-game reads: a member of each slot, a finite mean and error per slot.
+    let sizes: Vec<usize> = saved.members.iter().map(Vec::len).collect();
+    if let Some(e) = saved.payoffs.iter().find(|e| {
+        e.profile.len() != 2
+            || e.profile.iter().zip(&sizes).any(|(j, n)| j >= n)
+            || e.mean.len() != 2
+            || e.se.len() != 2
+            || e.mean.iter().chain(&e.se).any(|x| !x.is_finite())
+    }) {
+        return Err(bad(format!(
+            "meta-game entry {:?} names no pair of members or lacks a finite return per slot",
+            e.profile
+        )));
+    }
     Ok(Some(saved))
 }
 
