@@ -335,7 +335,7 @@ fn prioritised_sampling_favours_the_members_the_focal_side_beats_least() {
     let draws = 100_000;
     for k in 0..draws {
         let u = (k as f64 + 0.5) / draws as f64;
-        counts[pick(Sampling::Prioritized { exponent: 1.0 }, 4, &rates, u)] += 1;
+        counts[pick(&Sampling::Prioritized { exponent: 1.0 }, 4, &rates, u)] += 1;
     }
     // Weights 0.1, 0.5, 0.5 (unknown), 0: shares 1/11, 5/11, 5/11, 0.
     assert_eq!(counts[3], 0);
@@ -345,20 +345,20 @@ fn prioritised_sampling_favours_the_members_the_focal_side_beats_least() {
     // Beating everyone falls back to uniform.
     assert_eq!(
         pick(
-            Sampling::Prioritized { exponent: 2.0 },
+            &Sampling::Prioritized { exponent: 2.0 },
             2,
             &[Some(1.0), Some(1.0)],
             0.75
         ),
         1
     );
-    assert_eq!(pick(Sampling::Fixed(1), 3, &[], 0.0), 1);
+    assert_eq!(pick(&Sampling::Fixed(1), 3, &[], 0.0), 1);
 }
 
 proptest! {
     #[test]
     fn uniform_sampling_picks_a_member_with_equal_shares(members in 1usize..40, u in 0.0f64..1.0) {
-        let k = pick(Sampling::Uniform, members, &[], u);
+        let k = pick(&Sampling::Uniform, members, &[], u);
         prop_assert!(k < members);
         // Member k owns [k/M, (k+1)/M).
         prop_assert!(u >= k as f64 / members as f64 - 1e-12 && u < (k + 1) as f64 / members as f64 + 1e-12);
@@ -370,7 +370,7 @@ proptest! {
         exponent in 0.0f64..5.0,
         u in 0.0f64..1.0,
     ) {
-        let k = pick(Sampling::Prioritized { exponent }, rates.len(), &rates, u);
+        let k = pick(&Sampling::Prioritized { exponent }, rates.len(), &rates, u);
         prop_assert!(k < rates.len());
         // A member the focal side always beats is never drawn while another is not beaten.
         if exponent > 0.0 && rates[k] == Some(1.0) {

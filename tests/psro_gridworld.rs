@@ -169,7 +169,7 @@ fn a_scenario_too_large_for_the_budget_is_refused_with_the_plans_figures() {
             && text.contains("budget 1.00 MiB")
             // The largest table is PSRO's own: 21 members per learner at most.
             && text.contains("PSRO populations 21 members x 3 learners x 85,184 states")
-            && text.contains("learned best response is not available for PSRO yet"),
+            && text.contains("use learned best responses (--best-response learned"),
         "{text}"
     );
     // Bad settings are typed errors too.
@@ -198,7 +198,7 @@ fn a_scenario_too_large_for_the_budget_is_refused_with_the_plans_figures() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("not available for PSRO yet"), "{err}");
+    assert!(err.contains("--best-response learned"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
 

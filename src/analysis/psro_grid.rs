@@ -22,8 +22,8 @@
 //!   profile.
 //!
 //! Memory: the exact NashConv preflight ([`plan`]) plus the populations' action tables and the
-//! meta-game; when it does not fit the run is refused with the plan's figures. The learned best
-//! response ([`super::learned`]) is not wired into PSRO.
+//! meta-game; when it does not fit the run is refused with the plan's figures (PSRO with learned
+//! best responses, [`super::psro_learned`], runs past that reach).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -44,8 +44,8 @@ pub enum GridPsroError {
     /// The scenario's substrate has no exact model.
     #[error(
         "PSRO runs on matrix games and on the gridworlds the exact analysis models (Pursuit); \
-         scenario `{scenario}` uses the {substrate} substrate, and the learned best response \
-         is not available for PSRO yet"
+         scenario `{scenario}` uses the {substrate} substrate, which has no exact model: use \
+         learned best responses (--best-response learned --config RUN.ron --out DIR)"
     )]
     Unsupported {
         /// The scenario.
@@ -78,8 +78,9 @@ pub enum GridPsroError {
     /// The exact analysis does not fit the memory budget.
     #[error(
         "PSRO with exact best responses needs {} for {} states, over the budget {} \
-         ({detail}); the learned best response is not available for PSRO yet: use a smaller \
-         scenario or a larger --memory-budget (see `gridarena plan --nashconv exact`)",
+         ({detail}): use learned best responses (--best-response learned --config RUN.ron \
+         --out DIR), a smaller scenario or a larger --memory-budget (see `gridarena plan \
+         --nashconv exact`)",
         crate::error::human_bytes(*.total_bytes),
         fmt(*.states),
         crate::error::human_bytes(*.budget_bytes)

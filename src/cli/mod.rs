@@ -17,6 +17,7 @@ pub(crate) mod plot;
 pub(crate) mod population;
 pub(crate) mod psro;
 pub(crate) mod psro_grid;
+pub(crate) mod psro_learned;
 #[cfg(feature = "gpu")]
 pub(crate) mod render;
 pub(crate) mod report;

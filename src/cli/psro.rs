@@ -1,7 +1,8 @@
 //! `gridarena psro`: PSRO on a matrix game's stage game, or on a small gridworld with exact
-//! best responses (any other scenario the exact analysis models: [`gridarena::analysis::psro_grid`]);
-//! one line per iteration (population sizes, NashConv of the meta-strategies in the full game)
-//! and the final meta-strategies.
+//! best responses (any other scenario the exact analysis models: [`gridarena::analysis::psro_grid`]),
+//! or on any two-slot scenario with learned best responses (`--best-response learned`:
+//! [`gridarena::analysis::psro_learned`]); one line per iteration (population sizes, NashConv of
+//! the meta-strategies in the full game) and the final meta-strategies.
 
 use std::path::PathBuf;
 
@@ -25,10 +26,27 @@ pub(crate) struct PsroArgs {
     /// 100000 steps, step size 1e-3, floor 1e-6).
     #[arg(long, value_enum, default_value_t = MetaSolverArg::Prd)]
     meta_solver: MetaSolverArg,
+    /// Best responses: `exact` (matrix games' stage game, gridworlds the exact analysis models),
+    /// `learned` (training runs; any two-slot scenario), or `auto` (exact where it is supported
+    /// and fits, learned otherwise).
+    #[arg(long, value_enum, default_value_t = BestResponse::Exact)]
+    best_response: BestResponse,
+    /// Learned best responses: the run configuration (RON) each best response trains with
+    /// (a value learner: pqn, iql or online-dqn).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Learned best responses: evaluation episodes per pair of members.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    episodes: u64,
+    /// Learned best responses: every slot's first member, `random` or `scripted:NAME`.
+    #[arg(long, default_value = "random")]
+    first_member: String,
     /// Print one JSON object (the whole report) instead of text.
     #[arg(long)]
     json: bool,
-    /// Also write the JSON report to this file (atomically).
+    /// Also write the JSON report to this file (atomically); with learned best responses, the
+    /// directory of the best responses' runs and the report (`psro.json`), which the same
+    /// command continues from.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Every player's first strategy: an action index (that action in every state) or
@@ -65,6 +83,29 @@ impl PsroArgs {
             out: self.out.clone(),
         }
     }
+
+    /// The learned-best-response settings.
+    fn learned(&self) -> crate::cli::psro_learned::LearnedArgs {
+        crate::cli::psro_learned::LearnedArgs {
+            iterations: self.iterations as usize,
+            config: self.config.clone(),
+            first_member: self.first_member.clone(),
+            episodes: self.episodes as usize,
+            json: self.json,
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// The `--best-response` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BestResponse {
+    /// Exact best responses.
+    Exact,
+    /// Learned best responses (training runs).
+    Learned,
+    /// Exact where supported and within the memory budget, learned otherwise.
+    Auto,
 }
 
 /// The `--meta-solver` choices.
@@ -84,7 +125,30 @@ pub(crate) fn run(args: PsroArgs) -> Result<()> {
             MetaSolver::RegretMatching(RegretMatchingParams::default())
         }
     };
-    if !matches!(loaded.scenario.substrate, Substrate::MatrixGame(_)) {
+    let matrix = matches!(loaded.scenario.substrate, Substrate::MatrixGame(_));
+    let learned = match args.best_response {
+        BestResponse::Exact => false,
+        BestResponse::Learned => true,
+        BestResponse::Auto if matrix => false,
+        BestResponse::Auto => match crate::cli::psro_grid::exact_refusal(&loaded, &args.grid()) {
+            Some(why) => {
+                if !args.json {
+                    println!("exact best responses: {why}; learning them instead");
+                }
+                true
+            }
+            None => false,
+        },
+    };
+    if learned {
+        return crate::cli::psro_learned::run(
+            &args.scenario,
+            &loaded,
+            meta_solver,
+            &args.learned(),
+        );
+    }
+    if !matrix {
         return crate::cli::psro_grid::run(&args.scenario, &loaded, meta_solver, &args.grid());
     }
     let game = NormalFormGame::from_scenario(&loaded.scenario)

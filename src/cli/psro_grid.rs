@@ -24,6 +24,36 @@ pub(crate) struct GridArgs {
     pub(crate) out: Option<PathBuf>,
 }
 
+/// Why exact best responses cannot run on `loaded` (no exact model, or over the memory
+/// budget), `None` when they can.
+pub(crate) fn exact_refusal(loaded: &LoadedScenario, args: &GridArgs) -> Option<GridPsroError> {
+    let model = match TransitionModel::new(loaded, None) {
+        Ok(m) => m,
+        Err(e) => return Some(GridPsroError::from(e)),
+    };
+    let options = options(args, MetaSolver::Prd(Default::default()));
+    let p = gridarena::analysis::psro_grid::psro_plan(&model, &options);
+    p.plan.refusal().map(|detail| GridPsroError::DoesNotFit {
+        states: model.states(),
+        total_bytes: p.plan.total_bytes,
+        budget_bytes: p.plan.budget_bytes,
+        detail,
+    })
+}
+
+fn options(args: &GridArgs, meta_solver: MetaSolver) -> GridPsroOptions {
+    GridPsroOptions {
+        iterations: args.iterations,
+        meta_solver,
+        initial: args.initial,
+        gamma: args.gamma,
+        tolerance: Tolerance::default(),
+        budget: args
+            .memory_budget
+            .unwrap_or_else(gridarena::train::plan::default_budget),
+    }
+}
+
 pub(crate) fn run(
     path: &Path,
     loaded: &LoadedScenario,
@@ -34,16 +64,7 @@ pub(crate) fn run(
     let model = TransitionModel::new(loaded, None)
         .map_err(GridPsroError::from)
         .with_context(context)?;
-    let options = GridPsroOptions {
-        iterations: args.iterations,
-        meta_solver,
-        initial: args.initial,
-        gamma: args.gamma,
-        tolerance: Tolerance::default(),
-        budget: args
-            .memory_budget
-            .unwrap_or_else(gridarena::train::plan::default_budget),
-    };
+    let options = options(args, meta_solver);
     let text = !args.json;
     if text {
         println!(

@@ -40,7 +40,7 @@ pub enum MemberSpec {
 }
 
 /// How a role filled from a population picks its member, per arena and episode.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub enum Sampling {
     /// Every member equally often.
     #[default]
@@ -54,6 +54,58 @@ pub enum Sampling {
         /// Sharpness (1: proportional to the loss rate; larger: harder members dominate).
         exponent: f64,
     },
+    /// Member k with probability `weights[k] / sum(weights)` (a mixed strategy over the
+    /// members, as PSRO's meta-strategy): one weight per expanded member, each finite and
+    /// non-negative, their sum above 0.
+    Weights(Vec<f64>),
+}
+
+impl Sampling {
+    /// Why this rule cannot draw from `members` expanded members (`None`: the count is not
+    /// known yet, and only what does not depend on it is checked).
+    pub fn check(&self, members: Option<usize>) -> Result<(), String> {
+        match self {
+            Sampling::Uniform => Ok(()),
+            Sampling::Fixed(k) => match members {
+                Some(m) if *k >= m => Err(format!(
+                    "`sampling: Fixed({k})` names no member: the population has {m}"
+                )),
+                _ => Ok(()),
+            },
+            Sampling::Prioritized { exponent } => {
+                if exponent.is_finite() && *exponent >= 0.0 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "`Prioritized(exponent: {exponent})`: the exponent must be finite and >= 0"
+                    ))
+                }
+            }
+            Sampling::Weights(w) => {
+                if let Some((k, x)) = w
+                    .iter()
+                    .enumerate()
+                    .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+                {
+                    return Err(format!(
+                        "`Weights`: weight {k} is {x}; every weight must be finite and >= 0"
+                    ));
+                }
+                if w.iter().sum::<f64>() <= 0.0 {
+                    return Err(format!(
+                        "`Weights({w:?})`: the weights sum to 0; at least one must be positive"
+                    ));
+                }
+                match members {
+                    Some(m) if w.len() != m => Err(format!(
+                        "`Weights` has {} weights for {m} members: one weight per member",
+                        w.len()
+                    )),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// A population manifest as written.
@@ -96,25 +148,12 @@ impl Population {
         if p.members.is_empty() {
             return Err("`members` is empty: a population needs at least one policy".into());
         }
-        if let Sampling::Fixed(k) = p.sampling
-            && k >= p.members.len()
-            && !p
-                .members
-                .iter()
-                .any(|m| matches!(m, MemberSpec::Run { replica: None, .. }))
-        {
-            return Err(format!(
-                "`sampling: Fixed({k})` names no member: the population has {}",
-                p.members.len()
-            ));
-        }
-        if let Sampling::Prioritized { exponent } = p.sampling
-            && !(exponent.is_finite() && exponent >= 0.0)
-        {
-            return Err(format!(
-                "`Prioritized(exponent: {exponent})`: the exponent must be finite and >= 0"
-            ));
-        }
+        // A run without `replica` expands to every replica: the count is known only then.
+        let expands = p
+            .members
+            .iter()
+            .any(|m| matches!(m, MemberSpec::Run { replica: None, .. }));
+        p.sampling.check((!expands).then_some(p.members.len()))?;
         Ok(p)
     }
 
@@ -145,30 +184,52 @@ impl Population {
 
 /// Member `k` under `sampling` for a draw `u` uniform in [0, 1), given the focal side's win
 /// rate against each member (`None`: unknown).
-pub fn pick(sampling: Sampling, members: usize, win_rates: &[Option<f64>], u: f64) -> usize {
+pub fn pick(sampling: &Sampling, members: usize, win_rates: &[Option<f64>], u: f64) -> usize {
     match sampling {
         Sampling::Uniform => ((u * members as f64) as usize).min(members.saturating_sub(1)),
-        Sampling::Fixed(k) => k.min(members.saturating_sub(1)),
+        Sampling::Fixed(k) => (*k).min(members.saturating_sub(1)),
         Sampling::Prioritized { exponent } => {
             let weights: Vec<f64> = (0..members)
                 .map(|k| {
                     let w = win_rates.get(k).copied().flatten().unwrap_or(0.5);
-                    (1.0 - w.clamp(0.0, 1.0)).powf(exponent)
+                    (1.0 - w.clamp(0.0, 1.0)).powf(*exponent)
                 })
                 .collect();
-            let total: f64 = weights.iter().sum();
-            if total <= 0.0 {
-                // The focal side beats everyone: fall back to uniform.
-                return pick(Sampling::Uniform, members, win_rates, u);
-            }
-            let mut at = u * total;
-            for (k, w) in weights.iter().enumerate() {
-                if at < *w {
-                    return k;
-                }
-                at -= w;
-            }
-            members - 1
+            by_weight(&weights, members, u)
+        }
+        Sampling::Weights(w) => {
+            // Members past the weights get none; weights past the members are ignored.
+            let weights: Vec<f64> = (0..members)
+                .map(|k| {
+                    w.get(k)
+                        .copied()
+                        .filter(|x| x.is_finite() && *x > 0.0)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            by_weight(&weights, members, u)
         }
     }
+}
+
+/// Member k with probability proportional to `weights[k]` for a draw `u` in [0, 1); uniform
+/// when no weight is positive.
+fn by_weight(weights: &[f64], members: usize, u: f64) -> usize {
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 || members == 0 {
+        // The focal side beats everyone (or no weight is usable): fall back to uniform.
+        return pick(&Sampling::Uniform, members, &[], u);
+    }
+    let mut at = u * total;
+    for (k, w) in weights.iter().enumerate() {
+        if at < *w {
+            return k;
+        }
+        at -= w;
+    }
+    // Rounding at the top end: the last member with weight.
+    weights
+        .iter()
+        .rposition(|w| *w > 0.0)
+        .unwrap_or(members - 1)
 }

@@ -260,7 +260,7 @@ fn evaluate_one(
         Background::File(p) => Population::open(p)?,
         Background::Members { sampling, members } => Population {
             name: format!("{} background", s.name),
-            sampling: *sampling,
+            sampling: sampling.clone(),
             members: members.clone(),
         },
     };
@@ -276,7 +276,7 @@ fn evaluate_one(
     for r in 0..episodes {
         for i in 0..n {
             let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            assign_bg[r * n + i] = pick(background.sampling, bg.len(), &[], u);
+            assign_bg[r * n + i] = pick(&background.sampling, bg.len(), &[], u);
             assign_focal[r * n + i] = r % focal.len().max(1);
         }
     }

@@ -155,6 +155,9 @@ impl RunConfig {
                     format!("max_snapshots {}: 1 to 256", p.max_snapshots),
                 );
             }
+            if let Err(why) = p.sampling.check(None) {
+                return bad("population", why);
+            }
             let on_policy = matches!(self.algo, Algo::Ippo | Algo::Mappo);
             if !on_policy && !matches!(self.algo, Algo::Pqn | Algo::Iql | Algo::OnlineDqn) {
                 return bad(

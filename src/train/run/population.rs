@@ -70,7 +70,7 @@ impl Actor {
             })
             .collect();
         let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        pick(self.sampling, m, &rates, u)
+        pick(&self.sampling, m, &rates, u)
     }
 
     fn act_all(&mut self, obs: &[u8], actions: &mut [u8]) -> Result<(), String> {
@@ -199,13 +199,26 @@ impl PopulationPlay {
                 spec.slots, loaded.scenario.name
             )));
         }
-        match &spec.opponents {
+        let members = match &spec.opponents {
             Some(path) => {
                 let pop = Population::open(path).map_err(|e| invalid(e.to_string()))?;
-                expand(&pop).map_err(|e| invalid(e.to_string()))
+                expand(&pop).map_err(|e| invalid(e.to_string()))?
             }
-            None => Ok(Vec::new()),
+            None => Vec::new(),
+        };
+        if let Sampling::Weights(_) = spec.sampling
+            && spec.snapshot_every > 0
+        {
+            return Err(invalid(
+                "`sampling: Weights(..)` weighs a fixed list of members: it needs \
+                 `snapshot_every: 0` (snapshots come and go)"
+                    .into(),
+            ));
         }
+        // Snapshots add members as the run goes: the count is fixed only without them.
+        let count = (spec.snapshot_every == 0).then_some(members.len());
+        spec.sampling.check(count).map_err(invalid)?;
+        Ok(members)
     }
 
     /// Installs the population on `learner`'s batch when `cfg` asks for one (restoring the
@@ -260,7 +273,7 @@ impl PopulationPlay {
             names,
             snapshots,
             player,
-            sampling: spec.sampling,
+            sampling: spec.sampling.clone(),
             member: vec![0; arenas],
             slots: (0..n).map(|i| spec.slots.contains(&i)).collect(),
             score: Vec::new(),
