@@ -274,7 +274,7 @@ fn bad_settings_are_refused_and_leave_the_directory_as_it_was() {
     let err = run(&x, &dir).unwrap_err().to_string();
     assert!(err.contains("no scripted baseline `always edge`"), "{err}");
     x = o.clone();
-    x.config.algo = Algo::Ippo;
+    x.config.algo = Algo::Vdn;
     let err = run(&x, &dir).unwrap_err().to_string();
     assert!(
         matches!(run(&x, &dir), Err(LearnedPsroError::Config(_))) && err.contains("pqn, iql"),
