@@ -100,6 +100,30 @@ pub struct SocialMetrics {
     pub equality: f64,
     /// Mean of each counter per episode, with its name.
     pub counters: Vec<(String, f64)>,
+    /// The coin game's own-colour share: coins picked up by their own colour's player over all
+    /// coins picked up, pooled over the episodes ([`own_coin_proportion`]); `None` for other
+    /// substrates and when no coin was picked up.
+    #[serde(default)]
+    pub own_coin_proportion: Option<f64>,
+}
+
+/// The coin game's counters of coins picked up by their own colour's player and by the other.
+const OWN_COINS: (&str, &str) = ("coins_own", "coins_other");
+
+/// Coins picked up by their own colour's player over all coins picked up, summed over
+/// `episodes` (counters named by `counter_names`): 1 when every player takes only its own
+/// colour, about 0.5 for players that take every coin. `None` without the coin game's counters
+/// or when no coin was picked up.
+pub fn own_coin_proportion(counter_names: &[String], episodes: &[EpisodeSummary]) -> Option<f64> {
+    let at = |name: &str| counter_names.iter().position(|n| n == name);
+    let (own, other) = (at(OWN_COINS.0)?, at(OWN_COINS.1)?);
+    let (mut mine, mut all) = (0u64, 0u64);
+    for e in episodes {
+        let o = *e.counters.get(own)? as u64;
+        mine += o;
+        all += o + *e.counters.get(other)? as u64;
+    }
+    (all > 0).then(|| mine as f64 / all as f64)
 }
 
 /// The same episodes with returns of the learners only (slots `0..learners`): scripted agents
@@ -137,6 +161,7 @@ pub fn summarize(counter_names: &[String], episodes: &[EpisodeSummary]) -> Socia
         collective_return: collective,
         equality: if episodes.is_empty() { 1.0 } else { eq },
         counters: counter_names.iter().cloned().zip(counters).collect(),
+        own_coin_proportion: own_coin_proportion(counter_names, episodes),
     }
 }
 
@@ -151,6 +176,27 @@ mod tests {
         // One agent has everything: Gini = (n-1)/n = 0.75 for n = 4.
         assert!((equality(&[0.0, 0.0, 0.0, 8.0]) - 0.25).abs() < 1e-12);
         assert!((equality(&[1.0, 3.0]) - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn own_coin_proportion_pools_the_episodes() {
+        let names: Vec<String> = ["coins_own", "coins_other"].map(String::from).to_vec();
+        let episode = |own, other| EpisodeSummary {
+            arena: 0,
+            episode: 0,
+            length: 10,
+            terminated: false,
+            returns: vec![0.0, 0.0],
+            counters: vec![own, other],
+        };
+        // 3 + 1 own of 3 + 1 + 1 + 3 coins: pooled, not the mean of 0.75 and 0.25.
+        let eps = [episode(3, 1), episode(1, 3), episode(0, 0)];
+        assert_eq!(own_coin_proportion(&names, &eps), Some(0.5));
+        assert_eq!(own_coin_proportion(&names, &eps[..1]), Some(0.75));
+        assert_eq!(own_coin_proportion(&names, &eps[2..]), None);
+        let other: Vec<String> = ["apples"].map(String::from).to_vec();
+        assert_eq!(own_coin_proportion(&other, &eps), None);
+        assert_eq!(summarize(&names, &eps).own_coin_proportion, Some(0.5));
     }
 
     #[test]

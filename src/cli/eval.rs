@@ -139,8 +139,11 @@ fn print_report(report: &EvalReport) {
             || "none (never rewarded)".to_string(),
             |s| format!("step {s:.1}"),
         );
+        let own = r
+            .own_coin_proportion
+            .map_or_else(String::new, |p| format!(", own-colour coins {p:.3}"));
         println!(
-            "  collective {:.2}, equality {:.3}, sustainability {sustainability}; per episode: {}",
+            "  collective {:.2}, equality {:.3}, sustainability {sustainability}{own}; per episode: {}",
             r.collective_return,
             r.equality,
             counters.join(", ")

@@ -188,6 +188,7 @@ pub(crate) fn metrics_line(
         "seeds_opponent_log_loss": per_replica(|o| serde_json::json!(o.log_loss)),
         "seeds_opponent_train_loss": per_replica(|o| serde_json::json!(o.train_loss)),
         "counters": counters_json(&m.counters),
+        "own_coin_proportion": m.own_coin_proportion,
     });
     (line, mean_return)
 }

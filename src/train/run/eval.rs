@@ -37,6 +37,10 @@ pub struct PolicyResult {
     /// Mean sustainability: the mean step at which the learners were rewarded
     /// ([`crate::metrics::sustainability`]), over the episodes where any was; `None` when none.
     pub sustainability: Option<f64>,
+    /// The coin game's own-colour share of the coins picked up
+    /// ([`crate::metrics::own_coin_proportion`]); absent on other substrates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_coin_proportion: Option<f64>,
 }
 
 /// The eval report (`--json` prints it).
@@ -93,6 +97,7 @@ pub fn result(
         per_agent,
         per_agent_ci95,
         counters: m.counters.into_iter().collect(),
+        own_coin_proportion: m.own_coin_proportion,
         collective_return: m.collective_return,
         equality: m.equality,
         sustainability: {
