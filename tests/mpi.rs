@@ -178,6 +178,7 @@ fn rank_mode(mode: &str) {
         Algo::PqnVdn,
         Algo::Vdn,
         Algo::Qmix,
+        Algo::AdvantageAlignment,
     ] {
         identical_parameters(&job, algo);
     }
@@ -406,7 +407,7 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg.qmix.hyper_hidden = 8;
             cfg
         }
-        Algo::Ippo | Algo::Mappo => {
+        Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
             let mut cfg = pqn;
             cfg.algo = algo;
             cfg.learn.opponent_models = false;
