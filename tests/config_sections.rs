@@ -30,12 +30,13 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
         RunConfig::parse_valid(&text, &sectioned_path.display().to_string()).unwrap();
         seen += 1;
     }
-    // The PPO, VDN and QMIX learners came after the sections: their configs have no flat form.
+    // The PPO, VDN, QMIX and shaping learners came after the sections: their configs have no
+    // flat form.
     let shipped = std::fs::read_dir("assets/runs")
         .unwrap()
         .filter(|e| {
             let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
-            let newer = ["ippo", "mappo", "pqn_vdn", "vdn", "qmix"];
+            let newer = ["ippo", "mappo", "pqn_vdn", "vdn", "qmix", "advantage_alignment"];
             !newer.iter().any(|a| text.contains(&format!("algo: {a},")))
         })
         .count();
