@@ -8,7 +8,8 @@
 #   PyTorch `mm`, when the Python given has torch.
 # Each figure is the median over RUNS rounds (each round the best of 9 timed batches), the
 # rounds interleaved. Prints the CPU, whether it has AVX-512, every round's lines, and a
-# Markdown table of the medians.
+# Markdown table of the medians, which it also writes, with the CPU lines, to
+# benches/figures/gemm.md.
 #
 # Usage: benches/gemm/run.sh [RUNS]          (default 3)
 # Environment: PYTHON, a Python with numpy (and torch, optionally); default the peers' virtualenv
@@ -31,6 +32,7 @@ fi
 has_torch=0
 if [[ -n "$py" ]] && "$py" -c "import torch" 2>/dev/null; then has_torch=1; fi
 
+cpu_lines="$(
 echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) cores"
 if grep -qw avx512f /proc/cpuinfo; then
     echo "== AVX-512: yes ($(grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep '^avx512' | tr '\n' ' '))"
@@ -38,6 +40,8 @@ else
     echo "== AVX-512: no (AVX2: $(grep -qw avx2 /proc/cpuinfo && echo yes || echo no), FMA: $(grep -qw fma /proc/cpuinfo && echo yes || echo no))"
 fi
 echo "== environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-(unset)}"
+)"
+echo "$cpu_lines"
 
 target="${CARGO_TARGET_DIR:-$root/target}/gemm-candidates"
 echo "== building the Rust candidates (release) into $target"
@@ -62,9 +66,7 @@ for r in $(seq 1 "$runs"); do
     done
 done
 
-echo
-echo "== medians of $runs rounds, GFLOP/s (largest |difference| from the reference in brackets)"
-"${py:-python3}" - "$out" <<'PY'
+table="$("${py:-python3}" - "$out" <<'PY'
 import statistics, sys, collections
 rows = collections.defaultdict(list)
 diffs = {}
@@ -88,3 +90,17 @@ for name, threads in names:
         cells.append(f"{statistics.median(v):.1f}" if v else "-")
     print(f"| {name} | {threads} | " + " | ".join(cells) + " |")
 PY
+)"
+echo
+echo "== medians of $runs rounds, GFLOP/s (single precision, M x K x N)"
+echo "$table"
+{
+    echo "# GEMM candidates on the critic's shapes"
+    echo
+    echo "\`benches/gemm/run.sh $runs\` on $(date -u +%Y-%m-%d): medians of $runs rounds, GFLOP/s, single precision, M x K x N."
+    echo
+    echo "$cpu_lines" | sed 's/^== /- /'
+    echo
+    echo "$table"
+} > "$root/benches/figures/gemm.md"
+echo "wrote benches/figures/gemm.md"
