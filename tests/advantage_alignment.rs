@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use gridarena::critic::Device;
 use gridarena::policy::Policy;
+use gridarena::train::config::sweep::parse_axis;
 use gridarena::train::config::{Algo, RunConfig};
 use gridarena::train::{TrainOptions, load_policy, train};
 
@@ -96,6 +97,43 @@ fn aligned_learners_reciprocate_where_independent_ones_defect() {
     for p in coop {
         assert!(p.iter().all(|&c| c < 0.5), "beta 0 defects: {coop:?}");
     }
+}
+
+#[test]
+fn a_sweep_varies_the_alignment_weight_per_replica() {
+    let dir = temp("sweep");
+    let mut cfg = ipd(1.0, 0, 4);
+    let (key, values) = parse_axis("beta=[0.0, 2.0]").unwrap();
+    cfg.sweep.insert(key, values);
+    let run = dir.join("run");
+    let summary = train(&cfg, &run, &TrainOptions::default()).unwrap();
+    let table = summary.sweep.expect("a sweep run ranks its grid points");
+    assert_eq!(table.keys, ["beta"]);
+    // Replica 1 (beta 2) learns from other advantages than replica 0 (beta 0, IPPO): their
+    // policies part after the first update, from the same seed.
+    let mut at = |k: usize| {
+        let mut p = gridarena::train::GreedyPolicy::restore_replica(
+            gridarena::train::new_learner(
+                &RunConfig {
+                    sweep: Default::default(),
+                    ..cfg.clone()
+                },
+                &gridarena::scenario::Scenario::load(cfg.scenario.as_ref().unwrap()).unwrap(),
+                &gridarena::critic::choose_device(Device::Cpu).unwrap(),
+            )
+            .unwrap(),
+            &gridarena::train::run_dir::RunDir::open(&run).unwrap(),
+            k,
+        )
+        .unwrap();
+        let obs: Vec<u8> = STATES
+            .iter()
+            .flat_map(|(_, o)| o.iter().chain(o.iter()))
+            .copied()
+            .collect();
+        p.q_values(&obs).unwrap().unwrap()
+    };
+    assert_ne!(at(0), at(1));
 }
 
 #[test]

@@ -36,7 +36,14 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
         .unwrap()
         .filter(|e| {
             let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
-            let newer = ["ippo", "mappo", "pqn_vdn", "vdn", "qmix", "advantage_alignment"];
+            let newer = [
+                "ippo",
+                "mappo",
+                "pqn_vdn",
+                "vdn",
+                "qmix",
+                "advantage_alignment",
+            ];
             !newer.iter().any(|a| text.contains(&format!("algo: {a},")))
         })
         .count();

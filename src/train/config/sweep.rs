@@ -145,17 +145,15 @@ pub const IPPO_SWEEPABLE: [(&str, &str); 8] = [
 ];
 
 /// The keys a sweep of Advantage Alignment may vary: IPPO's and its weight.
-pub const ALIGNMENT_SWEEPABLE: [(&str, &str); 9] = [
-    ("lr", "learning rate"),
-    ("lr_decay", "linear decay of the learning rate"),
-    ("gamma", "discount"),
-    ("max_grad_norm", "per-network gradient clip"),
-    ("clip", "the surrogate's clipping range"),
-    ("ent_coef", "weight of the entropy bonus"),
-    ("vf_coef", "weight of the value loss"),
-    ("gae_lambda", "GAE's lambda"),
-    ("beta", "weight of the alignment term"),
-];
+pub const ALIGNMENT_SWEEPABLE: [(&str, &str); 9] = {
+    let mut keys = [("beta", "weight of the alignment term"); 9];
+    let mut k = 0;
+    while k < IPPO_SWEEPABLE.len() {
+        keys[k] = IPPO_SWEEPABLE[k];
+        k += 1;
+    }
+    keys
+};
 
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
