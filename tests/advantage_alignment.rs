@@ -111,7 +111,7 @@ fn a_sweep_varies_the_alignment_weight_per_replica() {
     assert_eq!(table.keys, ["beta"]);
     // Replica 1 (beta 2) learns from other advantages than replica 0 (beta 0, IPPO): their
     // policies part after the first update, from the same seed.
-    let mut at = |k: usize| {
+    let at = |k: usize| {
         let mut p = gridarena::train::GreedyPolicy::restore_replica(
             gridarena::train::new_learner(
                 &RunConfig {
