@@ -5,11 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-use gridarena::critic::Device;
+use gridarena::critic::{Device, choose_device};
 use gridarena::policy::Policy;
+use gridarena::population::crossplay::crossplay;
+use gridarena::population::{MemberSpec, Population, Sampling};
 use gridarena::train::config::sweep::parse_axis;
 use gridarena::train::config::{Algo, RunConfig};
-use gridarena::train::{TrainOptions, load_policy, train};
+use gridarena::train::run_dir::RunDir;
+use gridarena::train::state_policy::state_policy;
+use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,6 +43,8 @@ fn ipd(beta: f32, seed: u64, updates: u64) -> RunConfig {
     cfg.network.shared = true;
     cfg.learn.gamma = 0.96;
     cfg.learn.lr = 0.005;
+    // As assets/runs/advantage_alignment_ipd.ron.
+    cfg.ppo.gae_lambda = 0.6;
     cfg.network.hidden = 16;
     cfg.network.layers = 1;
     cfg
@@ -54,9 +60,32 @@ const STATES: [(&str, [u8; 5]); 5] = [
     ("DD", [0, 1, 0, 1, 0]),
 ];
 
-/// Each player's probability of cooperating in each state (`[player][state]`).
-fn cooperation(run: &Path) -> [[f64; 5]; 2] {
-    let mut policy = load_policy(run).unwrap();
+/// A replica's greedy policy (its networks restored from the run's newest checkpoint).
+fn replica(cfg: &RunConfig, run: &Path, k: usize) -> GreedyPolicy {
+    let one = RunConfig {
+        seeds: 1,
+        sweep: Default::default(),
+        ..cfg.clone()
+    };
+    let loaded = load_scenario(&one).unwrap();
+    let learner = new_learner(&one, &loaded, &choose_device(Device::Cpu).unwrap()).unwrap();
+    GreedyPolicy::restore_replica(learner, &RunDir::open(run).unwrap(), k).unwrap()
+}
+
+/// Each player's probability of cooperating in each state (`[player][state]`), from the
+/// evaluation's state table; checked against the policy's values on observations written
+/// here by hand.
+fn cooperation(cfg: &RunConfig, run: &Path, k: usize) -> [[f64; 5]; 2] {
+    let loaded = load_scenario(cfg).unwrap();
+    let mut policy = replica(cfg, run, k);
+    let table = state_policy(&loaded, &mut policy, true).unwrap().unwrap();
+    let names = [
+        "start",
+        "cooperate/cooperate",
+        "cooperate/defect",
+        "defect/cooperate",
+    ];
+    assert_eq!(table.states[..4], names);
     let mut out = [[0.0; 5]; 2];
     for (s, (_, obs)) in STATES.iter().enumerate() {
         let both: Vec<u8> = obs.iter().chain(obs.iter()).copied().collect();
@@ -64,6 +93,12 @@ fn cooperation(run: &Path) -> [[f64; 5]; 2] {
         for (p, z) in logits.chunks_exact(2).enumerate() {
             let (c, d) = (z[0] as f64, z[1] as f64);
             out[p][s] = 1.0 / (1.0 + (d - c).exp());
+            let listed = table.probs[p][s][0];
+            assert!(
+                (listed - out[p][s]).abs() < 1e-6,
+                "{p} {s}: {listed} vs {}",
+                out[p][s]
+            );
         }
     }
     out
@@ -75,27 +110,81 @@ fn reciprocate(coop: &[[f64; 5]; 2]) -> bool {
     coop.iter().all(|p| p[1] > 0.5 && p[4] < 0.5)
 }
 
+/// Player 0's return over 16 rounds against always-defect when it plays its greedy choice in
+/// each state (cooperate when its probability is above 0.5).
+fn return_against_defector(coop: &[[f64; 5]; 2]) -> f64 {
+    let mut state = 0; // start
+    let mut total = 0.0;
+    for _ in 0..16 {
+        let cooperates = coop[0][state] > 0.5;
+        total += if cooperates { 0.0 } else { 1.0 };
+        state = if cooperates { 2 } else { 4 }; // (C, D) or (D, D)
+    }
+    total
+}
+
 #[test]
 fn aligned_learners_reciprocate_where_independent_ones_defect() {
-    // Measured here: seeds 0, 3 and 4 of 5 reciprocate (the others: one player cooperates or
-    // defects whatever happened); independent learners defect in every state on every seed.
+    // 10 seeds as the replicas of one run. Measured here: 7 of 10 reciprocate (15 of 20
+    // over seeds 0-19); independent learners defect in every state.
     let dir = temp("ipd");
-    let updates = 300;
+    let mut cfg = ipd(1.0, 0, 300);
+    cfg.seeds = 10;
+    let run = dir.join("aa");
+    train(&cfg, &run, &TrainOptions::default()).unwrap();
     let mut reciprocal = 0;
-    for seed in 0..5 {
-        let run = dir.join(format!("aa{seed}"));
-        train(&ipd(1.0, seed, updates), &run, &TrainOptions::default()).unwrap();
-        let coop = cooperation(&run);
-        eprintln!("seed {seed} aligned: {coop:.2?}");
+    let mut predicted = Vec::new();
+    for k in 0..cfg.seeds {
+        let coop = cooperation(&cfg, &run, k);
+        eprintln!("seed {k} aligned: {coop:.2?}");
         reciprocal += usize::from(reciprocate(&coop));
+        predicted.push(return_against_defector(&coop));
     }
-    assert!(reciprocal >= 2, "{reciprocal} of 5 seeds reciprocate");
+    assert!(reciprocal >= 5, "{reciprocal} of 10 seeds reciprocate");
+    // Against always-defect, through cross-play (player 0's slot): each seed earns what its
+    // state table predicts, and a defector earns 1 a round.
+    let loaded = load_scenario(&cfg).unwrap();
+    let fixed = Population {
+        name: "fixed".into(),
+        sampling: Sampling::Uniform,
+        members: vec![MemberSpec::Scripted("always defect".into())],
+    };
+    let mut rows = Population::of_run(&run);
+    rows.members
+        .insert(0, MemberSpec::Scripted("always defect".into()));
+    let table = crossplay(
+        &loaded,
+        &rows,
+        &fixed,
+        &[0],
+        8,
+        0,
+        &choose_device(Device::Cpu).unwrap(),
+        &indicatif::ProgressBar::hidden(),
+    )
+    .unwrap();
+    assert_eq!(
+        table.row_mean[0][0], 16.0,
+        "a defector beside always-defect"
+    );
+    for (k, want) in predicted.iter().enumerate() {
+        assert_eq!(
+            table.row_mean[1 + k][0],
+            *want,
+            "seed {k} beside always-defect"
+        );
+    }
+    eprintln!("beside always-defect: {predicted:?} (a defector: 16)");
+    let mut indep = ipd(0.0, 0, 300);
+    indep.seeds = 2;
     let run = dir.join("ippo");
-    train(&ipd(0.0, 0, updates), &run, &TrainOptions::default()).unwrap();
-    let coop = cooperation(&run);
-    eprintln!("independent: {coop:.2?}");
-    for p in coop {
-        assert!(p.iter().all(|&c| c < 0.5), "beta 0 defects: {coop:?}");
+    train(&indep, &run, &TrainOptions::default()).unwrap();
+    for k in 0..indep.seeds {
+        let coop = cooperation(&indep, &run, k);
+        eprintln!("seed {k} independent: {coop:.2?}");
+        for p in coop {
+            assert!(p.iter().all(|&c| c < 0.5), "beta 0 defects: {coop:?}");
+        }
     }
 }
 

@@ -149,4 +149,33 @@ fn print_report(report: &EvalReport) {
             counters.join(", ")
         );
     }
+    if let Some(t) = &report.states {
+        let what = match t.stochastic {
+            true => "probability of each action",
+            false => "greedy choice (a value-based learner)",
+        };
+        println!("policy by state (the previous joint action), {what}:");
+        println!("  {:<24} {}", "state", player_headers(t));
+        for (s, state) in t.states.iter().enumerate() {
+            let cells: Vec<String> = t
+                .probs
+                .iter()
+                .map(|p| {
+                    p[s].iter()
+                        .map(|v| format!("{v:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            println!("  {state:<24} {}", cells.join(" | "));
+        }
+    }
+}
+
+/// `player K (a0 a1 ...)` for each player, as wide as its cells.
+fn player_headers(t: &gridarena::train::state_policy::StatePolicy) -> String {
+    (0..t.probs.len())
+        .map(|p| format!("player {p} ({})", t.actions.join(" ")))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }

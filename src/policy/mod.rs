@@ -8,7 +8,7 @@
 mod heuristic;
 mod random;
 
-pub use heuristic::heuristics_for;
+pub use heuristic::{heuristics_for, scripted_for};
 pub use random::RandomPolicy;
 
 /// Why a policy could not act.

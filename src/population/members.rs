@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::PopulationError;
 use super::manifest::{MemberSpec, Population};
 use crate::critic::Chosen;
-use crate::policy::{Policy, RandomPolicy, heuristics_for};
+use crate::policy::{Policy, RandomPolicy, scripted_for};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::train::run_dir::RunDir;
 use crate::train::{GreedyPolicy, new_learner};
@@ -130,7 +130,7 @@ pub fn open(
     match member {
         Member::Random => Ok(Box::new(RandomPolicy::new(seed, arenas, actions))),
         Member::Scripted(name) => {
-            let mut all = heuristics_for(loaded, seed, arenas);
+            let mut all = scripted_for(loaded, seed, arenas);
             let names: Vec<String> = all.iter().map(|(n, _)| format!("`{n}`")).collect();
             match all.iter().position(|(n, _)| n == name) {
                 Some(k) => Ok(all.swap_remove(k).1),

@@ -49,4 +49,6 @@ pub use run::{
     CHECKSUM_EVERY, RunError, TrainOptions, TrainSummary, load_scenario, restore, restore_in,
     train, train_in,
 };
-pub use run::{check_run, eval, integrity, plot, run_dir, shards, sweep_report, tensorboard};
+pub use run::{
+    check_run, eval, integrity, plot, run_dir, shards, state_policy, sweep_report, tensorboard,
+};

@@ -3,6 +3,11 @@
 //! round on a torus. Taking the other's coin pays 1 and costs its owner 2, so two of these
 //! players earn less together than two that leave each other's coins alone: this is the selfish
 //! baseline, measured by `coins_own` and `coins_stolen`.
+//!
+//! [`NearestCoin::own_only`] is its cooperative twin: it steps toward its own coins and leaves
+//! the other's alone. It is no baseline (it collects fewer coins), but the fixed cooperator
+//! that opponent-shaping learners are evaluated against, as "nearest coin" is the fixed
+//! defector.
 
 use rand_chacha::ChaCha8Rng;
 
@@ -12,12 +17,17 @@ use crate::scenario::Grid;
 /// The display name.
 pub(super) const NAME: &str = "nearest coin";
 
+/// The display name of the own-colour variant.
+pub(super) const OWN_NAME: &str = "own coin";
+
 /// The coin game's heuristic for a `width x height` grid.
 pub(super) struct NearestCoin {
     width: i32,
     height: i32,
     torus: bool,
     open: Vec<bool>,
+    /// Whether only my own coins (channel 2) are targets.
+    own_only: bool,
 }
 
 impl NearestCoin {
@@ -28,6 +38,15 @@ impl NearestCoin {
             height: grid.height as i32,
             torus,
             open: grid.tiles.iter().map(|t| t.is_open()).collect(),
+            own_only: false,
+        }
+    }
+
+    /// The variant that steps toward its own coins only.
+    pub(super) fn own_only(self) -> NearestCoin {
+        NearestCoin {
+            own_only: true,
+            ..self
         }
     }
 
@@ -62,7 +81,7 @@ impl Decide for NearestCoin {
         };
         let mut nearest = Nearest::new();
         for (c, channels) in obs.chunks_exact(4).enumerate() {
-            if channels[2] != 0 || channels[3] != 0 {
+            if channels[2] != 0 || (channels[3] != 0 && !self.own_only) {
                 let (x, y) = cell(c);
                 let (dx, dy) = (
                     self.offset(me.0, x, self.width),
@@ -123,5 +142,22 @@ mod tests {
         let torus = NearestCoin::new(&grid(5), true);
         assert_eq!(torus.decide(&obs(5, (0, 2), &[((4, 2), 2)]), &mut rng), 0);
         assert_eq!(plain.decide(&obs(5, (0, 2), &[((4, 2), 2)]), &mut rng), 1);
+    }
+
+    #[test]
+    fn the_own_coin_variant_leaves_the_others_coins_alone() {
+        let mut rng = stream(5, 0, Purpose::Policy);
+        let own = NearestCoin::new(&grid(5), false).own_only();
+        // The other's coin near up, mine far down: down (action 3), where the selfish
+        // heuristic goes up.
+        assert_eq!(
+            own.decide(&obs(5, (2, 1), &[((2, 0), 3), ((2, 4), 2)]), &mut rng),
+            3
+        );
+        // The other's coin right beside me, mine three cells left: left (action 0).
+        assert_eq!(
+            own.decide(&obs(5, (3, 2), &[((4, 2), 3), ((0, 2), 2)]), &mut rng),
+            0
+        );
     }
 }

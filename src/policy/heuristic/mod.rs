@@ -93,6 +93,28 @@ pub fn heuristics_for(
     }
 }
 
+/// Every scripted policy a population member or an opponent can name on `loaded`: the
+/// baselines of [`heuristics_for`], then the fixed opponents that are not baselines. The coin
+/// game's "own coin" is one: it leaves the other's coins alone, so it collects fewer coins than
+/// "nearest coin", but it is the fixed cooperator that opponent-shaping learners are evaluated
+/// against (a matrix game's "always <action>" baselines already include its cooperator and
+/// defector).
+pub fn scripted_for(
+    loaded: &LoadedScenario,
+    seed: u64,
+    arenas: usize,
+) -> Vec<(String, Box<dyn Policy + Send>)> {
+    let scenario = &loaded.scenario;
+    let mut all = heuristics_for(loaded, seed, arenas);
+    if let (Substrate::CoinGame(p), ActionSet::Move5) = (&scenario.substrate, scenario.action_set())
+    {
+        let own = coin::NearestCoin::new(&loaded.grid, p.torus).own_only();
+        let policy = PerLearner::new(Box::new(own), seed, arenas, scenario.observation_len());
+        all.push((coin::OWN_NAME.to_string(), Box::new(policy)));
+    }
+    all
+}
+
 /// One learner's decision from its own observation (`obs` is that learner's `O` bytes);
 /// `rng` is its arena's stream, for ties and exploration.
 pub(crate) trait Decide: Send + Sync {

@@ -56,6 +56,10 @@ pub struct EvalReport {
     pub episodes: usize,
     /// Checkpoint evaluated (update number).
     pub update: u64,
+    /// A repeated matrix game's policy in each memory-one state (none for other substrates and
+    /// recurrent networks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<super::state_policy::StatePolicy>,
 }
 
 /// A scripted baseline's results.
@@ -259,11 +263,21 @@ pub fn evaluate_replica(
             Ok(NamedResult { name, result })
         })
         .collect::<Result<_, RunError>>()?;
+    let states = match greedy.has_memory() {
+        true => None,
+        false => super::state_policy::state_policy(
+            &loaded,
+            &mut greedy,
+            super::state_policy::samples_a_policy(cfg.algo),
+        )
+        .map_err(TrainError::from)?,
+    };
     Ok(EvalReport {
         policy,
         random,
         heuristics,
         episodes: cfg.arenas,
         update: greedy.update(),
+        states,
     })
 }

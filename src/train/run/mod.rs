@@ -25,6 +25,7 @@ pub mod run_dir;
 mod saving;
 mod setup;
 pub mod shards;
+pub mod state_policy;
 pub mod sweep_report;
 pub mod tensorboard;
 
