@@ -126,3 +126,37 @@ def test_a_recurrent_policy_carries_its_hidden_state_until_told_an_episode_start
         gridarena.train(out=str(tmp_path / "mlp"), device="cpu", arenas=4, rollout=8,
                         minibatches=2, hidden=16, layers=1, total_steps=4 * 8 * 2))
     assert not memoryless.recurrent
+
+
+def test_advantage_alignment_trains_and_eval_reports_the_policy_by_state(tmp_path):
+    # The repeated prisoner's dilemma: eval lists each player's probabilities in each
+    # memory-one state (start, then each previous joint action).
+    scenario = str(Path(__file__).resolve().parents[2] / "assets/scenarios/prisoners_dilemma.ron")
+    run = gridarena.train(
+        out=str(tmp_path / "aa"),
+        scenario=scenario,
+        algo="advantage_alignment",
+        device="cpu",
+        arenas=4,
+        rollout=16,
+        layers=1,
+        hidden=8,
+        total_steps=4 * 16 * 2,
+        **{"alignment.beta": 2.0, "network.shared": True},
+    )
+    config = (Path(run) / "config.ron").read_text()
+    assert "algo: advantage_alignment," in config and "beta: 2.0" in config
+    report = gridarena.eval(run, episodes=2)
+    table = report["states"]
+    assert table["states"] == ["start", "cooperate/cooperate", "cooperate/defect",
+                               "defect/cooperate", "defect/defect"]
+    assert table["actions"] == ["cooperate", "defect"] and table["stochastic"] is True
+    probs = np.array(table["probs"])
+    assert probs.shape == (2, 5, 2)
+    assert np.allclose(probs.sum(axis=2), 1.0) and (probs > 0).all()
+    # A Pursuit run has no such table.
+    assert "states" not in gridarena.eval(
+        gridarena.train(out=str(tmp_path / "pqn"), device="cpu", arenas=2, rollout=4, layers=1,
+                        hidden=8, total_steps=2 * 4, **{"pqn.minibatches": 2}),
+        episodes=1,
+    )
