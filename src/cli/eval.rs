@@ -172,7 +172,7 @@ fn print_report(report: &EvalReport) {
     }
 }
 
-/// `player K (a0 a1 ...)` for each player, as wide as its cells.
+/// The column headers: `player K (a0 a1 ...)` for each player.
 fn player_headers(t: &gridarena::train::state_policy::StatePolicy) -> String {
     (0..t.probs.len())
         .map(|p| format!("player {p} ({})", t.actions.join(" ")))
