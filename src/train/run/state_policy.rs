@@ -29,14 +29,6 @@ pub struct StatePolicy {
     pub stochastic: bool,
 }
 
-impl StatePolicy {
-    /// Player `p`'s probability of `action` in the state named `state`.
-    pub fn prob(&self, p: usize, state: &str, action: usize) -> Option<f64> {
-        let s = self.states.iter().position(|n| n == state)?;
-        self.probs.get(p)?.get(s)?.get(action).copied()
-    }
-}
-
 /// Whether `algo` acts by sampling from a policy (so its probabilities mean something).
 pub fn samples_a_policy(algo: Algo) -> bool {
     matches!(algo, Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment)
