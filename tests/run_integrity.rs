@@ -1,7 +1,8 @@
 //! Runs that survive clusters, through the binary: a damaged newest checkpoint (truncated,
 //! a flipped byte, a missing file) is reported and the previous one used, and the run finishes
 //! as if nothing had happened; `check-run` reports the damage; a full disk while checkpointing
-//! stops the run cleanly; one writer per run directory; the checkpoints kept.
+//! stops the run cleanly; one writer per run directory; the checkpoints kept; a run directory
+//! evaluated from any working directory, with the scenario it trained on.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -372,5 +373,29 @@ fn a_metrics_line_on_a_full_disk_is_refused_naming_the_file_and_its_bytes() {
             && err.contains("disk is full"),
         "{err}"
     );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_directory_is_evaluated_from_anywhere_with_the_scenario_it_trained_on() {
+    // The run names its scenario by a path relative to where it trained; evaluated from another
+    // directory, that path leads nowhere, and the run's own copy (`scenario.ron`) is what counts.
+    let dir = temp_dir("elsewhere");
+    let out = dir.join("run");
+    let (ok, _, err) = run(&mut tiny(2, &out, &[]));
+    assert!(ok, "{err}");
+    let elsewhere = dir.join("somewhere_else");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let eval = bin()
+        .current_dir(&elsewhere)
+        .args(["eval", "--run"])
+        .arg(&out)
+        .args(["--episodes", "2", "--device", "cpu", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&eval.stderr);
+    assert!(eval.status.success(), "eval from elsewhere: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&eval.stdout).unwrap();
+    assert_eq!(report["episodes"], 2, "{report}");
     let _ = fs::remove_dir_all(&dir);
 }

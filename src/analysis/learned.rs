@@ -29,7 +29,7 @@ use crate::policy::Policy;
 use crate::scenario::LoadedScenario;
 use crate::train::config::{Algo, LearnConfig, PqnConfig, RunConfig};
 use crate::train::kit::stats::mean_ci;
-use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario, new_learner};
+use crate::train::{GreedyPolicy, RunError, TrainError, new_learner, trained_scenario};
 
 /// The trained run's greedy policy acting for the slots a best response does not learn.
 struct Frozen(Arc<Mutex<GreedyPolicy>>);
@@ -204,7 +204,7 @@ pub fn learned(
     let trained_arenas = crate::train::run_dir::RunDir::load_config(run)
         .map_err(RunError::from)?
         .arenas;
-    let mut loaded = load_scenario(&cfg).map_err(RunError::from)?;
+    let mut loaded = trained_scenario(run, &cfg).map_err(RunError::from)?;
     let gamma = cfg.learn.gamma as f64;
     let h = horizon(gamma);
     loaded.scenario.max_steps = h;

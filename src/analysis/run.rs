@@ -23,7 +23,7 @@ use crate::critic::Chosen;
 use crate::policy::{Policy, PolicyError};
 use crate::scenario::Scenario;
 use crate::train::config::RunConfig;
-use crate::train::{GreedyPolicy, RunError, TrainError, load_scenario};
+use crate::train::{GreedyPolicy, RunError, TrainError, trained_scenario};
 
 /// Everything that can stop an analysis.
 #[derive(Debug, thiserror::Error)]
@@ -191,7 +191,7 @@ pub fn exact_with(
     opts: &ExactOptions,
 ) -> Result<NashConv, AnalysisError> {
     let cfg = run_config(run)?;
-    let loaded = load_scenario(&cfg).map_err(RunError::from)?;
+    let loaded = trained_scenario(run, &cfg).map_err(RunError::from)?;
     let model = TransitionModel::new(&loaded, None)?;
     if let Some(i) = agent
         && i >= model.learners()

@@ -194,12 +194,8 @@ pub fn scenario_of(members: &[Member]) -> Result<LoadedScenario, PopulationError
                 path: path.clone(),
                 reason,
             };
-            let own = RunDir::scenario_file(path);
-            if own.is_file() {
-                return Scenario::load(&own).map_err(|e| bad(e.to_string()));
-            }
             let cfg = RunDir::load_config(path).map_err(|e| bad(e.to_string()))?;
-            return crate::train::load_scenario(&cfg).map_err(|e| bad(e.to_string()));
+            return crate::train::trained_scenario(path, &cfg).map_err(|e| bad(e.to_string()));
         }
     }
     Err(PopulationError::Invalid(

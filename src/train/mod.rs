@@ -47,7 +47,7 @@ pub use run::resume_check::Change;
 pub use run::run_dir::Resume;
 pub use run::{
     CHECKSUM_EVERY, RunError, TrainOptions, TrainSummary, load_scenario, restore, restore_in,
-    train, train_in,
+    train, train_in, trained_scenario,
 };
 pub use run::{
     check_run, eval, integrity, plot, run_dir, shards, state_policy, sweep_report, tensorboard,

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
+use super::RunError;
 use super::greedy::GreedyPolicy;
 use super::run_dir::RunDir;
-use super::{RunError, load_scenario};
 use crate::critic::Chosen;
 use crate::engine::EnvBatch;
 use crate::metrics::{EpisodeSummary, learners_only, summarize, sustainability};
@@ -249,7 +249,7 @@ pub fn evaluate_replica(
     // must not refuse these arenas; 0 takes the loop's default.
     cfg.iql.rate_error_buffer = 0.0;
     cfg.seed = chosen.cfg.seed.wrapping_add(1_000_003);
-    let loaded = load_scenario(&cfg)?;
+    let loaded = super::setup::trained_scenario(run, &cfg)?;
     let learner = new_learner(&cfg, &loaded, device)?;
     let mut greedy = GreedyPolicy::restore_replica(learner, &dir, replica)?;
     let policy = evaluate_policy(&loaded, cfg.arenas, cfg.seed, &mut greedy)?;

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use super::run_dir::RunDir;
-use super::{RunError, load_scenario};
+use super::{RunError, trained_scenario};
 use crate::critic::{Chosen, Device, choose_device};
 use crate::policy::{Policy, PolicyError};
-use crate::scenario::{LoadedScenario, Scenario};
+use crate::scenario::LoadedScenario;
 use crate::train::algos::new_learner;
 use crate::train::config::RunConfig;
 use crate::train::learner::{BoxedLearner, Learner};
@@ -253,11 +253,6 @@ pub fn load_policy(run: &Path) -> Result<GreedyPolicy, RunError> {
     cfg.seeds = 1;
     cfg.sweep.clear();
     cfg.device = Device::Cpu;
-    let own = RunDir::scenario_file(run);
-    let loaded = if own.is_file() {
-        Scenario::load(&own)?
-    } else {
-        load_scenario(&cfg)?
-    };
+    let loaded = trained_scenario(run, &cfg)?;
     GreedyPolicy::from_run(run, &cfg, &loaded, &choose_device(Device::Cpu)?)
 }

@@ -29,7 +29,7 @@ pub mod state_policy;
 pub mod sweep_report;
 pub mod tensorboard;
 
-pub use setup::{load_scenario, restore, restore_in};
+pub use setup::{load_scenario, restore, restore_in, trained_scenario};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -161,6 +161,18 @@ pub fn load_scenario(cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
     }
 }
 
+/// The scenario the run in `run` trained on: its own resolved copy (`scenario.ron`), so that
+/// the run directory stands alone wherever it is read from; else, for a directory written
+/// without one, the scenario its configuration `cfg` names.
+pub fn trained_scenario(run: &Path, cfg: &RunConfig) -> Result<LoadedScenario, ScenarioError> {
+    let own = RunDir::scenario_file(run);
+    if own.is_file() {
+        Scenario::load(&own)
+    } else {
+        load_scenario(cfg)
+    }
+}
+
 /// The memory preflight of this rank's share of the run (`mine`): refused when it does not fit
 /// the budget (ranks on one node share its memory); a job of several ranks prints its figures
 /// at rank 0.

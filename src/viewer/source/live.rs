@@ -14,7 +14,7 @@ use crate::rollout::Frame;
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::train::config::RunConfig;
 use crate::train::run_dir::RunDir;
-use crate::train::{GreedyPolicy, load_scenario, new_learner};
+use crate::train::{GreedyPolicy, new_learner, trained_scenario};
 
 /// Live frames kept for stepping back; the oldest are dropped beyond this.
 pub const HISTORY_LIMIT: usize = 20_000;
@@ -100,12 +100,8 @@ impl Live {
         cfg.sweep.clear();
         cfg.seed = seed;
         // The run's own scenario, as it trained on it (scenario.ron), else as configured.
-        let own = if crate::train::run_dir::RunDir::scenario_file(run).is_file() {
-            Scenario::load(&crate::train::run_dir::RunDir::scenario_file(run))
-        } else {
-            load_scenario(&cfg)
-        }
-        .map_err(|e| ViewError::Run(format!("{}: its scenario: {e}", run.display())))?;
+        let own = trained_scenario(run, &cfg)
+            .map_err(|e| ViewError::Run(format!("{}: its scenario: {e}", run.display())))?;
         let run_layout = Layout::derive(&own);
         let loaded = match scenario {
             Some(p) => {
