@@ -43,6 +43,7 @@ fn every_shipped_config_in_the_old_flat_form_loads_as_its_sectioned_rewrite() {
                 "vdn",
                 "qmix",
                 "advantage_alignment",
+                "loqa",
             ];
             !newer.iter().any(|a| text.contains(&format!("algo: {a},")))
         })
@@ -154,7 +155,8 @@ fn flat_text_with_every_field_loads_as_the_sectioned_config() {
             | Algo::PqnVdn
             | Algo::Vdn
             | Algo::Qmix
-            | Algo::AdvantageAlignment => {
+            | Algo::AdvantageAlignment
+            | Algo::Loqa => {
                 unreachable!("the flat form predates the PPO, VDN, QMIX and shaping learners")
             }
         }

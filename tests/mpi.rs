@@ -179,6 +179,7 @@ fn rank_mode(mode: &str) {
         Algo::Vdn,
         Algo::Qmix,
         Algo::AdvantageAlignment,
+        Algo::Loqa,
     ] {
         identical_parameters(&job, algo);
     }
@@ -407,7 +408,7 @@ fn config(algo: Algo) -> (RunConfig, LoadedScenario) {
             cfg.qmix.hyper_hidden = 8;
             cfg
         }
-        Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+        Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa => {
             let mut cfg = pqn;
             cfg.algo = algo;
             cfg.learn.opponent_models = false;

@@ -16,7 +16,8 @@ pub fn flat_text(cfg: &RunConfig) -> String {
         | Algo::PqnVdn
         | Algo::Vdn
         | Algo::Qmix
-        | Algo::AdvantageAlignment => {
+        | Algo::AdvantageAlignment
+        | Algo::Loqa => {
             panic!("the flat form predates the PPO, VDN, QMIX and opponent-shaping learners")
         }
     };
@@ -38,7 +39,7 @@ pub fn flat_text(cfg: &RunConfig) -> String {
             continue;
         };
         // Sections added after the flat form had none of their fields there.
-        if s == "ppo" || s == "qmix" || s == "alignment" {
+        if s == "ppo" || s == "qmix" || s == "alignment" || s == "loqa" {
             continue;
         }
         let (key, value) = t.split_once(':').unwrap();

@@ -5,6 +5,7 @@
 pub mod advantage_alignment;
 pub mod ippo;
 pub mod iql;
+pub mod loqa;
 pub mod mappo;
 pub mod online_dqn;
 pub mod pqn;
@@ -78,6 +79,11 @@ pub(crate) fn algorithm(algo: Algo) -> Algorithm {
         },
         Algo::AdvantageAlignment => Algorithm {
             new: |c, l, d, j| Ok(Box::new(advantage_alignment::new(c, l, d, j)?)),
+            plan: crate::train::preflight::ppo::ippo_plan,
+            gpu: crate::train::preflight::ppo::ippo_gpu,
+        },
+        Algo::Loqa => Algorithm {
+            new: |c, l, d, j| Ok(Box::new(loqa::new(c, l, d, j)?)),
             plan: crate::train::preflight::ppo::ippo_plan,
             gpu: crate::train::preflight::ppo::ippo_gpu,
         },

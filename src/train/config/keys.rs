@@ -43,11 +43,12 @@ pub(crate) enum Section {
     Ppo,
     Qmix,
     Alignment,
+    Loqa,
 }
 
 impl Section {
     /// Every section, in the order of the saved form.
-    pub(crate) const ALL: [Section; 9] = [
+    pub(crate) const ALL: [Section; 10] = [
         Section::Network,
         Section::Learn,
         Section::Pqn,
@@ -57,6 +58,7 @@ impl Section {
         Section::Ppo,
         Section::Qmix,
         Section::Alignment,
+        Section::Loqa,
     ];
 
     /// Its field name in `RunConfig`.
@@ -71,6 +73,7 @@ impl Section {
             Section::Ppo => "ppo",
             Section::Qmix => "qmix",
             Section::Alignment => "alignment",
+            Section::Loqa => "loqa",
         }
     }
 
@@ -86,6 +89,7 @@ impl Section {
             Section::Ppo => "PpoConfig",
             Section::Qmix => "QmixConfig",
             Section::Alignment => "AlignmentConfig",
+            Section::Loqa => "LoqaConfig",
         }
     }
 
@@ -153,6 +157,7 @@ impl Section {
             ],
             Section::Qmix => &["embed", "hyper_hidden"],
             Section::Alignment => &["beta"],
+            Section::Loqa => &["weight", "temperature", "discount"],
         }
     }
 
@@ -165,9 +170,13 @@ impl Section {
             Section::Iql => matches!(algo, Algo::Iql | Algo::Pr2Iql | Algo::Vdn | Algo::Qmix),
             Section::Pr2 => algo == Algo::Pr2Iql,
             Section::OnlineDqn => algo == Algo::OnlineDqn,
-            Section::Ppo => matches!(algo, Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment),
+            Section::Ppo => matches!(
+                algo,
+                Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa
+            ),
             Section::Qmix => algo == Algo::Qmix,
             Section::Alignment => algo == Algo::AdvantageAlignment,
+            Section::Loqa => algo == Algo::Loqa,
         }
     }
 
@@ -361,6 +370,7 @@ pub(crate) fn algo_name(algo: Algo) -> &'static str {
         Algo::Vdn => "vdn",
         Algo::Qmix => "qmix",
         Algo::AdvantageAlignment => "advantage_alignment",
+        Algo::Loqa => "loqa",
     }
 }
 

@@ -21,8 +21,8 @@ mod validate;
 
 pub use migrate::Moved;
 pub use sections::{
-    AlignmentConfig, IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig, PqnConfig,
-    Pr2Config, QmixConfig,
+    AlignmentConfig, IqlConfig, LearnConfig, LoqaConfig, NetworkConfig, OnlineDqnConfig, PpoConfig,
+    PqnConfig, Pr2Config, QmixConfig,
 };
 pub use validate::{
     MAX_ARENAS, MAX_BATCH, MAX_BINS, MAX_EPOCHS, MAX_HIDDEN, MAX_KEEP_CHECKPOINTS, MAX_REPLAY,
@@ -63,6 +63,9 @@ pub enum Algo {
     /// reweighted by its past advantages times the other learners' current ones (`alignment`
     /// section).
     AdvantageAlignment,
+    /// LOQA (opponent shaping through the opponents' action-values): IPPO's learners with each
+    /// learner's advantage rewritten by the gradient of LOQA's opponent loss (`loqa` section).
+    Loqa,
 }
 
 /// How PR2-IQL represents `Q_i(s, a_i, a_-i)`.
@@ -265,6 +268,8 @@ pub struct RunConfig {
     pub qmix: QmixConfig,
     /// Advantage Alignment's weight (read by `advantage_alignment`).
     pub alignment: AlignmentConfig,
+    /// LOQA's opponent term (read by `loqa`).
+    pub loqa: LoqaConfig,
 }
 
 impl Default for RunConfig {
@@ -297,6 +302,7 @@ impl Default for RunConfig {
             ppo: PpoConfig::default(),
             qmix: QmixConfig::default(),
             alignment: AlignmentConfig::default(),
+            loqa: LoqaConfig::default(),
         }
     }
 }
@@ -445,7 +451,7 @@ impl RunConfig {
             }
             Algo::Pr2Iql => (self.pr2.epochs, self.pr2.minibatches),
             Algo::OnlineDqn => (self.online_dqn.epochs, self.online_dqn.minibatches),
-            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa => {
                 (self.ppo.epochs, self.ppo.minibatches)
             }
         }
@@ -489,7 +495,7 @@ impl RunConfig {
             Algo::Iql | Algo::Vdn | Algo::Qmix => self.iql.batch_size,
             Algo::Pr2Iql => self.pr2.buffer_batch_size * self.rollout,
             Algo::OnlineDqn => self.arenas * self.rollout / self.online_dqn.minibatches.max(1),
-            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa => {
                 self.arenas * self.rollout / self.ppo.minibatches.max(1)
             }
         }

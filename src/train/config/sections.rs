@@ -274,6 +274,32 @@ impl Default for AlignmentConfig {
     }
 }
 
+/// LOQA (`loqa:`, read by `loqa`): `A*_i(k) = A_i(k) + weight * gamma * mean_{j != i} c_ij(k) *
+/// M_j(k)`, `c_ij(k) = sum_{t<k} (gamma * discount)^(k-1-t) A_i(t) (1 - pi_j(b_t | s_t)) /
+/// temperature`, with `M_j` opponent j's Monte Carlo advantage (the LOQA authors' defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoqaConfig {
+    /// The opponent term's weight (the authors' `opponent_differentiation_weight`); 0 is IPPO.
+    pub weight: f32,
+    /// The opponents' softmax temperature (the authors' `op_softmax_temp`): the term scales
+    /// with its inverse.
+    pub temperature: f32,
+    /// Loaded DiCE's extra discount of the past sum, in [0, 1] (the authors'
+    /// `differentiable_opponent.discount`).
+    pub discount: f32,
+}
+
+impl Default for LoqaConfig {
+    fn default() -> Self {
+        LoqaConfig {
+            weight: 1.0,
+            temperature: 1.0,
+            discount: 1.0,
+        }
+    }
+}
+
 /// QMIX's mixer (`qmix:`): the mixing layer's width and the hypernetworks' hidden width
 /// (pymarl's and JaxMARL's `mixer_embed_dim` / `hypernet_embed`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

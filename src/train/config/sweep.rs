@@ -155,6 +155,19 @@ pub const ALIGNMENT_SWEEPABLE: [(&str, &str); 9] = {
     keys
 };
 
+/// The keys a sweep of LOQA may vary: IPPO's and its opponent term's.
+pub const LOQA_SWEEPABLE: [(&str, &str); 11] = {
+    let mut keys = [("weight", "weight of the opponent term"); 11];
+    let mut k = 0;
+    while k < IPPO_SWEEPABLE.len() {
+        keys[k] = IPPO_SWEEPABLE[k];
+        k += 1;
+    }
+    keys[9] = ("temperature", "the opponents' softmax temperature");
+    keys[10] = ("discount", "loaded DiCE's extra discount");
+    keys
+};
+
 /// The keys a sweep of `algo` may vary.
 pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
     match algo {
@@ -164,6 +177,7 @@ pub fn sweepable(algo: Algo) -> &'static [(&'static str, &'static str)] {
         Algo::OnlineDqn => &ONLINE_DQN_SWEEPABLE,
         Algo::Ippo | Algo::Mappo => &IPPO_SWEEPABLE,
         Algo::AdvantageAlignment => &ALIGNMENT_SWEEPABLE,
+        Algo::Loqa => &LOQA_SWEEPABLE,
         Algo::PqnVdn => &PQN_VDN_SWEEPABLE,
         Algo::Vdn | Algo::Qmix => &IQL_KEYS,
     }

@@ -96,12 +96,13 @@ impl RunConfig {
     /// Checks what the algorithm needs of the scenario, which has `learners` learner slots per
     /// arena (before a run creates anything).
     pub fn validate_for(&self, learners: usize) -> Result<(), ConfigError> {
-        if self.algo == Algo::AdvantageAlignment && learners < 2 {
+        if matches!(self.algo, Algo::AdvantageAlignment | Algo::Loqa) && learners < 2 {
             return Err(ConfigError::Invalid {
                 field: "algo",
                 message: format!(
-                    "advantage_alignment aligns each learner's advantage with the others': the \
-                     scenario has {learners} learner slot per arena, and it needs at least 2"
+                    "{} shapes each learner's advantage with the others': the scenario has \
+                     {learners} learner slot per arena, and it needs at least 2",
+                    super::keys::algo_name(self.algo)
                 ),
             });
         }
@@ -116,6 +117,25 @@ impl RunConfig {
             return bad(
                 "alignment.beta",
                 format!("{beta}: a finite weight, 0 or more (0 is plain IPPO)"),
+            );
+        }
+        let q = &self.loqa;
+        if !q.weight.is_finite() || q.weight < 0.0 {
+            return bad(
+                "loqa.weight",
+                format!("{}: a finite weight, 0 or more (0 is plain IPPO)", q.weight),
+            );
+        }
+        if !q.temperature.is_finite() || q.temperature <= 0.0 {
+            return bad(
+                "loqa.temperature",
+                format!("{}: a finite temperature above 0", q.temperature),
+            );
+        }
+        if !(0.0..=1.0).contains(&q.discount) {
+            return bad(
+                "loqa.discount",
+                format!("{}: a discount in [0, 1]", q.discount),
             );
         }
         if self.name.is_empty() || self.name.contains('/') {
@@ -244,7 +264,7 @@ impl RunConfig {
             Algo::Pqn | Algo::PqnVdn => Some(("pqn.minibatches", self.pqn.minibatches)),
             Algo::Pr2Iql => Some(("pr2.minibatches", self.pr2.minibatches)),
             Algo::OnlineDqn => Some(("online_dqn.minibatches", self.online_dqn.minibatches)),
-            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment => {
+            Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa => {
                 Some(("ppo.minibatches", self.ppo.minibatches))
             }
             Algo::Iql | Algo::Vdn | Algo::Qmix => None,

@@ -103,8 +103,8 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
         };
     }
     use super::config::{
-        AlignmentConfig, IqlConfig, LearnConfig, NetworkConfig, OnlineDqnConfig, PpoConfig,
-        PqnConfig, Pr2Config, QmixConfig,
+        AlignmentConfig, IqlConfig, LearnConfig, LoqaConfig, NetworkConfig, OnlineDqnConfig,
+        PpoConfig, PqnConfig, Pr2Config, QmixConfig,
     };
     compare!(
         RunConfig, "", saved, asked,
@@ -114,7 +114,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
             // Never in a file: a rank's share of the run, set by training.
             replica_shard,
             // The sections, compared below.
-            network, learn, pqn, iql, pr2, online_dqn, ppo, qmix, alignment
+            network, learn, pqn, iql, pr2, online_dqn, ppo, qmix, alignment, loqa
         ],
         [algo, seed, seeds, sweep, arenas, rollout, desync_episodes, reward_shaping, population]
     );
@@ -170,6 +170,7 @@ pub(crate) fn config_changes(saved: &RunConfig, asked: &RunConfig) -> Vec<Change
     );
     compare!(QmixConfig, "qmix.", &saved.qmix, asked.qmix, skip [], [embed, hyper_hidden]);
     compare!(AlignmentConfig, "alignment.", &saved.alignment, asked.alignment, skip [], [beta]);
+    compare!(LoqaConfig, "loqa.", &saved.loqa, asked.loqa, skip [], [weight, temperature, discount]);
     changes
 }
 

@@ -31,7 +31,10 @@ pub struct StatePolicy {
 
 /// Whether `algo` acts by sampling from a policy (so its probabilities mean something).
 pub fn samples_a_policy(algo: Algo) -> bool {
-    matches!(algo, Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment)
+    matches!(
+        algo,
+        Algo::Ippo | Algo::Mappo | Algo::AdvantageAlignment | Algo::Loqa
+    )
 }
 
 /// The table of `policy` (acting for one arena of `loaded`), or `None` when `loaded` is not a
