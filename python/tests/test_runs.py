@@ -128,24 +128,28 @@ def test_a_recurrent_policy_carries_its_hidden_state_until_told_an_episode_start
     assert not memoryless.recurrent
 
 
-def test_advantage_alignment_trains_and_eval_reports_the_policy_by_state(tmp_path):
+@pytest.mark.parametrize("algo,key,saved", [
+    ("advantage_alignment", "alignment.beta", "beta: 2.0"),
+    ("loqa", "loqa.weight", "weight: 2.0"),
+])
+def test_opponent_shaping_trains_and_eval_reports_the_policy_by_state(tmp_path, algo, key, saved):
     # The repeated prisoner's dilemma: eval lists each player's probabilities in each
     # memory-one state (start, then each previous joint action).
     scenario = str(Path(__file__).resolve().parents[2] / "assets/scenarios/prisoners_dilemma.ron")
     run = gridarena.train(
-        out=str(tmp_path / "aa"),
+        out=str(tmp_path / algo),
         scenario=scenario,
-        algo="advantage_alignment",
+        algo=algo,
         device="cpu",
         arenas=4,
         rollout=16,
         layers=1,
         hidden=8,
         total_steps=4 * 16 * 2,
-        **{"alignment.beta": 2.0, "network.shared": True},
+        **{key: 2.0, "network.shared": True},
     )
     config = (Path(run) / "config.ron").read_text()
-    assert "algo: advantage_alignment," in config and "beta: 2.0" in config
+    assert f"algo: {algo}," in config and saved in config
     report = gridarena.eval(run, episodes=2)
     table = report["states"]
     assert table["states"] == ["start", "cooperate/cooperate", "cooperate/defect",
