@@ -16,6 +16,15 @@ use gridarena::train::run_dir::RunDir;
 use gridarena::train::state_policy::state_policy;
 use gridarena::train::{GreedyPolicy, TrainOptions, load_scenario, new_learner, train};
 
+#[path = "common/checks.rs"]
+mod checks;
+#[path = "common/runs.rs"]
+mod runs;
+#[path = "common/skip.rs"]
+mod skip;
+#[path = "common/sweeps.rs"]
+mod sweeps;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -274,6 +283,33 @@ fn a_sweep_varies_the_alignment_weight_per_replica() {
         p.q_values(&obs).unwrap().unwrap()
     };
     assert_ne!(at(0), at(1));
+}
+
+#[test]
+fn shaping_learners_resume_bit_for_bit_and_their_replicas_equal_single_runs() {
+    // Both rewrites keep nothing across updates: a resumed run continues bit for bit, and each
+    // replica of a sweep is the single run of its grid point.
+    for (name, base, axis) in [
+        ("aa", ipd(1.0, 3, 6), "beta=[0.5, 2.0]"),
+        ("loqa", ipd_loqa(3, 6), "weight=[1.0, 4.0]"),
+    ] {
+        let cfg = RunConfig {
+            checkpoint_every: 2,
+            ..base.clone()
+        };
+        let run = sweeps::assert_resumes_exactly(&cfg, &format!("shaping-{name}"), false);
+        let _ = std::fs::remove_dir_all(run);
+        let sweep = RunConfig {
+            seeds: 2,
+            ..sweeps::with_sweep(base.clone(), &[axis])
+        };
+        let replicas = sweep.replicas().unwrap();
+        assert_eq!(replicas.len(), 4);
+        let multi = sweeps::temp(&format!("shaping-{name}"));
+        train(&sweep, &multi, &TrainOptions::default()).unwrap();
+        sweeps::check_replicas_equal_single_runs(&multi, (&base, &replicas), &[1, 2], false);
+        let _ = std::fs::remove_dir_all(multi);
+    }
 }
 
 #[test]
