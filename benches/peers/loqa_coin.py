@@ -1,6 +1,6 @@
 """Driver of benches/peers/loqa_coin.sh: wall time to cooperation on the 3x3 coin game for
-gridarena's Advantage Alignment and for the LOQA authors' code, one after the other on this
-machine. See the shell script for what is run and what "cooperation" means."""
+gridarena's LOQA and Advantage Alignment and for the LOQA authors' code, one after the other on
+this machine. See the shell script for what is run and what "cooperation" means."""
 
 import argparse
 import json
@@ -14,6 +14,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WINDOW = 3
+# gridarena's sides: (label, run configuration).
+GRIDARENA = [("LOQA", "assets/runs/loqa_coin.ron"),
+             ("Advantage Alignment", "assets/runs/advantage_alignment_coin.ron")]
 # The 3x3 coin-game flags of the LOQA README ("Coin Game" section).
 LOQA_BATCH, LOQA_EPISODE = 512, 50
 LOQA_FLAGS = [
@@ -27,9 +30,9 @@ LOQA_FLAGS = [
 ADV = re.compile(r"'adversarial_pickup_div_all_pickup': Array\(\[\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*\]")
 
 
-def gridarena_side(binary, seed, cap, threshold, tmp):
-    out = os.path.join(tmp, "aa")
-    cmd = [binary, "train", "--config", "assets/runs/advantage_alignment_coin.ron", "--set", "device=cpu",
+def gridarena_side(binary, config, seed, cap, threshold, tmp):
+    out = os.path.join(tmp, os.path.splitext(os.path.basename(config))[0])
+    cmd = [binary, "train", "--config", config, "--set", "device=cpu",
            "--seed", str(seed), "--out", out]
     print("$", " ".join(cmd), flush=True)
     t0 = time.perf_counter()
@@ -113,22 +116,24 @@ def main():
     binary = args.gridarena if os.path.isabs(args.gridarena) else os.path.join(ROOT, args.gridarena)
     tmp = tempfile.mkdtemp(prefix="gridarena-loqa-")
     try:
-        ga = gridarena_side(binary, args.seed, args.cap, args.threshold, tmp)
+        ours = [(label, gridarena_side(binary, config, args.seed, args.cap, args.threshold, tmp))
+                for label, config in GRIDARENA]
         lq = loqa_side(sys.executable, args.loqa, args.seed, args.cap, args.threshold, args.eval_every, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nwall time to an own-colour share >= {args.threshold} over {WINDOW} measurements, seed {args.seed}:")
-    if ga["reached"]:
-        print(f"  gridarena Advantage Alignment: {ga['wall']:.1f} s ({ga['updates']} updates, "
-              f"{ga['env_steps']:,} env steps)")
-    else:
-        print(f"  gridarena Advantage Alignment: not within {ga['wall']:.0f} s ({ga['updates']} updates)")
+    for label, ga in ours:
+        if ga["reached"]:
+            print(f"  gridarena {label}: {ga['wall']:.1f} s ({ga['updates']} updates, {ga['env_steps']:,} env steps)")
+        else:
+            print(f"  gridarena {label}: not within {ga['wall']:.0f} s ({ga['updates']} updates)")
     compile_s = f"{lq['compile']:.0f} s of it before the first iteration" if lq.get("compile") is not None else "no iteration"
     if lq["reached"]:
         print(f"  LOQA (authors' code): {lq['wall']:.1f} s ({compile_s}; {lq['iterations']} iterations, "
               f"{lq['env_steps']:,} env steps)")
-        if ga["reached"]:
-            print(f"  ratio LOQA / gridarena: {lq['wall'] / ga['wall']:.1f}x")
+        for label, ga in ours:
+            if ga["reached"]:
+                print(f"  ratio authors' LOQA / gridarena {label}: {lq['wall'] / ga['wall']:.1f}x")
     else:
         print(f"  LOQA (authors' code): not within {lq['wall']:.0f} s ({compile_s}; {lq['iterations']} iterations, "
               f"{lq['env_steps']:,} env steps; last share {lq['share']})")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time to cooperation on the 3x3 coin game, side by side on this machine:
-#   gridarena: Advantage Alignment, `gridarena train --config
-#              assets/runs/advantage_alignment_coin.ron --set device=cpu` (one seed);
+#   gridarena: LOQA and Advantage Alignment, `gridarena train --config
+#              assets/runs/{loqa,advantage_alignment}_coin.ron --set device=cpu` (one seed each);
 #   LOQA:      the authors' own code (github.com/MiladInk/loqa at commit 32f50c9, JAX on the
 #              CPU), `coin_train.py` with the 3x3 coin-game flags of its README (batch 512,
 #              episodes of 50 steps, self-play with a replay buffer of past agents).
