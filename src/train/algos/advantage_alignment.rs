@@ -98,13 +98,14 @@ pub fn new(
     device: &Chosen,
     job: &Job,
 ) -> Result<Ippo, TrainError> {
-    // What a run checks before it creates anything, again for a learner built directly.
-    cfg.validate()
-        .and_then(|()| cfg.validate_for(loaded.scenario.learners_per_arena()))
-        .map_err(|e| TrainError::Config(e.to_string()))?;
     let beta = cfg.alignment.beta;
     let gamma = cfg.learn.gamma;
-    Ok(Ippo::new(cfg, loaded, device, job)?.shaped(Box::new(Alignment { beta, gamma })))
+    Ippo::shaped(
+        cfg,
+        loaded,
+        (device, job),
+        Box::new(Alignment { beta, gamma }),
+    )
 }
 
 #[cfg(test)]

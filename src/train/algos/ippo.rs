@@ -136,13 +136,22 @@ impl Ippo {
         })
     }
 
-    /// The same learner with its advantages rewritten by `shaping` before every update's
-    /// epochs.
-    pub(crate) fn shaped(self, shaping: Box<dyn AdvantageShaping>) -> Ippo {
-        Ippo {
+    /// A learner whose advantages `shaping` rewrites before every update's epochs: an
+    /// opponent-shaping method built on IPPO. The configuration is checked as a run checks it
+    /// before it creates anything, again for a learner built directly.
+    pub(crate) fn shaped(
+        cfg: &RunConfig,
+        loaded: &LoadedScenario,
+        (device, job): (&Chosen, &Job),
+        shaping: Box<dyn AdvantageShaping>,
+    ) -> Result<Ippo, TrainError> {
+        cfg.validate()
+            .and_then(|()| cfg.validate_for(loaded.scenario.learners_per_arena()))
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+        Ok(Ippo {
             shaping: Some(shaping),
-            ..self
-        }
+            ..Ippo::new(cfg, loaded, device, job)?
+        })
     }
 
     /// The current observations as network input rows (`[B * N, input]`).

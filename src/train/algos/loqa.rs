@@ -160,10 +160,6 @@ pub fn new(
     device: &Chosen,
     job: &Job,
 ) -> Result<Ippo, TrainError> {
-    // What a run checks before it creates anything, again for a learner built directly.
-    cfg.validate()
-        .and_then(|()| cfg.validate_for(loaded.scenario.learners_per_arena()))
-        .map_err(|e| TrainError::Config(e.to_string()))?;
     let terms = Terms {
         weight: cfg.loqa.weight,
         gamma: cfg.learn.gamma,
@@ -175,7 +171,7 @@ pub fn new(
         returns: Vec::new(),
         mc: Vec::new(),
     };
-    Ok(Ippo::new(cfg, loaded, device, job)?.shaped(Box::new(shaping)))
+    Ippo::shaped(cfg, loaded, (device, job), Box::new(shaping))
 }
 
 #[cfg(test)]
