@@ -126,10 +126,27 @@ impl EpisodeEnd<'_> {
     }
 }
 
-impl Columns<'_> {
-    /// Arena `k` of these columns (M agents, N learners, O observation bytes, C counters,
-    /// S global-state bytes and K mask bytes each), and where its episode end is kept.
-    fn arena(&mut self, k: usize, d: Dims) -> (ArenaMut<'_>, EpisodeEnd<'_>) {
+/// The first `n` values of `s`, which keeps the rest.
+#[inline(always)]
+fn front<'a, T>(s: &mut &'a mut [T], n: usize) -> &'a mut [T] {
+    let (head, tail) = std::mem::take(s).split_at_mut(n);
+    *s = tail;
+    head
+}
+
+/// The first value of `s`, which keeps the rest.
+#[inline(always)]
+fn first<'a, T>(s: &mut &'a mut [T]) -> &'a mut T {
+    &mut front(s, 1)[0]
+}
+
+impl<'a> Columns<'a> {
+    /// The next arena of these columns (M agents, N learners, O observation bytes, C counters,
+    /// S global-state bytes and K mask bytes each), and where its episode end is kept; the
+    /// columns keep the arenas after it. Splitting off the front costs a length check per
+    /// column, where indexing arena `k` costs a range check and multiplications.
+    #[inline(always)]
+    fn next_arena(&mut self, d: Dims) -> (ArenaMut<'a>, EpisodeEnd<'a>) {
         let Dims {
             m,
             n,
@@ -138,38 +155,47 @@ impl Columns<'_> {
             s,
             k: mk,
         } = d;
-        let (ag, le) = (k * m..(k + 1) * m, k * n..(k + 1) * n);
+        let (actions, rest) = self.actions.split_at(n);
+        self.actions = rest;
         let a = ArenaMut {
-            pos: &mut self.pos[ag.clone()],
-            facing: &mut self.facing[ag.clone()],
-            alive: &mut self.alive[ag.clone()],
-            applied: &mut self.applied[ag.clone()],
-            reward: &mut self.reward[ag.clone()],
-            ret: &mut self.ret[ag.clone()],
-            carry: &mut self.carry[ag.clone()],
-            cooldown: &mut self.cooldown[ag],
-            rng: &mut self.rng[k],
-            cells: &mut self.cells[k].0,
-            counters: &mut self.counters[k].0,
-            clock: &mut self.clock[k],
-            deck: &mut self.deck[k].0,
-            ended: &mut self.ended[k].0,
-            actions: &self.actions[le.clone()],
-            obs: &mut self.obs[k * n * o..(k + 1) * n * o],
-            state: &mut self.state[k * s..(k + 1) * s],
-            mask: &mut self.mask[k * mk..(k + 1) * mk],
-            rewards: &mut self.rewards[le],
-            terminated: &mut self.terminated[k],
-            truncated: &mut self.truncated[k],
+            pos: front(&mut self.pos, m),
+            facing: front(&mut self.facing, m),
+            alive: front(&mut self.alive, m),
+            applied: front(&mut self.applied, m),
+            reward: front(&mut self.reward, m),
+            ret: front(&mut self.ret, m),
+            carry: front(&mut self.carry, m),
+            cooldown: front(&mut self.cooldown, m),
+            rng: first(&mut self.rng),
+            cells: &mut first(&mut self.cells).0,
+            counters: &mut first(&mut self.counters).0,
+            clock: first(&mut self.clock),
+            deck: &mut first(&mut self.deck).0,
+            ended: &mut first(&mut self.ended).0,
+            actions,
+            obs: front(&mut self.obs, n * o),
+            state: front(&mut self.state, s),
+            mask: front(&mut self.mask, mk),
+            rewards: front(&mut self.rewards, n),
+            terminated: first(&mut self.terminated),
+            truncated: first(&mut self.truncated),
         };
         let end = EpisodeEnd {
-            obs: &mut self.final_obs[k * n * o..(k + 1) * n * o],
-            state: &mut self.final_state[k * s..(k + 1) * s],
-            returns: &mut self.end_returns[k * m..(k + 1) * m],
-            counters: &mut self.end_counters[k * c.max(1)..k * c.max(1) + c],
-            clock: &mut self.end_clock[k],
+            obs: front(&mut self.final_obs, n * o),
+            state: front(&mut self.final_state, s),
+            returns: front(&mut self.end_returns, m),
+            // Rows of at least one counter.
+            counters: &mut front(&mut self.end_counters, c.max(1))[..c],
+            clock: first(&mut self.end_clock),
         };
         (a, end)
+    }
+
+    /// Drops the first `k` arenas of these columns.
+    fn skip_arenas(&mut self, k: usize, d: Dims) {
+        for _ in 0..k {
+            self.next_arena(d);
+        }
     }
 }
 
@@ -328,8 +354,8 @@ impl Arenas<'_, '_> {
                     end_counters,
                     end_clock,
                 };
-                for k in 0..group.rng.len() {
-                    let (mut a, mut end) = group.arena(k, dims);
+                for _ in 0..group.terminated.len() {
+                    let (mut a, mut end) = group.next_arena(dims);
                     f(layout, &mut a, &mut end);
                 }
             },
@@ -343,7 +369,11 @@ impl Arenas<'_, '_> {
         f: impl FnOnce(&Layout, &mut ArenaMut) -> T,
     ) -> Option<T> {
         let (layout, mut c, dims) = self.columns()?;
-        Some(f(layout, &mut c.arena(arena, dims).0))
+        if arena >= c.terminated.len() {
+            return None;
+        }
+        c.skip_arenas(arena, dims);
+        Some(f(layout, &mut c.next_arena(dims).0))
     }
 
     /// Runs `f` on the episode ends kept this step, in arena order: `(arena, returns,

@@ -136,37 +136,34 @@ fn adjacent_food(cl: CellLayout, cells: &[u8], p: GridPos) -> Option<usize> {
 }
 
 /// Which of the four cells next to `p` hold a present food: bit `a - 1` for the move `a`
-/// (NORTH, SOUTH, WEST, EAST) that leads there. One pass over the foods.
+/// (NORTH, SOUTH, WEST, EAST) that leads there. One pass over the foods, each compared as a
+/// packed (row, column) key, without branches (positions under a random policy make every
+/// branch here a coin flip).
 #[inline]
 fn foods_beside(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+    let key = |row: i32, col: i32| row << 8 | col;
+    let at = key(p.y as i32, p.x as i32);
+    let (n, s, w, e) = (at - 256, at + 256, at - 1, at + 1);
     let mut bits = 0;
     for f in cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
-        let (dr, dc) = (f[0] as i16 - p.y, f[1] as i16 - p.x);
-        let side = match (dr, dc) {
-            (-1, 0) => 1,
-            (1, 0) => 2,
-            (0, -1) => 4,
-            (0, 1) => 8,
-            _ => 0,
-        };
-        bits |= side * u8::from(f[3] != 0);
+        // An absent food's key lies below every cell's (rows and columns are below 256).
+        let k = key(f[0] as i32, f[1] as i32) - (i32::from(f[3] == 0) << 20);
+        bits |= u8::from(k == n) | u8::from(k == s) << 1 | u8::from(k == w) << 2 | u8::from(k == e) << 3;
     }
     bits
 }
 
-/// One agent's valid actions at `p`, 1 = valid: the answers of [`valid`] for every action, from
-/// one pass over the foods.
+/// One agent's valid actions at `p` as bits, bit `a` set when action `a` is valid: the answers
+/// of [`valid`] for every action, from one pass over the foods.
 #[inline]
-fn valid_row(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> [u8; ACTIONS] {
+fn valid_bits(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
     let (w, h) = (layout.width as i16, layout.height as i16);
     let food = foods_beside(cl, cells, p);
-    let on_field = [p.y > 0, p.y < h - 1, p.x > 0, p.x < w - 1];
-    let mut row = [1u8; ACTIONS];
-    for (k, inside) in on_field.into_iter().enumerate() {
-        row[1 + k] = u8::from(inside && food >> k & 1 == 0);
-    }
-    row[LOAD as usize] = u8::from(food != 0);
-    row
+    let on_field = u8::from(p.y > 0)
+        | u8::from(p.y < h - 1) << 1
+        | u8::from(p.x > 0) << 2
+        | u8::from(p.x < w - 1) << 3;
+    1 | (on_field & !food) << 1 | u8::from(food != 0) << LOAD
 }
 
 /// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`; the same
@@ -183,31 +180,49 @@ pub fn write_action_mask(
         .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
-        row.copy_from_slice(&valid_row(layout, cl, cells, *p));
+        let bits = valid_bits(layout, cl, cells, *p);
+        for (k, out) in row.iter_mut().enumerate() {
+            *out = bits >> k & 1;
+        }
     }
 }
 
 /// Movement: invalid actions become NONE (in `applied` too), then every agent whose target
-/// cell no other agent names moves there.
+/// cell no other agent names moves there. A learner's valid actions come from the action mask
+/// when the arena keeps one: the engine writes it after every change of state (step, reset,
+/// edit), so it holds what [`valid_bits`] would compute again.
 pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
     let m = layout.agents.min(MAX_AGENTS);
-    let mut targets = [(0i16, 0i16); MAX_AGENTS];
-    for s in 0..m {
-        let action = a.applied[s].0 as usize;
-        if action >= ACTIONS || valid_row(layout, cl, a.cells, a.pos[s])[action] == 0 {
-            a.applied[s] = AppliedAction(NONE);
-        }
-        let (dx, dy) = DELTAS[a.applied[s].0 as usize];
-        targets[s] = (a.pos[s].x + dx, a.pos[s].y + dy);
+    let masked = if a.mask.len() == layout.learners * ACTIONS {
+        layout.learners
+    } else {
+        0
+    };
+    // Each agent's target cell packed as (column << 16 | row), compared whole.
+    let mut targets = [0u32; MAX_AGENTS];
+    for (s, target) in targets.iter_mut().enumerate().take(m) {
+        let p = a.pos[s];
+        let action = a.applied[s].0;
+        let ok = if s < masked {
+            a.mask.get(s * ACTIONS + action as usize).is_some_and(|&v| v != 0) & (action < LOAD + 1)
+        } else {
+            // Bits above LOAD are clear, so any action past it reads as invalid.
+            let bits = u32::from(valid_bits(layout, cl, a.cells, p));
+            bits >> u32::from(action).min(31) & 1 == 1
+        };
+        let action = if ok { action } else { NONE };
+        a.applied[s] = AppliedAction(action);
+        let (dx, dy) = DELTAS[action as usize];
+        *target = u32::from((p.x + dx) as u16) << 16 | u32::from((p.y + dy) as u16);
     }
     let targets = &targets[..m];
-    for (s, &(x, y)) in targets.iter().enumerate() {
-        let alone = targets
-            .iter()
-            .enumerate()
-            .all(|(o, &t)| o == s || t != (x, y));
-        if alone {
-            a.pos[s] = GridPos { x, y };
+    for (s, &t) in targets.iter().enumerate() {
+        let named = targets.iter().filter(|&&o| o == t).count();
+        if named == 1 {
+            a.pos[s] = GridPos {
+                x: (t >> 16) as u16 as i16,
+                y: t as u16 as i16,
+            };
         }
     }
 }
@@ -276,36 +291,88 @@ pub fn resolve_interactions(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
 /// coordinates lie in `0..=2 sight` (lbforaging's test, which reaches past the clipped view
 /// near the top and left edges).
 pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    let (h, w) = (layout.height as i16, layout.width as i16);
+    if lbf.sight as i16 >= h.max(w) - 1 {
+        write_full_views(lbf, layout, a);
+        return;
+    }
     let cl = lbf.cells;
     let sight = lbf.sight as i16;
-    let (h, w) = (layout.height as i16, layout.width as i16);
+    let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + layout.agents];
+    let foods = &a.cells[cl.food(0)..cl.food(cl.foods)];
+    // Every entry is written at the next free slot and kept by advancing past it only when
+    // visible (no branch on visibility); the slot after the last kept one is then cleared. The
+    // k-th candidate is written at a slot at most k, so every write stays inside its section.
     for s in 0..layout.learners {
         let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
-        out.fill(0);
+        let (food_out, agent_out) = out.split_at_mut(3 * cl.foods);
         let me = a.pos[s];
         let (top, left) = ((me.y - sight).max(0), (me.x - sight).max(0));
         let (bottom, right) = ((me.y + sight).min(h - 1), (me.x + sight).min(w - 1));
         let mut n = 0;
-        for f in a.cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
+        for f in foods.chunks_exact(4) {
             let (r, c) = (f[0] as i16, f[1] as i16);
-            if f[3] != 0 && r >= top && r <= bottom && c >= left && c <= right {
-                out[3 * n..3 * n + 3].copy_from_slice(&[(r - top + 1) as u8, (c - left + 1) as u8, f[2]]);
-                n += 1;
-            }
+            let seen = (f[3] != 0) & (r >= top) & (r <= bottom) & (c >= left) & (c <= right);
+            food_out[3 * n..3 * n + 3].copy_from_slice(&[
+                (r - top + 1) as u8,
+                (c - left + 1) as u8,
+                f[2],
+            ]);
+            n += usize::from(seen);
         }
-        let agents = &mut out[3 * cl.foods..];
+        food_out[3 * n..].fill(0);
         let mut n = 0;
-        let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + layout.agents];
         // Itself first, then the others in slot order.
         let mut see = |o: usize| {
             let (r, c) = (a.pos[o].y - top, a.pos[o].x - left);
-            if r >= 0 && r <= 2 * sight && c >= 0 && c <= 2 * sight {
-                agents[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, levels[o]]);
-                n += 1;
-            }
+            let seen = (0..=2 * sight).contains(&r) & (0..=2 * sight).contains(&c);
+            agent_out[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, levels[o]]);
+            n += usize::from(seen);
         };
         see(s);
         (0..layout.agents).filter(|&o| o != s).for_each(see);
+        agent_out[3 * n..].fill(0);
+    }
+}
+
+/// [`write_observations`] when the sight covers the whole field (lbforaging's registered
+/// environments without `-2s`): every view's top-left is the field's, every present food and
+/// every agent is visible. The foods' part is the same for every learner and is written once;
+/// the agents' part is each learner's own entry, then the others' in slot order.
+fn write_full_views(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    let cl = lbf.cells;
+    let o = layout.obs_len;
+    if layout.learners == 0 {
+        return;
+    }
+    let m = layout.agents.min(MAX_AGENTS);
+    let mut entries = [[0u8; 3]; MAX_AGENTS];
+    for (e, (p, &level)) in entries
+        .iter_mut()
+        .zip(a.pos.iter().zip(&a.cells[CellLayout::LEVELS..]))
+        .take(m)
+    {
+        *e = [(p.y + 1) as u8, (p.x + 1) as u8, level];
+    }
+    let entries = &entries[..m];
+    let (first, rest) = a.obs.split_at_mut(o);
+    let (food_out, _) = first.split_at_mut(3 * cl.foods);
+    let mut n = 0;
+    for f in a.cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
+        food_out[3 * n..3 * n + 3].copy_from_slice(&[f[0] + 1, f[1] + 1, f[2]]);
+        n += usize::from(f[3] != 0);
+    }
+    food_out[3 * n..].fill(0);
+    for out in rest.chunks_exact_mut(o).take(layout.learners.saturating_sub(1)) {
+        out[..3 * cl.foods].copy_from_slice(&first[..3 * cl.foods]);
+    }
+    for (s, out) in a.obs.chunks_exact_mut(o).take(layout.learners).enumerate() {
+        let agent_out = &mut out[3 * cl.foods..];
+        agent_out[..3].copy_from_slice(&entries[s]);
+        let others = entries[..s].iter().chain(&entries[s + 1..]);
+        for (slot, e) in agent_out[3..].chunks_exact_mut(3).zip(others) {
+            slot.copy_from_slice(e);
+        }
     }
 }
 
