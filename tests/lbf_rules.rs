@@ -219,8 +219,11 @@ fn the_batch_step_computes_what_the_single_arena_rules_compute() {
                 assert_eq!(b.agent_rewards(k), want_rewards, "{at}: rewards");
                 let obs = &b.buffers().obs[k * n * o..(k + 1) * n * o];
                 assert_eq!(obs, s.observe(&layout), "{at}: observations");
-                let mut mask = vec![0u8; n * rules::ACTIONS];
-                rules::write_action_mask(&layout, cl(&layout), &s.pos, &s.cells, &mut mask);
+                // The mask is lbforaging's valid actions, asked one action at a time.
+                let mask: Vec<u8> = (s.pos.iter().take(n))
+                    .flat_map(|&p| (0..rules::ACTIONS as u8).map(move |a| (p, a)))
+                    .map(|(p, a)| u8::from(rules::valid(&layout, cl(&layout), &s.cells, p, a)))
+                    .collect();
                 let kept = b.action_mask().unwrap();
                 let kept = &kept[k * n * rules::ACTIONS..(k + 1) * n * rules::ACTIONS];
                 assert_eq!(kept, &mask[..], "{at}: mask");

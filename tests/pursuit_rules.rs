@@ -46,6 +46,29 @@ fn surround_catches_in_an_open_cell_with_four_pursuers() {
 }
 
 #[test]
+fn a_caught_agent_idles_whatever_it_chooses() {
+    // Every slot a learner, no slip: the step takes the chosen actions as they are, except a
+    // removed agent's, which become the idle action.
+    let s = pursuit(&OPEN5, NO_SHARE, &roles(4, 2), "");
+    let mut b = batch_with(
+        &s,
+        &[at(1, 2), at(3, 2), at(2, 1), at(2, 3), at(2, 2), at(0, 0)],
+    );
+    step(&mut b, &[STAY; 6]);
+    assert!(!b.agents(0)[4].1, "the surrounded evader is caught");
+    let chosen = [STAY, STAY, STAY, STAY, RIGHT, RIGHT];
+    step(&mut b, &chosen);
+    let applied = b.applied_actions(0);
+    assert_eq!(applied[5], RIGHT, "a free agent's choice is applied");
+    assert_eq!(applied[4], STAY, "the caught evader idles");
+    assert_eq!(
+        b.agents(0)[4].0,
+        at(2, 2).0,
+        "and stays where it was caught"
+    );
+}
+
+#[test]
 fn surround_is_not_a_catch_while_one_neighbour_is_free() {
     let s = pursuit(&OPEN5, NO_SHARE, &roles(3, 1), "");
     let mut b = batch_with(&s, &[at(1, 2), at(3, 2), at(2, 1), at(2, 2)]);

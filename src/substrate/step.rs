@@ -37,6 +37,13 @@ pub fn transition(
 /// walker's action is uniform. Removed agents idle. The only randomness a step draws before the
 /// substrate runs.
 pub fn draw_chance(layout: &Layout, a: &mut ArenaMut) {
+    if layout.slip_threshold == 0 && layout.learners == layout.agents {
+        // No chance to draw: every slot a learner's, taken as chosen.
+        for ((out, &action), alive) in a.applied.iter_mut().zip(a.actions).zip(a.alive.iter()) {
+            *out = AppliedAction(if alive.0 { action } else { layout.idle_action });
+        }
+        return;
+    }
     let n = layout.actions as u32;
     for slot in 0..layout.agents {
         if !a.alive[slot].0 {

@@ -99,30 +99,31 @@ struct Columns<'a> {
 
 /// Where one arena's episode end is kept for what runs after the step's pass: its final
 /// observations (`[N, O]`, `StepBuffers::final_obs`) and global state, and the returns,
-/// counters and clock it ended with ([`EpisodeEnds`]).
-pub struct EpisodeEnd<'a> {
-    /// `[N, O]` the final observations.
-    pub obs: &'a mut [u8],
-    /// `[S]` the final global state (empty while the batch keeps none).
-    pub state: &'a mut [u8],
-    /// `[M]` each agent's return.
-    pub returns: &'a mut [f32],
-    /// `[C]` the episode's counters.
-    pub counters: &'a mut [u32],
-    /// The clock at the episode's last step.
-    pub clock: &'a mut EpisodeClock,
+/// counters and clock it ended with ([`EpisodeEnds`]). A handle on the group's rows: an
+/// episode ends on few steps, so the rows are found only when one does.
+pub struct EpisodeEnd<'g, 'a> {
+    group: &'g mut Columns<'a>,
+    k: usize,
+    d: Dims,
 }
 
-impl EpisodeEnd<'_> {
+impl EpisodeEnd<'_, '_> {
     /// Keeps what the arena's episode ended with (call before its respawn).
     pub fn keep(&mut self, a: &ArenaMut) {
-        self.obs.copy_from_slice(a.obs);
-        self.state.copy_from_slice(a.state);
-        for (out, r) in self.returns.iter_mut().zip(a.ret.iter()) {
+        let Dims { m, n, o, c, s, .. } = self.d;
+        let (g, k) = (&mut *self.group, self.k);
+        g.final_obs[k * n * o..(k + 1) * n * o].copy_from_slice(a.obs);
+        g.final_state[k * s..(k + 1) * s].copy_from_slice(a.state);
+        for (out, r) in g.end_returns[k * m..(k + 1) * m]
+            .iter_mut()
+            .zip(a.ret.iter())
+        {
             *out = r.0;
         }
-        self.counters.copy_from_slice(a.counters);
-        *self.clock = *a.clock;
+        // Rows of at least one counter.
+        let row = k * c.max(1);
+        g.end_counters[row..row + c].copy_from_slice(a.counters);
+        g.end_clock[k] = *a.clock;
     }
 }
 
@@ -141,23 +142,19 @@ fn first<'a, T>(s: &mut &'a mut [T]) -> &'a mut T {
 }
 
 impl<'a> Columns<'a> {
-    /// The next arena of these columns (M agents, N learners, O observation bytes, C counters,
-    /// S global-state bytes and K mask bytes each), and where its episode end is kept; the
-    /// columns keep the arenas after it. Splitting off the front costs a length check per
-    /// column, where indexing arena `k` costs a range check and multiplications.
+    /// The next arena of these columns (M agents, N learners, O observation bytes, S
+    /// global-state bytes and K mask bytes each); the columns keep the arenas after it (the
+    /// episode-end rows stay whole, see [`EpisodeEnd`]). Splitting off the front costs a
+    /// length check per column, where indexing arena `k` costs a range check and
+    /// multiplications.
     #[inline(always)]
-    fn next_arena(&mut self, d: Dims) -> (ArenaMut<'a>, EpisodeEnd<'a>) {
+    fn next_arena(&mut self, d: Dims) -> ArenaMut<'a> {
         let Dims {
-            m,
-            n,
-            o,
-            c,
-            s,
-            k: mk,
+            m, n, o, s, k: mk, ..
         } = d;
         let (actions, rest) = self.actions.split_at(n);
         self.actions = rest;
-        let a = ArenaMut {
+        ArenaMut {
             pos: front(&mut self.pos, m),
             facing: front(&mut self.facing, m),
             alive: front(&mut self.alive, m),
@@ -179,16 +176,7 @@ impl<'a> Columns<'a> {
             rewards: front(&mut self.rewards, n),
             terminated: first(&mut self.terminated),
             truncated: first(&mut self.truncated),
-        };
-        let end = EpisodeEnd {
-            obs: front(&mut self.final_obs, n * o),
-            state: front(&mut self.final_state, s),
-            returns: front(&mut self.end_returns, m),
-            // Rows of at least one counter.
-            counters: &mut front(&mut self.end_counters, c.max(1))[..c],
-            clock: first(&mut self.end_clock),
-        };
-        (a, end)
+        }
     }
 
     /// Drops the first `k` arenas of these columns.
@@ -354,8 +342,13 @@ impl Arenas<'_, '_> {
                     end_counters,
                     end_clock,
                 };
-                for _ in 0..group.terminated.len() {
-                    let (mut a, mut end) = group.next_arena(dims);
+                for k in 0..group.terminated.len() {
+                    let mut a = group.next_arena(dims);
+                    let mut end = EpisodeEnd {
+                        group: &mut group,
+                        k,
+                        d: dims,
+                    };
                     f(layout, &mut a, &mut end);
                 }
             },
@@ -373,7 +366,7 @@ impl Arenas<'_, '_> {
             return None;
         }
         c.skip_arenas(arena, dims);
-        Some(f(layout, &mut c.next_arena(dims).0))
+        Some(f(layout, &mut c.next_arena(dims)))
     }
 
     /// Runs `f` on the episode ends kept this step, in arena order: `(arena, returns,

@@ -180,10 +180,10 @@ pub fn write_action_mask(
         .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
-        let bits = valid_bits(layout, cl, cells, *p);
-        for (k, out) in row.iter_mut().enumerate() {
-            *out = bits >> k & 1;
-        }
+        // Bit k of `bits` to byte k (0 or 1), all six at once.
+        let bits = u64::from(valid_bits(layout, cl, cells, *p));
+        let bytes = ((bits * 0x0002_0408_1020_4081) & 0x8080_8080_8080_8080) >> 7;
+        row.copy_from_slice(&bytes.to_le_bytes()[..ACTIONS]);
     }
 }
 
@@ -192,14 +192,25 @@ pub fn write_action_mask(
 /// when the arena keeps one: the engine writes it after every change of state (step, reset,
 /// edit), so it holds what [`valid_bits`] would compute again.
 pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
-    let m = layout.agents.min(MAX_AGENTS);
+    // The targets live on the stack; few agents need few of them cleared.
+    if layout.agents <= 8 {
+        moves::<8>(layout, cl, a);
+    } else {
+        moves::<MAX_AGENTS>(layout, cl, a);
+    }
+}
+
+/// [`apply_moves`] for at most `CAP` agents.
+#[inline(always)]
+fn moves<const CAP: usize>(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
+    let m = layout.agents.min(CAP);
     let masked = if a.mask.len() == layout.learners * ACTIONS {
         layout.learners
     } else {
         0
     };
     // Each agent's target cell packed as (column << 16 | row), compared whole.
-    let mut targets = [0u32; MAX_AGENTS];
+    let mut targets = [0u32; CAP];
     for (s, target) in targets.iter_mut().enumerate().take(m) {
         let p = a.pos[s];
         let action = a.applied[s].0;
@@ -340,13 +351,21 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
 /// every agent is visible. The foods' part is the same for every learner and is written once;
 /// the agents' part is each learner's own entry, then the others' in slot order.
 fn write_full_views(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
+    if layout.learners == 0 {
+    } else if layout.agents <= 8 {
+        full_views::<8>(lbf, layout, a);
+    } else {
+        full_views::<MAX_AGENTS>(lbf, layout, a);
+    }
+}
+
+/// [`write_full_views`] for at most `CAP` agents.
+#[inline(always)]
+fn full_views<const CAP: usize>(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     let cl = lbf.cells;
     let o = layout.obs_len;
-    if layout.learners == 0 {
-        return;
-    }
-    let m = layout.agents.min(MAX_AGENTS);
-    let mut entries = [[0u8; 3]; MAX_AGENTS];
+    let m = layout.agents.min(CAP);
+    let mut entries = [[0u8; 3]; CAP];
     for (e, (p, &level)) in entries
         .iter_mut()
         .zip(a.pos.iter().zip(&a.cells[CellLayout::LEVELS..]))
