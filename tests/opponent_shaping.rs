@@ -198,13 +198,14 @@ fn aligned_learners_reciprocate_where_independent_ones_defect() {
     }
 }
 
-/// As `assets/runs/loqa_ipd.ron`: LOQA's opponent term with weight 6 and the authors' TD(0)
-/// advantage.
+/// As `assets/runs/loqa_ipd.ron`: LOQA's opponent term with weight 6, the authors' TD(0)
+/// advantage and an entropy bonus of 0.1.
 fn ipd_loqa(seed: u64, updates: u64) -> RunConfig {
     let mut cfg = ipd(0.0, seed, updates);
     cfg.algo = Algo::Loqa;
     cfg.loqa.weight = 6.0;
     cfg.ppo.gae_lambda = 0.0;
+    cfg.ppo.ent_coef = 0.1;
     cfg
 }
 
@@ -220,8 +221,9 @@ fn tit_for_tat_replies(coop: &[[f64; 5]; 2]) -> bool {
 
 #[test]
 fn loqa_learners_retaliate_and_are_not_exploited_by_always_defect() {
-    // 10 seeds as the replicas of one run. Measured here: 8 of 10 play tit-for-tat's
-    // replies (16 of 20 over seeds 0-19).
+    // 10 seeds as the replicas of one run. Measured here: 10 of 10 play tit-for-tat's
+    // replies (20 of 20 over seeds 0-19 and over 100-119; with PPO's usual entropy bonus of
+    // 0.01, 8 of 10 and 16 of 20).
     let dir = temp("loqa");
     let mut cfg = ipd_loqa(0, 300);
     cfg.seeds = 10;
@@ -237,13 +239,13 @@ fn loqa_learners_retaliate_and_are_not_exploited_by_always_defect() {
     }
     eprintln!("beside always-defect: {predicted:?} (a defector: 16)");
     assert!(
-        replies >= 7,
+        replies >= 9,
         "{replies} of 10 seeds play tit-for-tat's replies"
     );
     // Beside always-defect a seed loses at most the first round's 1 to a defector (16).
     let held = predicted.iter().filter(|&&r| r >= 15.0).count();
     assert!(
-        held >= 7,
+        held >= 9,
         "{held} of 10 seeds within 1 of a defector: {predicted:?}"
     );
 }
