@@ -16,14 +16,21 @@ fn roles(pursuers: usize, evaders: usize) -> String {
     )
 }
 
-#[test]
-fn surround_catches_in_an_open_cell_with_four_pursuers() {
+/// Four pursuers around evader 4 in the open, a second evader in the corner, after one step of
+/// everyone staying (the surrounded evader is caught by it).
+fn surrounded_after_one_step() -> gridarena::engine::EnvBatch {
     let s = pursuit(&OPEN5, NO_SHARE, &roles(4, 2), "");
     let mut b = batch_with(
         &s,
         &[at(1, 2), at(3, 2), at(2, 1), at(2, 3), at(2, 2), at(0, 0)],
     );
     step(&mut b, &[STAY; 6]);
+    b
+}
+
+#[test]
+fn surround_catches_in_an_open_cell_with_four_pursuers() {
+    let mut b = surrounded_after_one_step();
     let agents = b.agents(0);
     assert!(!agents[4].1, "surrounded evader must be caught");
     assert!(agents[5].1, "the other evader is free");
@@ -49,12 +56,7 @@ fn surround_catches_in_an_open_cell_with_four_pursuers() {
 fn a_caught_agent_idles_whatever_it_chooses() {
     // Every slot a learner, no slip: the step takes the chosen actions as they are, except a
     // removed agent's, which become the idle action.
-    let s = pursuit(&OPEN5, NO_SHARE, &roles(4, 2), "");
-    let mut b = batch_with(
-        &s,
-        &[at(1, 2), at(3, 2), at(2, 1), at(2, 3), at(2, 2), at(0, 0)],
-    );
-    step(&mut b, &[STAY; 6]);
+    let mut b = surrounded_after_one_step();
     assert!(!b.agents(0)[4].1, "the surrounded evader is caught");
     let chosen = [STAY, STAY, STAY, STAY, RIGHT, RIGHT];
     step(&mut b, &chosen);

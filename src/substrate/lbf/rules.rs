@@ -352,7 +352,9 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
 /// the agents' part is each learner's own entry, then the others' in slot order.
 fn write_full_views(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     if layout.learners == 0 {
-    } else if layout.agents <= 8 {
+        return;
+    }
+    if layout.agents <= 8 {
         full_views::<8>(lbf, layout, a);
     } else {
         full_views::<MAX_AGENTS>(lbf, layout, a);
