@@ -182,6 +182,9 @@ pub struct StepBuffers {
     /// `[B, N, A]` 1 where a learner's action is legal, written with the observations when the
     /// substrate keeps masks (`Layout::action_mask`); `[B]` unused bytes otherwise.
     pub action_mask: Vec<u8>,
+    /// `[B, N, A]` the action mask of the step that ended each arena's episode (as
+    /// `final_obs`): what a truncated episode's bootstrap may choose from.
+    pub final_action_mask: Vec<u8>,
 }
 
 /// What each arena's last finished episode ended with: `[B, M]` its agents' returns, `[B, C]`

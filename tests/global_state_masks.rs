@@ -145,6 +145,15 @@ fn the_mask_marks_moves_into_walls_and_follows_the_players() {
     b.actions_mut().copy_from_slice(&[LEFT, LEFT]);
     b.step().unwrap();
     assert_eq!(b.agents(1)[0].0.x, 0);
+    // Arena 0 reaches the goal at the corridor's right end: the reset puts it back at the left
+    // end, and the mask it ended with (what a bootstrap may choose from) is kept.
+    for _ in 0..2 {
+        b.actions_mut().copy_from_slice(&[RIGHT, STAY]);
+        b.step().unwrap();
+    }
+    assert_eq!(b.buffers().terminated, [1, 0]);
+    assert_eq!(&b.action_mask().unwrap()[..5], [0, 1, 0, 0, 1]);
+    assert_eq!(&b.final_action_mask().unwrap()[..5], [1, 0, 0, 0, 1]);
     assert!(
         EnvBatch::new(
             &Scenario::load("assets/scenarios/pursuit.ron".as_ref()).unwrap(),
@@ -207,7 +216,7 @@ fn a_learner_exploring_and_acting_greedily_never_chooses_a_masked_action() {
     let device = choose_device(Device::Cpu).unwrap();
     let loaded = Scenario::load(&scenario).unwrap();
     // Half exploring (uniform among the legal moves), half greedy on a fresh network.
-    for algo in ["pqn", "iql"] {
+    for algo in ["pqn", "iql", "vdn", "qmix", "pqn_vdn", "ippo", "mappo"] {
         let text = format!(
             r#"RunConfig(algo: {algo}, scenario: Some("{}"), arenas: 8, rollout: 16,
                 total_steps: 100000, learn: (eps_start: 0.5, eps_finish: 0.5))"#,
@@ -252,4 +261,40 @@ fn a_restored_batch_has_the_saved_batchs_global_state_and_masks() {
     assert_eq!(a.global_state(), b.global_state());
     assert_eq!(a.action_mask(), b.action_mask());
     assert_eq!(a.buffers().obs, b.buffers().obs);
+}
+
+/// Pursuit's global state is the whole map: obstacles from the map, and on each cell the
+/// pursuers and the evaders still in the game standing there, step after step.
+#[test]
+fn pursuits_global_state_is_the_whole_map() {
+    let loaded = Scenario::load("assets/scenarios/pursuit.ron".as_ref()).unwrap();
+    let (w, h) = (loaded.scenario.map[0].len(), loaded.scenario.map.len());
+    let pursuers = loaded.scenario.roles[0].count as usize;
+    let mut b = EnvBatch::new(&loaded, 3, 5).unwrap();
+    b.set_global_state(true);
+    let mut random = RandomPolicy::new(5, 3, b.layout().actions);
+    for _ in 0..30 {
+        let mut actions = vec![0; 3 * b.layout().learners];
+        random
+            .actions_within(&b.buffers().obs, None, &mut actions)
+            .unwrap();
+        b.actions_mut().copy_from_slice(&actions);
+        b.step().unwrap();
+        for arena in 0..3 {
+            let mut want = vec![0u8; w * h * 3];
+            for (y, line) in loaded.scenario.map.iter().enumerate() {
+                for (x, ch) in line.chars().enumerate() {
+                    want[(y * w + x) * 3] = u8::from(ch == '#');
+                }
+            }
+            for (slot, (p, alive)) in b.agents(arena).into_iter().enumerate() {
+                if alive {
+                    let kind = if slot < pursuers { 1 } else { 2 };
+                    want[(p.y as usize * w + p.x as usize) * 3 + kind] += 1;
+                }
+            }
+            let state = b.global_state().unwrap();
+            assert_eq!(row(state, arena, w * h * 3), &want[..], "arena {arena}");
+        }
+    }
 }

@@ -12,8 +12,9 @@ unchanged on `pursuit_pz`:
 - actions numbered as PettingZoo's `motion_range` `[[-1,0],[1,0],[0,1],[0,-1],[0,0]]`
   (x-1, x+1, y+1, y-1, stay); the engine's Move5 is left, right, up (y-1), down (y+1), stay.
 
-Known difference: `state()` stays the engine's global state (every pursuer's observation, u8),
-not pursuit_v5's `(16, 16, 3)` float32 map.
+Known difference: `state()` stays the engine's global state, the whole map flattened as u8
+`[row, column, channel]` (obstacles, pursuers, evaders), where pursuit_v5's is the same layers
+as a `(16, 16, 3)` float32 array indexed `[x, y, channel]`.
 """
 
 from dataclasses import dataclass

@@ -57,6 +57,15 @@ impl EnvBatch {
         (b.state_width > 0).then_some(&b.final_state[..])
     }
 
+    /// `[B, N, A]` each arena's action mask at the step that ended its last episode, before the
+    /// auto-reset (valid where `terminated` or `truncated` is set, as `final_obs`), or `None`
+    /// when the substrate has no illegal actions.
+    pub fn final_action_mask(&self) -> Option<&[u8]> {
+        self.layout()
+            .action_mask
+            .then_some(&self.buffers().final_action_mask[..])
+    }
+
     /// `[B, N, A]` 1 where a learner's action is legal in the current state, or `None` when
     /// the substrate has no illegal actions (every action is then legal).
     pub fn action_mask(&self) -> Option<&[u8]> {

@@ -92,6 +92,7 @@ impl EnvBatch {
             state: vec![0; arenas],
             final_state: vec![0; arenas],
             action_mask: vec![1; arenas * layout.mask_len().max(1)],
+            final_action_mask: vec![1; arenas * layout.mask_len().max(1)],
         });
         world.insert_resource(EpisodeEnds {
             returns: vec![0.0; arenas * layout.agents],

@@ -92,6 +92,7 @@ struct Columns<'a> {
     state: &'a mut [u8],
     final_state: &'a mut [u8],
     mask: &'a mut [u8],
+    final_mask: &'a mut [u8],
     end_returns: &'a mut [f32],
     end_counters: &'a mut [u32],
     end_clock: &'a mut [EpisodeClock],
@@ -114,6 +115,8 @@ impl EpisodeEnd<'_, '_> {
         let (g, k) = (&mut *self.group, self.k);
         g.final_obs[k * n * o..(k + 1) * n * o].copy_from_slice(a.obs);
         g.final_state[k * s..(k + 1) * s].copy_from_slice(a.state);
+        let mk = a.mask.len();
+        g.final_mask[k * mk..(k + 1) * mk].copy_from_slice(a.mask);
         for (out, r) in g.end_returns[k * m..(k + 1) * m]
             .iter_mut()
             .zip(a.ret.iter())
@@ -201,6 +204,7 @@ impl Arenas<'_, '_> {
             state,
             final_state,
             action_mask: mask,
+            final_action_mask: final_mask,
         } = self.buffers.bypass_change_detection();
         let EpisodeEnds {
             returns: end_returns,
@@ -238,6 +242,7 @@ impl Arenas<'_, '_> {
                 state,
                 final_state,
                 mask,
+                final_mask,
                 end_returns,
                 end_counters,
                 end_clock,
@@ -299,6 +304,7 @@ impl Arenas<'_, '_> {
             c.state.par_chunks_mut(g * s.max(1)),
             c.final_state.par_chunks_mut(g * s.max(1)),
             c.mask.par_chunks_mut(g * mk.max(1)),
+            c.final_mask.par_chunks_mut(g * mk.max(1)),
         );
         let ends = (
             c.end_returns.par_chunks_mut(g * m),
@@ -311,7 +317,18 @@ impl Arenas<'_, '_> {
             |(
                 (pos, facing, alive, applied, reward, ret, carry, cooldown),
                 (rng, cells, counters, clock, deck, ended),
-                (actions, obs, rewards, terminated, truncated, final_obs, state, final_state, mask),
+                (
+                    actions,
+                    obs,
+                    rewards,
+                    terminated,
+                    truncated,
+                    final_obs,
+                    state,
+                    final_state,
+                    mask,
+                    final_mask,
+                ),
                 (end_returns, end_counters, end_clock),
             )| {
                 let mut group = Columns {
@@ -338,6 +355,7 @@ impl Arenas<'_, '_> {
                     state,
                     final_state,
                     mask,
+                    final_mask,
                     end_returns,
                     end_counters,
                     end_clock,

@@ -287,6 +287,39 @@ impl SubstrateRules for Pursuit {
         write_observations(layout, self, a.pos, a.alive, a.cells, a.obs);
     }
 
+    /// The whole map (PettingZoo's `state()`: obstacles, pursuer and evader counts per cell),
+    /// where each pursuer sees only its window.
+    fn global_state_layout(_: &PursuitParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let width = scenario.map.first().map_or(0, |r| r.chars().count());
+        let count = |kind| {
+            let agents = scenario.roles.iter().filter(|r| r.kind == kind);
+            agents.map(|r| r.count as usize).sum::<usize>().min(255) as u8
+        };
+        let (pursuers, evaders) = (count(RoleKind::Pursuer), count(RoleKind::Evader));
+        vec![
+            ObsField::new(
+                "map",
+                &[("row", scenario.map.len()), ("column", width), ("byte", 3)],
+                pursuers.max(evaders).max(1),
+                "the whole map, row-major from the top-left: obstacle, pursuers and evaders \
+                 standing on the cell (caught evaders leave)",
+            )
+            .entries(&["obstacle", "pursuers", "evaders"])
+            .entry_max(vec![1, pursuers, evaders]),
+        ]
+    }
+
+    fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+        let cells = state.chunks_exact_mut(3).take(layout.width * layout.height);
+        for (k, out) in cells.enumerate() {
+            let (x, y) = ((k % layout.width) as i16, (k / layout.width) as i16);
+            let i = layout.cell_index(x, y);
+            out[0] = a.cells[i + CELL_OBSTACLE];
+            out[1] = a.cells[i + CELL_PURSUERS];
+            out[2] = a.cells[i + CELL_EVADERS];
+        }
+    }
+
     fn rebuild_cells(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         tally_cells(layout, a.pos, a.alive, a.cells);
     }

@@ -22,7 +22,7 @@ use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::{NetworkKind, RunConfig, ValueLoss};
 use crate::train::error::TrainError;
-use crate::train::kit::explore::{act_epsilon_greedy, max_legal, max_value};
+use crate::train::kit::explore::{act_epsilon_greedy, max_legal};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
 use crate::train::kit::returns::RolloutBuffer;
@@ -160,12 +160,15 @@ impl PqnVdn {
                 self.team.final_q[i] = 0.0;
             }
             input = self.current_input();
-            // A time limit bootstraps from the final observations' `sum_i max Q_i` (their
-            // masks are not kept: every action counts).
+            // A time limit bootstraps from the final observations' `sum_i max Q_i`, over the
+            // actions legal in the final state where the substrate masks some.
             if let Some(f) = truncated_rows(&self.batch, &nets, &[], d) {
                 let q = self.critic.forward(Input::U8(&f.input), &f.nets)?;
+                let mask = self.batch.final_action_mask();
                 for (&arena, team) in f.arenas.iter().zip(q.chunks_exact(n * a)) {
-                    self.team.final_q[t * b + arena] = team.chunks_exact(a).map(max_value).sum();
+                    let best = team.chunks_exact(a).enumerate();
+                    let best = best.map(|(k, v)| max_legal(v, mask, arena * n + k));
+                    self.team.final_q[t * b + arena] = best.sum();
                 }
             }
         }

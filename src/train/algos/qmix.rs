@@ -23,7 +23,6 @@ use crate::scenario::LoadedScenario;
 use crate::train::algos::iql::td_target;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::max_value;
 use crate::train::kit::schedule::StepValues;
 use crate::train::kit::team_learner::{TeamLearner, TeamValue};
 use crate::train::kit::team_replay::{TeamBatch, TeamShape};
@@ -91,7 +90,7 @@ impl TeamValue for Mixing {
         let one_net = vec![0u32; teams];
         // Targets: the target mixer over the learners' best target values and the next state.
         let next = agents.forward_target(Input::U8(&mb.next), nets)?;
-        let best: Vec<f32> = next.chunks_exact(a).map(max_value).collect();
+        let best = mb.best_next(&next, a);
         let hyper_next = self
             .hyper
             .forward_target(Input::U8(&mb.next_state), &one_net)?;

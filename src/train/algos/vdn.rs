@@ -15,7 +15,6 @@ use crate::scenario::LoadedScenario;
 use crate::train::algos::iql::td_target;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::max_value;
 use crate::train::kit::schedule::StepValues;
 use crate::train::kit::team_learner::{TeamLearner, TeamValue};
 use crate::train::kit::team_replay::{TeamBatch, TeamShape};
@@ -52,12 +51,15 @@ impl TeamValue for Sum {
         let (n, a) = (shape.learners, shape.actions);
         // Targets: the sum of the learners' best target values after the transition.
         let next = agents.forward_target(Input::U8(&mb.next), nets)?;
-        let targets: Vec<f32> = next
-            .chunks_exact(n * a)
-            .enumerate()
+        let best = mb.best_next(&next, a);
+        let targets: Vec<f32> = (best.chunks_exact(n).enumerate())
             .map(|(p, team)| {
-                let best: f32 = team.chunks_exact(a).map(max_value).sum();
-                td_target(mb.rewards[p], mb.terminated[p], best, step.gamma)
+                td_target(
+                    mb.rewards[p],
+                    mb.terminated[p],
+                    team.iter().sum(),
+                    step.gamma,
+                )
             })
             .collect();
         // The team loss on the chosen actions' values, one step, one Polyak update.

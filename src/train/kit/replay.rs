@@ -169,6 +169,11 @@ fn load_replay<R: ReplayColumns>(
     for (name, mut column) in replay.columns() {
         let field = format!("{prefix}replay.{name}");
         let width = column.len() / saved.capacity.max(1);
+        if name == "next_mask" && find(extra, &field).is_none() {
+            // A checkpoint from before replays kept masks: every successor action counts as
+            // legal, as it did when those rows were stored.
+            continue;
+        }
         let t = find(extra, &field).ok_or_else(|| BadField::range(&field, "a tensor", "none"))?;
         column.restore(t, saved.len * width, &field)?;
     }
@@ -196,6 +201,27 @@ pub fn successor_input(
         let src = if ended { &b.final_obs } else { &b.obs };
         let src = &src[k * per_obs..(k + 1) * per_obs];
         super::qnet::write_input(src, learners, obs_len, input, chunk);
+    }
+}
+
+/// Writes every learner's action mask after a step into `out` (`[B x N, A]`): the arena's
+/// mask, or the mask it ended with where the episode ended (the successor of
+/// [`successor_input`]); empty when the substrate masks nothing.
+pub fn successor_mask(b: &crate::components::StepBuffers, masked: bool, out: &mut Vec<u8>) {
+    out.clear();
+    let arenas = b.terminated.len();
+    if !masked || arenas == 0 {
+        return;
+    }
+    let per = b.action_mask.len() / arenas;
+    for k in 0..arenas {
+        let ended = b.terminated[k] != 0 || b.truncated[k] != 0;
+        let src = if ended {
+            &b.final_action_mask
+        } else {
+            &b.action_mask
+        };
+        out.extend_from_slice(&src[k * per..(k + 1) * per]);
     }
 }
 
@@ -506,6 +532,23 @@ mod tests {
         assert_eq!(out, [1, 2, 3, 4, 30, 31]);
         successor_input(&b, (1, 2, 3), &mut out);
         assert_eq!(out, [1, 2, 1, 3, 4, 1, 30, 31, 1]);
+    }
+
+    /// The successor masks: an ended arena's are the ones it ended with; none without masks.
+    #[test]
+    fn successor_masks_are_final_where_episodes_ended() {
+        let b = crate::components::StepBuffers {
+            action_mask: vec![1, 0, 1, 1, 0, 1],
+            final_action_mask: vec![0, 0, 1, 0, 0, 0],
+            terminated: vec![0, 0, 0],
+            truncated: vec![0, 1, 0],
+            ..Default::default()
+        };
+        let mut out = vec![9];
+        successor_mask(&b, true, &mut out);
+        assert_eq!(out, [1, 0, 1, 0, 0, 1]);
+        successor_mask(&b, false, &mut out);
+        assert!(out.is_empty());
     }
 
     /// The reported deadlock's settings (SPI 128, batch 256, error buffer 0.1, min_replay

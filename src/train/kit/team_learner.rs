@@ -24,7 +24,7 @@ use crate::train::kit::explore::act_epsilon_greedy;
 use crate::train::kit::opponent::OpponentModels;
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
-use crate::train::kit::replay::{ReplayCore, restore_target, successor_input};
+use crate::train::kit::replay::{ReplayCore, restore_target, successor_input, successor_mask};
 use crate::train::kit::schedule::{StepValues, epsilon_by_steps, optimiser};
 use crate::train::kit::stats::UpdateStats;
 use crate::train::kit::team_replay::{TeamBatch, TeamReplay, TeamShape, successor_state};
@@ -105,9 +105,13 @@ impl<V: TeamValue> TeamLearner<V> {
             actions: spec.head,
         };
         let items = (cfg.arenas as u64, cfg.iql.batch_size as u64);
+        let mut replay = TeamReplay::new(cfg.iql.replay_capacity, shape);
+        if batch.action_mask().is_some() {
+            replay.keep_masks();
+        }
         Ok(TeamLearner {
             core: ReplayCore::new_in(cfg, items, job)?,
-            replay: TeamReplay::new(cfg.iql.replay_capacity, shape),
+            replay,
             nets: row_nets(cfg.arenas * learners, learners, cfg.network.shared),
             mb_nets: row_nets(cfg.iql.batch_size * learners, learners, cfg.network.shared),
             mb: TeamBatch::default(),
@@ -162,6 +166,8 @@ impl<V: TeamValue> TeamLearner<V> {
         let (n, d, a) = (self.shape.learners, self.shape.input, self.shape.actions);
         let (mut losses, mut steps) = (0.0f64, 0u64);
         let (mut next, mut state, mut next_state) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next_mask = Vec::new();
+        let masked = self.batch.action_mask().is_some();
         for _ in 0..self.cfg.rollout {
             let t_act = Instant::now();
             let obs = self.input();
@@ -181,8 +187,9 @@ impl<V: TeamValue> TeamLearner<V> {
             if self.shape.state > 0 {
                 successor_state(b, &mut next_state);
             }
-            let evicted =
-                (self.replay).insert_step((&obs, &next), &taken, b, (&state, &next_state));
+            successor_mask(b, masked, &mut next_mask);
+            let successors = (&obs[..], &next[..], &next_mask[..]);
+            let evicted = (self.replay).insert_step(successors, &taken, b, (&state, &next_state));
             self.core.limiter.insert(self.cfg.arenas as u64);
             self.core.limiter.delete(evicted);
             let sampled = self.cfg.iql.batch_size as u64;

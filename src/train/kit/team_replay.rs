@@ -9,6 +9,7 @@ use rand_core::Rng;
 
 use crate::components::StepBuffers;
 use crate::rng::below;
+use crate::train::kit::explore::max_legal;
 use crate::train::kit::replay::{ReplayColumns, Ring};
 use crate::train::tensors::Column;
 
@@ -38,6 +39,8 @@ pub(crate) struct TeamReplay {
     /// `[C, S]`.
     state: Vec<u8>,
     next_state: Vec<u8>,
+    /// `[C, N x A]` the successors' legal actions where the substrate masks some, else empty.
+    next_mask: Vec<u8>,
 }
 
 impl ReplayColumns for TeamReplay {
@@ -47,7 +50,7 @@ impl ReplayColumns for TeamReplay {
 
     fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         let actions = self.shape.actions as u32;
-        vec![
+        let mut columns = vec![
             ("obs", Column::U8(&mut self.obs)),
             ("next", Column::U8(&mut self.next)),
             ("action", Column::U32(&mut self.action, actions)),
@@ -55,7 +58,11 @@ impl ReplayColumns for TeamReplay {
             ("terminated", Column::F32(&mut self.terminated)),
             ("state", Column::U8(&mut self.state)),
             ("next_state", Column::U8(&mut self.next_state)),
-        ]
+        ];
+        if !self.next_mask.is_empty() {
+            columns.push(("next_mask", Column::U8(&mut self.next_mask)));
+        }
+        columns
     }
 
     fn items_per_entry(&self) -> u64 {
@@ -77,17 +84,24 @@ impl TeamReplay {
             terminated: vec![0.0; capacity],
             state: vec![0; capacity * s],
             next_state: vec![0; capacity * s],
+            next_mask: Vec::new(),
         }
+    }
+
+    /// Keeps each entry's successor action masks (a substrate that masks actions).
+    pub(crate) fn keep_masks(&mut self) {
+        let per = self.shape.learners * self.shape.actions;
+        self.next_mask = vec![1; self.reward.len() * per];
     }
 
     /// Adds one environment step of every arena: the learners' input rows `obs` before and
     /// `next` after (`[B x N, D]`, successors from the final observations where episodes
     /// ended), the actions `taken` (`[B x N]`), the rewards and terminations of `b`, and the
-    /// global states before and after (`[B, S]`, empty without a mixer). Returns the entries
-    /// evicted.
+    /// global states before and after (`[B, S]`, empty without a mixer), the successors'
+    /// masks `next_mask` (`[B x N, A]`, empty without masks). Returns the entries evicted.
     pub(crate) fn insert_step(
         &mut self,
-        (obs, next): (&[u8], &[u8]),
+        (obs, next, next_mask): (&[u8], &[u8], &[u8]),
         taken: &[u32],
         b: &StepBuffers,
         (state, next_state): (&[u8], &[u8]),
@@ -109,6 +123,11 @@ impl TeamReplay {
                 self.state[i * s..(i + 1) * s].copy_from_slice(&state[k * s..(k + 1) * s]);
                 let after = &next_state[k * s..(k + 1) * s];
                 self.next_state[i * s..(i + 1) * s].copy_from_slice(after);
+            }
+            if !self.next_mask.is_empty() {
+                let per = n * self.shape.actions;
+                let row = &next_mask[k * per..(k + 1) * per];
+                self.next_mask[i * per..(i + 1) * per].copy_from_slice(row);
             }
             evicted += u64::from(self.ring.advance());
         }
@@ -142,6 +161,8 @@ pub(crate) struct TeamBatch {
     /// `[P, S]`.
     pub state: Vec<u8>,
     pub next_state: Vec<u8>,
+    /// `[P x N, A]` the successors' legal actions; empty without masks.
+    pub next_mask: Vec<u8>,
 }
 
 impl TeamBatch {
@@ -164,6 +185,7 @@ impl TeamBatch {
             &mut self.next,
             &mut self.state,
             &mut self.next_state,
+            &mut self.next_mask,
         ] {
             v.clear();
         }
@@ -187,7 +209,21 @@ impl TeamBatch {
                 .extend_from_slice(&replay.state[i * s..(i + 1) * s]);
             self.next_state
                 .extend_from_slice(&replay.next_state[i * s..(i + 1) * s]);
+            if !replay.next_mask.is_empty() {
+                let per = n * replay.shape.actions;
+                self.next_mask
+                    .extend_from_slice(&replay.next_mask[i * per..(i + 1) * per]);
+            }
         }
+    }
+
+    /// The best legal value of each of the `[P x N, A]` successor rows `values` (every action
+    /// where the substrate masks none): what a greedy target bootstraps from.
+    pub(crate) fn best_next(&self, values: &[f32], actions: usize) -> Vec<f32> {
+        let mask = (!self.next_mask.is_empty()).then_some(&self.next_mask[..]);
+        (values.chunks_exact(actions).enumerate())
+            .map(|(row, q)| max_legal(q, mask, row))
+            .collect()
     }
 
     /// Teams in the minibatch.
@@ -222,7 +258,12 @@ mod tests {
         let obs: Vec<u8> = (0..12).collect();
         let next: Vec<u8> = (100..112).collect();
         let states = ([1, 2, 3, 4], [5, 6, 7, 8]);
-        let evicted = replay.insert_step((&obs, &next), &[0, 1, 2, 3], &b, (&states.0, &states.1));
+        let evicted = replay.insert_step(
+            (&obs, &next, &[]),
+            &[0, 1, 2, 3],
+            &b,
+            (&states.0, &states.1),
+        );
         assert_eq!((evicted, replay.ring.len), (0, 2));
         let mut mb = TeamBatch::default();
         let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -237,10 +278,52 @@ mod tests {
         assert_eq!(mb.next_state, [7, 8, 5, 6]);
         assert_eq!(mb.teams(), 2);
         // Three more arenas' steps overwrite the oldest.
-        let evicted = replay.insert_step((&obs, &next), &[0, 1, 2, 3], &b, (&states.0, &states.1));
+        let evicted = replay.insert_step(
+            (&obs, &next, &[]),
+            &[0, 1, 2, 3],
+            &b,
+            (&states.0, &states.1),
+        );
         assert_eq!((evicted, replay.ring.len), (0, 4));
-        let evicted = replay.insert_step((&obs, &next), &[0, 1, 2, 3], &b, (&states.0, &states.1));
+        let evicted = replay.insert_step(
+            (&obs, &next, &[]),
+            &[0, 1, 2, 3],
+            &b,
+            (&states.0, &states.1),
+        );
         assert_eq!((evicted, replay.ring.len), (2, 4));
+    }
+
+    /// With masks kept, a minibatch's bootstrap is each learner's best legal successor value,
+    /// never a masked action's, however large.
+    #[test]
+    fn the_bootstrap_takes_the_best_legal_successor_action() {
+        let shape = TeamShape {
+            learners: 2,
+            input: 1,
+            state: 0,
+            actions: 3,
+        };
+        let mut replay = TeamReplay::new(2, shape);
+        replay.keep_masks();
+        let b = StepBuffers {
+            rewards: vec![0.0, 0.0],
+            terminated: vec![0],
+            truncated: vec![0],
+            ..Default::default()
+        };
+        // Learner 0 may take actions 0 and 2, learner 1 only action 1.
+        let mask = [1, 0, 1, 0, 1, 0];
+        replay.insert_step((&[0, 0], &[1, 1], &mask), &[0, 0], &b, (&[], &[]));
+        let mut mb = TeamBatch::default();
+        mb.fill(&replay, &mut ChaCha8Rng::seed_from_u64(0), (1, 1));
+        let values = [1.0, 9.0, 2.0, 7.0, 3.0, 8.0];
+        assert_eq!(mb.best_next(&values, 3), [2.0, 3.0]);
+        // Without masks every action counts.
+        let mut plain = TeamReplay::new(2, shape);
+        plain.insert_step((&[0, 0], &[1, 1], &[]), &[0, 0], &b, (&[], &[]));
+        mb.fill(&plain, &mut ChaCha8Rng::seed_from_u64(0), (1, 1));
+        assert_eq!(mb.best_next(&values, 3), [9.0, 8.0]);
     }
 
     /// Where an episode ended the successor state is the final one, not the reset's.

@@ -40,7 +40,7 @@ use crate::train::kit::explore::act_epsilon_greedy;
 use crate::train::kit::opponent::{OpponentModels, OpponentNetworks, ScoreMean, set_models_params};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, write_input};
-use crate::train::kit::replay::{ReplayCore, successor_input};
+use crate::train::kit::replay::{ReplayCore, successor_input, successor_mask};
 use crate::train::kit::schedule::StepValues;
 use crate::train::kit::schedule::{epsilon_by_steps, optimiser};
 use crate::train::kit::stats::UpdateStats;
@@ -125,7 +125,10 @@ impl Iql {
         if spec.state_width() > 0 {
             batch.set_hidden_width(spec.state_width());
         }
-        let replay = Store::new(cfg, &spec, (rows_per_step, groups), (actions, spec.nets));
+        let mut replay = Store::new(cfg, &spec, (rows_per_step, groups), (actions, spec.nets));
+        if batch.action_mask().is_some() {
+            replay.rows.keep_masks();
+        }
         // Rate-limiter items inserted at once and sampled per learner step.
         let per_entry = replay.items_per_step(cfg) as u64;
         let items = (
@@ -268,7 +271,8 @@ impl Iql {
             self.cfg.rollout
         };
         let (n, d) = (self.learners, self.spec.input);
-        let mut next = Vec::new();
+        let (mut next, mut next_mask) = (Vec::new(), Vec::new());
+        let masked = self.batch.action_mask().is_some();
         for t in 0..rollout {
             let t_act = Instant::now();
             let (obs, taken) = self.act(threshold, t)?;
@@ -279,6 +283,7 @@ impl Iql {
             let t_learn = Instant::now();
             let (b, o) = (self.batch.buffers(), self.batch.layout().obs_len);
             successor_input(b, (n, o, d), &mut next);
+            successor_mask(b, masked, &mut next_mask);
             let limiter = &mut self.core.limiter;
             if let Some(seqs) = &mut self.replay.seqs {
                 seqs.after_step(t, (&next, &taken), b, n);
@@ -290,7 +295,14 @@ impl Iql {
             } else {
                 let opponents = self.models.is_some();
                 let rows = &mut self.replay.rows;
-                let evicted = rows.insert_step((&obs, &next), &taken, b, &self.nets, n, opponents);
+                let evicted = rows.insert_step(
+                    (&obs, &next, &next_mask),
+                    &taken,
+                    b,
+                    &self.nets,
+                    n,
+                    opponents,
+                );
                 limiter.insert(taken.len() as u64);
                 limiter.delete(evicted);
             }

@@ -7,7 +7,7 @@ use super::buffer::Replay;
 use crate::critic::{AdamConfig, CriticBackend, Input};
 use crate::train::error::TrainError;
 use crate::train::kit::explore::act_epsilon_greedy;
-use crate::train::kit::replay::{ReplayCore, successor_input};
+use crate::train::kit::replay::{ReplayCore, successor_input, successor_mask};
 use crate::train::kit::schedule::StepValues;
 
 impl Iql {
@@ -73,7 +73,8 @@ impl Iql {
                     Err(e) => return finish(Err(e.into())),
                 };
                 let (mut seen, mut sim) = (u64::MAX, 0.0);
-                let mut next = Vec::new();
+                let (mut next, mut next_mask) = (Vec::new(), Vec::new());
+                let mask_kept = batch.action_mask().is_some();
                 for _ in 0..cfg.rollout {
                     let v = version.load(Ordering::SeqCst);
                     if v != seen {
@@ -101,8 +102,11 @@ impl Iql {
                     let b = batch.buffers();
                     let o = batch.layout().obs_len;
                     successor_input(b, (n, o, o), &mut next);
-                    let write =
-                        || lock_replay().insert_step((&obs, &next), &taken, b, nets, n, false);
+                    successor_mask(b, mask_kept, &mut next_mask);
+                    let write = || {
+                        let rows: (&[u8], &[u8], &[u8]) = (&obs, &next, &next_mask);
+                        lock_replay().insert_step(rows, &taken, b, nets, n, false)
+                    };
                     if let Err(e) = limiter.insert_with(taken.len() as u64, wait, write) {
                         return finish(Err(TrainError::Config(format!("actor: {e}"))));
                     }

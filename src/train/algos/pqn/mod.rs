@@ -31,7 +31,7 @@ use crate::rng::{Purpose, below, stream};
 use crate::scenario::LoadedScenario;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::{act_epsilon_greedy, max_legal, max_value};
+use crate::train::kit::explore::{act_epsilon_greedy, max_legal};
 use crate::train::kit::opponent::{OpponentModels, OpponentNetworks, set_models_params};
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::qnet::{q_rows, row_nets, stack_spec, truncated_rows, write_input};
@@ -231,11 +231,13 @@ impl Pqn {
         let out = (self.critic).act(Input::U8(&f.input), &f.nets, &mut f.hidden)?;
         let (n, a) = (self.learners, self.actions);
         let q = self.head.q_values(out);
+        // The best action legal in the final state where the substrate masks some.
+        let mask = self.batch.final_action_mask();
         for (&arena, values) in f.arenas.iter().zip(q.chunks_exact(a * n)) {
             let first = t * self.buf.rows + arena * n;
             let slots = self.buf.final_q[first..first + n].iter_mut();
-            for (slot, v) in slots.zip(values.chunks(a)) {
-                *slot = max_value(v);
+            for (k, (slot, v)) in slots.zip(values.chunks(a)).enumerate() {
+                *slot = max_legal(v, mask, arena * n + k);
             }
         }
         Ok(())

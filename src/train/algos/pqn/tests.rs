@@ -5,6 +5,7 @@ use super::*;
 use crate::critic::{Device, choose_device};
 use crate::scenario::Scenario;
 use crate::train::config::{Algo, NetworkConfig, NetworkKind, PqnConfig};
+use crate::train::kit::explore::max_value;
 
 fn cue_memory() -> LoadedScenario {
     let path = concat!(
