@@ -5,6 +5,8 @@
 //! start, and wrote per-episode statistics to python/tests/data/meltingpot_cleanup.json. Here
 //! the same number of gridarena episodes of the same length (no random end) under the same
 //! policy give the same statistics, and a Welch t-test on each must not reject equality.
+//! Apples standing and polluted cells are compared over time too: each quarter's mean of an
+//! episode's samples.
 //!
 //! On the config's map the river starts 54% polluted, above the 40% at which apples stop
 //! growing, and random players never clean it below: no apple grows on either side, and the
@@ -24,7 +26,7 @@ const DIRT: u8 = 2;
 /// Per-episode statistics, by name.
 type Sample = Vec<(&'static str, Vec<f64>)>;
 
-const STATS: [&str; 7] = [
+const STATS: [&str; 15] = [
     "apples eaten",
     "zaps landed",
     "cells cleaned",
@@ -32,7 +34,20 @@ const STATS: [&str; 7] = [
     "apples standing (first sample)",
     "polluted cells (mean of samples)",
     "polluted cells (first sample)",
+    "apples standing (first quarter)",
+    "apples standing (second quarter)",
+    "apples standing (third quarter)",
+    "apples standing (last quarter)",
+    "polluted cells (first quarter)",
+    "polluted cells (second quarter)",
+    "polluted cells (third quarter)",
+    "polluted cells (last quarter)",
 ];
+
+/// The means of the four quarters of a series of samples: the statistic over time.
+fn quarters(s: &[f64]) -> [f64; 4] {
+    std::array::from_fn(|q| mean(&s[q * s.len() / 4..(q + 1) * s.len() / 4]))
+}
 
 fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
@@ -44,7 +59,8 @@ fn var(x: &[f64]) -> f64 {
 }
 
 /// One episode's statistics in [`STATS`] order.
-fn stats(eaten: f64, zaps: f64, cleaned: f64, apples: &[f64], dirt: &[f64]) -> [f64; 7] {
+fn stats(eaten: f64, zaps: f64, cleaned: f64, apples: &[f64], dirt: &[f64]) -> [f64; 15] {
+    let (a, d) = (quarters(apples), quarters(dirt));
     [
         eaten,
         zaps,
@@ -53,10 +69,18 @@ fn stats(eaten: f64, zaps: f64, cleaned: f64, apples: &[f64], dirt: &[f64]) -> [
         apples[0],
         mean(dirt),
         dirt[0],
+        a[0],
+        a[1],
+        a[2],
+        a[3],
+        d[0],
+        d[1],
+        d[2],
+        d[3],
     ]
 }
 
-fn collect(per_episode: Vec<[f64; 7]>) -> Sample {
+fn collect(per_episode: Vec<[f64; 15]>) -> Sample {
     STATS
         .iter()
         .enumerate()
