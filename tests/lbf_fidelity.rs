@@ -387,3 +387,70 @@ fn resets_are_distributed_as_lbforaging_resets() {
         }
     }
 }
+
+/// lbforaging's registration rule for `Foraging[-2s]-{s}x{s}-{p}p-{f}f[-coop]-v3`: levels 1-2,
+/// food levels from 1 with no cap, sight 2 or the whole field, 50 steps, no penalty.
+fn registered_kwargs(size: u64, players: u64, foods: u64, coop: bool, sight2: bool) -> Value {
+    serde_json::json!({
+        "players": players, "min_player_level": 1, "max_player_level": 2,
+        "field_size": [size, size], "min_food_level": 1, "max_food_level": null,
+        "max_num_food": foods, "sight": if sight2 { 2 } else { size },
+        "max_episode_steps": 50, "force_coop": coop, "grid_observation": false, "penalty": 0.0,
+    })
+}
+
+/// Every shipped `lbf_*.ron` is the lbforaging configuration it is named after: the rule above
+/// reproduces the keyword arguments recorded from lbforaging's registry, and each asset loads
+/// to the same rules, map, agents and episode length as a scenario built from them.
+#[test]
+fn the_shipped_scenarios_are_lbforagings_registered_configurations() {
+    let doc: Value = serde_json::from_str(TRAJECTORIES).unwrap();
+    let parse = |name: &str| -> (u64, u64, u64, bool, bool) {
+        let parts: Vec<&str> = name.split('_').collect();
+        let size = parts[0].split('x').next().unwrap().parse().unwrap();
+        let count = |p: &str, suffix: char| p.trim_end_matches(suffix).parse::<u64>().unwrap();
+        (
+            size,
+            count(parts[1], 'p'),
+            count(parts[2], 'f'),
+            parts.contains(&"coop"),
+            parts.contains(&"2s"),
+        )
+    };
+    let mut recorded = 0;
+    for c in doc["configs"].as_array().unwrap() {
+        if c["env_id"].is_null() {
+            continue;
+        }
+        let (s, p, f, coop, two) = parse(c["name"].as_str().unwrap());
+        assert_eq!(
+            registered_kwargs(s, p, f, coop, two),
+            c["kwargs"],
+            "{}",
+            c["name"]
+        );
+        recorded += 1;
+    }
+    assert!(
+        recorded >= 4,
+        "{recorded} registered configurations recorded"
+    );
+    let mut shipped = 0;
+    for entry in std::fs::read_dir("assets/scenarios").unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let Some(name) = file.strip_prefix("lbf_") else {
+            continue;
+        };
+        let (s, p, f, coop, two) = parse(name);
+        let kw = registered_kwargs(s, p, f, coop, two);
+        let want = Scenario::parse(&scenario(&kw), "lbf.ron").unwrap().scenario;
+        let got = Scenario::load(&path).unwrap().scenario;
+        assert_eq!(got.substrate, want.substrate, "{file}");
+        assert_eq!(got.map, want.map, "{file}");
+        assert_eq!(got.roles, want.roles, "{file}");
+        assert_eq!(got.max_steps, want.max_steps, "{file}");
+        shipped += 1;
+    }
+    assert_eq!(shipped, 8, "shipped LBF scenarios");
+}
