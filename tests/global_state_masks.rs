@@ -298,3 +298,48 @@ fn pursuits_global_state_is_the_whole_map() {
         }
     }
 }
+
+/// gift_refinements' and chemistry's global state is the whole map: walls, each cell's item,
+/// and the avatar standing there with its facing, step after step.
+#[test]
+fn the_avatar_substrates_global_state_is_the_whole_map() {
+    for name in ["gift_refinements", "chemistry_two_cycles"] {
+        let path = format!("assets/scenarios/{name}.ron");
+        let loaded = Scenario::load(path.as_ref()).unwrap();
+        let mut b = EnvBatch::new(&loaded, 2, 9).unwrap();
+        b.set_global_state(true);
+        let (w, h) = (b.layout().width, b.layout().height);
+        let mut random = RandomPolicy::new(3, 2, b.layout().actions);
+        for step in 0..20 {
+            let mut actions = vec![0; 2 * b.layout().learners];
+            random
+                .actions_within(&b.buffers().obs, None, &mut actions)
+                .unwrap();
+            b.actions_mut().copy_from_slice(&actions);
+            b.step().unwrap();
+            for arena in 0..2 {
+                let f = b.snapshot(arena);
+                let mut want = vec![0u8; w * h * 7];
+                for k in 0..w * h {
+                    let open = b.layout().is_open((k % w) as i32, (k / w) as i32);
+                    want[k * 7] = u8::from(!open);
+                    want[k * 7 + 1] = f.items[k];
+                }
+                for ((&(x, y), &alive), &facing) in f.positions.iter().zip(&f.alive).zip(&f.facing)
+                {
+                    if alive {
+                        let k = y as usize * w + x as usize;
+                        want[k * 7 + 2] = 1;
+                        want[k * 7 + 3 + facing as usize] = 1;
+                    }
+                }
+                let state = b.global_state().unwrap();
+                assert_eq!(
+                    row(state, arena, w * h * 7),
+                    &want[..],
+                    "{name}: step {step}, arena {arena}"
+                );
+            }
+        }
+    }
+}

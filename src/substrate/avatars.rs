@@ -321,6 +321,59 @@ pub(crate) fn check_roles(scenario: &ScenarioView, c: &Check) -> Result<(), Scen
     Ok(())
 }
 
+/// The whole-map global state of an avatar substrate: per map cell, row-major from the
+/// top-left, [wall, item, avatar, the avatar's facing one-hot: north, east, south, west] (the
+/// window's bytes with absolute facings). `item` names the item byte, up to `item_max`.
+pub(crate) fn global_state_layout(
+    scenario: &ScenarioView,
+    item: &str,
+    item_max: u8,
+) -> Vec<ObsField> {
+    let width = scenario.map.first().map_or(0, |r| r.chars().count());
+    vec![
+        ObsField::new(
+            "map",
+            &[
+                ("row", scenario.map.len()),
+                ("column", width),
+                ("byte", AVATAR_CELL_BYTES),
+            ],
+            item_max.max(1),
+            "the whole map, row-major from the top-left: wall, item, an avatar standing there and \
+             its facing one-hot",
+        )
+        .entries(&[
+            "wall",
+            item,
+            "avatar",
+            "facing north",
+            "facing east",
+            "facing south",
+            "facing west",
+        ])
+        .entry_max(vec![1, item_max, 1, 1, 1, 1, 1]),
+    ]
+}
+
+/// Writes [`global_state_layout`]'s bytes.
+pub(crate) fn write_global_state(layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+    let (cells, _) = state.as_chunks_mut::<AVATAR_CELL_BYTES>();
+    for (k, out) in cells
+        .iter_mut()
+        .enumerate()
+        .take(layout.width * layout.height)
+    {
+        let (x, y) = ((k % layout.width) as i16, (k / layout.width) as i16);
+        let i = layout.cell_index(x, y);
+        *out = [a.cells[i] & WALL, a.cells[i + ITEM], 0, 0, 0, 0, 0];
+        let slot = a.cells[i + AVATAR] as usize;
+        if slot != 0 {
+            out[2] = 1;
+            out[3 + a.facing[slot - 1].0 as usize % 4] = 1;
+        }
+    }
+}
+
 /// The item byte of every map cell, row-major (a rollout frame's items).
 pub(crate) fn frame_items(layout: &LayoutCore, cells: &[u8]) -> Vec<u8> {
     (0..layout.height as i16)

@@ -191,6 +191,16 @@ impl SubstrateRules for Chemistry {
         interact(layout, self, a);
     }
 
+    /// The whole map, as the windows show it but with absolute facings.
+    fn global_state_layout(p: &ChemistryParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        let compounds = p.compounds.len().min(u8::MAX as usize) as u8;
+        avatars::global_state_layout(scenario, "compound", compounds)
+    }
+
+    fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+        avatars::write_global_state(layout, a, state);
+    }
+
     fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         avatars::write_observations(layout, &self.avatar, a, |carry, cooldown, extras| {
             extras[0] = carry.0[0];

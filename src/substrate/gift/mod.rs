@@ -145,6 +145,15 @@ impl SubstrateRules for Gift {
         interact(layout, self, a);
     }
 
+    /// The whole map, as the windows show it but with absolute facings.
+    fn global_state_layout(_: &GiftParams, scenario: &ScenarioView) -> Vec<ObsField> {
+        avatars::global_state_layout(scenario, "token", 1)
+    }
+
+    fn write_global_state(&self, layout: &LayoutCore, a: &ArenaMut, state: &mut [u8]) {
+        avatars::write_global_state(layout, a, state);
+    }
+
     fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         avatars::write_observations(layout, &self.avatar, a, |carry, cooldown, extras| {
             extras[..3].copy_from_slice(&carry.0);
