@@ -263,6 +263,16 @@ fn a_restored_batch_has_the_saved_batchs_global_state_and_masks() {
     assert_eq!(a.buffers().obs, b.buffers().obs);
 }
 
+/// One step of uniformly random actions in every arena of `b`.
+fn random_step(b: &mut EnvBatch, random: &mut RandomPolicy) {
+    let mut actions = vec![0; b.arenas() * b.layout().learners];
+    random
+        .actions_within(&b.buffers().obs, None, &mut actions)
+        .unwrap();
+    b.actions_mut().copy_from_slice(&actions);
+    b.step().unwrap();
+}
+
 /// Pursuit's global state is the whole map: obstacles from the map, and on each cell the
 /// pursuers and the evaders still in the game standing there, step after step.
 #[test]
@@ -274,12 +284,7 @@ fn pursuits_global_state_is_the_whole_map() {
     b.set_global_state(true);
     let mut random = RandomPolicy::new(5, 3, b.layout().actions);
     for _ in 0..30 {
-        let mut actions = vec![0; 3 * b.layout().learners];
-        random
-            .actions_within(&b.buffers().obs, None, &mut actions)
-            .unwrap();
-        b.actions_mut().copy_from_slice(&actions);
-        b.step().unwrap();
+        random_step(&mut b, &mut random);
         for arena in 0..3 {
             let mut want = vec![0u8; w * h * 3];
             for (y, line) in loaded.scenario.map.iter().enumerate() {
@@ -311,12 +316,7 @@ fn the_avatar_substrates_global_state_is_the_whole_map() {
         let (w, h) = (b.layout().width, b.layout().height);
         let mut random = RandomPolicy::new(3, 2, b.layout().actions);
         for step in 0..20 {
-            let mut actions = vec![0; 2 * b.layout().learners];
-            random
-                .actions_within(&b.buffers().obs, None, &mut actions)
-                .unwrap();
-            b.actions_mut().copy_from_slice(&actions);
-            b.step().unwrap();
+            random_step(&mut b, &mut random);
             for arena in 0..2 {
                 let f = b.snapshot(arena);
                 let mut want = vec![0u8; w * h * 7];

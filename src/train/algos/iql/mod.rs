@@ -272,7 +272,8 @@ impl Iql {
         };
         let (n, d) = (self.learners, self.spec.input);
         let (mut next, mut next_mask) = (Vec::new(), Vec::new());
-        let masked = self.batch.action_mask().is_some();
+        // Only the row replay keeps successor masks (a recurrent one bootstraps over every action).
+        let masked = self.batch.action_mask().is_some() && self.replay.seqs.is_none();
         for t in 0..rollout {
             let t_act = Instant::now();
             let (obs, taken) = self.act(threshold, t)?;
