@@ -213,6 +213,24 @@ fn pr2_iql_with_gru_networks_resumes_bit_for_bit() {
     exact(pr2_gru(), "pr2-gru");
 }
 
+/// On Level-Based Foraging, whose action masks the targets keep to, the replays' mask columns
+/// carry over a resume: IQL with GRU networks, PR2-IQL with an MLP and with a GRU critic.
+#[test]
+fn masked_replays_resume_bit_for_bit() {
+    let lbf = Some(PathBuf::from("assets/scenarios/lbf_8x8_2p_2f.ron"));
+    for (cfg, name) in [
+        (iql_gru(), "iql-gru-lbf"),
+        (pr2(), "pr2-lbf"),
+        (pr2_gru(), "pr2-gru-lbf"),
+    ] {
+        let cfg = RunConfig {
+            scenario: lbf.clone(),
+            ..cfg
+        };
+        exact(cfg, name);
+    }
+}
+
 #[test]
 fn pqn_with_opponent_models_resumes_bit_for_bit() {
     exact(pqn(), "pqn");
@@ -462,4 +480,54 @@ fn the_plan_counts_the_checkpoint_as_written() {
         written.abs_diff(planned) <= 1024,
         "the plan counts {planned} B of replay, the checkpoint holds {written} B"
     );
+}
+
+/// Trains `cfg` for two updates, drops the checkpoint's replay tensors whose names end with
+/// one of `dropped`, and resumes: the summary, or the error.
+fn resume_without(cfg: &RunConfig, name: &str, dropped: &[&str]) -> Result<TrainSummary, String> {
+    let run = temp(name);
+    let first = TrainOptions {
+        until_update: Some(2),
+        ..TrainOptions::default()
+    };
+    train(cfg, &run, &first).unwrap();
+    let dir = RunDir::open(&run).unwrap();
+    let ckpt = dir.checkpoints().unwrap().pop().unwrap();
+    let mut c = gridarena::train::run_dir::load_checkpoint(&ckpt).unwrap();
+    let before = c.extra.len();
+    c.extra
+        .retain(|(n, _)| !dropped.iter().any(|d| n.ends_with(&format!("replay.{d}"))));
+    assert_eq!(
+        c.extra.len() + dropped.len(),
+        before,
+        "not every tensor was there"
+    );
+    std::fs::remove_dir_all(&ckpt).unwrap();
+    dir.save_checkpoint(&c, 3).unwrap();
+    let resume = TrainOptions {
+        resume: true,
+        ..TrainOptions::default()
+    };
+    let resumed = train(cfg, &run, &resume).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(run);
+    resumed
+}
+
+/// A checkpoint written before the replays kept action masks resumes (every stored action
+/// counts as legal, as when it was written); one holding PR2's observation masks without their
+/// final masks is refused, naming the tensor.
+#[test]
+fn checkpoints_without_the_masks_resume_and_half_of_them_are_refused() {
+    let lbf = |cfg: RunConfig| RunConfig {
+        scenario: Some(PathBuf::from("assets/scenarios/lbf_8x8_2p_2f.ron")),
+        ..cfg
+    };
+    let iql = lbf(iql_gru());
+    let summary = resume_without(&iql, "no-next-mask", &["next_mask"]).unwrap();
+    assert_eq!(summary.updates, iql.updates());
+    let pr2 = lbf(pr2());
+    let summary = resume_without(&pr2, "no-masks", &["mask", "final_mask"]).unwrap();
+    assert_eq!(summary.updates, pr2.updates());
+    let message = resume_without(&pr2, "half-masks", &["final_mask"]).unwrap_err();
+    assert!(message.contains("final_mask"), "{message}");
 }

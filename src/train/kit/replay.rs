@@ -166,10 +166,21 @@ fn load_replay<R: ReplayColumns>(
     prefix: &str,
 ) -> Result<(), BadField> {
     replay.ring().check(saved)?;
+    // PR2's observation masks and final masks come together or not at all.
+    let has = |name: &str| find(extra, &format!("{prefix}replay.{name}")).is_some();
+    if has("mask") != has("final_mask") {
+        let field = format!("{prefix}replay.final_mask");
+        let (want, got) = if has("mask") {
+            ("a tensor", "none")
+        } else {
+            ("none", "a tensor")
+        };
+        return Err(BadField::range(&field, want, got));
+    }
     for (name, mut column) in replay.columns() {
         let field = format!("{prefix}replay.{name}");
         let width = column.len() / saved.capacity.max(1);
-        if name == "next_mask" && find(extra, &field).is_none() {
+        if ["next_mask", "mask", "final_mask"].contains(&name) && find(extra, &field).is_none() {
             // A checkpoint from before replays kept masks: every successor action counts as
             // legal, as it did when those rows were stored.
             continue;

@@ -94,7 +94,16 @@ pub(crate) fn plan(
     } else {
         0
     };
-    let replay = reps * replay_sequences(cfg) as u64 * (t + 1) * n as u64 * (d + 8) + replay_states;
+    // Each observation's action mask where the substrate masks actions; K final observations
+    // (and their masks) per sequence, the most truncations a rollout can hold.
+    let m = if layout.action_mask {
+        layout.actions as u64
+    } else {
+        0
+    };
+    let finals = t.div_ceil(u64::from(layout.max_steps.max(1))) * n as u64 * (d + m);
+    let replay = reps * replay_sequences(cfg) as u64 * ((t + 1) * n as u64 * (d + 8 + m) + finals)
+        + replay_states;
     let mut tensors = vec![
         PlanTensor {
             name: "critic head (outputs, gradients, head weights)".into(),
@@ -137,11 +146,15 @@ pub(crate) fn plan(
         PlanTensor {
             name: "arenas and rollout".into(),
             shape: format!(
-                "{reps} replicas x {b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + 8 B))",
+                "{reps} replicas x {b} arenas x ({} B + {} steps x {n} learners x ({d} B obs + {} B) + {} B final observations)",
                 fmt(layout.bytes_per_arena() as u64),
-                t + 1
+                t + 1,
+                8 + m,
+                fmt(finals)
             ),
-            bytes: reps * b * (layout.bytes_per_arena() as u64 + (t + 1) * n as u64 * (d + 8)),
+            bytes: reps
+                * b
+                * (layout.bytes_per_arena() as u64 + (t + 1) * n as u64 * (d + 8 + m) + finals),
             knobs: "lower arenas or rollout, or seeds",
             disk_bytes: None,
             params: 0,
@@ -149,9 +162,11 @@ pub(crate) fn plan(
         PlanTensor {
             name: "replay buffer".into(),
             shape: format!(
-                "{reps} replicas x {} sequences x {} steps x {n} learners x ({d} B obs + 8 B)",
+                "{reps} replicas x {} sequences x ({} steps x {n} learners x ({d} B obs + {} B) + {} B final observations)",
                 replay_sequences(cfg),
-                t + 1
+                t + 1,
+                8 + m,
+                fmt(finals)
             ),
             bytes: replay,
             knobs: "lower replay_capacity or seeds",

@@ -272,7 +272,13 @@ pub(crate) fn sequence_replay_tensors(
     let replicas = cfg.replica_count() as u64;
     let steps = cfg.rollout as u64;
     let sequences = cfg.iql.replay_capacity as u64 / steps.max(1);
-    let step = sequence_step_bytes(input);
+    // The successor's action mask where the substrate masks actions.
+    let mask = if layout.action_mask {
+        layout.actions as u64
+    } else {
+        0
+    };
+    let step = sequence_step_bytes(input) + mask;
     let ring = replicas * sequences * (steps * step + 4 * state + 4);
     let rows = replicas * cfg.arenas as u64 * layout.learners as u64;
     // The acting record, its start states and flags, the batches' states and the pass's copy.
@@ -308,8 +314,9 @@ pub(crate) fn sequence_replay_tensors(
         PlanTensor {
             name: "replay buffer (sequences)".into(),
             shape: format!(
-                "{replicas} replicas x {} sequences x ({steps} steps x (2 x {input} B obs + 17 B) + {state} x 4 B state + 4 B)",
-                fmt(sequences)
+                "{replicas} replicas x {} sequences x ({steps} steps x (2 x {input} B obs + {} B) + {state} x 4 B state + 4 B)",
+                fmt(sequences),
+                17 + mask
             ),
             bytes: ring,
             knobs: "lower replay_capacity or seeds",
@@ -505,7 +512,13 @@ pub(crate) fn iql_plan(
                 learners when acting";
     let (mut tensors, spec) = qnet_tensors(cfg, loaded, layout, backend, pass_rows, pass);
     let d = spec.input as u64;
-    let mut replay = replicas * cfg.iql.replay_capacity as u64 * (2 * d + 16);
+    // Each row's successor mask where the substrate masks actions.
+    let mask = if layout.action_mask {
+        layout.actions as u64
+    } else {
+        0
+    };
+    let mut replay = replicas * cfg.iql.replay_capacity as u64 * (2 * d + 16 + mask);
     if spec.state_width() > 0 {
         let (lines, ring) = sequence_replay_tensors(cfg, layout, (&spec, backend));
         tensors.extend(lines);
@@ -514,8 +527,9 @@ pub(crate) fn iql_plan(
         tensors.push(PlanTensor {
             name: "replay buffer".into(),
             shape: format!(
-                "{replicas} replicas x {} rows x (2 x {d} B obs + 16 B)",
-                fmt(cfg.iql.replay_capacity as u64)
+                "{replicas} replicas x {} rows x (2 x {d} B obs + {} B)",
+                fmt(cfg.iql.replay_capacity as u64),
+                16 + mask
             ),
             bytes: replay,
             knobs: "lower replay_capacity or seeds",

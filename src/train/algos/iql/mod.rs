@@ -127,7 +127,10 @@ impl Iql {
         }
         let mut replay = Store::new(cfg, &spec, (rows_per_step, groups), (actions, spec.nets));
         if batch.action_mask().is_some() {
-            replay.rows.keep_masks();
+            match &mut replay.seqs {
+                Some(seqs) => seqs.keep_masks(actions),
+                None => replay.rows.keep_masks(),
+            }
         }
         // Rate-limiter items inserted at once and sampled per learner step.
         let per_entry = replay.items_per_step(cfg) as u64;
@@ -272,8 +275,7 @@ impl Iql {
         };
         let (n, d) = (self.learners, self.spec.input);
         let (mut next, mut next_mask) = (Vec::new(), Vec::new());
-        // Only the row replay keeps successor masks (a recurrent one bootstraps over every action).
-        let masked = self.batch.action_mask().is_some() && self.replay.seqs.is_none();
+        let masked = self.batch.action_mask().is_some();
         for t in 0..rollout {
             let t_act = Instant::now();
             let (obs, taken) = self.act(threshold, t)?;
@@ -287,7 +289,7 @@ impl Iql {
             successor_mask(b, masked, &mut next_mask);
             let limiter = &mut self.core.limiter;
             if let Some(seqs) = &mut self.replay.seqs {
-                seqs.after_step(t, (&next, &taken), b, n);
+                seqs.after_step(t, (&next, &next_mask, &taken), b, n);
                 if t + 1 == rollout {
                     let evicted = seqs.finish(&self.nets);
                     limiter.insert((taken.len() * rollout) as u64);

@@ -14,6 +14,8 @@
 //! observation inserted after the step that ended it (and after the last step): the inserted
 //! step continues the ended episode's history, the step after it starts a new episode with a
 //! zero state, so every bootstrap value sees exactly the history its step was acted with.
+//! Where the substrate masks actions, each step also keeps its successor's mask and the `max`
+//! runs over the successor's legal actions only.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -26,7 +28,7 @@ use crate::critic::{Critic, Input, Sequences, StackSpec};
 use crate::rng::below;
 use crate::train::config::RunConfig;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::max_value;
+use crate::train::kit::explore::max_legal;
 use crate::train::kit::q_head::QHead;
 use crate::train::kit::replay::{ReplayColumns, Ring};
 use crate::train::kit::schedule::StepValues;
@@ -114,6 +116,8 @@ impl ReplayColumns for Store {
 struct Steps {
     obs: Vec<u8>,
     next: Vec<u8>,
+    /// The successor's action mask, `A` bytes a step (empty where the substrate masks nothing).
+    next_mask: Vec<u8>,
     action: Vec<u32>,
     reward: Vec<f32>,
     terminated: Vec<f32>,
@@ -122,11 +126,13 @@ struct Steps {
 }
 
 impl Steps {
-    /// Room for `n` steps of `d` input bytes.
-    fn zeros(n: usize, d: usize) -> Steps {
+    /// Room for `n` steps of `d` input bytes and `m` mask bytes (0 without masks; every
+    /// action legal until written).
+    fn zeros(n: usize, d: usize, m: usize) -> Steps {
         Steps {
             obs: vec![0; n * d],
             next: vec![0; n * d],
+            next_mask: vec![1; n * m],
             action: vec![0; n],
             reward: vec![0.0; n],
             terminated: vec![0.0; n],
@@ -135,10 +141,16 @@ impl Steps {
         }
     }
 
-    /// Copies step `from` of `src` into step `to` (`d` input bytes each).
+    /// Copies step `from` of `src` into step `to` (`d` input bytes each, masks of the same
+    /// width on both sides).
     fn copy_step(&mut self, to: usize, src: &Steps, from: usize, d: usize) {
         self.obs[to * d..(to + 1) * d].copy_from_slice(&src.obs[from * d..(from + 1) * d]);
         self.next[to * d..(to + 1) * d].copy_from_slice(&src.next[from * d..(from + 1) * d]);
+        let m = self.next_mask.len() / self.action.len().max(1);
+        if m > 0 {
+            self.next_mask[to * m..(to + 1) * m]
+                .copy_from_slice(&src.next_mask[from * m..(from + 1) * m]);
+        }
         self.action[to] = src.action[from];
         self.reward[to] = src.reward[from];
         self.terminated[to] = src.terminated[from];
@@ -156,6 +168,8 @@ pub(super) struct SeqReplay {
     width: usize,
     /// g, the hidden-state width.
     state: usize,
+    /// Mask bytes per step: the action count where the substrate masks actions, else 0.
+    mask_width: usize,
     /// `[C, T]` per step.
     stored: Steps,
     /// `[C, g]` the hidden state entering each sequence's first step, as acted.
@@ -179,7 +193,7 @@ impl ReplayColumns for SeqReplay {
 
     fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         let s = &mut self.stored;
-        vec![
+        let mut columns = vec![
             ("obs", Column::U8(&mut s.obs)),
             ("next", Column::U8(&mut s.next)),
             ("action", Column::U32(&mut s.action, self.actions)),
@@ -189,7 +203,11 @@ impl ReplayColumns for SeqReplay {
             ("reset", Column::U8(&mut s.reset)),
             ("h0", Column::F32(&mut self.h0)),
             ("net", Column::U32(&mut self.net, self.nets)),
-        ]
+        ];
+        if !s.next_mask.is_empty() {
+            columns.push(("next_mask", Column::U8(&mut s.next_mask)));
+        }
+        columns
     }
 
     fn items_per_entry(&self) -> u64 {
@@ -218,15 +236,26 @@ impl SeqReplay {
             steps,
             width,
             state,
-            stored: Steps::zeros(capacity * steps, width),
+            mask_width: 0,
+            stored: Steps::zeros(capacity * steps, width, 0),
             h0: vec![0.0; capacity * state],
             net: vec![0; capacity],
-            acting: Steps::zeros(steps * rows, width),
+            acting: Steps::zeros(steps * rows, width, 0),
             acting_h0: vec![0.0; rows * state],
             next_reset: vec![1; rows],
             actions: actions as u32,
             nets: nets as u32,
         }
+    }
+
+    /// Keeps every step's successor mask of `actions` bytes from now on (a substrate with
+    /// action masks); a checkpoint without them restores with every action legal.
+    pub(super) fn keep_masks(&mut self, actions: usize) {
+        let rows = self.next_reset.len();
+        let capacity = self.ring.capacity;
+        self.mask_width = actions;
+        self.stored.next_mask = vec![1; capacity * self.steps * actions];
+        self.acting.next_mask = vec![1; self.steps * rows * actions];
     }
 
     /// Before acting step `t` of the sequences with `hidden` `[rows, g]` the states entering
@@ -242,18 +271,22 @@ impl SeqReplay {
         }
     }
 
-    /// After step `t`: the successor inputs `next`, actions `taken` and the step's rewards and
-    /// ends from `b` (`n` learners per arena); rows whose episode ended start one next step.
+    /// After step `t`: the successor inputs `next` and masks `next_mask` (`[rows, A]`, read
+    /// when the replay keeps masks), actions `taken` and the step's rewards and ends from `b`
+    /// (`n` learners per arena); rows whose episode ended start one next step.
     pub(super) fn after_step(
         &mut self,
         t: usize,
-        (next, taken): (&[u8], &[u32]),
+        (next, next_mask, taken): (&[u8], &[u8], &[u32]),
         b: &StepBuffers,
         n: usize,
     ) {
         let rows = self.next_reset.len();
-        let (d, at) = (self.width, t * rows);
+        let (d, at, m) = (self.width, t * rows, self.mask_width);
         self.acting.next[at * d..(at + rows) * d].copy_from_slice(next);
+        if m > 0 {
+            self.acting.next_mask[at * m..(at + rows) * m].copy_from_slice(&next_mask[..rows * m]);
+        }
         for (r, &action) in taken.iter().enumerate().take(rows) {
             let (term, trunc) = (b.terminated[r / n] != 0, b.truncated[r / n] != 0);
             self.acting.action[at + r] = action;
@@ -364,9 +397,9 @@ impl SeqBatch {
         if n == 0 {
             return;
         }
-        let (steps, d, g) = (replay.steps, replay.width, replay.state);
-        if self.steps.action.len() != steps * n {
-            self.steps = Steps::zeros(steps * n, d);
+        let (steps, d, g, m) = (replay.steps, replay.width, replay.state, replay.mask_width);
+        if self.steps.action.len() != steps * n || self.steps.next_mask.len() != steps * n * m {
+            self.steps = Steps::zeros(steps * n, d, m);
         }
         self.nets.clear();
         self.h0.clear();
@@ -454,9 +487,12 @@ impl SeqBatch {
         })?;
         let q_next = head.q_values(out);
         let s = &self.steps;
+        let mask = (!s.next_mask.is_empty()).then_some(&s.next_mask[..]);
         self.targets.clear();
         for (k, &boot) in self.boot.iter().enumerate() {
-            let best = max_value(&q_next[boot * actions..(boot + 1) * actions]);
+            // Row k of the mask is step k's successor: the one row `boot` holds.
+            let q = &q_next[boot * actions..(boot + 1) * actions];
+            let best = max_legal(q, mask.map(|m| &m[k * actions..(k + 1) * actions]), 0);
             self.targets
                 .push(td_target(s.reward[k], s.terminated[k], best, step.gamma));
         }
@@ -486,98 +522,4 @@ impl SeqBatch {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Two sequences of three steps, one of which ends an episode at its first step: the
-    /// target pass inserts that step's successor (and each last step's), starts the next
-    /// episode with a zero state, pads the shorter column, and points every step's bootstrap
-    /// at its successor's row; the burn-in step weighs 0.
-    #[test]
-    fn target_sequences_insert_the_successors_of_ended_steps() {
-        let mut replay = SeqReplay::new((4, 3), (1, 0), 2, (4, 1));
-        for t in 0..3 {
-            replay.before_step(t, &[10 + t as u8, 20 + t as u8], &[]);
-            let b = StepBuffers {
-                rewards: vec![0.0; 2],
-                terminated: vec![0, u8::from(t == 0)],
-                truncated: vec![0, 0],
-                ..Default::default()
-            };
-            replay.after_step(t, (&[30 + t as u8, 40 + t as u8], &[0, 0]), &b, 1);
-        }
-        assert_eq!(replay.finish(&[0, 0]), 0);
-        let mut mb = SeqBatch::default();
-        let picks = [0usize, 1];
-        mb.gather(&replay, &picks, 1);
-        assert_eq!(mb.mask, [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]);
-        assert_eq!(mb.steps.reset, [1, 1, 0, 1, 0, 0]);
-        // Column 0: 10 11 12 30+2; column 1: 20 40 21 22 42 (the successor of the end at 0).
-        assert_eq!(mb.target_input, [10, 20, 11, 40, 12, 21, 32, 22, 0, 42]);
-        assert_eq!(mb.target_reset, [1, 1, 0, 0, 0, 1, 0, 0, 1, 0]);
-        // Step t of column j bootstraps from row l * 2 + j.
-        assert_eq!(mb.boot, [2, 3, 4, 7, 6, 9]);
-    }
-
-    /// One learner step on two sequences of four steps with `burn_in` 2, the rewards at step
-    /// `changed` raised by 5 in `raised`: the parameters after it.
-    fn params_after_step(changed: usize, raised: bool) -> Vec<f32> {
-        use crate::critic::{AdamConfig, Network, StackSpec, choose_device};
-        let spec = StackSpec {
-            nets: 1,
-            input: 2,
-            hidden: 8,
-            layers: 1,
-            head: 3,
-            network: Network::Gru { hidden: 4 },
-        };
-        let device = choose_device(crate::critic::Device::Cpu).unwrap();
-        let mut critic = Critic::new(spec, 3, &device).unwrap();
-        let mut replay = SeqReplay::new((2, 4), (2, 4), 2, (3, 1));
-        for t in 0..4 {
-            let obs = [t as u8, 1, 2 * t as u8, 0];
-            replay.before_step(t, &obs, &[0.0; 8]);
-            let bonus = if raised && t == changed { 5.0 } else { 0.0 };
-            let b = StepBuffers {
-                rewards: vec![0.5 + bonus, -0.5 + bonus],
-                terminated: vec![0, 0],
-                truncated: vec![0, 0],
-                ..Default::default()
-            };
-            replay.after_step(t, (&[1, t as u8, 0, 2], &[t as u32 % 3, 1]), &b, 1);
-        }
-        replay.finish(&[0, 0]);
-        let mut mb = SeqBatch::default();
-        let picks = [0usize, 1];
-        mb.gather(&replay, &picks, 2);
-        let values = StepValues {
-            gamma: 0.9,
-            tau: 0.5,
-            adam: AdamConfig::default(),
-        };
-        mb.train(&mut critic, &values, (3, QHead::Huber(1.0)), 0)
-            .unwrap();
-        critic.params().unwrap()
-    }
-
-    /// The first `burn_in` steps carry no loss: raising their rewards changes nothing, raising
-    /// a trained step's does.
-    #[test]
-    fn burn_in_steps_carry_no_loss() {
-        let base = params_after_step(0, false);
-        for t in 0..2 {
-            assert_eq!(
-                params_after_step(t, true),
-                base,
-                "burn-in step {t} moved the step"
-            );
-        }
-        for t in 2..4 {
-            assert_ne!(
-                params_after_step(t, true),
-                base,
-                "trained step {t} did not count"
-            );
-        }
-    }
-}
+mod tests;

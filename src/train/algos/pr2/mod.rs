@@ -135,13 +135,17 @@ impl Pr2Iql {
             batch.set_hidden_width(g);
         }
         let finals_per = t.div_ceil(batch.layout().max_steps.max(1) as usize);
-        let replay = SequenceReplay::new(
+        let mut replay = SequenceReplay::new(
             replay_sequences(cfg),
             (t, learners, finals_per),
             (spec.input, g),
             (actions, b),
         );
-        let rollout = Rollout::new((t, b), (learners, spec.input, g), finals_per);
+        let mut rollout = Rollout::new((t, b), (learners, spec.input, g), finals_per);
+        if batch.action_mask().is_some() {
+            replay.keep_masks();
+            rollout.keep_masks((t, learners, finals_per, actions));
+        }
         Ok(Pr2Iql {
             batch,
             core,
@@ -290,6 +294,7 @@ impl Pr2Iql {
         let per_step = b * n * d;
         self.rollout.kept.fill(0);
         self.rollout.finals.fill(0);
+        self.rollout.final_mask.fill(1);
         for t in 0..self.cfg.rollout {
             let t_learn = std::time::Instant::now();
             if self.spec.state_width() > 0 {
@@ -315,6 +320,8 @@ impl Pr2Iql {
         let (last, t_steps) = (self.cfg.rollout * per_step, self.cfg.rollout as u64);
         let obs = &self.batch.buffers().obs;
         self.rollout.obs[last..last + per_step].copy_from_slice(obs);
+        self.rollout
+            .record_mask(self.cfg.rollout, self.batch.action_mask());
         let mut evicted = 0u64;
         for arena in 0..b {
             evicted += u64::from(self.replay.push(&self.rollout, arena));
@@ -348,6 +355,7 @@ impl Pr2Iql {
         let obs = &self.batch.buffers().obs;
         let per_step = obs.len();
         self.rollout.obs[t * per_step..(t + 1) * per_step].copy_from_slice(obs);
+        self.rollout.record_mask(t, self.batch.action_mask());
         let (chosen, mask) = self.batch.actions_and_mask();
         let rows = chosen.len();
         act_epsilon_greedy(

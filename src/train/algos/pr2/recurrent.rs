@@ -15,7 +15,7 @@ use super::step::{finite_loss, shuffle};
 use crate::critic::{Input, Sequences};
 use crate::train::config::{RhoForm, RunConfig};
 use crate::train::error::TrainError;
-use crate::train::kit::explore::max_value;
+use crate::train::kit::explore::max_legal;
 use crate::train::kit::schedule::StepValues;
 
 /// Refuses what PR2-IQL with `network: gru` does not do, naming the field.
@@ -58,11 +58,28 @@ pub(super) struct SeqStage {
     /// `[rows, N-1]` the other learners' actions of every trained row.
     others: Vec<u32>,
     rows: Vec<Trained>,
+    /// `[rows, A]` the action mask at every trained row's bootstrap (empty without masks).
+    boot_mask: Vec<u8>,
     /// L.
     len: usize,
 }
 
 impl SeqStage {
+    /// Every trained row's target from the target pass's `values` (`[L, bw]` rows of `A`,
+    /// `n` learners a sequence): `r + gamma (1 - terminated) max_a V(s', a)` over the actions
+    /// legal at its bootstrap step (every action without masks).
+    fn targets(&self, values: &[f32], (a, n, bw): (usize, usize, usize), gamma: f32) -> Vec<f32> {
+        let mask = (!self.boot_mask.is_empty()).then_some(&self.boot_mask[..]);
+        (self.rows.iter().enumerate())
+            .map(|(k, t)| {
+                let row = t.boot * bw + t.seq * n + t.learner;
+                let q = &values[row * a..(row + 1) * a];
+                let next = max_legal(q, mask.map(|m| &m[k * a..(k + 1) * a]), 0);
+                t.reward + gamma * (1.0 - t.terminated) * next
+            })
+            .collect()
+    }
+
     /// Appends sequence `c` of `rp`, its steps before `burn_in` untrained.
     fn push(&mut self, rp: &SequenceReplay, c: usize, burn_in: usize) {
         let (t_max, n, d, k_max) = (rp.steps, rp.learners, rp.width, rp.finals_per);
@@ -86,6 +103,10 @@ impl SeqStage {
             for i in 0..n {
                 let a = (at * n) + i;
                 if t >= burn_in {
+                    let final_k = truncated.then_some(finals);
+                    if let Some(m) = rp.successor_mask(c, (t + 1, final_k), i) {
+                        self.boot_mask.extend_from_slice(m);
+                    }
                     pending.push(Trained {
                         seq,
                         pos,
@@ -227,13 +248,7 @@ impl Pr2Iql {
         let q = self.critic.forward_target_seq(pass.sequences())?;
         let mut values = Vec::new();
         self.expectations(&q, None, &mut values);
-        let targets: Vec<f32> = (stage.rows.iter())
-            .map(|t| {
-                let row = t.boot * bw + t.seq * n + t.learner;
-                let next = max_value(&values[row * a..(row + 1) * a]);
-                t.reward + step.gamma * (1.0 - t.terminated) * next
-            })
-            .collect();
+        let targets = stage.targets(&values, (a, n, bw), step.gamma);
         // Each sequence's trained rows (indices into stage.rows).
         let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
         for (k, t) in stage.rows.iter().enumerate() {
@@ -280,5 +295,37 @@ impl Pr2Iql {
         self.critic.polyak(step.tau)?;
         self.count_step();
         Ok((loss_sum / batches.max(1) as f64) as f32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sequences::fixture::{A, N, T, boot_mask, masked_replay, values_under};
+    use super::SeqStage;
+
+    /// The recurrent critic's targets, as the feed-forward ones: each trained row (after a
+    /// burn-in step) keeps the mask of the step it bootstraps from (a final observation after
+    /// each truncation) and its target takes the best legal value.
+    #[test]
+    fn recurrent_targets_take_the_best_legal_action_of_the_bootstrap_step() {
+        let replay = masked_replay(4);
+        let mut stage = SeqStage::default();
+        stage.push(&replay, 0, 1);
+        assert_eq!(stage.rows.len(), (T - 1) * N);
+        assert_eq!(stage.boot_mask.len(), (T - 1) * N * A);
+        let bw = N;
+        let mut values = vec![0.0f32; stage.len * bw * A];
+        for (k, row) in stage.rows.iter().enumerate() {
+            let t = 1 + k / N;
+            let want = boot_mask(t, row.learner);
+            assert_eq!(stage.boot_mask[k * A..(k + 1) * A], want, "row {k}");
+            let at = (row.boot * bw + row.learner) * A;
+            values[at..at + A].copy_from_slice(&values_under(want).0);
+        }
+        let targets = stage.targets(&values, (A, N, bw), 0.5);
+        for (k, row) in stage.rows.iter().enumerate() {
+            let best = values_under(boot_mask(1 + k / N, row.learner)).1;
+            assert_eq!(targets[k], row.reward + 0.5 * best, "row {k}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::{Pr2Iql, pass_rows};
 use crate::critic::Input;
 use crate::rng::below;
 use crate::train::error::TrainError;
-use crate::train::kit::explore::max_value;
+use crate::train::kit::explore::max_legal;
 use crate::train::kit::opponent::{OpponentScores, ScoreMean};
 use crate::train::kit::schedule::StepValues;
 
@@ -24,6 +24,8 @@ pub(super) struct StepBuffers {
     terminated: Vec<f32>,
     /// The row each row's target bootstraps from: the next step's, or a final observation's.
     boot: Vec<usize>,
+    /// `[rows, A]` the action mask at each row's bootstrap row (empty without masks).
+    boot_mask: Vec<u8>,
     train: Vec<bool>,
     targets: Vec<f32>,
     d_out: Vec<f32>,
@@ -40,6 +42,7 @@ impl StepBuffers {
         self.rewards.clear();
         self.terminated.clear();
         self.boot.clear();
+        self.boot_mask.clear();
         self.train.clear();
     }
 
@@ -48,6 +51,11 @@ impl StepBuffers {
     fn gather(&mut self, rp: &SequenceReplay, sequences: &[usize]) {
         let (t_max, n, d, k_max) = (rp.steps, rp.learners, rp.width, rp.finals_per);
         let o = n - 1;
+        let mask_width = if rp.mask.is_empty() {
+            0
+        } else {
+            rp.action_count as usize
+        };
         for &c in sequences {
             let base = self.nets.len();
             let seq_obs = (c * (t_max + 1) * n) * d..((c + 1) * (t_max + 1) * n) * d;
@@ -60,7 +68,7 @@ impl StepBuffers {
                     self.nets.push(i as u32);
                     self.train.push(!last);
                     if last {
-                        self.push_untrained(o);
+                        self.push_untrained(o, mask_width);
                         continue;
                     }
                     let at = (c * t_max + t) * n;
@@ -69,12 +77,17 @@ impl StepBuffers {
                         .extend((0..n).filter(|&j| j != i).map(|j| rp.actions[at + j]));
                     self.rewards.push(rp.rewards[at + i]);
                     self.terminated.push(rp.terminated[c * t_max + t]);
+                    let final_k = finals_seen.min(k_max.saturating_sub(1));
                     let next_step = if truncated {
-                        t_max + 1 + finals_seen.min(k_max.saturating_sub(1))
+                        t_max + 1 + final_k
                     } else {
                         t + 1
                     };
                     self.boot.push(base + next_step * n + i);
+                    let at = (t + 1, truncated.then_some(final_k));
+                    if let Some(m) = rp.successor_mask(c, at, i) {
+                        self.boot_mask.extend_from_slice(m);
+                    }
                 }
                 finals_seen += usize::from(truncated);
             }
@@ -85,19 +98,39 @@ impl StepBuffers {
                 for i in 0..n {
                     self.nets.push(i as u32);
                     self.train.push(false);
-                    self.push_untrained(o);
+                    self.push_untrained(o, mask_width);
                 }
             }
         }
     }
 
+    /// Every gathered row's target from `values` (`[rows, A]`, V(s') per action of each row):
+    /// `r + gamma (1 - terminated) max_a V(s', a)` over the actions legal at the bootstrap
+    /// row (every action without masks); 0 for a row only scored.
+    pub(super) fn fill_targets(&mut self, values: &[f32], a: usize, gamma: f32) {
+        let mask = (!self.boot_mask.is_empty()).then_some(&self.boot_mask[..]);
+        self.targets.clear();
+        for r in 0..self.boot.len() {
+            if !self.train[r] {
+                self.targets.push(0.0);
+                continue;
+            }
+            let next = &values[self.boot[r] * a..(self.boot[r] + 1) * a];
+            let best = max_legal(next, mask.map(|m| &m[r * a..(r + 1) * a]), 0);
+            self.targets
+                .push(self.rewards[r] + gamma * (1.0 - self.terminated[r]) * best);
+        }
+    }
+
     /// The fields of a row only scored (a sequence's last observation or a final one).
-    fn push_untrained(&mut self, others: usize) {
+    /// `mask_width` bytes of mask: the action count with masks, else 0.
+    fn push_untrained(&mut self, others: usize, mask_width: usize) {
         self.own.push(0);
         self.others.extend(std::iter::repeat_n(0, others));
         self.rewards.push(0.0);
         self.terminated.push(1.0);
         self.boot.push(0);
+        self.boot_mask.extend(std::iter::repeat_n(1, mask_width));
     }
 }
 
@@ -197,15 +230,7 @@ impl Pr2Iql {
             self.expectations(&q, rho.as_deref(), &mut chunk_values);
             values.extend_from_slice(&chunk_values);
         }
-        let s = &mut self.step;
-        s.targets.clear();
-        s.targets.extend((0..rows).map(|r| {
-            if !s.train[r] {
-                return 0.0;
-            }
-            let next = &values[s.boot[r] * a..(s.boot[r] + 1) * a];
-            s.rewards[r] + step.gamma * (1.0 - s.terminated[r]) * max_value(next)
-        }));
+        self.step.fill_targets(&values, a, step.gamma);
         self.step.values = values;
 
         // Epochs of shuffled minibatches of the value loss on the observed Q(s, a_i, a_-i).
@@ -281,5 +306,45 @@ impl Pr2Iql {
         let sampled = self.cfg.pr2.buffer_batch_size * self.cfg.rollout;
         self.core.limiter.sample(sampled as u64);
         self.core.learner_steps += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sequences::fixture::{A, N, T, boot_mask, masked_replay, values_under};
+    use super::StepBuffers;
+
+    /// Each trained row bootstraps under the mask of the observation it bootstraps from: the
+    /// next step's, or the final one where its step truncated (the second arena of the
+    /// rollout, two truncations); its target takes the best legal value there, never the
+    /// larger illegal one.
+    #[test]
+    fn targets_take_the_best_legal_action_of_the_bootstrap_observation() {
+        let replay = masked_replay(0);
+        let mut s = StepBuffers::default();
+        s.gather(&replay, &[0]);
+        let rows = s.boot.len();
+        assert_eq!(rows, (T + 3) * N);
+        assert_eq!(s.boot_mask.len(), rows * A);
+        let mut values = vec![0.0f32; rows * A];
+        for t in 0..T {
+            for i in 0..N {
+                let r = t * N + i;
+                let want = boot_mask(t, i);
+                let got = &s.boot_mask[r * A..(r + 1) * A];
+                assert_eq!(got, want, "step {t}, learner {i}");
+                let at = s.boot[r] * A;
+                values[at..at + A].copy_from_slice(&values_under(want).0);
+            }
+        }
+        s.fill_targets(&values, A, 0.5);
+        for t in 0..T {
+            for i in 0..N {
+                let best = values_under(boot_mask(t, i)).1;
+                // The second arena's rewards: 10 t + N + i.
+                let want = (10 * t + N + i) as f32 + 0.5 * best;
+                assert_eq!(s.targets[t * N + i], want, "step {t}, learner {i}");
+            }
+        }
     }
 }
