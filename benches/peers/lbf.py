@@ -15,8 +15,22 @@ from lbforaging.foraging.environment import ForagingEnv
 
 
 def make(config):
-    size, players, food = config.split("-")
+    """The environment lbforaging 2.0 registers for CONFIG: `SxS-Pp-Ff`, then optionally
+    `-coop` (force_coop) and `-Ns` (sight N; the field's side otherwise), e.g. 8x8-2p-2f-2s
+    for Foraging-2s-8x8-2p-2f-v3."""
+    parts = config.split("-")
+    if len(parts) < 3:
+        raise SystemExit(f"--config {config!r}: expected SxS-Pp-Ff[-coop][-Ns]")
+    size, players, food = parts[:3]
     size = int(size.split("x")[0])
+    coop, sight = False, size
+    for flag in parts[3:]:
+        if flag == "coop":
+            coop = True
+        elif flag.endswith("s") and flag[:-1].isdigit():
+            sight = int(flag[:-1])
+        else:
+            raise SystemExit(f"--config {config!r}: unknown part {flag!r} (coop or Ns)")
     return ForagingEnv(
         players=int(players[:-1]),
         min_player_level=1,
@@ -25,9 +39,9 @@ def make(config):
         min_food_level=1,
         max_food_level=None,
         max_num_food=int(food[:-1]),
-        sight=size,
+        sight=sight,
         max_episode_steps=50,
-        force_coop=False,
+        force_coop=coop,
         grid_observation=False,
         penalty=0.0,
     )
@@ -35,7 +49,8 @@ def make(config):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--config", default="8x8-2p-2f", help="SxS-Pp-Ff, e.g. 15x15-4p-3f")
+    p.add_argument("--config", default="8x8-2p-2f",
+                   help="SxS-Pp-Ff[-coop][-Ns], e.g. 15x15-4p-3f or 10x10-3p-3f-2s")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()

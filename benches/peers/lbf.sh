@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Level-Based Foraging env steps/s on ONE core: lbforaging 2.0.0 (benches/peers/lbf.py, random
 # valid actions, resets included) beside `gridarena bench env --scenario ... --threads 1`
-# (uniformly random actions; invalid ones are taken as none), for 8x8-2p-2f and 15x15-4p-3f,
-# in one invocation, runs interleaved. Prints every run's figures, the medians and the ratio
-# gridarena / lbforaging per core.
+# (uniformly random actions; invalid ones are taken as none), for every shipped lbf_*.ron
+# scenario and the configuration lbforaging registers under its name, in one invocation, runs
+# interleaved. Prints every run's figures, the medians and the ratio gridarena / lbforaging per
+# core.
 #
 # Usage: benches/peers/lbf.sh [GRIDARENA_BINARY] [RUNS]
 #   GRIDARENA_BINARY  default target/release/gridarena (build it with `cargo build --release`)
 #   RUNS              default 3
-# Environment: SECONDS_PER_RUN (lbforaging's timed seconds per run; default 5). The
+# Environment: SECONDS_PER_RUN (lbforaging's timed seconds per run; default 5), SCENARIOS
+# (space-separated scenario names, default every assets/scenarios/lbf_*.ron). The
 # virtualenv is python/scripts/.venv-lbf, created with pinned versions by
 # python/scripts/lbforaging_sample.py --venv-only.
 set -euo pipefail
@@ -18,6 +20,7 @@ root="$(cd "$here/../.." && pwd)"
 gridarena="${1:-target/release/gridarena}"
 runs="${2:-3}"
 secs="${SECONDS_PER_RUN:-5}"
+SCENARIOS="${SCENARIOS:-$(cd "$root/assets/scenarios" && ls lbf_*.ron | sed 's/\.ron$//' | sort -V)}"
 cd "$root"
 if [[ ! -x "$gridarena" ]]; then
     echo "no gridarena binary at $gridarena (build it with cargo build --release, or pass its path)" >&2
@@ -41,8 +44,9 @@ lbf() { # lbf CONFIG
 }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-for pair in "lbf_8x8_2p_2f 8x8-2p-2f" "lbf_15x15_4p_3f 15x15-4p-3f"; do
-    set -- $pair
+for scenario in $SCENARIOS; do
+    # lbf_10x10_3p_3f_2s -> 10x10-3p-3f-2s
+    set -- "$scenario" "$(echo "${scenario#lbf_}" | tr _ -)"
     declare -a g=() l=()
     for ((i = 1; i <= runs; i++)); do
         echo "== $1, run $i of $runs" >&2
