@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Level-Based Foraging env steps/s on ONE core, three implementations side by side, runs
+# interleaved, for every shipped lbf_*.ron scenario:
+#   - `gridarena bench env --scenario ... --threads 1 --arenas ENVS`;
+#   - Jumanji's LevelBasedForaging (jumanji_lbf.py: ENVS environments vmapped in one jitted
+#     lax.scan on the CPU, XLA held to one thread, compile excluded), the same field, agents,
+#     foods, sight, force_coop and episode length;
+#   - lbforaging 2.0.0 (lbf.py, one environment, as lbf.sh runs it).
+# Every process runs under `taskset -c 0`. Prints every run's figures, the medians and the
+# ratios to lbforaging: how far the fastest other implementation here gets towards gridarena.
+#
+# Usage: benches/peers/jumanji_lbf.sh [GRIDARENA_BINARY] [RUNS]
+#   GRIDARENA_BINARY  default target/release/gridarena (build it with `cargo build --release`)
+#   RUNS              default 3
+# Environment: ENVS (arenas / vmapped environments, default 4096), STEPS (Jumanji's timed steps
+# per run, default 100), SECONDS_PER_RUN (lbforaging's, default 5), SCENARIOS (space-separated
+# names, default every assets/scenarios/lbf_*.ron). Virtualenvs: benches/peers/.venv-jumanji
+# (created on first use from requirements-jumanji.txt pinned by requirements-jumanji.lock) and
+# python/scripts/.venv-lbf (python/scripts/lbforaging_sample.py --venv-only).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+gridarena="${1:-target/release/gridarena}"
+runs="${2:-3}"
+envs="${ENVS:-4096}"
+steps="${STEPS:-100}"
+secs="${SECONDS_PER_RUN:-5}"
+SCENARIOS="${SCENARIOS:-$(cd "$root/assets/scenarios" && ls lbf_*.ron | sed 's/\.ron$//' | sort -V)}"
+venv="$here/.venv-jumanji"
+cd "$root"
+if [[ ! -x "$gridarena" ]]; then
+    echo "no gridarena binary at $gridarena (build it with cargo build --release, or pass its path)" >&2
+    exit 2
+fi
+for v in "$runs" "$envs" "$steps" "$secs"; do
+    if ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
+        echo "RUNS, ENVS, STEPS and SECONDS_PER_RUN must be positive integers" >&2
+        exit 2
+    fi
+done
+
+stamp="$venv/.peers-requirements"
+wanted="$(cat "$here/requirements-jumanji.txt" "$here/requirements-jumanji.lock" | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
+    echo "== installing Jumanji into $venv (once)"
+    "${PYTHON:-python3}" -m venv "$venv"
+    "$venv/bin/pip" install --quiet -r "$here/requirements-jumanji.txt" -c "$here/requirements-jumanji.lock"
+    echo "$wanted" >"$stamp"
+fi
+python3 python/scripts/lbforaging_sample.py --venv-only
+lbf_py=python/scripts/.venv-lbf/bin/python
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+figure() { # figure PATTERN COMMAND...: runs COMMAND on core 0, echoes its output to stderr, prints the figure
+    local pattern="$1" out
+    shift
+    out="$(taskset -c 0 "$@" 2>&1)" || {
+        echo "$out" >&2
+        echo "failed: $*" >&2
+        exit 1
+    }
+    echo "$out" | sed 's/^/    /' >&2
+    echo "$out" | sed -n "s/^$pattern *\([0-9.]*\).*/\1/p" | tail -1
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0fx", a / b}'; }
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for scenario in $SCENARIOS; do
+    # lbf_10x10_3p_3f_2s -> grid 10, 3 agents, 3 foods, sight 2; lbforaging's 10x10-3p-3f-2s.
+    name="$(echo "${scenario#lbf_}" | tr _ -)"
+    if ! [[ "$name" =~ ^([0-9]+)x[0-9]+-([0-9]+)p-([0-9]+)f(-([0-9]+)s)?(-coop)?$ ]]; then
+        echo "skipping $scenario: not an lbforaging name" >&2
+        continue
+    fi
+    jargs=(--grid "${BASH_REMATCH[1]}" --agents "${BASH_REMATCH[2]}" --foods "${BASH_REMATCH[3]}")
+    [[ -n "${BASH_REMATCH[5]}" ]] && jargs+=(--sight "${BASH_REMATCH[5]}")
+    [[ -n "${BASH_REMATCH[6]}" ]] && jargs+=(--force-coop)
+    declare -a g=() j=() l=()
+    for ((i = 1; i <= runs; i++)); do
+        echo "== $scenario, run $i of $runs" >&2
+        g+=("$(figure 'env-steps\/s (median):' "$gridarena" bench env \
+            --scenario "assets/scenarios/$scenario.ron" --threads 1 --arenas "$envs")")
+        j+=("$(XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+            figure 'env steps\/s:' "$venv/bin/python" "$here/jumanji_lbf.py" "${jargs[@]}" \
+            --envs "$envs" --steps "$steps")")
+        l+=("$(figure 'lbforaging env steps\/s:' "$lbf_py" "$here/lbf.py" --config "$name" --seconds "$secs")")
+        echo "run $i: $scenario env steps/s: gridarena ${g[-1]}, jumanji ${j[-1]}, lbforaging ${l[-1]}"
+    done
+    gm="$(median "${g[@]}")"
+    jm="$(median "${j[@]}")"
+    lm="$(median "${l[@]}")"
+    echo "$scenario: gridarena $gm, jumanji $jm, lbforaging $lm (medians); per core against lbforaging: gridarena $(ratio "$gm" "$lm"), jumanji $(ratio "$jm" "$lm"); gridarena / jumanji $(ratio "$gm" "$jm")"
+done
