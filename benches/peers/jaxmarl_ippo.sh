@@ -61,14 +61,9 @@ if [[ -e "$out" ]]; then
     exit 2
 fi
 
-stamp="$venv/.ippo-requirements"
-wanted="$(cat "$here/requirements-ippo.txt" "$here/requirements-ippo.lock" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing JaxMARL's IPPO requirements into $venv (once)"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet -r "$here/requirements-ippo.txt" -c "$here/requirements-ippo.lock"
-    echo "$wanted" >"$stamp"
-fi
+source "$here/venv.sh"
+peers_venv "$venv" .ippo-requirements "JaxMARL's IPPO requirements" \
+    "$here/requirements-ippo.txt" "$here/requirements-ippo.lock"
 py="$venv/bin/python"
 
 mkdir -p "$out"

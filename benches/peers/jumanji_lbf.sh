@@ -40,14 +40,8 @@ for v in "$runs" "$envs" "$steps" "$secs"; do
     fi
 done
 
-stamp="$venv/.peers-requirements"
-wanted="$(cat "$here/requirements-jumanji.txt" "$here/requirements-jumanji.lock" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing Jumanji into $venv (once)"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet -r "$here/requirements-jumanji.txt" -c "$here/requirements-jumanji.lock"
-    echo "$wanted" >"$stamp"
-fi
+source "$here/venv.sh"
+peers_venv "$venv" .peers-requirements Jumanji "$here/requirements-jumanji.txt" "$here/requirements-jumanji.lock"
 python3 python/scripts/lbforaging_sample.py --venv-only
 lbf_py=python/scripts/.venv-lbf/bin/python
 

@@ -11,7 +11,6 @@ environments x steps, as `gridarena bench env` counts them).
 
 import argparse
 import os
-import time
 import warnings
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -19,7 +18,7 @@ warnings.filterwarnings("ignore")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+from jax_timing import env_steps_per_second  # noqa: E402
 from jaxmarl.environments.overcooked import Overcooked, overcooked_layouts  # noqa: E402
 
 
@@ -51,19 +50,10 @@ def main():
         (state, _), checks = jax.lax.scan(one, (state, key), None, length=a.steps)
         return checks.sum()
 
-    run = jax.jit(rollout)
-    key = jax.random.PRNGKey(a.seed)
-    run(key).block_until_ready()  # compile + warm-up
-    rates = []
-    for r in range(a.runs):
-        key, k = jax.random.split(key)
-        t0 = time.perf_counter()
-        run(k).block_until_ready()
-        dt = time.perf_counter() - t0
-        rates.append(a.envs * a.steps / dt)
-        print(f"run {r + 1}: {rates[-1]:.0f} env steps/s", flush=True)
+    rate = env_steps_per_second(jax.jit(rollout), jax.random.PRNGKey(a.seed), a.runs,
+                                a.envs * a.steps)
     print(f"jax {jax.__version__}, devices {jax.devices()}, layout {a.layout}, envs {a.envs}, steps {a.steps}")
-    print(f"env steps/s: {np.median(rates):.0f}")
+    print(f"env steps/s: {rate:.0f}")
 
 
 if __name__ == "__main__":

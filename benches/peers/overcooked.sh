@@ -35,14 +35,8 @@ for v in "$runs" "$envs" "$steps"; do
     fi
 done
 
-stamp="$venv/.peers-requirements"
-wanted="$(cat "$here/requirements.txt" "$here/requirements.lock" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing the peers into $venv (once)"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet -r "$here/requirements.txt" -c "$here/requirements.lock"
-    echo "$wanted" >"$stamp"
-fi
+source "$here/venv.sh"
+peers_venv "$venv" .peers-requirements "the peers" "$here/requirements.txt" "$here/requirements.lock"
 py="$venv/bin/python"
 
 figure() { # figure PATTERN COMMAND...: runs COMMAND, echoes its output to stderr, prints the figure

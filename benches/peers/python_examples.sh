@@ -18,14 +18,9 @@ root="$(cd "$here/../.." && pwd)"
 venv="${EXAMPLES_VENV:-$here/.venv-examples}"
 cd "$root"
 
-stamp="$venv/.examples-requirements"
-wanted="$(sha256sum "$here/requirements-examples.txt" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing torch, PettingZoo, SuperSuit into $venv (once; ~6 GB with torch's CUDA libraries)"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet -r "$here/requirements-examples.txt"
-    echo "$wanted" >"$stamp"
-fi
+source "$here/venv.sh"
+peers_venv "$venv" .examples-requirements "torch, PettingZoo, SuperSuit (~6 GB with torch's CUDA libraries)" \
+    "$here/requirements-examples.txt"
 
 echo "== cargo build --release; maturin build --release (the wheel users install)"
 cargo build --release --quiet

@@ -32,14 +32,9 @@ if ! [[ "$runs" =~ ^[1-9][0-9]*$ && "$updates" =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 # ---- the virtualenv: installed once, again when the requirements change ----
-stamp="$venv/.peers-requirements"
-wanted="$(cat "$here/requirements.txt" "$here/requirements.lock" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-    echo "== installing the peers into $venv (once; torch's CUDA libraries make it ~6 GB)"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet -r "$here/requirements.txt" -c "$here/requirements.lock"
-    echo "$wanted" >"$stamp"
-fi
+source "$here/venv.sh"
+peers_venv "$venv" .peers-requirements "the peers (torch's CUDA libraries make it ~6 GB)" \
+    "$here/requirements.txt" "$here/requirements.lock"
 py="$venv/bin/python"
 
 # ---- one measurement = one process; each prints its figure on a known line ----
