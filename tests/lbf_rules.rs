@@ -244,3 +244,54 @@ fn the_batch_step_computes_what_the_single_arena_rules_compute() {
         );
     }
 }
+
+/// A field of `size` x `size` with `foods` food slots and `agents` agents who see `sight` cells
+/// (`None`: the whole field).
+fn sized(size: usize, foods: usize, agents: usize, sight: Option<u8>) -> EnvBatch {
+    let row = format!("\"{}\"", ".".repeat(size));
+    let text = format!(
+        "Scenario(name: \"lbf\", substrate: LevelBasedForaging((max_num_food: {foods}, sight: {sight:?})), \
+         map: [{}], roles: [(kind: player, count: {agents})], max_steps: 10)",
+        vec![row; size].join(", ")
+    );
+    EnvBatch::new(&Scenario::parse(&text, "lbf.ron").unwrap(), 1, 0).unwrap()
+}
+
+proptest::proptest! {
+    /// The observation takes a specialised path where it can: a whole-field one when the sight
+    /// covers the field, and one with every length a constant for lbforaging's registered
+    /// numbers of foods and agents (windowed or whole-field). Each writes what the general
+    /// windowed path writes, for any sight, agents and foods anywhere, foods present or taken,
+    /// any levels.
+    #[test]
+    fn every_specialised_view_is_the_general_windowed_view(
+        shape in proptest::sample::select(vec![(2usize, 2usize), (3, 3), (3, 4), (2, 3), (1, 2), (4, 5)]),
+        sight in proptest::option::of(1u8..6),
+        cells in proptest::collection::vec((0i16..6, 0i16..6, 1u8..4), 5 + 4),
+        present in proptest::collection::vec(proptest::bool::ANY, 4),
+    ) {
+        let (foods, agents) = shape;
+        let mut b = sized(6, foods, agents, sight);
+        let cells = cells.clone();
+        let present = present.clone();
+        let (full, windowed) = b.with_arena(0, move |l, a| {
+            let Rules::Lbf(lbf) = &l.rules else { unreachable!() };
+            let cl = lbf.cells;
+            for (s, &(r, c, level)) in cells.iter().take(agents).enumerate() {
+                a.pos[s] = GridPos { x: c, y: r };
+                a.cells[CellLayout::LEVELS + s] = level;
+            }
+            for k in 0..foods {
+                let (r, c, level) = cells[5 + k];
+                let f = [r as u8, c as u8, level + 1, u8::from(present[k])];
+                a.cells[cl.food(k)..cl.food(k) + 4].copy_from_slice(&f);
+            }
+            gridarena::substrate::lbf::views::write_observations(lbf, l, a);
+            let full = a.obs.to_vec();
+            a.obs.fill(0xAA);
+            gridarena::substrate::lbf::views::write_windowed_views(lbf, l, a);
+            (full, a.obs.to_vec())
+        });
+        proptest::prop_assert_eq!(full, windowed);
+    }
+}

@@ -7,6 +7,7 @@
 
 mod params;
 pub mod rules;
+pub mod views;
 
 pub use params::LbfParams;
 pub use rules::CellLayout;
@@ -206,7 +207,7 @@ impl SubstrateRules for Lbf {
         Ok(())
     }
 
-    /// lbforaging's vector observation ([`rules::write_observations`]).
+    /// lbforaging's vector observation ([`views::write_observations`]).
     fn observation_layout(p: &LbfParams, scenario: &ScenarioView) -> Vec<ObsField> {
         let (rows, cols) = field(scenario);
         let sight = sight(p, scenario) as usize;
@@ -278,7 +279,7 @@ impl SubstrateRules for Lbf {
     }
 
     fn write_observations(&self, layout: &LayoutCore, a: &mut ArenaMut) {
-        rules::write_observations(self, layout, a);
+        views::write_observations(self, layout, a);
     }
 
     /// Agent levels and food.

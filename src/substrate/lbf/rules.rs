@@ -138,14 +138,16 @@ fn adjacent_food(cl: CellLayout, cells: &[u8], p: GridPos) -> Option<usize> {
 /// Which of the four cells next to `p` hold a present food: bit `a - 1` for the move `a`
 /// (NORTH, SOUTH, WEST, EAST) that leads there. One pass over the foods, each compared as a
 /// packed (row, column) key, without branches (positions under a random policy make every
-/// branch here a coin flip).
-#[inline]
-fn foods_beside(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+/// branch here a coin flip). `F` is the number of food slots when known at compile time (the
+/// loop then unrolls), 0 to read it from `cl`.
+#[inline(always)]
+fn foods_beside<const F: usize>(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
     let key = |row: i32, col: i32| row << 8 | col;
     let at = key(p.y as i32, p.x as i32);
     let (n, s, w, e) = (at - 256, at + 256, at - 1, at + 1);
     let mut bits = 0;
-    for f in cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
+    let foods = if F == 0 { cl.foods } else { F };
+    for f in cells[cl.food(0)..cl.food(0) + 4 * foods].chunks_exact(4) {
         // An absent food's key lies below every cell's (rows and columns are below 256).
         let k = key(f[0] as i32, f[1] as i32) - (i32::from(f[3] == 0) << 20);
         bits |= u8::from(k == n) | u8::from(k == s) << 1 | u8::from(k == w) << 2 | u8::from(k == e) << 3;
@@ -154,11 +156,11 @@ fn foods_beside(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
 }
 
 /// One agent's valid actions at `p` as bits, bit `a` set when action `a` is valid: the answers
-/// of [`valid`] for every action, from one pass over the foods.
-#[inline]
-fn valid_bits(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+/// of [`valid`] for every action, from one pass over the foods (`F` as in [`foods_beside`]).
+#[inline(always)]
+fn valid_bits<const F: usize>(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
     let (w, h) = (layout.width as i16, layout.height as i16);
-    let food = foods_beside(cl, cells, p);
+    let food = foods_beside::<F>(cl, cells, p);
     let on_field = u8::from(p.y > 0)
         | u8::from(p.y < h - 1) << 1
         | u8::from(p.x > 0) << 2
@@ -175,13 +177,30 @@ pub fn write_action_mask(
     cells: &[u8],
     mask: &mut [u8],
 ) {
+    // lbforaging's registered sizes get the food pass unrolled.
+    match cl.foods {
+        2 => action_mask::<2>(layout, cl, pos, cells, mask),
+        3 => action_mask::<3>(layout, cl, pos, cells, mask),
+        _ => action_mask::<0>(layout, cl, pos, cells, mask),
+    }
+}
+
+/// [`write_action_mask`] with `F` food slots (0: read from `cl`).
+#[inline(always)]
+fn action_mask<const F: usize>(
+    layout: &LayoutCore,
+    cl: CellLayout,
+    pos: &[GridPos],
+    cells: &[u8],
+    mask: &mut [u8],
+) {
     for (p, row) in pos
         .iter()
         .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
         // Bit k of `bits` to byte k (0 or 1), all six at once.
-        let bits = u64::from(valid_bits(layout, cl, cells, *p));
+        let bits = u64::from(valid_bits::<F>(layout, cl, cells, *p));
         let bytes = ((bits * 0x0002_0408_1020_4081) & 0x8080_8080_8080_8080) >> 7;
         row.copy_from_slice(&bytes.to_le_bytes()[..ACTIONS]);
     }
@@ -218,7 +237,7 @@ fn moves<const CAP: usize>(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut
             a.mask.get(s * ACTIONS + action as usize).is_some_and(|&v| v != 0) & (action < LOAD + 1)
         } else {
             // Bits above LOAD are clear, so any action past it reads as invalid.
-            let bits = u32::from(valid_bits(layout, cl, a.cells, p));
+            let bits = u32::from(valid_bits::<0>(layout, cl, a.cells, p));
             bits >> u32::from(action).min(31) & 1 == 1
         };
         let action = if ok { action } else { NONE };
@@ -292,109 +311,6 @@ pub fn resolve_interactions(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         a.counters[0] += 1;
     }
     *a.ended = !cl.any_food(a.cells);
-}
-
-/// lbforaging's vector observation, from each learner's point of view: per food slot (row + 1,
-/// column + 1, level) of the visible foods in (row, column) order, then per agent slot the same
-/// for the visible agents, itself first; zeros after the last visible one. Coordinates are
-/// relative to the top-left of the learner's view clipped to the field (absolute with full
-/// sight). A food is visible inside the clipped view; an agent when both its relative
-/// coordinates lie in `0..=2 sight` (lbforaging's test, which reaches past the clipped view
-/// near the top and left edges).
-pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
-    let (h, w) = (layout.height as i16, layout.width as i16);
-    if lbf.sight as i16 >= h.max(w) - 1 {
-        write_full_views(lbf, layout, a);
-        return;
-    }
-    let cl = lbf.cells;
-    let sight = lbf.sight as i16;
-    let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + layout.agents];
-    let foods = &a.cells[cl.food(0)..cl.food(cl.foods)];
-    // Every entry is written at the next free slot and kept by advancing past it only when
-    // visible (no branch on visibility); the slot after the last kept one is then cleared. The
-    // k-th candidate is written at a slot at most k, so every write stays inside its section.
-    for s in 0..layout.learners {
-        let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
-        let (food_out, agent_out) = out.split_at_mut(3 * cl.foods);
-        let me = a.pos[s];
-        let (top, left) = ((me.y - sight).max(0), (me.x - sight).max(0));
-        let (bottom, right) = ((me.y + sight).min(h - 1), (me.x + sight).min(w - 1));
-        let mut n = 0;
-        for f in foods.chunks_exact(4) {
-            let (r, c) = (f[0] as i16, f[1] as i16);
-            let seen = (f[3] != 0) & (r >= top) & (r <= bottom) & (c >= left) & (c <= right);
-            food_out[3 * n..3 * n + 3].copy_from_slice(&[
-                (r - top + 1) as u8,
-                (c - left + 1) as u8,
-                f[2],
-            ]);
-            n += usize::from(seen);
-        }
-        food_out[3 * n..].fill(0);
-        let mut n = 0;
-        // Itself first, then the others in slot order.
-        let mut see = |o: usize| {
-            let (r, c) = (a.pos[o].y - top, a.pos[o].x - left);
-            let seen = (0..=2 * sight).contains(&r) & (0..=2 * sight).contains(&c);
-            agent_out[3 * n..3 * n + 3].copy_from_slice(&[(r + 1) as u8, (c + 1) as u8, levels[o]]);
-            n += usize::from(seen);
-        };
-        see(s);
-        (0..layout.agents).filter(|&o| o != s).for_each(see);
-        agent_out[3 * n..].fill(0);
-    }
-}
-
-/// [`write_observations`] when the sight covers the whole field (lbforaging's registered
-/// environments without `-2s`): every view's top-left is the field's, every present food and
-/// every agent is visible. The foods' part is the same for every learner and is written once;
-/// the agents' part is each learner's own entry, then the others' in slot order.
-fn write_full_views(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
-    if layout.learners == 0 {
-        return;
-    }
-    if layout.agents <= 8 {
-        full_views::<8>(lbf, layout, a);
-    } else {
-        full_views::<MAX_AGENTS>(lbf, layout, a);
-    }
-}
-
-/// [`write_full_views`] for at most `CAP` agents.
-#[inline(always)]
-fn full_views<const CAP: usize>(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
-    let cl = lbf.cells;
-    let o = layout.obs_len;
-    let m = layout.agents.min(CAP);
-    let mut entries = [[0u8; 3]; CAP];
-    for (e, (p, &level)) in entries
-        .iter_mut()
-        .zip(a.pos.iter().zip(&a.cells[CellLayout::LEVELS..]))
-        .take(m)
-    {
-        *e = [(p.y + 1) as u8, (p.x + 1) as u8, level];
-    }
-    let entries = &entries[..m];
-    let (first, rest) = a.obs.split_at_mut(o);
-    let (food_out, _) = first.split_at_mut(3 * cl.foods);
-    let mut n = 0;
-    for f in a.cells[cl.food(0)..cl.food(cl.foods)].chunks_exact(4) {
-        food_out[3 * n..3 * n + 3].copy_from_slice(&[f[0] + 1, f[1] + 1, f[2]]);
-        n += usize::from(f[3] != 0);
-    }
-    food_out[3 * n..].fill(0);
-    for out in rest.chunks_exact_mut(o).take(layout.learners.saturating_sub(1)) {
-        out[..3 * cl.foods].copy_from_slice(&first[..3 * cl.foods]);
-    }
-    for (s, out) in a.obs.chunks_exact_mut(o).take(layout.learners).enumerate() {
-        let agent_out = &mut out[3 * cl.foods..];
-        agent_out[..3].copy_from_slice(&entries[s]);
-        let others = entries[..s].iter().chain(&entries[s + 1..]);
-        for (slot, e) in agent_out[3..].chunks_exact_mut(3).zip(others) {
-            slot.copy_from_slice(e);
-        }
-    }
 }
 
 /// The whole arena, no sight limit: per agent slot (row, column, level), then per food slot
