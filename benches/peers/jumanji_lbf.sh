@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Level-Based Foraging env steps/s on ONE core, three implementations side by side, runs
 # interleaved, for every shipped lbf_*.ron scenario:
-#   - `gridarena bench env --scenario ... --threads 1 --arenas ENVS`;
+#   - `gridarena bench env --scenario ... --threads 1 --arenas ENVS` (ENVS 1024 by default);
 #   - Jumanji's LevelBasedForaging (jumanji_lbf.py: ENVS environments vmapped in one jitted
 #     lax.scan on the CPU, XLA held to one thread, compile excluded), the same field, agents,
 #     foods, sight, force_coop and episode length;
@@ -12,7 +12,8 @@
 # Usage: benches/peers/jumanji_lbf.sh [GRIDARENA_BINARY] [RUNS]
 #   GRIDARENA_BINARY  default target/release/gridarena (build it with `cargo build --release`)
 #   RUNS              default 3
-# Environment: ENVS (arenas / vmapped environments, default 4096), STEPS (Jumanji's timed steps
+# Environment: ENVS (arenas / vmapped environments, default 1024: the best batch of both on one
+# core), STEPS (Jumanji's timed steps
 # per run, default 100), SECONDS_PER_RUN (lbforaging's, default 5), SCENARIOS (space-separated
 # names, default every assets/scenarios/lbf_*.ron). Virtualenvs: benches/peers/.venv-jumanji
 # (created on first use from requirements-jumanji.txt pinned by requirements-jumanji.lock) and
@@ -23,7 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 gridarena="${1:-target/release/gridarena}"
 runs="${2:-3}"
-envs="${ENVS:-4096}"
+envs="${ENVS:-1024}"
 steps="${STEPS:-100}"
 secs="${SECONDS_PER_RUN:-5}"
 SCENARIOS="${SCENARIOS:-$(cd "$root/assets/scenarios" && ls lbf_*.ron | sed 's/\.ron$//' | sort -V)}"
