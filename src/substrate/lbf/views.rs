@@ -20,9 +20,9 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         write_full_views(lbf, layout, a);
         return;
     }
-    // (A windowed path with constant lengths, its rows built on the stack and stored whole as
-    // the whole-field one does, measured 6-10% slower than this one on the two `-2s`
-    // scenarios.)
+    // (A windowed path with constant lengths measured slower than this one on the two `-2s`
+    // scenarios, both with its rows built on the stack and stored whole as the whole-field path
+    // does, 6-10%, and written straight into the observation with masked clears, 3-8%.)
     write_windowed_views(lbf, layout, a);
 }
 
