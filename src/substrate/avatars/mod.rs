@@ -6,10 +6,14 @@
 //! token 0/1; chemistry: compound index + 1, 0 empty) and the avatar standing there (slot + 1,
 //! 0 none).
 
+mod window;
+
+pub use window::{window_offsets, write_observations};
+
 use rand_core::Rng;
 
 use super::ArenaMut;
-use crate::components::{CELL_CHANNELS, Carry, Cooldown, GridPos};
+use crate::components::{CELL_CHANNELS, GridPos};
 use crate::error::{ErrorClass, ScenarioError};
 use crate::layout::core::{LayoutCore, padded_cells};
 use crate::rng::below;
@@ -160,68 +164,6 @@ pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option
             moves::TURN_RIGHT => a.facing[s].0 = ((f + 1) % 4) as u8,
             _ => {}
         }
-    }
-}
-
-/// The window's cell offsets (in bytes, relative to the agent's cell) for each facing, row-major
-/// from the farthest-ahead row, columns from the agent's left, in a cell layer `padded_width`
-/// cells wide.
-pub fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
-    let stride = (padded_width * CELL_CHANNELS) as isize;
-    std::array::from_fn(|f| {
-        let (fx, fy) = DIRS[f];
-        let (rx, ry) = DIRS[(f + 1) % 4];
-        let mut offsets = Vec::with_capacity(w.width() * w.depth());
-        for r in 0..w.depth() {
-            let ahead = w.ahead as isize - r as isize;
-            for c in 0..w.width() {
-                let lateral = c as isize - w.left as isize;
-                let dx = ahead * fx as isize + lateral * rx as isize;
-                let dy = ahead * fy as isize + lateral * ry as isize;
-                offsets.push(dy * stride + dx * CELL_CHANNELS as isize);
-            }
-        }
-        offsets
-    })
-}
-
-/// Writes each learner's facing-rotated window: per cell [wall, item, other avatar, its facing
-/// relative to the observer one-hot (same, right, opposite, left)], then the substrate's
-/// `extras` from the learner's carried items and cooldown (gift: inventory levels 1-3 and a
-/// ready flag; chemistry: the vesicle compound and an io-ready flag).
-pub fn write_observations(
-    layout: &LayoutCore,
-    avatar: &AvatarLayout,
-    a: &mut ArenaMut,
-    extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
-) {
-    let cells_in_window = avatar.offsets[0].len();
-    let window_bytes = cells_in_window * AVATAR_CELL_BYTES;
-    for s in 0..layout.learners {
-        let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
-        if !a.alive[s].0 {
-            out.fill(0);
-            continue;
-        }
-        let f = a.facing[s].0 as usize;
-        let centre = layout.cell_index(a.pos[s].x, a.pos[s].y) as isize;
-        let (window, extras) = out.split_at_mut(window_bytes);
-        // One fill for the whole window, then per cell only the bytes that can be non-zero.
-        window.fill(0);
-        let (cells_out, _) = window.as_chunks_mut::<AVATAR_CELL_BYTES>();
-        for (o, &off) in cells_out.iter_mut().zip(&avatar.offsets[f]) {
-            let i = (centre + off) as usize;
-            let cell = &a.cells[i..i + CELL_CHANNELS];
-            o[0] = cell[0] & WALL;
-            o[1] = cell[ITEM];
-            let other = cell[AVATAR];
-            if other != 0 && other as usize - 1 != s {
-                o[2] = 1;
-                let rel = (a.facing[other as usize - 1].0 as usize + 4 - f) % 4;
-                o[3 + rel] = 1;
-            }
-        }
-        extras_of(a.carry[s], a.cooldown[s], extras);
     }
 }
 

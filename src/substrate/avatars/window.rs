@@ -1,0 +1,288 @@
+//! The avatar substrates' observation: each learner's facing-rotated window of the cell layer.
+//!
+//! A window row runs along the observer's left-right axis: facing north or south it is a run of
+//! adjacent cells in one row of the cell layer, facing east or west a run down one column. The
+//! terrain (wall and item bytes) is copied row by row from that run; the few other avatars are
+//! then placed from their positions, so no window cell is tested for an avatar. On Commons
+//! Harvest this is most of a step's work (7 windows of 121 cells).
+
+use super::{AVATAR, AVATAR_CELL_BYTES, AvatarLayout, DIRS, ITEM, MAX_AVATARS, WALL};
+use crate::components::{CELL_CHANNELS, Carry, Cooldown, Facing, GridPos};
+use crate::layout::core::LayoutCore;
+use crate::scenario::observation::Window;
+use crate::substrate::ArenaMut;
+
+/// One window cell of an observation.
+type ObsCell = [u8; AVATAR_CELL_BYTES];
+
+/// The window's cell offsets (in bytes, relative to the agent's cell) for each facing, row-major
+/// from the farthest-ahead row, columns from the agent's left, in a cell layer `padded_width`
+/// cells wide.
+pub fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
+    let stride = (padded_width * CELL_CHANNELS) as isize;
+    std::array::from_fn(|f| {
+        let (forward, right) = axes(f, stride);
+        let mut offsets = Vec::with_capacity(w.width() * w.depth());
+        for r in 0..w.depth() {
+            let ahead = w.ahead as isize - r as isize;
+            for c in 0..w.width() {
+                let lateral = c as isize - w.left as isize;
+                offsets.push(ahead * forward + lateral * right);
+            }
+        }
+        offsets
+    })
+}
+
+/// Byte offsets in the cell layer of one cell ahead and one cell to the right, facing `f`.
+fn axes(f: usize, stride: isize) -> (isize, isize) {
+    let offset = |(dx, dy): (i16, i16)| dy as isize * stride + dx as isize * CELL_CHANNELS as isize;
+    (offset(DIRS[f]), offset(DIRS[(f + 1) % 4]))
+}
+
+/// Writes each learner's facing-rotated window: per cell [wall, item, other avatar, its facing
+/// relative to the observer one-hot (same, right, opposite, left)], then the substrate's
+/// `extras` from the learner's carried items and cooldown (gift: inventory levels 1-3 and a
+/// ready flag; chemistry: the vesicle compound and an io-ready flag).
+pub fn write_observations(
+    layout: &LayoutCore,
+    avatar: &AvatarLayout,
+    a: &mut ArenaMut,
+    extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
+) {
+    let w = avatar.window;
+    let window_bytes = w.width() * w.depth() * AVATAR_CELL_BYTES;
+    let stride = (layout.padded_width * CELL_CHANNELS) as isize;
+    let (others, count) = standing(a.cells, &a.pos[..layout.agents], a.facing, |p: GridPos| {
+        layout.cell_index(p.x, p.y)
+    });
+    for s in 0..layout.learners {
+        let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
+        if !a.alive[s].0 {
+            out.fill(0);
+            continue;
+        }
+        let f = a.facing[s].0 as usize;
+        let centre = layout.cell_index(a.pos[s].x, a.pos[s].y);
+        let (window, extras) = out.split_at_mut(window_bytes);
+        let (cells_out, _) = window.as_chunks_mut::<AVATAR_CELL_BYTES>();
+        terrain(a.cells, centre, f, w, stride, cells_out);
+        place_others(&others[..count], a.pos[s], s, f, w, cells_out);
+        extras_of(a.carry[s], a.cooldown[s], extras);
+    }
+}
+
+/// The wall and item bytes of every window cell, one window row (one run of the layer) at a
+/// time, every byte of `out`. The run ascends in memory from the window's left edge (facing
+/// north or east) or its right edge (south, west); its cells are adjacent facing north or south,
+/// a layer row apart facing east or west. Each case, and Melting Pot's width (11), gets its own
+/// copy of the loop with those known to the compiler.
+fn terrain(cells: &[u8], centre: usize, f: usize, w: Window, stride: isize, out: &mut [ObsCell]) {
+    let (forward, right) = axes(f, stride);
+    let rows = Rows {
+        cells,
+        w,
+        first: centre as isize - w.left as isize * right,
+        forward,
+    };
+    let column = stride as usize;
+    let out = out.as_flattened_mut();
+    match (w.width(), f) {
+        (11, 0) => rows.copy(out, 11, CELL_CHANNELS, true),
+        (11, 1) => rows.copy(out, 11, column, true),
+        (11, 2) => rows.copy(out, 11, CELL_CHANNELS, false),
+        (11, _) => rows.copy(out, 11, column, false),
+        (width, 0) => rows.copy(out, width, CELL_CHANNELS, true),
+        (width, 1) => rows.copy(out, width, column, true),
+        (width, 2) => rows.copy(out, width, CELL_CHANNELS, false),
+        (width, _) => rows.copy(out, width, column, false),
+    }
+}
+
+/// The window's rows in the cell layer: where the row level with the observer starts (its
+/// left edge) and the offset of one row ahead.
+struct Rows<'a> {
+    cells: &'a [u8],
+    w: Window,
+    first: isize,
+    forward: isize,
+}
+
+impl Rows<'_> {
+    /// Writes every window cell as [wall, item, 0, 0, 0, 0, 0], reading a run of `width` cells
+    /// `step` bytes apart per row.
+    #[inline(always)]
+    fn copy(&self, out: &mut [u8], width: usize, step: usize, ascending: bool) {
+        let span = (width - 1) * step;
+        for (r, row_out) in out.chunks_exact_mut(width * AVATAR_CELL_BYTES).enumerate() {
+            let first = self.first + (self.w.ahead as isize - r as isize) * self.forward;
+            let lo = if ascending {
+                first
+            } else {
+                first - span as isize
+            } as usize;
+            let run = &self.cells[lo..lo + span + CELL_CHANNELS];
+            for c in 0..width {
+                let j = if ascending { c } else { width - 1 - c } * step;
+                let pair = u16::from_le_bytes([run[j], run[j + ITEM]]);
+                let cell = u64::from(pair & (0xff00 | WALL as u16));
+                // Eight bytes at once; the eighth is the next cell's first, written next. The
+                // row's last cell takes its seven.
+                let bytes = cell.to_le_bytes();
+                let at = c * AVATAR_CELL_BYTES;
+                if c + 1 < width {
+                    row_out[at..at + 8].copy_from_slice(&bytes);
+                } else {
+                    row_out[at..at + AVATAR_CELL_BYTES]
+                        .copy_from_slice(&bytes[..AVATAR_CELL_BYTES]);
+                }
+            }
+        }
+    }
+}
+
+/// An avatar the cell layer holds where it stands: its position, facing and slot.
+#[derive(Debug, Clone, Copy, Default)]
+struct Standing {
+    pos: GridPos,
+    facing: u8,
+    slot: u8,
+}
+
+/// The avatars standing in the cell layer (its avatar byte, which moves, zaps and respawns
+/// keep, holds the slot at the avatar's position), found once per arena.
+fn standing(
+    cells: &[u8],
+    pos: &[GridPos],
+    facing: &[Facing],
+    index: impl Fn(GridPos) -> usize,
+) -> ([Standing; MAX_AVATARS], usize) {
+    let mut out = [Standing::default(); MAX_AVATARS];
+    let mut n = 0;
+    for (slot, &p) in pos.iter().enumerate().take(MAX_AVATARS) {
+        if cells
+            .get(index(p) + AVATAR)
+            .is_some_and(|&v| v as usize == slot + 1)
+        {
+            out[n] = Standing {
+                pos: p,
+                facing: facing[slot].0,
+                slot: slot as u8,
+            };
+            n += 1;
+        }
+    }
+    (out, n)
+}
+
+/// Marks every other standing avatar inside learner `s`'s window (at `me`, facing `f`): byte
+/// 2, and its facing relative to the observer's one-hot. Branch-free: an avatar outside the
+/// window, or the learner itself, ORs zeros into the first cell.
+fn place_others(
+    others: &[Standing],
+    me: GridPos,
+    s: usize,
+    f: usize,
+    w: Window,
+    out: &mut [ObsCell],
+) {
+    let (fx, fy) = DIRS[f];
+    let (rx, ry) = DIRS[(f + 1) % 4];
+    let (depth, width) = (w.depth(), w.width());
+    for o in others {
+        let (dx, dy) = ((o.pos.x - me.x) as isize, (o.pos.y - me.y) as isize);
+        let row = (w.ahead as isize - (dx * fx as isize + dy * fy as isize)) as usize;
+        let col = (w.left as isize + dx * rx as isize + dy * ry as isize) as usize;
+        let seen = u8::from(row < depth) & u8::from(col < width) & u8::from(o.slot as usize != s);
+        let at = row.wrapping_mul(width).wrapping_add(col);
+        let cell = &mut out[std::hint::select_unpredictable(seen != 0, at, 0)];
+        cell[2] |= seen;
+        cell[3 + (o.facing as usize + 4 - f) % 4] |= seen;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{Rng, SeedableRng};
+
+    /// The window gathered cell by cell through [`window_offsets`], each cell's avatar byte
+    /// read from the layer: the definition the row copies must reproduce.
+    fn reference(
+        cells: &[u8],
+        centre: usize,
+        f: usize,
+        offsets: &[isize],
+        s: usize,
+        facing: &[Facing],
+    ) -> Vec<ObsCell> {
+        offsets
+            .iter()
+            .map(|&off| {
+                let i = (centre as isize + off) as usize;
+                let mut o = [0; AVATAR_CELL_BYTES];
+                o[0] = cells[i] & WALL;
+                o[1] = cells[i + ITEM];
+                let other = cells[i + AVATAR] as usize;
+                if other != 0 && other - 1 != s {
+                    o[2] = 1;
+                    o[3 + (facing[other - 1].0 as usize + 4 - f) % 4] = 1;
+                }
+                o
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// For every window shape, facing and placement of avatars (some standing, some out of
+        /// play), the row copies and placed avatars equal the cell-by-cell gather.
+        #[test]
+        fn row_copies_are_the_cell_by_cell_window(
+            reach in [0u16..5, 0u16..5, 0u16..5, 0u16..5],
+            size in (1usize..9, 1usize..9),
+            avatars in 1usize..8,
+            seed in any::<u64>(),
+        ) {
+            let [left, right, ahead, behind] = reach;
+            let w = Window { left, right, ahead, behind };
+            let pad = left.max(right).max(ahead).max(behind) as usize;
+            let (width, height) = size;
+            let padded_width = width + 2 * pad;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut draw = |n: usize| rng.next_u32() as usize % n;
+            let mut cells = vec![0u8; padded_width * (height + 2 * pad) * CELL_CHANNELS];
+            for cell in cells.chunks_exact_mut(CELL_CHANNELS) {
+                cell[0] = draw(16) as u8;
+                cell[ITEM] = draw(4) as u8;
+            }
+            let index = |p: GridPos| {
+                ((p.y as usize + pad) * padded_width + p.x as usize + pad) * CELL_CHANNELS
+            };
+            let mut pos = Vec::new();
+            let mut facing = Vec::new();
+            for o in 0..avatars {
+                let p = GridPos { x: draw(width) as i16, y: draw(height) as i16 };
+                // Avatar 0 observes and stands; the others stand where their cell is free,
+                // with one in three out of play (a position the layer does not hold).
+                if o == 0 || (cells[index(p) + AVATAR] == 0 && draw(3) != 0) {
+                    cells[index(p) + AVATAR] = o as u8 + 1;
+                }
+                pos.push(p);
+                facing.push(Facing(draw(4) as u8));
+            }
+            let offsets = window_offsets(padded_width, w);
+            let stride = (padded_width * CELL_CHANNELS) as isize;
+            for (f, offsets) in offsets.iter().enumerate() {
+                facing[0] = Facing(f as u8);
+                let centre = index(pos[0]);
+                let mut out = vec![[9u8; AVATAR_CELL_BYTES]; w.width() * w.depth()];
+                terrain(&cells, centre, f, w, stride, &mut out);
+                let (others, count) = standing(&cells, &pos, &facing, index);
+                place_others(&others[..count], pos[0], 0, f, w, &mut out);
+                prop_assert_eq!(&out, &reference(&cells, centre, f, offsets, 0, &facing));
+            }
+        }
+    }
+}
