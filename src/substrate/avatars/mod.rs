@@ -8,7 +8,7 @@
 
 mod window;
 
-pub use window::{window_offsets, write_observations};
+pub use window::write_observations;
 
 use rand_core::Rng;
 
@@ -35,17 +35,13 @@ pub const MAX_WINDOW_REACH: usize = 32;
 pub struct AvatarLayout {
     /// The facing-rotated window.
     pub window: Window,
-    /// Window cell offsets per facing (see [`window_offsets`]).
-    pub offsets: [Vec<isize>; 4],
 }
 
 impl AvatarLayout {
-    /// The window a scenario asks for, with its offsets in a cell layer padded by `pad`.
-    pub(crate) fn new(scenario: &ScenarioView, grid: &Grid, pad: usize) -> AvatarLayout {
-        let window = window(scenario);
+    /// The window a scenario asks for.
+    pub(crate) fn new(scenario: &ScenarioView) -> AvatarLayout {
         AvatarLayout {
-            window,
-            offsets: window_offsets(grid.width + 2 * pad, window),
+            window: window(scenario),
         }
     }
 }

@@ -15,25 +15,6 @@ use crate::substrate::ArenaMut;
 /// One window cell of an observation.
 type ObsCell = [u8; AVATAR_CELL_BYTES];
 
-/// The window's cell offsets (in bytes, relative to the agent's cell) for each facing, row-major
-/// from the farthest-ahead row, columns from the agent's left, in a cell layer `padded_width`
-/// cells wide.
-pub fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
-    let stride = (padded_width * CELL_CHANNELS) as isize;
-    std::array::from_fn(|f| {
-        let (forward, right) = axes(f, stride);
-        let mut offsets = Vec::with_capacity(w.width() * w.depth());
-        for r in 0..w.depth() {
-            let ahead = w.ahead as isize - r as isize;
-            for c in 0..w.width() {
-                let lateral = c as isize - w.left as isize;
-                offsets.push(ahead * forward + lateral * right);
-            }
-        }
-        offsets
-    })
-}
-
 /// Byte offsets in the cell layer of one cell ahead and one cell to the right, facing `f`.
 fn axes(f: usize, stride: isize) -> (isize, isize) {
     let offset = |(dx, dy): (i16, i16)| dy as isize * stride + dx as isize * CELL_CHANNELS as isize;
@@ -207,6 +188,28 @@ mod tests {
     use proptest::prelude::*;
     use rand_chacha::ChaCha8Rng;
     use rand_core::{Rng, SeedableRng};
+
+    /// The window's cell offsets in bytes from the agent's cell, per facing: row-major from
+    /// the farthest-ahead row, columns from the agent's left, in a layer `padded_width` cells
+    /// wide (how the gather defined the window, kept apart from [`axes`]).
+    fn window_offsets(padded_width: usize, w: Window) -> [Vec<isize>; 4] {
+        let stride = (padded_width * CELL_CHANNELS) as isize;
+        std::array::from_fn(|f| {
+            let (fx, fy) = DIRS[f];
+            let (rx, ry) = DIRS[(f + 1) % 4];
+            let mut offsets = Vec::with_capacity(w.width() * w.depth());
+            for r in 0..w.depth() {
+                let ahead = w.ahead as isize - r as isize;
+                for c in 0..w.width() {
+                    let lateral = c as isize - w.left as isize;
+                    let dx = ahead * fx as isize + lateral * rx as isize;
+                    let dy = ahead * fy as isize + lateral * ry as isize;
+                    offsets.push(dy * stride + dx * CELL_CHANNELS as isize);
+                }
+            }
+            offsets
+        })
+    }
 
     /// The window gathered cell by cell through [`window_offsets`], each cell's avatar byte
     /// read from the layer: the definition the row copies must reproduce.

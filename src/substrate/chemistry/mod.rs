@@ -162,7 +162,7 @@ impl SubstrateRules for Chemistry {
         Derived {
             rules: Chemistry {
                 params: params.clone(),
-                avatar: AvatarLayout::new(scenario, grid, pad),
+                avatar: AvatarLayout::new(scenario),
                 fire_ground,
                 fire_vesicle,
                 reactions,

@@ -231,7 +231,7 @@ impl SubstrateRules for CleanUp {
         Derived {
             rules: CleanUp {
                 params: params.clone(),
-                avatar: AvatarLayout::new(scenario, grid, pad),
+                avatar: AvatarLayout::new(scenario),
                 zapper: Zapper {
                     beam: Beam {
                         length: params.beam_length,

@@ -123,7 +123,7 @@ impl SubstrateRules for Gift {
         Derived {
             rules: Gift {
                 params: params.clone(),
-                avatar: AvatarLayout::new(scenario, grid, pad),
+                avatar: AvatarLayout::new(scenario),
                 token_cells: (0..grid.tiles.len())
                     .filter(|&i| grid.tiles[i] == Tile::Token)
                     .map(|i| i as u16)

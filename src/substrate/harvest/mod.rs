@@ -250,7 +250,7 @@ impl SubstrateRules for Harvest {
         Derived {
             rules: Harvest {
                 params: params.clone(),
-                avatar: AvatarLayout::new(scenario, grid, pad),
+                avatar: AvatarLayout::new(scenario),
                 zapper: Zapper {
                     beam: Beam {
                         length: params.beam_length,
