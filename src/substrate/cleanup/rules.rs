@@ -27,21 +27,24 @@ pub fn dirt_count(c: &CleanUp, a: &ArenaMut) -> usize {
 /// Growth and pollution, then moves and eating.
 pub fn apply_moves(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
     a.reward.fill(StepReward(0.0));
-    grow_apples(c, a);
-    spawn_dirt(c, a);
+    // Growth does not touch the river, so one count serves both.
+    let dirt = dirt_count(c, a);
+    grow_apples(c, a, dirt);
+    spawn_dirt(c, a, dirt);
     let before = zap::positions(layout, a);
     avatars::apply_moves(layout, a, None);
     zap::eat_apples(layout, a, &before, c.params.apple_reward, |_, _| {});
 }
 
 /// Every empty apple cell grows an apple with the probability the polluted fraction of the
-/// river allows (`AppleGrow`), even under an avatar, which eats it only on entering again.
-pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut) {
+/// river allows (`AppleGrow`), even under an avatar, which eats it only on entering again;
+/// `dirt` is the number of polluted river cells ([`dirt_count`]).
+pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
     let rivers = c.river_cells.len();
     let fraction = if rivers == 0 {
         0.0
     } else {
-        dirt_count(c, a) as f64 / rivers as f64
+        dirt as f64 / rivers as f64
     };
     let threshold = rng::threshold(c.params.growth_probability(fraction));
     for &i in &c.apple_cells {
@@ -53,14 +56,14 @@ pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut) {
 }
 
 /// After `dirt_spawn_delay` steps, with `dirt_spawn_prob` one clean river cell chosen
-/// uniformly becomes polluted (`DirtSpawner`).
-pub fn spawn_dirt(c: &CleanUp, a: &mut ArenaMut) {
+/// uniformly becomes polluted (`DirtSpawner`); `dirt` is the number polluted now.
+pub fn spawn_dirt(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
     if a.clock.t < c.params.dirt_spawn_delay
         || (a.rng.rules.next_u32() as u64) >= c.spawn_threshold
     {
         return;
     }
-    let clean = c.river_cells.len() - dirt_count(c, a);
+    let clean = c.river_cells.len() - dirt;
     if clean == 0 {
         return;
     }
