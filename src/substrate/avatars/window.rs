@@ -4,7 +4,7 @@
 //! adjacent cells in one row of the cell layer, facing east or west a run down one column. The
 //! terrain (wall and item bytes) is copied row by row from that run; the few other avatars are
 //! then placed from their positions, so no window cell is tested for an avatar. On Commons
-//! Harvest this is most of a step's work (7 windows of 121 cells).
+//! Harvest this is still about half of a step (7 windows of 121 cells).
 
 use super::{AVATAR, AVATAR_CELL_BYTES, AvatarLayout, DIRS, ITEM, MAX_AVATARS, WALL};
 use crate::components::{CELL_CHANNELS, Carry, Cooldown, Facing, GridPos};
