@@ -260,9 +260,9 @@ fn sized(size: usize, foods: usize, agents: usize, sight: Option<u8>) -> EnvBatc
 proptest::proptest! {
     /// The observation takes a specialised path where it can: a whole-field one when the sight
     /// covers the field, and one with every length a constant for lbforaging's registered
-    /// numbers of foods and agents (windowed or whole-field). Each writes what the general
-    /// windowed path writes, for any sight, agents and foods anywhere, foods present or taken,
-    /// any levels.
+    /// numbers of foods and agents (windowed or whole-field). Each writes every byte, and what
+    /// the general windowed path writes, for any sight, agents and foods anywhere, foods
+    /// present or taken, any levels.
     #[test]
     fn every_specialised_view_is_the_general_windowed_view(
         shape in proptest::sample::select(vec![(2usize, 2usize), (3, 3), (3, 4), (2, 3), (1, 2), (4, 5)]),
@@ -286,6 +286,7 @@ proptest::proptest! {
                 let f = [r as u8, c as u8, level + 1, u8::from(present[k])];
                 a.cells[cl.food(k)..cl.food(k) + 4].copy_from_slice(&f);
             }
+            a.obs.fill(0x55);
             gridarena::substrate::lbf::views::write_observations(lbf, l, a);
             let full = a.obs.to_vec();
             a.obs.fill(0xAA);

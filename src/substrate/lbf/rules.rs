@@ -99,7 +99,9 @@ impl CellLayout {
     }
     /// Whether any food is left.
     pub fn any_food(&self, cells: &[u8]) -> bool {
-        (0..self.foods).any(|k| self.food_at(cells, k).is_some())
+        cells[self.food(0)..self.food(self.foods)]
+            .chunks_exact(4)
+            .any(|f| f[3] != 0)
     }
 }
 
@@ -135,37 +137,60 @@ fn adjacent_food(cl: CellLayout, cells: &[u8], p: GridPos) -> Option<usize> {
     })
 }
 
-/// Which of the four cells next to `p` hold a present food: bit `a - 1` for the move `a`
-/// (NORTH, SOUTH, WEST, EAST) that leads there. One pass over the foods, each compared as a
-/// packed (row, column) key, without branches (positions under a random policy make every
-/// branch here a coin flip). `F` is the number of food slots when known at compile time (the
-/// loop then unrolls), 0 to read it from `cl`.
+/// The move bit (`a - 1` for the move `a`) a food sets for an agent at key distance `d`
+/// (keys `row << 8 | column`; index `d + 256`, clamped to the last entry, which is 0): north
+/// at -256, west at -1, east at +1, south at +256.
+const BESIDE: [u8; 514] = {
+    let mut t = [0u8; 514];
+    t[0] = 1 << (NORTH - 1);
+    t[255] = 1 << (WEST - 1);
+    t[257] = 1 << (EAST - 1);
+    t[512] = 1 << (SOUTH - 1);
+    t
+};
+
+/// A cell's key, `row << 8 | column`: the four cells next to one lie 256 and 1 away.
 #[inline(always)]
-fn foods_beside<const F: usize>(cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
-    let key = |row: i32, col: i32| row << 8 | col;
-    let at = key(p.y as i32, p.x as i32);
-    let (n, s, w, e) = (at - 256, at + 256, at - 1, at + 1);
-    let mut bits = 0;
-    let foods = if F == 0 { cl.foods } else { F };
-    for f in cells[cl.food(0)..cl.food(0) + 4 * foods].chunks_exact(4) {
-        // An absent food's key lies below every cell's (rows and columns are below 256).
-        let k = key(f[0] as i32, f[1] as i32) - (i32::from(f[3] == 0) << 20);
-        bits |= u8::from(k == n) | u8::from(k == s) << 1 | u8::from(k == w) << 2 | u8::from(k == e) << 3;
-    }
-    bits
+fn key(row: i32, col: i32) -> i32 {
+    row << 8 | col
 }
 
-/// One agent's valid actions at `p` as bits, bit `a` set when action `a` is valid: the answers
-/// of [`valid`] for every action, from one pass over the foods (`F` as in [`foods_beside`]).
+/// A food slot's key; an absent food's lies below every cell's (rows and columns are below
+/// 256), so its distance from any agent indexes past [`BESIDE`].
 #[inline(always)]
-fn valid_bits<const F: usize>(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+fn food_key(f: &[u8]) -> i32 {
+    key(f[0] as i32, f[1] as i32) - (i32::from(f[3] == 0) << 20)
+}
+
+/// Which of the four cells next to `p` hold a food of `keys` ([`food_key`]): bit `a - 1` for
+/// the move `a` (NORTH, SOUTH, WEST, EAST) that leads there. Each food is looked up in
+/// [`BESIDE`] by its distance from `p`'s key, without branches (positions under a random
+/// policy make every branch here a coin flip).
+#[inline(always)]
+fn beside(keys: impl IntoIterator<Item = i32>, p: GridPos) -> u8 {
+    // 256 below the agent's key: a food's distance plus 256 indexes `BESIDE`.
+    let base = key(p.y as i32, p.x as i32) - 256;
+    keys.into_iter()
+        .fold(0, |bits, k| bits | BESIDE[((k - base) as u32).min(513) as usize])
+}
+
+/// One agent's valid actions at `p` as bits, bit `a` set when action `a` is valid (the answers
+/// of [`valid`] for every action), given the foods beside it ([`beside`]).
+#[inline(always)]
+fn valid_from(layout: &LayoutCore, p: GridPos, food: u8) -> u8 {
     let (w, h) = (layout.width as i16, layout.height as i16);
-    let food = foods_beside::<F>(cl, cells, p);
     let on_field = u8::from(p.y > 0)
         | u8::from(p.y < h - 1) << 1
         | u8::from(p.x > 0) << 2
         | u8::from(p.x < w - 1) << 3;
     1 | (on_field & !food) << 1 | u8::from(food != 0) << LOAD
+}
+
+/// [`valid_from`] with one pass over every food slot.
+#[inline(always)]
+fn valid_bits(layout: &LayoutCore, cl: CellLayout, cells: &[u8], p: GridPos) -> u8 {
+    let foods = &cells[cl.food(0)..cl.food(cl.foods)];
+    valid_from(layout, p, beside(foods.chunks_exact(4).map(food_key), p))
 }
 
 /// Every learner's valid actions `[N, 6]`, 1 = valid (lbforaging's `_valid_actions`; the same
@@ -177,7 +202,7 @@ pub fn write_action_mask(
     cells: &[u8],
     mask: &mut [u8],
 ) {
-    // lbforaging's registered sizes get the food pass unrolled.
+    // lbforaging's registered sizes get the food keys in registers.
     match cl.foods {
         2 => action_mask::<2>(layout, cl, pos, cells, mask),
         3 => action_mask::<3>(layout, cl, pos, cells, mask),
@@ -185,7 +210,8 @@ pub fn write_action_mask(
     }
 }
 
-/// [`write_action_mask`] with `F` food slots (0: read from `cl`).
+/// [`write_action_mask`] with `F` food slots, their keys found once for every learner (0: any
+/// number, found for each learner).
 #[inline(always)]
 fn action_mask<const F: usize>(
     layout: &LayoutCore,
@@ -194,14 +220,25 @@ fn action_mask<const F: usize>(
     cells: &[u8],
     mask: &mut [u8],
 ) {
+    let mut keys = [0i32; F];
+    for (k, f) in keys
+        .iter_mut()
+        .zip(cells[cl.food(0)..cl.food(0) + 4 * F].chunks_exact(4))
+    {
+        *k = food_key(f);
+    }
     for (p, row) in pos
         .iter()
         .zip(mask.chunks_exact_mut(ACTIONS))
         .take(layout.learners)
     {
+        let bits = if F == 0 {
+            valid_bits(layout, cl, cells, *p)
+        } else {
+            valid_from(layout, *p, beside(keys, *p))
+        };
         // Bit k of `bits` to byte k (0 or 1), all six at once.
-        let bits = u64::from(valid_bits::<F>(layout, cl, cells, *p));
-        let bytes = ((bits * 0x0002_0408_1020_4081) & 0x8080_8080_8080_8080) >> 7;
+        let bytes = ((u64::from(bits) * 0x0002_0408_1020_4081) & 0x8080_8080_8080_8080) >> 7;
         row.copy_from_slice(&bytes.to_le_bytes()[..ACTIONS]);
     }
 }
@@ -211,11 +248,14 @@ fn action_mask<const F: usize>(
 /// when the arena keeps one: the engine writes it after every change of state (step, reset,
 /// edit), so it holds what [`valid_bits`] would compute again.
 pub fn apply_moves(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut) {
-    // The targets live on the stack; few agents need few of them cleared.
-    if layout.agents <= 8 {
-        moves::<8>(layout, cl, a);
-    } else {
-        moves::<MAX_AGENTS>(layout, cl, a);
+    // The targets live on the stack; few agents need few of them cleared, and lbforaging's
+    // registered numbers of agents get every loop unrolled.
+    match layout.agents {
+        2 => moves::<2>(layout, cl, a),
+        3 => moves::<3>(layout, cl, a),
+        4 => moves::<4>(layout, cl, a),
+        m if m <= 8 => moves::<8>(layout, cl, a),
+        _ => moves::<MAX_AGENTS>(layout, cl, a),
     }
 }
 
@@ -237,7 +277,7 @@ fn moves<const CAP: usize>(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut
             a.mask.get(s * ACTIONS + action as usize).is_some_and(|&v| v != 0) & (action < LOAD + 1)
         } else {
             // Bits above LOAD are clear, so any action past it reads as invalid.
-            let bits = u32::from(valid_bits::<0>(layout, cl, a.cells, p));
+            let bits = u32::from(valid_bits(layout, cl, a.cells, p));
             bits >> u32::from(action).min(31) & 1 == 1
         };
         let action = if ok { action } else { NONE };
@@ -270,7 +310,18 @@ fn next_to(p: GridPos, row: i16, col: i16) -> bool {
 pub fn resolve_interactions(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
     let cl = lbf.cells;
     let m = layout.agents;
-    a.reward.fill(StepReward(0.0));
+    // The rewards cleared and the loading agents found in one pass (a few agents: cheaper than
+    // a call to clear them).
+    let mut loaders = 0u64;
+    for (s, (r, applied)) in a.reward.iter_mut().zip(a.applied.iter()).enumerate() {
+        *r = StepReward(0.0);
+        loaders |= u64::from(applied.0 == LOAD) << s;
+    }
+    if loaders == 0 {
+        // No load: nothing to resolve.
+        *a.ended = !cl.any_food(a.cells);
+        return;
+    }
     let loading = |a: &ArenaMut, s: usize| a.applied[s].0 == LOAD;
     let mut handled = 0u64;
     for s in 0..m {

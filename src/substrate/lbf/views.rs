@@ -1,6 +1,9 @@
-//! lbforaging's vector observation of each learner ([`write_observations`]), with a path for
-//! views that cover the whole field and, within it, one for the shipped numbers of foods and
-//! agents, where every length is a constant and each row is built on the stack and stored whole.
+//! lbforaging's vector observation of each learner ([`write_observations`]): the general
+//! windowed path, a path for views that cover the whole field, and for the shipped numbers of
+//! foods and agents one of each where every length is a constant (whole-field rows built on
+//! the stack, windowed sections packed in a register), each stored whole.
+
+use std::ops::{BitOr, Shl};
 
 use super::Lbf;
 use super::rules::{CellLayout, MAX_AGENTS};
@@ -20,10 +23,109 @@ pub fn write_observations(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut) {
         write_full_views(lbf, layout, a);
         return;
     }
-    // (A windowed path with constant lengths measured slower than this one on the two `-2s`
-    // scenarios, both with its rows built on the stack and stored whole as the whole-field path
-    // does, 6-10%, and written straight into the observation with masked clears, 3-8%.)
-    write_windowed_views(lbf, layout, a);
+    // Sized paths for lbforaging's registered `-2s` sizes (one byte holds every row + 1).
+    match (lbf.cells.foods, layout.agents) {
+        (2, 2) if h < 256 && w < 256 => sized_windowed_views::<2, 2, u64, u64>(lbf, layout, a),
+        (3, 3) if h < 256 && w < 256 => sized_windowed_views::<3, 3, u128, u128>(lbf, layout, a),
+        _ => write_windowed_views(lbf, layout, a),
+    }
+}
+
+/// A register that holds one section of a sized view, 3-byte entries packed from its low end.
+trait Lane: Copy + Default + From<u32> + BitOr<Output = Self> + Shl<u32, Output = Self> {
+    /// Bytes it holds.
+    const BYTES: usize;
+    /// Stores its low `out.len()` bytes.
+    fn store(self, out: &mut [u8]);
+}
+
+impl Lane for u64 {
+    const BYTES: usize = 8;
+    #[inline(always)]
+    fn store(self, out: &mut [u8]) {
+        let n = out.len();
+        out.copy_from_slice(&self.to_le_bytes()[..n]);
+    }
+}
+
+impl Lane for u128 {
+    const BYTES: usize = 16;
+    #[inline(always)]
+    fn store(self, out: &mut [u8]) {
+        let n = out.len();
+        out.copy_from_slice(&self.to_le_bytes()[..n]);
+    }
+}
+
+/// Appends `entry` to `section` at bit `shift` when `seen`, and moves `shift` past it; adds
+/// nothing and keeps `shift` otherwise (no branch).
+#[inline(always)]
+fn append<L: Lane>(section: &mut L, shift: &mut u32, entry: u32, seen: bool) {
+    *section = *section | L::from(std::hint::select_unpredictable(seen, entry, 0)) << *shift;
+    *shift += 24 * u32::from(seen);
+}
+
+/// [`write_windowed_views`] for exactly `F` food slots and `M` agents on a field below 256
+/// cells a side, with every section packed in a register (`FL` for the foods, `AL` for the
+/// agents): each entry is (row + 1, column + 1, level) in the field's frame less the view's
+/// top-left corner, one subtraction, appended at the next free slot when visible, so the zeros
+/// after the last visible entry come for free; each section is then stored whole.
+#[inline(always)]
+fn sized_windowed_views<const F: usize, const M: usize, FL: Lane, AL: Lane>(
+    lbf: &Lbf,
+    layout: &LayoutCore,
+    a: &mut ArenaMut,
+) {
+    const { assert!(3 * F <= FL::BYTES && 3 * M <= AL::BYTES && M >= 1) };
+    let (h, w) = (layout.height as i16, layout.width as i16);
+    let o = 3 * F + 3 * M;
+    debug_assert_eq!(layout.obs_len, o);
+    let sight = lbf.sight as i16;
+    let cl = lbf.cells;
+    let packed = |row: u8, col: u8, level: u8| {
+        u32::from(row + 1) | u32::from(col + 1) << 8 | u32::from(level) << 16
+    };
+    // (entry in the field's frame, row, column, present) per food slot.
+    let mut foods = [(0u32, 0u16, 0u16, false); F];
+    for (f, src) in foods
+        .iter_mut()
+        .zip(a.cells[cl.food(0)..cl.food(0) + 4 * F].chunks_exact(4))
+    {
+        *f = (packed(src[0], src[1], src[2]), src[0].into(), src[1].into(), src[3] != 0);
+    }
+    // (entry in the field's frame, row, column) per agent.
+    let mut agents = [(0u32, 0i16, 0i16); M];
+    let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + M];
+    for ((e, p), &level) in agents.iter_mut().zip(&a.pos[..M]).zip(levels) {
+        *e = (packed(p.y as u8, p.x as u8, level), p.y, p.x);
+    }
+    let span = 2 * sight as u16;
+    for (s, out) in a.obs.chunks_exact_mut(o).take(layout.learners).enumerate() {
+        let (_, y, x) = agents[s];
+        let (top, left) = ((y - sight).max(0), (x - sight).max(0));
+        let (rows, cols) = (
+            ((y + sight).min(h - 1) - top) as u16,
+            ((x + sight).min(w - 1) - left) as u16,
+        );
+        let corner = top as u32 | (left as u32) << 8;
+        let (mut section, mut shift) = (FL::default(), 0);
+        for &(entry, r, c, present) in &foods {
+            let seen = present
+                & (r.wrapping_sub(top as u16) <= rows)
+                & (c.wrapping_sub(left as u16) <= cols);
+            append(&mut section, &mut shift, entry.wrapping_sub(corner), seen);
+        }
+        section.store(&mut out[..3 * F]);
+        // Itself first (always seen), then the others in slot order: the j-th other is slot j
+        // before s, j + 1 after.
+        let (mut section, mut shift) = (AL::from(agents[s].0 - corner), 24);
+        for j in 0..M - 1 {
+            let (entry, r, c) = agents[j + usize::from(j >= s)];
+            let seen = ((r - top) as u16 <= span) & ((c - left) as u16 <= span);
+            append(&mut section, &mut shift, entry.wrapping_sub(corner), seen);
+        }
+        section.store(&mut out[3 * F..o]);
+    }
 }
 
 /// [`write_observations`] for any sight, each learner's view clipped to the field: what the
