@@ -85,43 +85,49 @@ fn sized_windowed_views<const F: usize, const M: usize, FL: Lane, AL: Lane>(
     let packed = |row: u8, col: u8, level: u8| {
         u32::from(row + 1) | u32::from(col + 1) << 8 | u32::from(level) << 16
     };
-    // (entry in the field's frame, row, column, present) per food slot.
-    let mut foods = [(0u32, 0u16, 0u16, false); F];
+    // Per food slot: its entry in the field's frame, and (row | column << 16), an absent
+    // food's row read as 0xFFFF, inside no view.
+    let mut foods = [(0u32, 0u32); F];
     for (f, src) in foods
         .iter_mut()
         .zip(a.cells[cl.food(0)..cl.food(0) + 4 * F].chunks_exact(4))
     {
-        *f = (packed(src[0], src[1], src[2]), src[0].into(), src[1].into(), src[3] != 0);
+        let row = if src[3] != 0 { u32::from(src[0]) } else { 0xFFFF };
+        *f = (packed(src[0], src[1], src[2]), row | u32::from(src[1]) << 16);
     }
-    // (entry in the field's frame, row, column) per agent.
-    let mut agents = [(0u32, 0i16, 0i16); M];
+    // Per agent: the same, rows and columns on the field.
+    let mut agents = [(0u32, 0u32); M];
     let levels = &a.cells[CellLayout::LEVELS..CellLayout::LEVELS + M];
     for ((e, p), &level) in agents.iter_mut().zip(&a.pos[..M]).zip(levels) {
-        *e = (packed(p.y as u8, p.x as u8, level), p.y, p.x);
+        *e = (
+            packed(p.y as u8, p.x as u8, level),
+            p.y as u16 as u32 | (p.x as u16 as u32) << 16,
+        );
     }
     let span = 2 * sight as u16;
     for (s, out) in a.obs.chunks_exact_mut(o).take(layout.learners).enumerate() {
-        let (_, y, x) = agents[s];
-        let (top, left) = ((y - sight).max(0), (x - sight).max(0));
+        let (own, at) = agents[s];
+        let (y, x) = (at as i16, (at >> 16) as i16);
+        let (top, left) = ((y - sight).max(0) as u16, (x - sight).max(0) as u16);
         let (rows, cols) = (
-            ((y + sight).min(h - 1) - top) as u16,
-            ((x + sight).min(w - 1) - left) as u16,
+            (y + sight).min(h - 1) as u16 - top,
+            (x + sight).min(w - 1) as u16 - left,
         );
-        let corner = top as u32 | (left as u32) << 8;
+        let corner = u32::from(top) | u32::from(left) << 8;
         let (mut section, mut shift) = (FL::default(), 0);
-        for &(entry, r, c, present) in &foods {
-            let seen = present
-                & (r.wrapping_sub(top as u16) <= rows)
-                & (c.wrapping_sub(left as u16) <= cols);
+        for &(entry, rc) in &foods {
+            let (r, c) = (rc as u16, (rc >> 16) as u16);
+            let seen = (r.wrapping_sub(top) <= rows) & (c.wrapping_sub(left) <= cols);
             append(&mut section, &mut shift, entry.wrapping_sub(corner), seen);
         }
         section.store(&mut out[..3 * F]);
         // Itself first (always seen), then the others in slot order: the j-th other is slot j
         // before s, j + 1 after.
-        let (mut section, mut shift) = (AL::from(agents[s].0 - corner), 24);
+        let (mut section, mut shift) = (AL::from(own - corner), 24);
         for j in 0..M - 1 {
-            let (entry, r, c) = agents[j + usize::from(j >= s)];
-            let seen = ((r - top) as u16 <= span) & ((c - left) as u16 <= span);
+            let (entry, rc) = agents[j + usize::from(j >= s)];
+            let (r, c) = (rc as u16, (rc >> 16) as u16);
+            let seen = (r.wrapping_sub(top) <= span) & (c.wrapping_sub(left) <= span);
             append(&mut section, &mut shift, entry.wrapping_sub(corner), seen);
         }
         section.store(&mut out[3 * F..o]);
