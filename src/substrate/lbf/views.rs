@@ -39,23 +39,21 @@ trait Lane: Copy + Default + From<u32> + BitOr<Output = Self> + Shl<u32, Output 
     fn store(self, out: &mut [u8]);
 }
 
-impl Lane for u64 {
-    const BYTES: usize = 8;
-    #[inline(always)]
-    fn store(self, out: &mut [u8]) {
-        let n = out.len();
-        out.copy_from_slice(&self.to_le_bytes()[..n]);
-    }
+/// [`Lane`] for an unsigned integer type.
+macro_rules! lane {
+    ($t:ty) => {
+        impl Lane for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn store(self, out: &mut [u8]) {
+                let n = out.len();
+                out.copy_from_slice(&self.to_le_bytes()[..n]);
+            }
+        }
+    };
 }
-
-impl Lane for u128 {
-    const BYTES: usize = 16;
-    #[inline(always)]
-    fn store(self, out: &mut [u8]) {
-        let n = out.len();
-        out.copy_from_slice(&self.to_le_bytes()[..n]);
-    }
-}
+lane!(u64);
+lane!(u128);
 
 /// Appends `entry` to `section` at bit `shift` when `seen`, and moves `shift` past it; adds
 /// nothing and keeps `shift` otherwise (no branch).
