@@ -68,6 +68,8 @@ pub struct Harvest {
     pub disc: Vec<isize>,
     /// Regrowth probabilities by neighbour count scaled to 2^32.
     pub regrowth: [u64; 4],
+    /// Bit `n` set: a cell with `n` standing neighbours may regrow (its probability is not 0).
+    pub regrows_with: u16,
     /// The random end's threshold scaled to 2^32.
     pub end_threshold: u64,
 }
@@ -265,6 +267,7 @@ impl SubstrateRules for Harvest {
                     .map(|i| i as u16)
                     .collect(),
                 disc,
+                regrows_with: (0..16).fold(0, |m, n| m | u16::from(regrowth[n.min(3)] > 0) << n),
                 regrowth,
                 end_threshold: rng::threshold(params.end_prob),
             },

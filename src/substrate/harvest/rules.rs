@@ -40,37 +40,64 @@ pub fn interact(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     }
     zap::respawn(layout, a);
     regrow(h, a);
-    zap::clear_eaten(a, &h.apple_cells);
     zap::maybe_end(a, h.params.min_steps, h.params.end_every, h.end_threshold);
 }
 
 /// Every empty apple cell not eaten this step regrows with the probability for its number of
 /// standing neighbours (the last entry for 3 or more), even under an avatar (Melting Pot's
-/// `canRegrowIfOccupied`). Counts are updated after all cells have drawn.
+/// `canRegrowIfOccupied`). Counts are updated after all cells have drawn. The pass that finds
+/// the cells that draw also clears the step's [`EATEN`] flags.
+///
+/// The cells that draw are listed without a branch, a chunk of [`CHUNK`] at a time, then draw
+/// in the apple cells' order: the same random stream as a cell-by-cell test, without its
+/// unpredictable branches.
 pub fn regrow(h: &Harvest, a: &mut ArenaMut) {
-    for &i in &h.apple_cells {
-        let i = i as usize;
-        let flags = a.cells[i];
-        if a.cells[i + ITEM] != 0 || flags & EATEN != 0 {
-            continue;
+    let mut grown = [0u32; CHUNK];
+    let mut n_grown = 0;
+    for chunk in h.apple_cells.chunks(CHUNK) {
+        let mut draws = [0u32; CHUNK];
+        let mut n = 0;
+        for &i in chunk {
+            let [flags, item] = [a.cells[i as usize], a.cells[i as usize + ITEM]];
+            a.cells[i as usize] = flags & !EATEN;
+            let chance = (h.regrows_with >> (flags / NEIGHBOUR)) & 1 != 0;
+            draws[n] = i;
+            n += usize::from((item == 0) & (flags & EATEN == 0) & chance);
         }
-        let near = (flags / NEIGHBOUR) as usize;
-        let threshold = h.regrowth[near.min(3)];
-        if threshold > 0 && (a.rng.rules.next_u32() as u64) < threshold {
-            a.cells[i + ITEM] = 1;
-            a.cells[i] |= GROWN;
+        for &i in &draws[..n] {
+            let threshold = h.regrowth[((a.cells[i as usize] / NEIGHBOUR) as usize).min(3)];
+            if (a.rng.rules.next_u32() as u64) < threshold {
+                a.cells[i as usize + ITEM] = 1;
+                a.cells[i as usize] |= GROWN;
+                if let Some(g) = grown.get_mut(n_grown) {
+                    *g = i;
+                }
+                n_grown += 1;
+            }
         }
     }
-    for &i in &h.apple_cells {
-        let i = i as usize;
-        if a.cells[i] & GROWN != 0 {
-            a.cells[i] &= !GROWN;
-            for &off in &h.disc {
-                a.cells[(i as isize + off) as usize] += NEIGHBOUR;
+    let raise = |a: &mut ArenaMut, i: u32| {
+        a.cells[i as usize] &= !GROWN;
+        for &off in &h.disc {
+            a.cells[(i as isize + off) as usize] += NEIGHBOUR;
+        }
+    };
+    if n_grown <= CHUNK {
+        for &i in &grown[..n_grown] {
+            raise(a, i);
+        }
+    } else {
+        for &i in &h.apple_cells {
+            if a.cells[i as usize] & GROWN != 0 {
+                raise(a, i);
             }
         }
     }
 }
+
+/// Apple cells listed per pass of [`regrow`] (and apples it remembers regrowing in one step;
+/// beyond that it finds them by their [`GROWN`] flag).
+const CHUNK: usize = 32;
 
 /// Moves slots 0 and 1 to distinct random inside spawn points (`Q`), as Melting Pot spawns its
 /// first two players; the others keep their `*` spawn points.
