@@ -6,6 +6,9 @@
 //! then placed from their positions, so no window cell is tested for an avatar. On Commons
 //! Harvest this is still about half of a step (7 windows of 121 cells).
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 use super::{AVATAR, AVATAR_CELL_BYTES, AvatarLayout, DIRS, ITEM, MAX_AVATARS, WALL};
 use crate::components::{CELL_CHANNELS, Carry, Cooldown, Facing, GridPos};
 use crate::layout::core::LayoutCore;
@@ -34,6 +37,7 @@ pub fn write_observations(
     let w = avatar.window;
     let window_bytes = w.width() * w.depth() * AVATAR_CELL_BYTES;
     let stride = (layout.padded_width * CELL_CHANNELS) as isize;
+    let simd = simd_available();
     let (others, count) = standing(a.cells, &a.pos[..layout.agents], a.facing, |p: GridPos| {
         layout.cell_index(p.x, p.y)
     });
@@ -47,7 +51,7 @@ pub fn write_observations(
         let centre = layout.cell_index(a.pos[s].x, a.pos[s].y);
         let (window, extras) = out.split_at_mut(window_bytes);
         let (cells_out, _) = window.as_chunks_mut::<AVATAR_CELL_BYTES>();
-        terrain(a.cells, centre, f, w, stride, cells_out);
+        terrain(a.cells, centre, f, w, stride, simd, cells_out);
         place_others(&others[..count], a.pos[s], s, f, w, cells_out);
         extras_of(a.carry[s], a.cooldown[s], extras);
     }
@@ -57,8 +61,17 @@ pub fn write_observations(
 /// time, every byte of `out`. The run ascends in memory from the window's left edge (facing
 /// north or east) or its right edge (south, west); its cells are adjacent facing north or south,
 /// a layer row apart facing east or west. Each case, and Melting Pot's width (11), gets its own
-/// copy of the loop with those known to the compiler.
-fn terrain(cells: &[u8], centre: usize, f: usize, w: Window, stride: isize, out: &mut [ObsCell]) {
+/// copy of the loop with those known to the compiler; with `simd` ([`simd_available`]) the
+/// 11-wide window's rows are the AVX-512 kernel's.
+fn terrain(
+    cells: &[u8],
+    centre: usize,
+    f: usize,
+    w: Window,
+    stride: isize,
+    simd: bool,
+    out: &mut [ObsCell],
+) {
     let (forward, right) = axes(f, stride);
     let rows = Rows {
         cells,
@@ -68,6 +81,13 @@ fn terrain(cells: &[u8], centre: usize, f: usize, w: Window, stride: isize, out:
     };
     let column = stride as usize;
     let out = out.as_flattened_mut();
+    #[cfg(target_arch = "x86_64")]
+    if simd && w.width() == avx512::WIDTH {
+        let step = if f.is_multiple_of(2) { CELL_CHANNELS } else { column };
+        let ahead = w.ahead as usize;
+        avx512::rows(cells, rows.first, forward, ahead, step, f <= 1, out);
+        return;
+    }
     match (w.width(), f) {
         (11, 0) => rows.copy(out, 11, CELL_CHANNELS, true),
         (11, 1) => rows.copy(out, 11, column, true),
@@ -78,6 +98,14 @@ fn terrain(cells: &[u8], centre: usize, f: usize, w: Window, stride: isize, out:
         (width, 2) => rows.copy(out, width, CELL_CHANNELS, false),
         (width, _) => rows.copy(out, width, column, false),
     }
+}
+
+/// Whether [`terrain`] may use the AVX-512 window rows on this CPU.
+fn simd_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx512::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// The window's rows in the cell layer: where the row level with the observer starts (its
@@ -157,8 +185,9 @@ fn standing(
 }
 
 /// Marks every other standing avatar inside learner `s`'s window (at `me`, facing `f`): byte
-/// 2, and its facing relative to the observer's one-hot. Branch-free: an avatar outside the
-/// window, or the learner itself, ORs zeros into the first cell.
+/// 2, and its facing relative to the observer's one-hot. Without a branch or a read: an
+/// avatar outside the window, or the learner itself, writes its ones to a scratch cell instead
+/// (the window's cells hold zeros there, and one avatar each).
 fn place_others(
     others: &[Standing],
     me: GridPos,
@@ -167,18 +196,37 @@ fn place_others(
     w: Window,
     out: &mut [ObsCell],
 ) {
-    let (fx, fy) = DIRS[f];
-    let (rx, ry) = DIRS[(f + 1) % 4];
+    match f {
+        0 => place_facing::<0>(others, me, s, w, out),
+        1 => place_facing::<1>(others, me, s, w, out),
+        2 => place_facing::<2>(others, me, s, w, out),
+        _ => place_facing::<3>(others, me, s, w, out),
+    }
+}
+
+/// [`place_others`] for facing `F`, its rotation known to the compiler.
+#[inline(always)]
+fn place_facing<const F: usize>(
+    others: &[Standing],
+    me: GridPos,
+    s: usize,
+    w: Window,
+    out: &mut [ObsCell],
+) {
+    let (fx, fy) = DIRS[F];
+    let (rx, ry) = DIRS[(F + 1) % 4];
     let (depth, width) = (w.depth(), w.width());
+    let mut scratch: ObsCell = [0; AVATAR_CELL_BYTES];
     for o in others {
         let (dx, dy) = ((o.pos.x - me.x) as isize, (o.pos.y - me.y) as isize);
         let row = (w.ahead as isize - (dx * fx as isize + dy * fy as isize)) as usize;
         let col = (w.left as isize + dx * rx as isize + dy * ry as isize) as usize;
-        let seen = u8::from(row < depth) & u8::from(col < width) & u8::from(o.slot as usize != s);
+        let seen = (row < depth) & (col < width) & (o.slot as usize != s);
         let at = row.wrapping_mul(width).wrapping_add(col);
-        let cell = &mut out[std::hint::select_unpredictable(seen != 0, at, 0)];
-        cell[2] |= seen;
-        cell[3 + (o.facing as usize + 4 - f) % 4] |= seen;
+        let at = std::hint::select_unpredictable(seen, at, 0);
+        let cell = std::hint::select_unpredictable(seen, &mut out[at], &mut scratch);
+        cell[2] = 1;
+        cell[3 + (o.facing as usize + 4 - F) % 4] = 1;
     }
 }
 
@@ -239,11 +287,15 @@ mod tests {
     }
 
     proptest! {
-        /// For every window shape, facing and placement of avatars (some standing, some out of
-        /// play), the row copies and placed avatars equal the cell-by-cell gather.
+        /// For every window shape (Melting Pot's 11 cells wide, which has AVX-512 rows, in
+        /// half the cases), facing and placement of avatars (some standing, some out of play),
+        /// the row copies and placed avatars equal the cell-by-cell gather.
         #[test]
         fn row_copies_are_the_cell_by_cell_window(
-            reach in [0u16..5, 0u16..5, 0u16..5, 0u16..5],
+            reach in prop_oneof![
+                [0u16..5, 0u16..5, 0u16..5, 0u16..5],
+                (0u16..11, 0u16..11).prop_map(|(ahead, behind)| [5, 5, ahead, behind]),
+            ],
             size in (1usize..9, 1usize..9),
             avatars in 1usize..8,
             seed in any::<u64>(),
@@ -280,11 +332,15 @@ mod tests {
             for (f, offsets) in offsets.iter().enumerate() {
                 facing[0] = Facing(f as u8);
                 let centre = index(pos[0]);
-                let mut out = vec![[9u8; AVATAR_CELL_BYTES]; w.width() * w.depth()];
-                terrain(&cells, centre, f, w, stride, &mut out);
-                let (others, count) = standing(&cells, &pos, &facing, index);
-                place_others(&others[..count], pos[0], 0, f, w, &mut out);
-                prop_assert_eq!(&out, &reference(&cells, centre, f, offsets, 0, &facing));
+                let expected = reference(&cells, centre, f, offsets, 0, &facing);
+                // The scalar rows, then the AVX-512 ones where this CPU has them.
+                for simd in [false, simd_available()] {
+                    let mut out = vec![[9u8; AVATAR_CELL_BYTES]; w.width() * w.depth()];
+                    terrain(&cells, centre, f, w, stride, simd, &mut out);
+                    let (others, count) = standing(&cells, &pos, &facing, index);
+                    place_others(&others[..count], pos[0], 0, f, w, &mut out);
+                    prop_assert_eq!(&out, &expected, "facing {}, simd {}", f, simd);
+                }
             }
         }
     }
