@@ -38,6 +38,16 @@ pub fn threshold(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
 }
 
+/// Moves `rng` past `words` 32-bit draws without making them: the stream then stands where
+/// `words` calls of `next_u32` would leave it (one word each), in constant time. For draws
+/// whose outcome is already known (a probability of 0) that a rule still makes, so the stream
+/// stays that of the rule drawing them one by one.
+pub fn skip_words(rng: &mut ChaCha8Rng, words: usize) {
+    if words > 0 {
+        rng.set_word_pos(rng.get_word_pos() + words as u128);
+    }
+}
+
 /// All of one arena's streams.
 pub fn arena_streams(seed: u64, arena: u64) -> crate::components::ArenaRng {
     crate::components::ArenaRng {
@@ -45,5 +55,32 @@ pub fn arena_streams(seed: u64, arena: u64) -> crate::components::ArenaRng {
         slip: stream(seed, arena, Purpose::Slip),
         walk: stream(seed, arena, Purpose::Walk),
         rules: stream(seed, arena, Purpose::Rules),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand_core::Rng;
+
+    proptest! {
+        /// Skipping `n` words leaves the stream where `n` draws of `next_u32` leave it, from any
+        /// position in the generator's buffer.
+        #[test]
+        fn skipping_words_is_drawing_them(seed in any::<u64>(), before in 0usize..200, n in 0usize..300) {
+            let mut drawn = stream(seed, 3, Purpose::Rules);
+            for _ in 0..before {
+                drawn.next_u32();
+            }
+            let mut skipped = drawn.clone();
+            for _ in 0..n {
+                drawn.next_u32();
+            }
+            skip_words(&mut skipped, n);
+            let next: Vec<u32> = (0..70).map(|_| drawn.next_u32()).collect();
+            let after: Vec<u32> = (0..70).map(|_| skipped.next_u32()).collect();
+            prop_assert_eq!(next, after);
+        }
     }
 }

@@ -47,6 +47,13 @@ pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
         dirt as f64 / rivers as f64
     };
     let threshold = rng::threshold(c.params.growth_probability(fraction));
+    if threshold == 0 {
+        // Nothing grows (the river too polluted): the stream moves past the draws the empty
+        // cells would make.
+        let empty = c.apple_cells.iter().map(|&i| usize::from(a.cells[i as usize + ITEM] == 0));
+        rng::skip_words(&mut a.rng.rules, empty.sum());
+        return;
+    }
     for &i in &c.apple_cells {
         let i = i as usize;
         if a.cells[i + ITEM] == 0 && (a.rng.rules.next_u32() as u64) < threshold {

@@ -83,7 +83,11 @@ fn terrain(
     let out = out.as_flattened_mut();
     #[cfg(target_arch = "x86_64")]
     if simd && w.width() == avx512::WIDTH {
-        let step = if f.is_multiple_of(2) { CELL_CHANNELS } else { column };
+        let step = if f.is_multiple_of(2) {
+            CELL_CHANNELS
+        } else {
+            column
+        };
         let ahead = w.ahead as usize;
         avx512::rows(cells, rows.first, forward, ahead, step, f <= 1, out);
         return;
