@@ -123,45 +123,44 @@ pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option
         if !a.alive[s].0 {
             continue;
         }
+        // Without a branch on the (random) action: a move that is not one stays in place.
+        let act = (a.applied[s].0 as usize).min(moves::TURN_RIGHT as usize + 1);
         let f = a.facing[s].0 as usize;
-        let dir = match a.applied[s].0 {
-            moves::FORWARD => Some(f),
-            moves::BACKWARD => Some((f + 2) % 4),
-            moves::STEP_LEFT => Some((f + 3) % 4),
-            moves::STEP_RIGHT => Some((f + 1) % 4),
-            _ => None,
+        let moving = (1..=4).contains(&act);
+        let (dx, dy) = DIRS[(f + STEP_TURNS[act]) % 4];
+        let from = a.pos[s];
+        let to = GridPos {
+            x: from.x + dx * i16::from(moving),
+            y: from.y + dy * i16::from(moving),
         };
-        if let Some(d) = dir {
-            let (dx, dy) = DIRS[d];
-            let from = a.pos[s];
-            let to = GridPos {
-                x: from.x + dx,
-                y: from.y + dy,
-            };
-            let j = layout.cell_index(to.x, to.y);
-            if a.cells[j] & WALL == 0 && a.cells[j + AVATAR] == 0 {
-                let i = layout.cell_index(from.x, from.y);
-                a.cells[i + AVATAR] = 0;
-                a.cells[j + AVATAR] = s as u8 + 1;
-                a.pos[s] = to;
-                if let Some(capacity) = token_capacity
-                    && a.cells[j] & TOKEN_CELL != 0
-                    && a.cells[j + ITEM] != 0
-                {
-                    a.cells[j + ITEM] = 0;
-                    let raw = &mut a.carry[s].0[0];
-                    *raw = (*raw + 1).min(capacity);
-                    a.counters[0] += 1;
-                }
-            }
+        let (i, j) = (
+            layout.cell_index(from.x, from.y),
+            layout.cell_index(to.x, to.y),
+        );
+        let free = moving & (a.cells[j] & WALL == 0) & (a.cells[j + AVATAR] == 0);
+        let (left, entered) = (a.cells[i + AVATAR], a.cells[j + AVATAR]);
+        a.cells[i + AVATAR] = std::hint::select_unpredictable(free, 0, left);
+        a.cells[j + AVATAR] = std::hint::select_unpredictable(free, s as u8 + 1, entered);
+        a.pos[s] = std::hint::select_unpredictable(free, to, from);
+        if let Some(capacity) = token_capacity
+            && free
+            && a.cells[j] & TOKEN_CELL != 0
+            && a.cells[j + ITEM] != 0
+        {
+            a.cells[j + ITEM] = 0;
+            let raw = &mut a.carry[s].0[0];
+            *raw = (*raw + 1).min(capacity);
+            a.counters[0] += 1;
         }
-        match a.applied[s].0 {
-            moves::TURN_LEFT => a.facing[s].0 = ((f + 3) % 4) as u8,
-            moves::TURN_RIGHT => a.facing[s].0 = ((f + 1) % 4) as u8,
-            _ => {}
-        }
+        a.facing[s].0 = ((f + TURNS[act]) % 4) as u8;
     }
 }
+
+/// Quarter turns from the facing to the direction of a step, by action (forward, backward,
+/// left, right; 0 for the rest, which do not step).
+const STEP_TURNS: [usize; 8] = [0, 0, 2, 3, 1, 0, 0, 0];
+/// Quarter turns of the facing, by action (turn left, turn right; 0 for the rest).
+const TURNS: [usize; 8] = [0, 0, 0, 0, 0, 3, 1, 0];
 
 /// The window a scenario asks for (Melting Pot's by default).
 pub(crate) fn window(scenario: &ScenarioView) -> Window {
