@@ -11,8 +11,8 @@
 //! Audit: the only `unsafe` is [`rows`]'s call of the `#[target_feature]` kernel, made after
 //! [`available`] found those features on this CPU. Every memory access is a bounds-checked
 //! slice; loads and stores go through `bytemuck` arrays, never pointers. The kernel is tested
-//! against the scalar rows for every facing, window depth and placement
-//! (`simd_rows_are_the_scalar_rows` in the parent module).
+//! against the cell-by-cell window for every facing, window depth and placement
+//! (`row_copies_are_the_cell_by_cell_window` in the parent module).
 
 use std::arch::x86_64::{
     __m128i, __m256i, __m512i, _mm512_and_si512, _mm512_castsi256_si512, _mm512_castsi512_si128,
@@ -37,21 +37,23 @@ pub(super) fn available() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vbmi")
 }
 
-/// One window's rows, as the scalar `Rows::copy` writes them: row `r` starts at byte
-/// `first + (ahead - r) * forward` of `cells` (its left edge), its cells `step` bytes apart,
-/// read in ascending (`ascending`) or descending memory order. `out` holds whole rows.
+/// Where one window's rows lie in the cell layer: row `r` starts at byte
+/// `first + (ahead - r) * forward` (its left edge), its cells `step` bytes apart, read in
+/// ascending (`ascending`) or descending memory order.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Runs {
+    pub(super) first: isize,
+    pub(super) forward: isize,
+    pub(super) ahead: usize,
+    pub(super) step: usize,
+    pub(super) ascending: bool,
+}
+
+/// One window's rows, as the scalar `Rows::copy` writes them, into `out` (whole rows).
 ///
 /// # Panics
 /// When [`available`] is false (callers check it), or a row's run is outside `cells`.
-pub(super) fn rows(
-    cells: &[u8],
-    first: isize,
-    forward: isize,
-    ahead: usize,
-    step: usize,
-    ascending: bool,
-    out: &mut [u8],
-) {
+pub(super) fn rows(cells: &[u8], runs: Runs, out: &mut [u8]) {
     #[expect(
         unsafe_code,
         reason = "calling the target_feature kernel; see the audit above"
@@ -63,20 +65,19 @@ pub(super) fn rows(
         );
         // SAFETY: the kernel's only requirement beyond Rust's usual ones is that the CPU has the
         // features it is compiled for, which `available` has just confirmed.
-        unsafe { kernel(cells, first, forward, ahead, step, ascending, out) }
+        unsafe { kernel(cells, runs, out) }
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-fn kernel(
-    cells: &[u8],
-    first: isize,
-    forward: isize,
-    ahead: usize,
-    step: usize,
-    ascending: bool,
-    out: &mut [u8],
-) {
+fn kernel(cells: &[u8], runs: Runs, out: &mut [u8]) {
+    let Runs {
+        first,
+        forward,
+        ahead,
+        step,
+        ascending,
+    } = runs;
     let span = (WIDTH - 1) * step;
     let adjacent = step == CELL_CHANNELS;
     let table = match (adjacent, ascending) {

@@ -89,8 +89,14 @@ fn terrain(
         } else {
             column
         };
-        let ahead = w.ahead as usize;
-        avx512::rows(cells, rows.first, forward, ahead, step, f <= 1, out);
+        let runs = avx512::Runs {
+            first: rows.first,
+            forward,
+            ahead: w.ahead as usize,
+            step,
+            ascending: f <= 1,
+        };
+        avx512::rows(cells, runs, out);
         return;
     }
     match (w.width(), f) {
@@ -320,30 +326,32 @@ mod tests {
             let index = |p: GridPos| {
                 ((p.y as usize + pad) * padded_width + p.x as usize + pad) * CELL_CHANNELS
             };
-            let mut pos = Vec::new();
-            let mut facing = Vec::new();
+            let mut pos = vec![GridPos::default(); avatars];
+            let mut facing = vec![Facing(0); avatars];
+            // The watcher, any slot, is placed first and stands; the others stand where their
+            // cell is free, with one in three out of play (a position the layer does not hold).
+            let watcher = draw(avatars);
             for o in 0..avatars {
+                let slot = (watcher + o) % avatars;
                 let p = GridPos { x: draw(width) as i16, y: draw(height) as i16 };
-                // Avatar 0 observes and stands; the others stand where their cell is free,
-                // with one in three out of play (a position the layer does not hold).
                 if o == 0 || (cells[index(p) + AVATAR] == 0 && draw(3) != 0) {
-                    cells[index(p) + AVATAR] = o as u8 + 1;
+                    cells[index(p) + AVATAR] = slot as u8 + 1;
                 }
-                pos.push(p);
-                facing.push(Facing(draw(4) as u8));
+                pos[slot] = p;
+                facing[slot] = Facing(draw(4) as u8);
             }
             let offsets = window_offsets(padded_width, w);
             let stride = (padded_width * CELL_CHANNELS) as isize;
             for (f, offsets) in offsets.iter().enumerate() {
-                facing[0] = Facing(f as u8);
-                let centre = index(pos[0]);
-                let expected = reference(&cells, centre, f, offsets, 0, &facing);
+                facing[watcher] = Facing(f as u8);
+                let centre = index(pos[watcher]);
+                let expected = reference(&cells, centre, f, offsets, watcher, &facing);
                 // The scalar rows, then the AVX-512 ones where this CPU has them.
                 for simd in [false, simd_available()] {
                     let mut out = vec![[9u8; AVATAR_CELL_BYTES]; w.width() * w.depth()];
                     terrain(&cells, centre, f, w, stride, simd, &mut out);
                     let (others, count) = standing(&cells, &pos, &facing, index);
-                    place_others(&others[..count], pos[0], 0, f, w, &mut out);
+                    place_others(&others[..count], pos[watcher], watcher, f, w, &mut out);
                     prop_assert_eq!(&out, &expected, "facing {}, simd {}", f, simd);
                 }
             }
