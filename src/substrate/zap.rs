@@ -126,9 +126,9 @@ pub fn positions(layout: &LayoutCore, a: &ArenaMut) -> [GridPos; super::avatars:
 }
 
 /// Every avatar that entered a cell holding an apple eats it (Melting Pot's `Edible.onEnter`):
-/// `reward` for the eater, the apple gone and flagged [`EATEN`]; `eaten(a, i)` runs for the
-/// substrate's bookkeeping (neighbour counts). An apple that regrew under a standing avatar is
-/// only eaten by the next avatar to enter.
+/// `reward` for the eater, the apple gone; `eaten(a, i)` runs for the substrate's bookkeeping
+/// (Harvest: neighbour counts and the [`EATEN`] flag). An apple that regrew under a standing
+/// avatar is only eaten by the next avatar to enter.
 pub fn eat_apples(
     layout: &LayoutCore,
     a: &mut ArenaMut,
@@ -143,7 +143,6 @@ pub fn eat_apples(
         let i = layout.cell_index(a.pos[s].x, a.pos[s].y);
         if a.cells[i] & APPLE_CELL != 0 && a.cells[i + ITEM] != 0 {
             a.cells[i + ITEM] = 0;
-            a.cells[i] |= EATEN;
             a.reward[s] = StepReward(a.reward[s].0 + reward);
             a.counters[COUNTERS.eaten] += 1;
             a.counters[COUNTERS.time_sum] += a.clock.t + 1;
@@ -226,13 +225,6 @@ pub fn respawn(layout: &LayoutCore, a: &mut ArenaMut) {
         a.facing[s] = Facing(below(a.rng.rules.next_u32(), 4) as u8);
         a.alive[s].0 = true;
         a.cells[i + AVATAR] = s as u8 + 1;
-    }
-}
-
-/// Clears the per-step [`EATEN`] flags.
-pub fn clear_eaten(a: &mut ArenaMut, apple_cells: &[u32]) {
-    for &i in apple_cells {
-        a.cells[i as usize] &= !EATEN;
     }
 }
 

@@ -110,7 +110,6 @@ pub fn interact(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
         }
     }
     zap::respawn(layout, a);
-    zap::clear_eaten(a, &c.apple_cells);
     zap::maybe_end(a, c.params.min_steps, c.params.end_every, c.end_threshold);
 }
 

@@ -12,12 +12,15 @@ use crate::substrate::avatars::{self, ITEM, priority_order};
 use crate::substrate::zap::{self, EATEN, FIRE_ZAP};
 
 /// Moves and turns ([`avatars::apply_moves`]), then every avatar that entered an apple's cell
-/// eats it and the apple's neighbours lose one standing neighbour.
+/// eats it: the cell is flagged [`EATEN`] and the apple's neighbours lose one standing
+/// neighbour.
 pub fn apply_moves(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     a.reward.fill(StepReward(0.0));
     let before = zap::positions(layout, a);
     avatars::apply_moves(layout, a, None);
     zap::eat_apples(layout, a, &before, h.params.apple_reward, |a, i| {
+        // Not to regrow this step (cleared by `regrow`).
+        a.cells[i] |= EATEN;
         for &off in &h.disc {
             a.cells[(i as isize + off) as usize] -= NEIGHBOUR;
         }
