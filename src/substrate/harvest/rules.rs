@@ -124,3 +124,47 @@ pub fn place_inside(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
         a.pos[slot].y = (c / layout.width) as i16;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::{Alive, CELL_CHANNELS, GridPos};
+    use crate::layout::{Layout, Rules};
+    use crate::scenario::Scenario;
+    use crate::substrate::ArenaState;
+
+    /// Every empty apple regrows at once (probability 1), more of them (40) than [`regrow`]
+    /// remembers in a step ([`CHUNK`]): each stands again, and every cell's neighbour count is
+    /// what a recount from the standing apples gives.
+    #[test]
+    fn a_mass_regrowth_leaves_every_neighbour_count_right() {
+        let text = r#"Scenario(
+    name: "orchard",
+    substrate: CommonsHarvest((regrowth_probabilities: (1.0, 1.0, 1.0, 1.0))),
+    map: ["AAAAAAAA", "AAAAAAAA", "AAAAAAAA", "AAAAAAAA", "AAAAAAAA", "*......."],
+    roles: [(kind: player, count: 1)],
+    max_steps: 100,
+)"#;
+        let loaded = Scenario::parse(text, "orchard.ron").unwrap();
+        let layout = Layout::derive(&loaded);
+        let Rules::Harvest(h) = &layout.rules else {
+            panic!("a harvest layout")
+        };
+        assert!(h.apple_cells.len() > CHUNK);
+        let mut state = ArenaState::new(&layout, vec![GridPos { x: 0, y: 5 }], vec![Alive(true)]);
+        let mut a = state.view();
+        for &i in &h.apple_cells {
+            a.cells[i as usize + ITEM] = 0;
+        }
+        h.recount(&layout, &mut a);
+        regrow(h, &mut a);
+        assert!(h.apple_cells.iter().all(|&i| a.cells[i as usize + ITEM] == 1));
+        let counts = |cells: &[u8]| -> Vec<u8> {
+            cells.chunks_exact(CELL_CHANNELS).map(|c| c[0] / NEIGHBOUR).collect()
+        };
+        let after_regrowth = counts(a.cells);
+        h.recount(&layout, &mut a);
+        assert_eq!(after_regrowth, counts(a.cells));
+        assert!(a.cells.iter().step_by(CELL_CHANNELS).all(|&f| f & GROWN == 0));
+    }
+}
