@@ -74,6 +74,7 @@ pub mod rng;
 pub mod rollout;
 pub mod scenario;
 pub(crate) mod schedule;
+pub(crate) mod simd;
 pub mod substrate;
 pub(crate) mod sys;
 pub(crate) mod systems;

@@ -62,6 +62,8 @@ pub struct Harvest {
     pub zapper: Zapper,
     /// Byte offsets into the cell layer of every apple cell.
     pub apple_cells: Vec<u32>,
+    /// The apple cells as runs along map rows, in the same order (what regrowth scans).
+    pub(crate) apple_runs: Vec<rules::AppleRun>,
     /// Map cells (`y * width + x`) of the inside spawn points.
     pub inside_spawns: Vec<u16>,
     /// Byte offsets of the other cells within `regrowth_radius` of a cell.
@@ -239,10 +241,12 @@ impl SubstrateRules for Harvest {
             .into_iter()
             .map(|(dx, dy)| dy as isize * stride + dx as isize * 3)
             .collect();
-        let apple_cells: Vec<u32> = (0..grid.tiles.len())
+        let apples: Vec<(usize, usize)> = (0..grid.tiles.len())
             .filter(|&i| grid.tiles[i] == Tile::Compound(0))
-            .map(|i| index(i % grid.width, i / grid.width) as u32)
+            .map(|i| (i % grid.width, i / grid.width))
             .collect();
+        let apple_cells: Vec<u32> = apples.iter().map(|&(x, y)| index(x, y) as u32).collect();
+        let apple_runs = rules::runs(&apples, |x, y| index(x, y) as u32);
         for &i in &apple_cells {
             for &off in &disc {
                 cells_template[(i as isize + off) as usize] += NEIGHBOUR;
@@ -262,6 +266,7 @@ impl SubstrateRules for Harvest {
                     respawn_frames: params.respawn_frames,
                 },
                 apple_cells,
+                apple_runs,
                 inside_spawns: (0..grid.tiles.len())
                     .filter(|&i| grid.tiles[i] == Tile::Compound(1))
                     .map(|i| i as u16)

@@ -4,11 +4,11 @@
 //! adjacent cells in one row of the cell layer, facing east or west a run down one column. The
 //! terrain (wall and item bytes) is copied row by row from that run; the few other avatars are
 //! then placed from their positions, so no window cell is tested for an avatar. Melting Pot's
-//! 11-wide window takes the AVX-512 rows of [`avx512`] where the CPU has them (a quarter of
+//! 11-wide window takes the AVX-512 rows of [`crate::simd::window`] where the CPU has them (a quarter of
 //! Commons Harvest's step; the scalar rows were a third).
 
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+use crate::simd::window as avx512;
 
 use super::{AVATAR, AVATAR_CELL_BYTES, AvatarLayout, DIRS, ITEM, MAX_AVATARS, WALL};
 use crate::components::{CELL_CHANNELS, Carry, Cooldown, Facing, GridPos};
@@ -113,10 +113,7 @@ fn terrain(
 
 /// Whether [`terrain`] may use the AVX-512 window rows on this CPU.
 fn simd_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return avx512::available();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    crate::simd::available()
 }
 
 /// The window's rows in the cell layer: where the row level with the observer starts (its

@@ -1,5 +1,4 @@
-//! The window rows of Melting Pot's 11-cell-wide window with AVX-512 (VBMI): the crate's one
-//! module that uses `std::arch`, and its only `unsafe`.
+//! The window rows of Melting Pot's 11-cell-wide window with AVX-512 (VBMI).
 //!
 //! A row's 11 cells of the cell layer are brought into one vector (facing north or south the
 //! run's first 32 bytes, one load, hold every flags and item byte; facing east or west each
@@ -12,48 +11,41 @@
 //! [`available`] found those features on this CPU. Every memory access is a bounds-checked
 //! slice; loads and stores go through `bytemuck` arrays, never pointers. The kernel is tested
 //! against the cell-by-cell window for every facing, window depth and placement
-//! (`row_copies_are_the_cell_by_cell_window` in the parent module).
+//! (`row_copies_are_the_cell_by_cell_window` in `substrate::avatars::window`).
 
 use std::arch::x86_64::{
     __m128i, __m256i, __m512i, _mm512_and_si512, _mm512_castsi256_si512, _mm512_castsi512_si128,
     _mm512_permutexvar_epi8, _mm512_set_epi64,
 };
 
-use super::{AVATAR_CELL_BYTES, ITEM, WALL};
+use super::available;
 use crate::components::CELL_CHANNELS;
+use crate::substrate::avatars::{AVATAR_CELL_BYTES, ITEM, WALL};
 
 /// The window width this kernel serves (Melting Pot's).
-pub(super) const WIDTH: usize = 11;
+pub(crate) const WIDTH: usize = 11;
 /// Bytes of one window row in the observation.
 const ROW_BYTES: usize = WIDTH * AVATAR_CELL_BYTES;
 /// Where the row's second (16-byte) store starts.
 const TAIL: usize = ROW_BYTES - 16;
 
-/// Whether this CPU runs the kernel: AVX-512 with byte permutes (Intel Ice Lake, AMD Zen 4 and
-/// later). `std` caches the answer; the check is one load.
-pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vbmi")
-}
-
 /// Where one window's rows lie in the cell layer: row `r` starts at byte
 /// `first + (ahead - r) * forward` (its left edge), its cells `step` bytes apart, read in
 /// ascending (`ascending`) or descending memory order.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Runs {
-    pub(super) first: isize,
-    pub(super) forward: isize,
-    pub(super) ahead: usize,
-    pub(super) step: usize,
-    pub(super) ascending: bool,
+pub(crate) struct Runs {
+    pub(crate) first: isize,
+    pub(crate) forward: isize,
+    pub(crate) ahead: usize,
+    pub(crate) step: usize,
+    pub(crate) ascending: bool,
 }
 
 /// One window's rows, as the scalar `Rows::copy` writes them, into `out` (whole rows).
 ///
 /// # Panics
 /// When [`available`] is false (callers check it), or a row's run is outside `cells`.
-pub(super) fn rows(cells: &[u8], runs: Runs, out: &mut [u8]) {
+pub(crate) fn rows(cells: &[u8], runs: Runs, out: &mut [u8]) {
     #[expect(
         unsafe_code,
         reason = "calling the target_feature kernel; see the audit above"
