@@ -48,10 +48,18 @@ fn unsafe_and_std_arch_stay_in_the_simd_module() {
         if path.starts_with(&simd) {
             inside += found.len();
         } else {
-            outside.extend(found.into_iter().map(|f| format!("{}: {f}", path.display())));
+            outside.extend(
+                found
+                    .into_iter()
+                    .map(|f| format!("{}: {f}", path.display())),
+            );
         }
     }
-    assert!(outside.is_empty(), "outside src/simd:\n{}", outside.join("\n"));
+    assert!(
+        outside.is_empty(),
+        "outside src/simd:\n{}",
+        outside.join("\n")
+    );
     // The scan sees the module's own kernels (so it would see them anywhere else).
     assert!(inside >= 3, "found {inside} audited constructs in src/simd");
     let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap();
