@@ -2,18 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-const LIMIT: usize = 600;
+#[path = "common/source_files.rs"]
+mod source_files;
+use source_files::rust_files;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+const LIMIT: usize = 600;
 
 /// The files over `limit` lines among `files`, with their lengths.
 fn over(files: &[PathBuf], limit: usize) -> Vec<(PathBuf, usize)> {

@@ -2,19 +2,11 @@
 //! library or binary file uses either, and the crate's lint denies `unsafe` everywhere else.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).unwrap().flatten() {
-        let path = e.path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
+#[path = "common/source_files.rs"]
+mod source_files;
+use source_files::rust_files;
 
 /// The constructs that need the audit, as written in code (comments removed).
 fn audited_constructs(text: &str) -> Vec<String> {
@@ -38,7 +30,7 @@ fn audited_constructs(text: &str) -> Vec<String> {
 fn unsafe_and_std_arch_stay_in_the_simd_module() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
+    rust_files(&root.join("src"), &mut files);
     files.sort();
     let simd = root.join("src").join("simd");
     let mut inside = 0;

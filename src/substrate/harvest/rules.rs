@@ -179,6 +179,14 @@ mod tests {
     use crate::scenario::Scenario;
     use crate::substrate::ArenaState;
 
+    /// A Harvest layout's rules.
+    fn harvest(layout: &Layout) -> &Harvest {
+        let Rules::Harvest(h) = &layout.rules else {
+            panic!("a harvest layout")
+        };
+        h
+    }
+
     /// Every empty apple regrows at once (probability 1), more of them (40) than [`regrow`]
     /// remembers in a step ([`GROWN_KEPT`]): each stands again, and every cell's neighbour count is
     /// what a recount from the standing apples gives.
@@ -191,11 +199,8 @@ mod tests {
     roles: [(kind: player, count: 1)],
     max_steps: 100,
 )"#;
-        let loaded = Scenario::parse(text, "orchard.ron").unwrap();
-        let layout = Layout::derive(&loaded);
-        let Rules::Harvest(h) = &layout.rules else {
-            panic!("a harvest layout")
-        };
+        let layout = Layout::derive(&Scenario::parse(text, "orchard.ron").unwrap());
+        let h = harvest(&layout);
         assert!(h.apple_cells.len() > GROWN_KEPT);
         let mut state = ArenaState::new(&layout, vec![GridPos { x: 0, y: 5 }], vec![Alive(true)]);
         let mut a = state.view();
@@ -226,12 +231,8 @@ mod tests {
     roles: [(kind: player, count: 1)],
     max_steps: 100,
 )"#;
-        let loaded = Scenario::parse(text, "one_apple.ron").unwrap();
-        let layout = Layout::derive(&loaded);
-        let Rules::Harvest(h) = &layout.rules else {
-            panic!("a harvest layout")
-        };
-        let apple = h.apple_cells[0] as usize;
+        let layout = Layout::derive(&Scenario::parse(text, "one_apple.ron").unwrap());
+        let apple = harvest(&layout).apple_cells[0] as usize;
         let mut state = ArenaState::new(&layout, vec![GridPos { x: 0, y: 0 }], vec![Alive(true)]);
         state.facing[0] = crate::components::Facing(1);
         let step = |state: &mut ArenaState, action: u8| {
