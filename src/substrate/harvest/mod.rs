@@ -162,12 +162,19 @@ impl SubstrateRules for Harvest {
         if p.beam_radius > p.beam_length {
             return Err(c.bad(
                 &sub("beam_radius"),
-                format!("beam_radius {} > beam_length {}", p.beam_radius, p.beam_length),
+                format!(
+                    "beam_radius {} > beam_length {}",
+                    p.beam_radius, p.beam_length
+                ),
                 "at most beam_length",
             ));
         }
         if p.end_every == 0 {
-            return Err(c.bad(&sub("end_every"), "end_every is 0".into(), "at least 1 step"));
+            return Err(c.bad(
+                &sub("end_every"),
+                "end_every is 0".into(),
+                "at least 1 step",
+            ));
         }
         Ok(())
     }

@@ -7,9 +7,9 @@ use super::{GROWN, Harvest, NEIGHBOUR};
 use crate::components::{CELL_CHANNELS, StepReward};
 use crate::layout::core::LayoutCore;
 use crate::rng::below;
+use crate::simd::regrow::{RUN_CELLS, Rule, Run, candidates};
 use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{self, ITEM, MAX_AVATARS, priority_order};
-use crate::simd::regrow::{RUN_CELLS, Rule, Run, candidates};
 use crate::substrate::zap::{self, APPLE_CELL, EATEN, FIRE_ZAP};
 
 /// Moves and turns ([`avatars::apply_moves`]), then every avatar that entered an apple's cell
@@ -58,8 +58,9 @@ pub fn interact(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
 /// [`EATEN`] flags are cleared: they are all on cells in `stood`.
 ///
 /// The cells that draw are found a run of apple cells at a time ([`AppleRun`]), as a bit mask
-/// (`crate::simd::regrow`: 21 cells a vector where the CPU has AVX-512), and draw in the apple cells' order: the same random stream as a cell-by-cell
-/// test, without its unpredictable branches.
+/// (`crate::simd::regrow`: a run per vector where the CPU has AVX-512), and draw in the apple
+/// cells' order: the same random stream as a cell-by-cell test, without its unpredictable
+/// branches.
 pub fn regrow(h: &Harvest, a: &mut ArenaMut, stood: &[u32]) {
     let rule = regrowth_rule(h);
     let mut grown = [0u32; GROWN_KEPT];
@@ -119,7 +120,10 @@ pub(crate) type AppleRun = Run;
 
 /// The runs covering `apples` (map `(x, y)`, row-major), each starting at an apple, in the
 /// same order; `index` gives a cell's byte offset.
-pub(crate) fn runs(apples: &[(usize, usize)], index: impl Fn(usize, usize) -> u32) -> Vec<AppleRun> {
+pub(crate) fn runs(
+    apples: &[(usize, usize)],
+    index: impl Fn(usize, usize) -> u32,
+) -> Vec<AppleRun> {
     let mut out: Vec<((usize, usize), AppleRun)> = Vec::new();
     for &(x, y) in apples {
         match out.last_mut() {
@@ -209,14 +213,26 @@ mod tests {
         }
         h.recount(&layout, &mut a);
         regrow(h, &mut a, &[]);
-        assert!(h.apple_cells.iter().all(|&i| a.cells[i as usize + ITEM] == 1));
+        assert!(
+            h.apple_cells
+                .iter()
+                .all(|&i| a.cells[i as usize + ITEM] == 1)
+        );
         let counts = |cells: &[u8]| -> Vec<u8> {
-            cells.chunks_exact(CELL_CHANNELS).map(|c| c[0] / NEIGHBOUR).collect()
+            cells
+                .chunks_exact(CELL_CHANNELS)
+                .map(|c| c[0] / NEIGHBOUR)
+                .collect()
         };
         let after_regrowth = counts(a.cells);
         h.recount(&layout, &mut a);
         assert_eq!(after_regrowth, counts(a.cells));
-        assert!(a.cells.iter().step_by(CELL_CHANNELS).all(|&f| f & GROWN == 0));
+        assert!(
+            a.cells
+                .iter()
+                .step_by(CELL_CHANNELS)
+                .all(|&f| f & GROWN == 0)
+        );
     }
 
     /// An avatar steps onto the only apple (every regrowth probability 1): it eats it, the
@@ -236,16 +252,38 @@ mod tests {
         let mut state = ArenaState::new(&layout, vec![GridPos { x: 0, y: 0 }], vec![Alive(true)]);
         state.facing[0] = crate::components::Facing(1);
         let step = |state: &mut ArenaState, action: u8| {
-            crate::substrate::transition(&layout, state, &[crate::components::AppliedAction(action)])
+            crate::substrate::transition(
+                &layout,
+                state,
+                &[crate::components::AppliedAction(action)],
+            )
         };
         step(&mut state, avatars::moves::FORWARD);
         assert_eq!(state.pos[0], GridPos { x: 1, y: 0 });
         assert_eq!(state.counters[zap::COUNTERS.eaten], 1);
-        assert_eq!(state.cells[apple + ITEM], 0, "regrew in the step it was eaten");
-        assert!(state.cells.iter().step_by(CELL_CHANNELS).all(|&f| f & EATEN == 0));
+        assert_eq!(
+            state.cells[apple + ITEM],
+            0,
+            "regrew in the step it was eaten"
+        );
+        assert!(
+            state
+                .cells
+                .iter()
+                .step_by(CELL_CHANNELS)
+                .all(|&f| f & EATEN == 0)
+        );
         step(&mut state, avatars::moves::NOOP);
-        assert_eq!(state.cells[apple + ITEM], 1, "did not regrow the step after");
-        assert_eq!(state.counters[zap::COUNTERS.eaten], 1, "standing on it does not eat it");
+        assert_eq!(
+            state.cells[apple + ITEM],
+            1,
+            "did not regrow the step after"
+        );
+        assert_eq!(
+            state.counters[zap::COUNTERS.eaten],
+            1,
+            "standing on it does not eat it"
+        );
     }
 
     proptest::proptest! {

@@ -4,8 +4,8 @@
 //! adjacent cells in one row of the cell layer, facing east or west a run down one column. The
 //! terrain (wall and item bytes) is copied row by row from that run; the few other avatars are
 //! then placed from their positions, so no window cell is tested for an avatar. Melting Pot's
-//! 11-wide window takes the AVX-512 rows of [`crate::simd::window`] where the CPU has them (a quarter of
-//! Commons Harvest's step; the scalar rows were a third).
+//! 11-wide window takes the AVX-512 rows of [`crate::simd::window`] where the CPU has them (a
+//! quarter of Commons Harvest's step; the scalar rows were a third).
 
 #[cfg(target_arch = "x86_64")]
 use crate::simd::window as avx512;
