@@ -40,7 +40,10 @@ fuzz_target!(|data: &[u8]| {
         // `state.json:LINE:COLUMN: message`, both counted from 1.
         let mut parts = e.splitn(4, ':');
         let (file, line, column) = (parts.next(), parts.next(), parts.next());
-        let at = |p: Option<&str>| p.and_then(|p| p.parse::<u64>().ok()).is_some_and(|n| n >= 1);
+        let at = |p: Option<&str>| {
+            p.and_then(|p| p.parse::<u64>().ok())
+                .is_some_and(|n| n >= 1)
+        };
         assert!(
             file == Some("state.json") && at(line) && at(column) && parts.next().is_some(),
             "no line:column in {e}"

@@ -109,20 +109,30 @@ fn main() {
         .build_global()
         .expect("one global pool");
     for (m, k, n) in SHAPES {
-        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 97.0 - 0.5).collect();
-        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 89.0 - 0.5).collect();
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919) % 97) as f32 / 97.0 - 0.5)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 104_729) % 89) as f32 / 89.0 - 0.5)
+            .collect();
         let flop = 2.0 * (m * k * n) as f64;
         let mut reference = vec![0f32; m * n];
         matrixmultiply(m, k, n, &a, &b, &mut reference);
         let mut c = vec![0f32; m * n];
         let s = seconds(flop, &mut || matrixmultiply(m, k, n, &a, &b, &mut c));
-        println!("matrixmultiply {threads} {m}x{k}x{n} {:.1} 0", flop / s / 1e9);
+        println!(
+            "matrixmultiply {threads} {m}x{k}x{n} {:.1} 0",
+            flop / s / 1e9
+        );
         let s = seconds(flop, &mut || faer_gemm(m, k, n, &a, &b, &mut c, threads));
         let diff = c
             .iter()
             .zip(&reference)
             .map(|(x, y)| (x - y).abs())
             .fold(0f32, f32::max);
-        println!("faer-gemm {threads} {m}x{k}x{n} {:.1} {diff:e}", flop / s / 1e9);
+        println!(
+            "faer-gemm {threads} {m}x{k}x{n} {:.1} {diff:e}",
+            flop / s / 1e9
+        );
     }
 }

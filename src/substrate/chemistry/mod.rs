@@ -12,18 +12,18 @@ pub use params::{ChemistryParams, CompoundSpec, GroupSpec, ReactionSpec};
 pub use rules::{IO, interact};
 pub use validate::MAX_REACTANTS;
 
-use crate::substrate::avatars::{self, AvatarLayout};
-use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::core::LayoutCore;
 use crate::render::draw::{Instance, hsv};
 use crate::rng;
 use crate::rollout::frame::Frame;
-use crate::scenario::check::Check;
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::Check;
 use crate::scenario::map::Grid;
 use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
+use crate::substrate::avatars::{self, AvatarLayout};
+use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 
 /// Observation bytes after the window: the vesicle's compound and an io-ready flag. The viewer's
 /// guard on the observation's length; `observation_layout` describes these bytes.

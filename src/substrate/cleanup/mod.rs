@@ -146,14 +146,22 @@ impl SubstrateRules for CleanUp {
         c.probability(&sub("dirt_spawn_prob"), p.dirt_spawn_prob)?;
         c.finite(&sub("apple_reward"), p.apple_reward)?;
         c.probability(&sub("end_prob"), p.end_prob)?;
-        check_beam(c, ("beam_length", p.beam_length), ("beam_radius", p.beam_radius))?;
+        check_beam(
+            c,
+            ("beam_length", p.beam_length),
+            ("beam_radius", p.beam_radius),
+        )?;
         check_beam(
             c,
             ("clean_beam_length", p.clean_beam_length),
             ("clean_beam_radius", p.clean_beam_radius),
         )?;
         if p.end_every == 0 {
-            return Err(c.bad(&sub("end_every"), "end_every is 0".into(), "at least 1 step"));
+            return Err(c.bad(
+                &sub("end_every"),
+                "end_every is 0".into(),
+                "at least 1 step",
+            ));
         }
         Ok(())
     }

@@ -50,7 +50,10 @@ pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
     if threshold == 0 {
         // Nothing grows (the river too polluted): the stream moves past the draws the empty
         // cells would make.
-        let empty = c.apple_cells.iter().map(|&i| usize::from(a.cells[i as usize + ITEM] == 0));
+        let empty = c
+            .apple_cells
+            .iter()
+            .map(|&i| usize::from(a.cells[i as usize + ITEM] == 0));
         rng::skip_words(&mut a.rng.rules, empty.sum());
         return;
     }
@@ -65,8 +68,7 @@ pub fn grow_apples(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
 /// After `dirt_spawn_delay` steps, with `dirt_spawn_prob` one clean river cell chosen
 /// uniformly becomes polluted (`DirtSpawner`); `dirt` is the number polluted now.
 pub fn spawn_dirt(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
-    if a.clock.t < c.params.dirt_spawn_delay
-        || (a.rng.rules.next_u32() as u64) >= c.spawn_threshold
+    if a.clock.t < c.params.dirt_spawn_delay || (a.rng.rules.next_u32() as u64) >= c.spawn_threshold
     {
         return;
     }

@@ -12,16 +12,16 @@ mod viewer;
 pub use params::CoinParams;
 pub use rules::{apply_moves, interact, place_coin, write_observations};
 
-use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::core::LayoutCore;
 use crate::render::draw::{Instance, palette, rgb, shape, square};
 use crate::rollout::frame::Frame;
-use crate::scenario::check::{Check, f};
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::{Check, f};
 use crate::scenario::map::Grid;
 use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
+use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 
 /// The coin game's derived data: its parameters.
 #[derive(Debug, Clone)]
@@ -44,7 +44,11 @@ impl SubstrateRules for Coin {
         c.finite(&[f("substrate"), f("stolen_penalty")], p.stolen_penalty)
     }
 
-    fn check_roles(_: &CoinParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
+    fn check_roles(
+        _: &CoinParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
         let agents = scenario.agents_per_arena();
         if agents != 2 {
             return Err(c.bad(
@@ -69,7 +73,12 @@ impl SubstrateRules for Coin {
                 1,
                 "the whole map, row-major, as this player sees it: the players and the coin",
             )
-            .entries(&["me", "other player", "coin of my colour", "coin of the other's colour"]),
+            .entries(&[
+                "me",
+                "other player",
+                "coin of my colour",
+                "coin of the other's colour",
+            ]),
         ]
     }
 

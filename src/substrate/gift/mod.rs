@@ -10,18 +10,18 @@ pub mod rules;
 pub use params::GiftParams;
 pub use rules::{CONSUME, GIFT, geometric_gap, give, interact};
 
-use crate::substrate::avatars::{self, AvatarLayout};
-use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 use crate::error::ScenarioError;
 use crate::layout::core::LayoutCore;
 use crate::render::draw::Instance;
 use crate::rng;
 use crate::rollout::frame::Frame;
-use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::{Check, f, i};
 use crate::scenario::map::{Grid, Tile};
 use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
+use crate::substrate::avatars::{self, AvatarLayout};
+use crate::substrate::{ArenaMut, Derived, SubstrateRules};
 
 /// Gift tokens' colour (sRGB).
 pub const TOKEN: [u8; 3] = [242, 190, 26];

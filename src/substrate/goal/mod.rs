@@ -13,8 +13,8 @@ use crate::error::ScenarioError;
 use crate::layout::core::LayoutCore;
 use crate::render::draw::{Instance, rgb, shape, square};
 use crate::rollout::frame::Frame;
-use crate::scenario::check::{Check, f};
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::{Check, f};
 use crate::scenario::map::{Grid, Tile};
 use crate::scenario::observation::ObsField;
 use crate::scenario::view::ScenarioView;
@@ -67,7 +67,11 @@ impl SubstrateRules for Goal {
         vec![GOAL_SYMBOL]
     }
 
-    fn check_params(p: &GoalParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(
+        p: &GoalParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
         c.finite(&[f("substrate"), f("goal_reward")], p.goal_reward)?;
         c.finite(&[f("substrate"), f("step_reward")], p.step_reward)?;
         let goals: usize = scenario

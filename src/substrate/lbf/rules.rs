@@ -170,8 +170,9 @@ fn food_key(f: &[u8]) -> i32 {
 fn beside(keys: impl IntoIterator<Item = i32>, p: GridPos) -> u8 {
     // 256 below the agent's key: a food's distance plus 256 indexes `BESIDE`.
     let base = key(p.y as i32, p.x as i32) - 256;
-    keys.into_iter()
-        .fold(0, |bits, k| bits | BESIDE[((k - base) as u32).min(513) as usize])
+    keys.into_iter().fold(0, |bits, k| {
+        bits | BESIDE[((k - base) as u32).min(513) as usize]
+    })
 }
 
 /// One agent's valid actions at `p` as bits, bit `a` set when action `a` is valid (the answers
@@ -274,7 +275,10 @@ fn moves<const CAP: usize>(layout: &LayoutCore, cl: CellLayout, a: &mut ArenaMut
         let p = a.pos[s];
         let action = a.applied[s].0;
         let ok = if s < masked {
-            a.mask.get(s * ACTIONS + action as usize).is_some_and(|&v| v != 0) & (action < LOAD + 1)
+            a.mask
+                .get(s * ACTIONS + action as usize)
+                .is_some_and(|&v| v != 0)
+                & (action < LOAD + 1)
         } else {
             // Bits above LOAD are clear, so any action past it reads as invalid.
             let bits = u32::from(valid_bits(layout, cl, a.cells, p));

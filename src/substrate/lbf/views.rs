@@ -90,8 +90,15 @@ fn sized_windowed_views<const F: usize, const M: usize, FL: Lane, AL: Lane>(
         .iter_mut()
         .zip(a.cells[cl.food(0)..cl.food(0) + 4 * F].chunks_exact(4))
     {
-        let row = if src[3] != 0 { u32::from(src[0]) } else { 0xFFFF };
-        *f = (packed(src[0], src[1], src[2]), row | u32::from(src[1]) << 16);
+        let row = if src[3] != 0 {
+            u32::from(src[0])
+        } else {
+            0xFFFF
+        };
+        *f = (
+            packed(src[0], src[1], src[2]),
+            row | u32::from(src[1]) << 16,
+        );
     }
     // Per agent: the same, rows and columns on the field.
     let mut agents = [(0u32, 0u32); M];
@@ -269,7 +276,10 @@ fn full_views<const CAP: usize>(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut
         n += usize::from(f[3] != 0);
     }
     food_out[3 * n..].fill(0);
-    for out in rest.chunks_exact_mut(o).take(layout.learners.saturating_sub(1)) {
+    for out in rest
+        .chunks_exact_mut(o)
+        .take(layout.learners.saturating_sub(1))
+    {
         out[..3 * cl.foods].copy_from_slice(&first[..3 * cl.foods]);
     }
     for (s, out) in a.obs.chunks_exact_mut(o).take(layout.learners).enumerate() {
@@ -281,4 +291,3 @@ fn full_views<const CAP: usize>(lbf: &Lbf, layout: &LayoutCore, a: &mut ArenaMut
         }
     }
 }
-

@@ -12,15 +12,15 @@ mod viewer;
 pub use params::MatrixParams;
 pub use rules::{interact, joint_index, write_observations};
 
-use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::error::{ErrorClass, ScenarioError};
 use crate::layout::core::LayoutCore;
-use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::{Check, f, i};
 use crate::scenario::map::Grid;
 use crate::scenario::observation::ObsField;
 use crate::scenario::role::Control;
 use crate::scenario::view::ScenarioView;
+use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 
 /// The largest matrix-game payoff table, in joint actions.
 pub const MAX_JOINT_ACTIONS: usize = 1 << 20;
@@ -46,57 +46,72 @@ impl SubstrateRules for Matrix {
     }
 
     /// `K^N` rows of `N` finite rewards, K >= 1, names for all actions or none.
-    fn check_params(p: &MatrixParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
+    fn check_params(
+        p: &MatrixParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
         let sub = |field: &str| vec![f("substrate"), f(field)];
-    let n = scenario.agents_per_arena();
-    let k = p.actions as usize;
-    if k < 1 {
-        return Err(c.bad(&sub("actions"), "0 actions".into(), "at least 1 action"));
-    }
-    if !p.action_names.is_empty() && p.action_names.len() != k {
-        return Err(c.bad(
-            &sub("action_names"),
-            format!("{} names for {k} actions", p.action_names.len()),
-            format!("{k} names or none"),
-        ));
-    }
-    let rows = k.checked_pow(n as u32).filter(|r| *r <= MAX_JOINT_ACTIONS);
-    let Some(rows) = rows else {
-        return Err(c.bad(
-            &sub("payoffs"),
-            format!("{k}^{n} joint actions"),
-            format!("at most {MAX_JOINT_ACTIONS}"),
-        ));
-    };
-    if p.payoffs.len() != rows {
-        return Err(c.at(
-            &sub("payoffs"),
-            None,
-            ErrorClass::PayoffShape,
-            format!("{} rows, but {n} players with {k} actions make {k}^{n} = {rows} joint actions", p.payoffs.len()),
-            format!("{rows} rows of {n} rewards, player 0's action most significant"),
-        ));
-    }
-    for (r, row) in p.payoffs.iter().enumerate() {
-        let path = [f("substrate"), f("payoffs"), i(r)];
-        if row.len() != n {
-            return Err(c.at(
-                &path,
-                None,
-                ErrorClass::PayoffShape,
-                format!("row {r} has {} rewards for {n} players", row.len()),
-                format!("{n} rewards per row"),
+        let n = scenario.agents_per_arena();
+        let k = p.actions as usize;
+        if k < 1 {
+            return Err(c.bad(&sub("actions"), "0 actions".into(), "at least 1 action"));
+        }
+        if !p.action_names.is_empty() && p.action_names.len() != k {
+            return Err(c.bad(
+                &sub("action_names"),
+                format!("{} names for {k} actions", p.action_names.len()),
+                format!("{k} names or none"),
             ));
         }
-        for v in row {
-            c.finite(&path, *v)?;
+        let rows = k.checked_pow(n as u32).filter(|r| *r <= MAX_JOINT_ACTIONS);
+        let Some(rows) = rows else {
+            return Err(c.bad(
+                &sub("payoffs"),
+                format!("{k}^{n} joint actions"),
+                format!("at most {MAX_JOINT_ACTIONS}"),
+            ));
+        };
+        if p.payoffs.len() != rows {
+            return Err(c.at(
+                &sub("payoffs"),
+                None,
+                ErrorClass::PayoffShape,
+                format!(
+                    "{} rows, but {n} players with {k} actions make {k}^{n} = {rows} joint actions",
+                    p.payoffs.len()
+                ),
+                format!("{rows} rows of {n} rewards, player 0's action most significant"),
+            ));
         }
-    }
+        for (r, row) in p.payoffs.iter().enumerate() {
+            let path = [f("substrate"), f("payoffs"), i(r)];
+            if row.len() != n {
+                return Err(c.at(
+                    &path,
+                    None,
+                    ErrorClass::PayoffShape,
+                    format!("row {r} has {} rewards for {n} players", row.len()),
+                    format!("{n} rewards per row"),
+                ));
+            }
+            for v in row {
+                c.finite(&path, *v)?;
+            }
+        }
         Ok(())
     }
 
-    fn check_roles(_: &MatrixParams, scenario: &ScenarioView, c: &Check) -> Result<(), ScenarioError> {
-        if scenario.roles.iter().any(|r| r.control() != Control::Learner) {
+    fn check_roles(
+        _: &MatrixParams,
+        scenario: &ScenarioView,
+        c: &Check,
+    ) -> Result<(), ScenarioError> {
+        if scenario
+            .roles
+            .iter()
+            .any(|r| r.control() != Control::Learner)
+        {
             return Err(c.bad(
                 &[f("roles")],
                 "matrix-game players must all be learners".into(),

@@ -187,7 +187,11 @@ impl SubstrateRules for Overcooked {
         };
         let pots = cells_of(POT);
         let mut cells_template = objects.clone();
-        cells_template.extend(objects.iter().map(|&o| if o == POT { POT_EMPTY } else { 0 }));
+        cells_template.extend(
+            objects
+                .iter()
+                .map(|&o| if o == POT { POT_EMPTY } else { 0 }),
+        );
         Derived {
             rules: Overcooked {
                 params: params.clone(),
@@ -201,10 +205,15 @@ impl SubstrateRules for Overcooked {
             },
             pad: 0,
             cells_template,
-            counter_names: ["deliveries", "onions_in_pot", "plate_pickups", "soup_pickups"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            counter_names: [
+                "deliveries",
+                "onions_in_pot",
+                "plate_pickups",
+                "soup_pickups",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         }
     }
 
@@ -265,7 +274,8 @@ impl SubstrateRules for Overcooked {
                             1..=19 => [200, 140, 60],
                             _ => [242, 210, 60],
                         };
-                        let fill = 0.1 + 0.08 * f32::from(POT_EMPTY - status.min(POT_EMPTY)).min(3.0);
+                        let fill =
+                            0.1 + 0.08 * f32::from(POT_EMPTY - status.min(POT_EMPTY)).min(3.0);
                         out.push(square(x, y, fill, rgb(colour), shape::DISC, 0.0));
                     }
                 }

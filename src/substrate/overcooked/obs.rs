@@ -3,7 +3,9 @@
 //! observing player's own layers first.
 
 use super::Overcooked;
-use super::rules::{COUNTER, DISH, GOAL, ONION, ONION_PILE, PLATE, PLATE_PILE, POT, POT_FULL, jax_dir};
+use super::rules::{
+    COUNTER, DISH, GOAL, ONION, ONION_PILE, PLATE, PLATE_PILE, POT, POT_FULL, jax_dir,
+};
 use crate::layout::core::LayoutCore;
 use crate::scenario::observation::ObsField;
 use crate::substrate::ArenaMut;

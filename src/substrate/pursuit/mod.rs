@@ -11,20 +11,20 @@ mod viewer;
 
 pub use params::{MoveOrder, PursuitParams};
 pub use rules::{
-    MOVES, apply_moves, assign_rewards, catch_then_move_evaders, cycle_pursuers,
-    Interactions, resolve_interactions, tally_cells, terminated, write_observations,
+    Interactions, MOVES, apply_moves, assign_rewards, catch_then_move_evaders, cycle_pursuers,
+    resolve_interactions, tally_cells, terminated, write_observations,
 };
 
-use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 use crate::components::{Alive, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS};
 use crate::error::{ErrorClass, ScenarioError};
 use crate::layout::core::{LayoutCore, padded_cells};
-use crate::scenario::check::{Check, f, i};
 use crate::scenario::actions::ActionSet;
+use crate::scenario::check::{Check, f, i};
 use crate::scenario::map::{Grid, Tile};
 use crate::scenario::observation::{Channel, ObsField, ObservationSpec};
 use crate::scenario::role::RoleKind;
 use crate::scenario::view::ScenarioView;
+use crate::substrate::{ArenaMut, Derived, ExactModel, SubstrateRules};
 
 /// Pursuit's derived data.
 #[derive(Debug, Clone)]
@@ -271,8 +271,9 @@ impl SubstrateRules for Pursuit {
                 *a.ended = found.evaders_left == 0;
             }
             MoveOrder::Pettingzoo => {
-                let caught =
-                    catch_then_move_evaders(layout, p, a.pos, a.alive, a.applied, a.cells, a.reward);
+                let caught = catch_then_move_evaders(
+                    layout, p, a.pos, a.alive, a.applied, a.cells, a.reward,
+                );
                 a.counters[0] += caught as u32;
                 *a.ended = terminated(layout, a.alive);
             }

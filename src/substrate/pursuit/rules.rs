@@ -10,10 +10,10 @@
 //! tag rewards after each move, divided by the number of pursuers; catches are checked after
 //! the last pursuer moved; then the evaders move.
 
+use super::{Pursuit, PursuitParams};
 use crate::components::{
     Alive, AppliedAction, CELL_EVADERS, CELL_OBSTACLE, CELL_PURSUERS, GridPos, StepReward,
 };
-use super::{Pursuit, PursuitParams};
 use crate::layout::core::LayoutCore;
 use crate::scenario::role::{Control, RoleKind};
 
@@ -39,7 +39,9 @@ pub fn apply_moves(
             continue;
         }
         let k = act.0 as usize % MOVES.len();
-        let cell = (p.y as usize).wrapping_mul(layout.width).wrapping_add(p.x as usize);
+        let cell = (p.y as usize)
+            .wrapping_mul(layout.width)
+            .wrapping_add(p.x as usize);
         // A live agent stands on the map; anything else stays put.
         let ok = (moves_open.get(cell).copied().unwrap_or(0) >> k) as i16 & 1;
         let (dx, dy) = MOVES[k];
@@ -120,7 +122,10 @@ pub fn cycle_pursuers(
             let evaders: u32 = NEIGHBOURS
                 .iter()
                 .map(|&(dx, dy)| {
-                    let (x, y) = ((pos[p].x + dx).clamp(0, max_x), (pos[p].y + dy).clamp(0, max_y));
+                    let (x, y) = (
+                        (pos[p].x + dx).clamp(0, max_x),
+                        (pos[p].y + dy).clamp(0, max_y),
+                    );
                     cells[layout.cell_index(x, y) + CELL_EVADERS] as u32
                 })
                 .sum();
@@ -146,9 +151,8 @@ pub fn catch_then_move_evaders(
 ) -> u16 {
     // Credit first, while the caught evaders are still alive: a judgement reads only
     // obstacles and pursuer counts, which removal does not change.
-    let caught_at = |alive: &[Alive], e: usize| {
-        alive[e].0 && is_caught(params, cells, pos[e], layout)
-    };
+    let caught_at =
+        |alive: &[Alive], e: usize| alive[e].0 && is_caught(params, cells, pos[e], layout);
     for &p in &layout.pursuer_slots {
         let p = p as usize;
         let catches_any = layout.evader_slots.iter().any(|&e| {
@@ -184,7 +188,12 @@ pub fn catch_then_move_evaders(
 /// holds a pursuer; otherwise its own cell holds at least `n_catch` pursuers.
 #[inline]
 fn is_caught(params: &PursuitParams, cells: &[u8], at: GridPos, layout: &LayoutCore) -> bool {
-    caught_at_cell(params, cells, layout.cell_index(at.x, at.y), &neighbour_offsets(layout))
+    caught_at_cell(
+        params,
+        cells,
+        layout.cell_index(at.x, at.y),
+        &neighbour_offsets(layout),
+    )
 }
 
 /// [`is_caught`] for the evader on the cell at index `i`, with the neighbours' offsets from
@@ -266,14 +275,20 @@ pub fn resolve_interactions(
         let slot = p as usize;
         if alive[slot].0 {
             let i = layout.cell_index(pos[slot].x, pos[slot].y) + CELL_EVADERS;
-            let evaders: u32 = offsets.iter().map(|&d| cells[i.wrapping_add_signed(d)] as u32).sum();
+            let evaders: u32 = offsets
+                .iter()
+                .map(|&d| cells[i.wrapping_add_signed(d)] as u32)
+                .sum();
             reward[slot] = StepReward(params.tag_reward * evaders as f32);
         }
     }
 
     // Catches. A judgement reads only obstacles and pursuer counts, which removing an evader
     // does not change, so evaders can leave as soon as they are judged.
-    let mut found = Interactions { caught: 0, evaders_left: 0 };
+    let mut found = Interactions {
+        caught: 0,
+        evaders_left: 0,
+    };
     for &e in &layout.evader_slots {
         let slot = e as usize;
         if !alive[slot].0 {
