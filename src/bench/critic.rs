@@ -190,18 +190,22 @@ pub fn bench_critic_gpu(
 }
 
 /// The GEMM crate's own throughput here: one square f32 product of side `n` per thread, all
-/// threads at once (matrixmultiply through ndarray), in GFLOP/s, the best of `repeat` (a peak).
+/// threads at once (faer's `gemm`, as the critic calls it), in GFLOP/s, the best of `repeat`
+/// (a peak).
 pub fn gemm_peak_gflops(n: usize, repeat: usize) -> f64 {
-    use ndarray::Array2;
+    use crate::simd::gemm::{Matrix, product};
     let threads = rayon::current_num_threads();
-    let a = Array2::<f32>::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.1);
-    let b = a.t().to_owned();
-    let mut cs: Vec<Array2<f32>> = (0..threads).map(|_| Array2::<f32>::zeros((n, n))).collect();
+    let a: Vec<f32> = (0..n * n)
+        .map(|k| (((k / n) * 7 + (k % n) * 3) % 11) as f32 * 0.1)
+        .collect();
+    let mut cs: Vec<Vec<f32>> = (0..threads).map(|_| vec![0.0; n * n]).collect();
     let mut rates = Vec::new();
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        cs.par_iter_mut()
-            .for_each(|c| ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, c));
+        cs.par_iter_mut().for_each(|c| {
+            let a = Matrix::row_major(&a, n, n);
+            product(a, a.t(), c, false);
+        });
         let secs = start.elapsed().as_secs_f64();
         rates.push(2.0 * (n * n * n * threads) as f64 / secs / 1e9);
     }

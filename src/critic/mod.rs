@@ -4,7 +4,7 @@
 //! one pass (one dispatch per kernel on the GPU) serves every agent, whatever K is.
 //!
 //! Two backends with the same operations: [`cpu::CpuCritic`] (the reference: rayon over
-//! networks, matrix products through ndarray's matrixmultiply GEMM) and, with the `gpu` feature,
+//! networks, matrix products through faer's `gemm`) and, with the `gpu` feature,
 //! `gpu::GpuCritic` (WGSL compute shaders in `shaders/`, tested against the CPU). Both implement
 //! [`CriticBackend`]; learners hold a [`Critic`], the backend [`choose_device`] picked.
 

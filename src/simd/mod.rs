@@ -1,7 +1,9 @@
-//! Runtime-dispatched AVX-512 kernels: the crate's one module that uses `std::arch`, and the
-//! only one with `unsafe` (the lint is `deny` everywhere, `expect`ed here, once per kernel).
+//! Runtime-dispatched vector code: the crate's one module that uses `std::arch`, and the only
+//! one with `unsafe` (the lint is `deny` everywhere, `expect`ed here, once per call site).
 //!
-//! Audit, for every kernel below:
+//! [`gemm`] wraps faer's `gemm` crate, whose product takes raw pointers and strides: its audit
+//! is in that file (every stride checked against its slice before the call). Audit, for every
+//! AVX-512 kernel below:
 //! - the only `unsafe` is the safe wrapper's call of its `#[target_feature]` function, made
 //!   right after [`available`] confirmed those features on this CPU;
 //! - every memory access is a bounds-checked slice, and vectors are loaded and stored through
@@ -10,6 +12,7 @@
 //!
 //! CPUs without these features (and other architectures) run the scalar code.
 
+pub(crate) mod gemm;
 pub(crate) mod regrow;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod window;

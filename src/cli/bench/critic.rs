@@ -121,9 +121,7 @@ pub(crate) fn run(args: BenchCriticArgs) -> Result<()> {
     }
     if matches!(chosen, Chosen::Cpu { .. }) {
         let peak = with_pool(args.threads, || gemm_peak_gflops(512, 9))?;
-        println!(
-            "GEMM peak here:    {peak:.1} GFLOP/s (matrixmultiply, 512^3 per thread, best of 9)"
-        );
+        println!("GEMM peak here:    {peak:.1} GFLOP/s (faer's gemm, 512^3 per thread, best of 9)");
     }
     Ok(())
 }

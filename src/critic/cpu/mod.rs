@@ -1,6 +1,6 @@
 //! The CPU backend, and the reference the GPU is tested against: rows grouped by network, every
-//! network's block processed in parallel with rayon, matrix products through ndarray's GEMM
-//! (matrixmultiply), or for sparse u8 batches a sparse first layer (`sparse`). Activations
+//! network's block processed in parallel with rayon, matrix products through faer's `gemm`
+//! (`crate::simd::gemm`), or for sparse u8 batches a sparse first layer (`sparse`). Activations
 //! are kept in network order between forward and backward; buffers grow to the largest batch
 //! seen and are reused. [`profile`] times the passes on request.
 

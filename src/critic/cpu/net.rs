@@ -2,12 +2,10 @@
 //! all belong to one network (linear layers through GEMM, LayerNorm, ReLU). [`super::CpuCritic`]
 //! cuts the batch into these blocks and runs them in parallel.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2};
-
 use super::profile::{Phase, span};
 use super::sparse::{SparseRows, SparseView, linear_grads_sparse, linear_sparse};
 use crate::critic::{LN_EPS, LayerOffsets, StackSpec};
+use crate::simd::gemm::{Matrix, product};
 
 /// The first layer's input of a block: dense f32 rows, or the non-zero entries of u8 rows with
 /// the `[fan_in, fan_out]` transpose of the block's first-layer weights.
@@ -65,13 +63,8 @@ impl FirstInput<'_> {
     }
 }
 
-fn view(rows: usize, cols: usize, data: &[f32]) -> ArrayView2<'_, f32> {
-    ArrayView2::from_shape((rows, cols), &data[..rows * cols]).expect("slice holds rows x cols")
-}
-
-fn view_mut(rows: usize, cols: usize, data: &mut [f32]) -> ArrayViewMut2<'_, f32> {
-    ArrayViewMut2::from_shape((rows, cols), &mut data[..rows * cols])
-        .expect("slice holds rows x cols")
+fn view(rows: usize, cols: usize, data: &[f32]) -> Matrix<'_> {
+    Matrix::row_major(&data[..rows * cols], rows, cols)
 }
 
 /// Linear: `y = x W^T + b` for an `[n, in]` block.
@@ -81,13 +74,7 @@ pub(super) fn linear(n: usize, o: &LayerOffsets, net: &[f32], x: &[f32], y: &mut
         row.copy_from_slice(bias);
     }
     let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(
-        1.0,
-        &view(n, o.fan_in, x),
-        &w.t(),
-        1.0,
-        &mut view_mut(n, o.fan_out, y),
-    );
+    product(view(n, o.fan_in, x), w.t(), &mut y[..n * o.fan_out], true);
 }
 
 /// Width of the partial sums below: independent accumulators let the compiler vectorise
@@ -285,11 +272,9 @@ pub(super) fn linear_grads(
     grad: &mut [f32],
     accumulate: bool,
 ) {
-    let (w, rest) = grad[o.weight..].split_at_mut(o.fan_out * o.fan_in);
-    let mut dw = view_mut(o.fan_out, o.fan_in, w);
+    let (dw, rest) = grad[o.weight..].split_at_mut(o.fan_out * o.fan_in);
     let dy_v = view(n, o.fan_out, dy);
-    let beta = if accumulate { 1.0 } else { 0.0 };
-    general_mat_mul(1.0, &dy_v.t(), &view(n, o.fan_in, x), beta, &mut dw);
+    product(dy_v.t(), view(n, o.fan_in, x), dw, accumulate);
     let db = &mut rest[..o.fan_out];
     if !accumulate {
         db.fill(0.0);
@@ -310,13 +295,7 @@ pub(super) fn linear_input_grad(
     dx: &mut [f32],
 ) {
     let w = view(o.fan_out, o.fan_in, &net[o.weight..]);
-    general_mat_mul(
-        1.0,
-        &view(n, o.fan_out, dy),
-        &w,
-        0.0,
-        &mut view_mut(n, o.fan_in, dx),
-    );
+    product(view(n, o.fan_out, dy), w, &mut dx[..n * o.fan_in], false);
 }
 
 impl NetBackward<'_> {
