@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GEMM candidates for the CPU learner, side by side in one run on the critic's shapes,
 # single precision, 1 and 2 threads:
-#   matrixmultiply (what the engine multiplies with, through ndarray);
-#   faer's `gemm` crate with its AVX-512 kernels (`x86-v4`), dispatched at run time;
+#   matrixmultiply (what the engine multiplied with, through ndarray, until it moved to faer's);
+#   faer's `gemm` crate with its AVX-512 kernels (`x86-v4`), dispatched at run time (what the
+#     engine multiplies with: src/simd/gemm.rs, one thread per call);
 #   numpy's OpenBLAS choosing its own kernel (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for
 #     that command alone), and forced onto its Haswell (AVX2) kernel;
 #   PyTorch `mm`, when the Python given has torch.
