@@ -12,6 +12,8 @@
 //!
 //! CPUs without these features (and other architectures) run the scalar code.
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod codes;
 pub(crate) mod gemm;
 pub(crate) mod regrow;
 #[cfg(target_arch = "x86_64")]

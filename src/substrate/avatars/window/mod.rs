@@ -8,7 +8,7 @@
 //! quarter of Commons Harvest's step; the scalar rows were a third).
 
 #[cfg(target_arch = "x86_64")]
-use crate::simd::window as avx512;
+use crate::simd::{codes, window as avx512};
 
 use super::{AVATAR, AVATAR_CELL_BYTES, AvatarLayout, DIRS, ITEM, MAX_AVATARS, WALL};
 use crate::components::{CELL_CHANNELS, Carry, Cooldown, Facing, GridPos};
@@ -35,13 +35,27 @@ pub fn write_observations(
     a: &mut ArenaMut,
     extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
 ) {
+    write_with(layout, avatar, a, extras_of, simd_available());
+}
+
+/// [`write_observations`], with the AVX-512 kernels when `simd`.
+fn write_with(
+    layout: &LayoutCore,
+    avatar: &AvatarLayout,
+    a: &mut ArenaMut,
+    extras_of: impl Fn(Carry, Cooldown, &mut [u8]),
+    simd: bool,
+) {
     let w = avatar.window;
     let window_bytes = w.width() * w.depth() * AVATAR_CELL_BYTES;
     let stride = (layout.padded_width * CELL_CHANNELS) as isize;
-    let simd = simd_available();
     let (others, count) = standing(a.cells, &a.pos[..layout.agents], a.facing, |p: GridPos| {
         layout.cell_index(p.x, p.y)
     });
+    #[cfg(target_arch = "x86_64")]
+    if simd && w == codes::SHAPE && coded_windows(layout, a, &others[..count], &extras_of) {
+        return;
+    }
     for s in 0..layout.learners {
         let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
         if !a.alive[s].0 {
@@ -56,6 +70,78 @@ pub fn write_observations(
         place_others(&others[..count], a.pos[s], s, f, w, cells_out);
         extras_of(a.carry[s], a.cooldown[s], extras);
     }
+}
+
+/// A code layer ([`codes`]) and the layout it was built for: its padding rows (walls, the
+/// same in every arena of a layout) are built once, the map's rows every step.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+struct CodeLayer {
+    /// The layout's template (address and length), padded width and padding.
+    layout: Option<(usize, usize, usize, usize)>,
+    /// The codes, then [`codes::SLACK`] zeros.
+    codes: Vec<u8>,
+}
+
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// The code layer [`coded_windows`] builds, one per thread, as long as the last cell layer
+    /// this thread stepped (plus the kernel's slack).
+    static CODES: std::cell::RefCell<CodeLayer> = std::cell::RefCell::new(CodeLayer::default());
+}
+
+/// Every learner's observation through a code layer of the arena ([`codes`]: Melting Pot's
+/// window, avatars included, a few vector operations per 64 bytes); false, with nothing
+/// written, when an item of the layer does not fit a code.
+#[cfg(target_arch = "x86_64")]
+fn coded_windows(
+    layout: &LayoutCore,
+    a: &mut ArenaMut,
+    others: &[Standing],
+    extras_of: &impl Fn(Carry, Cooldown, &mut [u8]),
+) -> bool {
+    CODES.with_borrow_mut(|layer| {
+        let width = layout.padded_width;
+        let key = (
+            layout.cells_template.as_ptr() as usize,
+            a.cells.len(),
+            width,
+            layout.pad,
+        );
+        if layer.layout != Some(key) {
+            layer.layout = None;
+            layer.codes.clear();
+            layer
+                .codes
+                .resize(a.cells.len() / CELL_CHANNELS + codes::SLACK, 0);
+            if !codes::build(a.cells, &mut layer.codes) {
+                return false;
+            }
+            layer.layout = Some(key);
+        }
+        let rows = layout.pad * width..(layout.pad + layout.height) * width;
+        let map = &a.cells[rows.start * CELL_CHANNELS..rows.end * CELL_CHANNELS];
+        if !codes::build(map, &mut layer.codes[rows.start..]) {
+            return false;
+        }
+        let layer = &mut layer.codes;
+        let cell_of = |p: GridPos| layout.cell_index(p.x, p.y) / CELL_CHANNELS;
+        for o in others {
+            codes::mark(layer, cell_of(o.pos), o.facing);
+        }
+        for s in 0..layout.learners {
+            let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
+            if !a.alive[s].0 {
+                out.fill(0);
+                continue;
+            }
+            let (window, extras) = out.split_at_mut(codes::WINDOW_BYTES);
+            let f = a.facing[s].0 as usize;
+            codes::window(layer, cell_of(a.pos[s]), width, f, window);
+            extras_of(a.carry[s], a.cooldown[s], extras);
+        }
+        true
+    })
 }
 
 /// The wall and item bytes of every window cell, one window row (one run of the layer) at a
@@ -294,6 +380,71 @@ mod tests {
             .collect()
     }
 
+    /// Melting Pot's three avatar substrates with its window, stepped under random actions
+    /// (zaps, respawns, regrowth and pollution included) from a shared thread-local code layer:
+    /// every step's windows through the code layer equal the scalar rows and placed avatars.
+    #[test]
+    fn coded_windows_are_the_scalar_windows_over_whole_episodes() {
+        use crate::components::AppliedAction;
+        use crate::layout::Layout;
+        use crate::scenario::Scenario;
+        use crate::substrate::ArenaState;
+        let scenarios = [
+            include_str!("../../../../assets/scenarios/commons_harvest_open.ron"),
+            include_str!("../../../../assets/scenarios/clean_up.ron"),
+            include_str!("../../../../assets/scenarios/gift_refinements.ron"),
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut compared = 0;
+        for (k, text) in scenarios.iter().enumerate() {
+            let layout = Layout::derive(&Scenario::parse(text, "scenario.ron").unwrap());
+            let avatar = AvatarLayout {
+                window: Window::MELTING_POT,
+            };
+            let mut state = ArenaState::new(&layout, vec![GridPos::default(); layout.agents], {
+                vec![crate::components::Alive(true); layout.agents]
+            });
+            crate::substrate::spawn(&layout, &mut state.view());
+            let window_bytes = codes_shape_bytes();
+            for t in 0..400 {
+                if t == 200 {
+                    // An item no code holds (as chemistry's compounds may be): the scalar
+                    // rows must take over.
+                    let centre = layout.cell_index(state.pos[0].x, state.pos[0].y);
+                    state.cells[centre + ITEM] = 9;
+                }
+                let applied: Vec<AppliedAction> = (0..layout.agents)
+                    .map(|_| AppliedAction((rng.next_u32() % layout.actions as u32) as u8))
+                    .collect();
+                crate::substrate::transition(&layout, &mut state, &applied);
+                let mut windows = [Vec::new(), Vec::new()];
+                for (simd, out) in [(true, 0), (false, 1)] {
+                    let mut a = state.view();
+                    write_with(
+                        &layout,
+                        &avatar,
+                        &mut a,
+                        |_, _, _| {},
+                        simd && simd_available(),
+                    );
+                    windows[out] = a
+                        .obs
+                        .chunks(layout.obs_len)
+                        .flat_map(|o| o[..window_bytes].to_vec())
+                        .collect();
+                }
+                assert_eq!(windows[0], windows[1], "scenario {k}");
+                compared += 1;
+            }
+        }
+        assert_eq!(compared, 1200);
+    }
+
+    /// Bytes of Melting Pot's window.
+    fn codes_shape_bytes() -> usize {
+        Window::MELTING_POT.width() * Window::MELTING_POT.depth() * AVATAR_CELL_BYTES
+    }
+
     proptest! {
         /// For every window shape (Melting Pot's 11 cells wide, which has AVX-512 rows, in
         /// half the cases), facing and placement of avatars (some standing, some out of play),
@@ -302,6 +453,7 @@ mod tests {
         fn row_copies_are_the_cell_by_cell_window(
             reach in prop_oneof![
                 [0u16..5, 0u16..5, 0u16..5, 0u16..5],
+                Just([5u16, 5, 9, 1]),
                 (0u16..11, 0u16..11).prop_map(|(ahead, behind)| [5, 5, ahead, behind]),
             ],
             size in (1usize..9, 1usize..9),
@@ -350,6 +502,19 @@ mod tests {
                     let (others, count) = standing(&cells, &pos, &facing, index);
                     place_others(&others[..count], pos[watcher], watcher, f, w, &mut out);
                     prop_assert_eq!(&out, &expected, "facing {}, simd {}", f, simd);
+                }
+                // Melting Pot's window through the code layer, where this CPU has the kernel.
+                #[cfg(target_arch = "x86_64")]
+                if simd_available() && w == codes::SHAPE {
+                    let mut layer = vec![7u8; cells.len() / CELL_CHANNELS + codes::SLACK];
+                    prop_assert!(codes::build(&cells, &mut layer));
+                    let (others, count) = standing(&cells, &pos, &facing, index);
+                    for o in &others[..count] {
+                        codes::mark(&mut layer, index(o.pos) / CELL_CHANNELS, o.facing);
+                    }
+                    let mut out = vec![9u8; codes::WINDOW_BYTES];
+                    codes::window(&mut layer, centre / CELL_CHANNELS, padded_width, f, &mut out);
+                    prop_assert_eq!(&out, expected.as_flattened(), "facing {}, codes", f);
                 }
             }
         }

@@ -1,0 +1,312 @@
+//! Melting Pot's 11 x 11 facing-rotated window, with its avatars, from one byte per cell
+//! (AVX-512 VBMI).
+//!
+//! Once per arena step, [`build`] packs the 3-byte cell layer into one code byte per cell
+//! (the item in bits 0-1, the wall flag in bit 2) and [`mark`] sets, in each standing avatar's
+//! code, the bit of its facing (bits 4-7). Whatever the observer's facing, its window is then
+//! eleven runs of eleven adjacent codes along map rows: window rows facing north or south,
+//! window columns facing east or west. [`window`] loads the eleven runs (16 bytes each) into
+//! three vectors; for each 64 bytes of the observation, two byte permutes bring every output
+//! byte its cell's code (the permute table does the rotation), and one byte test against a
+//! per-facing table gives the one-valued bytes: wall, avatar, the avatar's facing relative to
+//! the observer (the observer's own cell masked). The item byte is the code's low bits. No
+//! avatar is placed afterwards and no window cell is visited one by one.
+//!
+//! Audit: see [`super`]. [`window`] is tested against the cell-by-cell window for every
+//! facing and placement (`row_copies_are_the_cell_by_cell_window` in
+//! `substrate::avatars::window`), [`build`] against [`build_scalar`] below.
+
+use std::arch::x86_64::{
+    __m128i, __m512i, _mm512_and_si512, _mm512_castsi128_si512, _mm512_inserti32x4,
+    _mm512_mask_blend_epi8, _mm512_mask_mov_epi8, _mm512_movepi8_mask, _mm512_or_si512,
+    _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi8, _mm512_setzero_si512,
+    _mm512_slli_epi16, _mm512_test_epi8_mask,
+};
+
+use super::available;
+use crate::components::CELL_CHANNELS;
+use crate::scenario::observation::Window;
+use crate::substrate::avatars::{AVATAR_CELL_BYTES, ITEM, WALL};
+
+/// The window this kernel serves: Melting Pot's.
+pub(crate) const SHAPE: Window = Window::MELTING_POT;
+/// Cells along either side of the window.
+const SIDE: usize = 11;
+/// Bytes of one window in the observation.
+pub(crate) const WINDOW_BYTES: usize = SIDE * SIDE * AVATAR_CELL_BYTES;
+/// Bytes a run is loaded with (its 11 codes and 5 past them): a code layer needs this many
+/// bytes after its last cell.
+pub(crate) const SLACK: usize = 16;
+/// Output vectors per window: 13 at 64-byte steps, then one ending at the window's last byte.
+const VECTORS: usize = 14;
+/// Where the last output vector starts.
+const LAST: usize = WINDOW_BYTES - 64;
+/// Code bits: the item (0-3), the wall flag, the first facing bit (north; then east, south,
+/// west).
+const ITEM_BITS: u8 = 0b11;
+const WALL_BIT: u8 = 0b100;
+const FACING_BIT: u8 = 0b1_0000;
+
+/// The largest item value a code holds.
+pub(crate) const MAX_ITEM: u8 = ITEM_BITS;
+
+/// The code of one cell of the layer, `None` when its item does not fit (the scalar
+/// definition [`build`] must reproduce).
+pub(crate) fn code(cell: &[u8]) -> Option<u8> {
+    (cell[ITEM] <= MAX_ITEM).then_some(cell[ITEM] | (cell[0] & WALL) * WALL_BIT)
+}
+
+/// The codes of `cells` cell by cell into the start of `out` (one byte per cell); false when
+/// an item does not fit a code.
+pub(crate) fn build_scalar(cells: &[u8], out: &mut [u8]) -> bool {
+    for (o, cell) in out.iter_mut().zip(cells.chunks_exact(CELL_CHANNELS)) {
+        match code(cell) {
+            Some(c) => *o = c,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// [`build_scalar`] 64 cells per step.
+///
+/// # Panics
+/// When [`available`] is false or `out` holds fewer bytes than `cells` holds cells.
+pub(crate) fn build(cells: &[u8], out: &mut [u8]) -> bool {
+    let n = cells.len() / CELL_CHANNELS;
+    if n < 64 {
+        return build_scalar(cells, out);
+    }
+    #[expect(
+        unsafe_code,
+        reason = "calling the target_feature kernel; see the audit above"
+    )]
+    {
+        assert!(
+            available(),
+            "the code layer needs avx512f, avx512bw and avx512vbmi"
+        );
+        // SAFETY: the kernel needs only the CPU features `available` has just confirmed.
+        unsafe { build_kernel(cells, &mut out[..n]) }
+    }
+}
+
+/// Marks a standing avatar facing `facing` (0-3) at cell `cell` of the code layer.
+pub(crate) fn mark(codes: &mut [u8], cell: usize, facing: u8) {
+    codes[cell] |= FACING_BIT << (facing & 3);
+}
+
+/// The window of the observer at cell `centre` of a code layer `width` cells wide, facing
+/// `facing` (0-3), as `WINDOW_BYTES` observation bytes; the observer's own cell shows no
+/// avatar.
+///
+/// # Panics
+/// When [`available`] is false or a run lies outside `codes`.
+pub(crate) fn window(codes: &[u8], centre: usize, width: usize, facing: usize, out: &mut [u8]) {
+    let f = facing & 3;
+    let (dx, dy) = CORNER[f];
+    let first = (centre as isize + dy * width as isize + dx) as usize;
+    #[expect(
+        unsafe_code,
+        reason = "calling the target_feature kernel; see the audit above"
+    )]
+    {
+        assert!(
+            available(),
+            "the code window needs avx512f, avx512bw and avx512vbmi"
+        );
+        // SAFETY: the kernel needs only the CPU features `available` has just confirmed.
+        unsafe { window_kernel(codes, first, width, &TABLES[f], out) }
+    }
+}
+
+/// Per facing, the first run's offset from the observer in cells (x, y): the corner of the
+/// window's rectangle on the map with the smallest x and y.
+const CORNER: [(isize, isize); 4] = [(-5, -9), (-1, -5), (-5, -1), (-9, -5)];
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+fn build_kernel(cells: &[u8], out: &mut [u8]) -> bool {
+    let n = out.len();
+    let flags_at = vector(&BUILD.flags);
+    let items_at = vector(&BUILD.items);
+    let (low_ones, item_bits) = (
+        _mm512_set1_epi8(WALL as i8),
+        _mm512_set1_epi8(ITEM_BITS as i8),
+    );
+    let mut seen = _mm512_setzero_si512();
+    // Chunks of 64 cells; the last one ends at the last cell (overlapping the one before).
+    let mut start = 0;
+    loop {
+        let start_now = start.min(n - 64);
+        let bytes = &cells[start_now * CELL_CHANNELS..(start_now + 64) * CELL_CHANNELS];
+        let part = |k: usize| -> __m512i {
+            let chunk: [u8; 64] = bytes[64 * k..64 * (k + 1)].try_into().expect("64 bytes");
+            bytemuck::cast(chunk)
+        };
+        let (x0, x1, x2) = (part(0), part(1), part(2));
+        let gather = |at: __m512i| {
+            let low = _mm512_permutex2var_epi8(x0, at, x1);
+            let high = _mm512_permutexvar_epi8(at, x2);
+            _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), low, high)
+        };
+        let (flags, items) = (gather(flags_at), gather(items_at));
+        seen = _mm512_or_si512(seen, items);
+        // Wall bits are 0 or 1 per byte: a 16-bit shift by 2 stays inside each byte.
+        let wall = _mm512_slli_epi16(_mm512_and_si512(flags, low_ones), 2);
+        let codes = _mm512_or_si512(_mm512_and_si512(items, item_bits), wall);
+        out[start_now..start_now + 64].copy_from_slice(&bytemuck::cast::<_, [u8; 64]>(codes));
+        if start_now + 64 == n {
+            break;
+        }
+        start += 64;
+    }
+    _mm512_test_epi8_mask(seen, _mm512_set1_epi8(!ITEM_BITS as i8)) == 0
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+fn window_kernel(codes: &[u8], first: usize, width: usize, t: &Tables, out: &mut [u8]) {
+    let run = |j: usize| -> __m128i {
+        let at = first + j * width;
+        let bytes: [u8; 16] = codes[at..at + 16].try_into().expect("16 bytes");
+        bytemuck::cast(bytes)
+    };
+    let four = |j: usize| {
+        let v = _mm512_castsi128_si512(run(j));
+        let v = _mm512_inserti32x4::<1>(v, run(j + 1));
+        let v = _mm512_inserti32x4::<2>(v, run(j + 2));
+        _mm512_inserti32x4::<3>(v, run(j + 3))
+    };
+    let (a, b) = (four(0), four(4));
+    let c = _mm512_castsi128_si512(run(8));
+    let c = _mm512_inserti32x4::<1>(c, run(9));
+    let c = _mm512_inserti32x4::<2>(c, run(10));
+    let ones = _mm512_set1_epi8(1);
+    let out = &mut out[..WINDOW_BYTES];
+    for v in 0..VECTORS {
+        let at = vector(&t.source[v]);
+        let low = _mm512_permutex2var_epi8(a, at, b);
+        let high = _mm512_permutexvar_epi8(at, c);
+        let cell = _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), low, high);
+        let ones_at = _mm512_test_epi8_mask(cell, vector(&t.test[v]));
+        let item = _mm512_and_si512(cell, vector(&ITEM_MASKS[v]));
+        let bytes = _mm512_mask_mov_epi8(item, ones_at, ones);
+        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
+        out[from..from + 64].copy_from_slice(&bytemuck::cast::<_, [u8; 64]>(bytes));
+    }
+}
+
+fn vector(bytes: &[u8; 64]) -> __m512i {
+    bytemuck::cast(*bytes)
+}
+
+/// Where a 64-cell chunk's flags and item bytes sit among its 192 bytes.
+struct Build {
+    flags: [u8; 64],
+    items: [u8; 64],
+}
+
+const BUILD: Build = Build {
+    flags: every_third(0),
+    items: every_third(ITEM),
+};
+
+const fn every_third(offset: usize) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    let mut k = 0;
+    while k < 64 {
+        out[k] = (k * CELL_CHANNELS + offset) as u8;
+        k += 1;
+    }
+    out
+}
+
+/// One facing's tables, per output vector: each byte's source among the runs (run `j`, cell
+/// `i`: byte `16 j + i`, runs 8-10 from 128 on) and the code bits whose presence makes it 1.
+struct Tables {
+    source: [[u8; 64]; VECTORS],
+    test: [[u8; 64]; VECTORS],
+}
+
+const TABLES: [Tables; 4] = [tables(0), tables(1), tables(2), tables(3)];
+
+/// Per output vector: the item bytes keep the code's item bits; every other byte is 0 or 1.
+const ITEM_MASKS: [[u8; 64]; VECTORS] = {
+    let mut out = [[0u8; 64]; VECTORS];
+    let mut v = 0;
+    while v < VECTORS {
+        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
+        let mut k = 0;
+        while k < 64 {
+            if (from + k) % AVATAR_CELL_BYTES == ITEM {
+                out[v][k] = ITEM_BITS;
+            }
+            k += 1;
+        }
+        v += 1;
+    }
+    out
+};
+
+const fn tables(f: usize) -> Tables {
+    let mut source = [[0u8; 64]; VECTORS];
+    let mut test = [[0u8; 64]; VECTORS];
+    let mut v = 0;
+    while v < VECTORS {
+        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
+        let mut k = 0;
+        while k < 64 {
+            let o = from + k;
+            let (cell, channel) = (o / AVATAR_CELL_BYTES, o % AVATAR_CELL_BYTES);
+            let (r, c) = (cell / SIDE, cell % SIDE);
+            let (j, i) = match f {
+                0 => (r, c),
+                1 => (c, SIDE - 1 - r),
+                2 => (SIDE - 1 - r, SIDE - 1 - c),
+                _ => (SIDE - 1 - c, r),
+            };
+            source[v][k] = (16 * j + i) as u8;
+            let own = cell == SHAPE.ahead as usize * SIDE + SHAPE.left as usize;
+            test[v][k] = match channel {
+                0 => WALL_BIT,
+                1 => 0,
+                2 if !own => FACING_BIT * 0b1111,
+                3..=6 if !own => FACING_BIT << ((channel - 3 + f) % 4),
+                _ => 0,
+            };
+            k += 1;
+        }
+        v += 1;
+    }
+    Tables { source, test }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// On layers of any size (fewer cells than a chunk, a chunk's multiple or not), with
+        /// items that fit a code or one that does not, the kernel's code layer and verdict are
+        /// the scalar code's.
+        #[test]
+        fn the_kernel_builds_what_the_scalar_code_builds(
+            cells in proptest::collection::vec((0u8..16, 0u8..4), 1..400),
+            too_big in proptest::option::of((any::<prop::sample::Index>(), 4u8..=255)),
+        ) {
+            prop_assume!(available());
+            let mut layer: Vec<u8> = cells.iter().flat_map(|&(f, i)| [f, i, 0]).collect();
+            if let Some((at, item)) = too_big {
+                layer[at.index(cells.len()) * CELL_CHANNELS + ITEM] = item;
+            }
+            let mut expected = vec![7u8; cells.len() + 1];
+            let mut got = vec![7u8; cells.len() + 1];
+            let fits = build_scalar(&layer, &mut expected);
+            prop_assert_eq!(build(&layer, &mut got), fits);
+            prop_assert_eq!(fits, too_big.is_none());
+            if fits {
+                prop_assert_eq!(got, expected);
+            }
+        }
+    }
+}
