@@ -18,7 +18,7 @@
 
 use std::arch::x86_64::{
     __m128i, __m512i, _mm512_and_si512, _mm512_castsi128_si512, _mm512_inserti32x4,
-    _mm512_mask_blend_epi8, _mm512_mask_mov_epi8, _mm512_movepi8_mask, _mm512_or_si512,
+    _mm512_mask_blend_epi8, _mm512_min_epu8, _mm512_movepi8_mask, _mm512_or_si512,
     _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi8, _mm512_setzero_si512,
     _mm512_slli_epi16, _mm512_test_epi8_mask,
 };
@@ -180,17 +180,21 @@ fn window_kernel(codes: &[u8], first: usize, width: usize, t: &Tables, out: &mut
     let c = _mm512_castsi128_si512(run(8));
     let c = _mm512_inserti32x4::<1>(c, run(9));
     let c = _mm512_inserti32x4::<2>(c, run(10));
-    let ones = _mm512_set1_epi8(1);
-    let out = &mut out[..WINDOW_BYTES];
-    for v in 0..VECTORS {
-        let at = vector(&t.source[v]);
+    // The window's codes in its own order (row by row from the farthest row, each from the
+    // observer's left): cells 0-63, then 64-120.
+    let window = t.cells.map(|at| {
+        let at = vector(&at);
         let low = _mm512_permutex2var_epi8(a, at, b);
         let high = _mm512_permutexvar_epi8(at, c);
-        let cell = _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), low, high);
-        let ones_at = _mm512_test_epi8_mask(cell, vector(&t.test[v]));
-        let item = _mm512_and_si512(cell, vector(&ITEM_MASKS[v]));
-        let bytes = _mm512_mask_mov_epi8(item, ones_at, ones);
-        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), low, high)
+    });
+    let out = &mut out[..WINDOW_BYTES];
+    for v in 0..VECTORS {
+        // Output vectors 0-6 hold cells 0-63 exactly (64 cells of 7 bytes are 7 vectors).
+        let codes = _mm512_permutexvar_epi8(vector(&SPREAD[v]), window[v / 7]);
+        let kept = _mm512_and_si512(codes, vector(&t.keep[v]));
+        let bytes = _mm512_min_epu8(kept, vector(&CAP[v]));
+        let from = start(v);
         out[from..from + 64].copy_from_slice(&bytemuck::cast::<_, [u8; 64]>(bytes));
     }
 }
@@ -220,24 +224,46 @@ const fn every_third(offset: usize) -> [u8; 64] {
     out
 }
 
-/// One facing's tables, per output vector: each byte's source among the runs (run `j`, cell
-/// `i`: byte `16 j + i`, runs 8-10 from 128 on) and the code bits whose presence makes it 1.
+/// One facing's tables: where each window cell's code lies among the runs (run `j`, cell `i`:
+/// byte `16 j + i`, runs 8-10 from 128 on), cells 0-63 and 64-127 (121-127 unused); per
+/// output vector, the code bits each byte keeps (none of the observer's own avatar).
 struct Tables {
-    source: [[u8; 64]; VECTORS],
-    test: [[u8; 64]; VECTORS],
+    cells: [[u8; 64]; 2],
+    keep: [[u8; 64]; VECTORS],
 }
 
 const TABLES: [Tables; 4] = [tables(0), tables(1), tables(2), tables(3)];
 
-/// Per output vector: the item bytes keep the code's item bits; every other byte is 0 or 1.
-const ITEM_MASKS: [[u8; 64]; VECTORS] = {
+/// Where output vector `v` starts in the window's bytes.
+const fn start(v: usize) -> usize {
+    if v + 1 < VECTORS { 64 * v } else { LAST }
+}
+
+/// Per output vector, each byte's window cell (less 64 from vector 7 on, whose cells are 64
+/// and up).
+const SPREAD: [[u8; 64]; VECTORS] = {
     let mut out = [[0u8; 64]; VECTORS];
     let mut v = 0;
     while v < VECTORS {
-        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
         let mut k = 0;
         while k < 64 {
-            if (from + k) % AVATAR_CELL_BYTES == ITEM {
+            out[v][k] = ((start(v) + k) / AVATAR_CELL_BYTES % 64) as u8;
+            k += 1;
+        }
+        v += 1;
+    }
+    out
+};
+
+/// Per output vector, the most each byte holds: the item bytes the item (up to 3), the others
+/// 1 (any kept bit set).
+const CAP: [[u8; 64]; VECTORS] = {
+    let mut out = [[1u8; 64]; VECTORS];
+    let mut v = 0;
+    while v < VECTORS {
+        let mut k = 0;
+        while k < 64 {
+            if (start(v) + k) % AVATAR_CELL_BYTES == ITEM {
                 out[v][k] = ITEM_BITS;
             }
             k += 1;
@@ -248,36 +274,39 @@ const ITEM_MASKS: [[u8; 64]; VECTORS] = {
 };
 
 const fn tables(f: usize) -> Tables {
-    let mut source = [[0u8; 64]; VECTORS];
-    let mut test = [[0u8; 64]; VECTORS];
+    let mut cells = [[0u8; 64]; 2];
+    let mut cell = 0;
+    while cell < SIDE * SIDE {
+        let (r, c) = (cell / SIDE, cell % SIDE);
+        let (j, i) = match f {
+            0 => (r, c),
+            1 => (c, SIDE - 1 - r),
+            2 => (SIDE - 1 - r, SIDE - 1 - c),
+            _ => (SIDE - 1 - c, r),
+        };
+        cells[cell / 64][cell % 64] = (16 * j + i) as u8;
+        cell += 1;
+    }
+    let mut keep = [[0u8; 64]; VECTORS];
+    let own = SHAPE.ahead as usize * SIDE + SHAPE.left as usize;
     let mut v = 0;
     while v < VECTORS {
-        let from = if v + 1 < VECTORS { 64 * v } else { LAST };
         let mut k = 0;
         while k < 64 {
-            let o = from + k;
+            let o = start(v) + k;
             let (cell, channel) = (o / AVATAR_CELL_BYTES, o % AVATAR_CELL_BYTES);
-            let (r, c) = (cell / SIDE, cell % SIDE);
-            let (j, i) = match f {
-                0 => (r, c),
-                1 => (c, SIDE - 1 - r),
-                2 => (SIDE - 1 - r, SIDE - 1 - c),
-                _ => (SIDE - 1 - c, r),
-            };
-            source[v][k] = (16 * j + i) as u8;
-            let own = cell == SHAPE.ahead as usize * SIDE + SHAPE.left as usize;
-            test[v][k] = match channel {
+            keep[v][k] = match channel {
                 0 => WALL_BIT,
-                1 => 0,
-                2 if !own => FACING_BIT * 0b1111,
-                3..=6 if !own => FACING_BIT << ((channel - 3 + f) % 4),
+                1 => ITEM_BITS,
+                2 if cell != own => FACING_BIT * 0b1111,
+                3..=6 if cell != own => FACING_BIT << ((channel - 3 + f) % 4),
                 _ => 0,
             };
             k += 1;
         }
         v += 1;
     }
-    Tables { source, test }
+    Tables { cells, keep }
 }
 
 #[cfg(test)]
