@@ -6,11 +6,13 @@
 //! code, the bit of its facing (bits 4-7). Whatever the observer's facing, its window is then
 //! eleven runs of eleven adjacent codes along map rows: window rows facing north or south,
 //! window columns facing east or west. [`window`] loads the eleven runs (16 bytes each) into
-//! three vectors; for each 64 bytes of the observation, two byte permutes bring every output
-//! byte its cell's code (the permute table does the rotation), and one byte test against a
-//! per-facing table gives the one-valued bytes: wall, avatar, the avatar's facing relative to
-//! the observer (the observer's own cell masked). The item byte is the code's low bits. No
-//! avatar is placed afterwards and no window cell is visited one by one.
+//! three vectors and gathers the 121 codes into the window's own order (rows from the farthest,
+//! each from the observer's left) with two byte permutes per 64 cells: the permute table does
+//! the rotation. Each 64 bytes of the observation are then one permute (every byte gets its
+//! cell's code), an AND with the code bits that byte shows (per facing: wall, item, avatar, the
+//! avatar's facing relative to the observer's; nothing of the observer's own avatar) and an
+//! unsigned MIN that caps every byte at 1 but the item's. No avatar is placed afterwards and no
+//! window cell is visited one by one.
 //!
 //! Audit: see [`super`]. [`window`] is tested against the cell-by-cell window for every
 //! facing and placement (`row_copies_are_the_cell_by_cell_window` in

@@ -3,9 +3,11 @@
 //! A window row runs along the observer's left-right axis: facing north or south it is a run of
 //! adjacent cells in one row of the cell layer, facing east or west a run down one column. The
 //! terrain (wall and item bytes) is copied row by row from that run; the few other avatars are
-//! then placed from their positions, so no window cell is tested for an avatar. Melting Pot's
-//! 11-wide window takes the AVX-512 rows of [`crate::simd::window`] where the CPU has them (a
-//! quarter of Commons Harvest's step; the scalar rows were a third).
+//! then placed from their positions, so no window cell is tested for an avatar. An 11-wide
+//! window takes the AVX-512 rows of [`crate::simd::window`] where the CPU has them. Melting
+//! Pot's own 11 x 11 window goes, on such a CPU, through a code layer of the arena instead
+//! ([`crate::simd::codes`], avatars included: a fifth of Commons Harvest's step, against the
+//! rows and placed avatars' third).
 
 #[cfg(target_arch = "x86_64")]
 use crate::simd::{codes, window as avx512};
