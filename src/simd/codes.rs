@@ -193,9 +193,9 @@ fn window_kernel(codes: &[u8], first: usize, width: usize, t: &Tables, out: &mut
     let out = &mut out[..WINDOW_BYTES];
     for v in 0..VECTORS {
         // Output vectors 0-6 hold cells 0-63 exactly (64 cells of 7 bytes are 7 vectors).
-        let codes = _mm512_permutexvar_epi8(vector(&SPREAD[v]), window[v / 7]);
+        let codes = _mm512_permutexvar_epi8(vector(&BYTES.cell[v]), window[v / 7]);
         let kept = _mm512_and_si512(codes, vector(&t.keep[v]));
-        let bytes = _mm512_min_epu8(kept, vector(&CAP[v]));
+        let bytes = _mm512_min_epu8(kept, vector(&BYTES.cap[v]));
         let from = start(v);
         out[from..from + 64].copy_from_slice(&bytemuck::cast::<_, [u8; 64]>(bytes));
     }
@@ -241,32 +241,27 @@ const fn start(v: usize) -> usize {
     if v + 1 < VECTORS { 64 * v } else { LAST }
 }
 
-/// Per output vector, each byte's window cell (less 64 from vector 7 on, whose cells are 64
-/// and up).
-const SPREAD: [[u8; 64]; VECTORS] = {
-    let mut out = [[0u8; 64]; VECTORS];
-    let mut v = 0;
-    while v < VECTORS {
-        let mut k = 0;
-        while k < 64 {
-            out[v][k] = ((start(v) + k) / AVATAR_CELL_BYTES % 64) as u8;
-            k += 1;
-        }
-        v += 1;
-    }
-    out
-};
+/// Per output vector and byte (the same for every facing): the byte's window cell (less 64
+/// from vector 7 on, whose cells are 64 and up), and the most the byte holds (the item byte
+/// the item, up to 3; the others 1, for any kept bit set).
+struct Bytes {
+    cell: [[u8; 64]; VECTORS],
+    cap: [[u8; 64]; VECTORS],
+}
 
-/// Per output vector, the most each byte holds: the item bytes the item (up to 3), the others
-/// 1 (any kept bit set).
-const CAP: [[u8; 64]; VECTORS] = {
-    let mut out = [[1u8; 64]; VECTORS];
+const BYTES: Bytes = {
+    let mut out = Bytes {
+        cell: [[0u8; 64]; VECTORS],
+        cap: [[1u8; 64]; VECTORS],
+    };
     let mut v = 0;
     while v < VECTORS {
         let mut k = 0;
         while k < 64 {
-            if (start(v) + k) % AVATAR_CELL_BYTES == ITEM {
-                out[v][k] = ITEM_BITS;
+            let o = start(v) + k;
+            out.cell[v][k] = (o / AVATAR_CELL_BYTES % 64) as u8;
+            if o % AVATAR_CELL_BYTES == ITEM {
+                out.cap[v][k] = ITEM_BITS;
             }
             k += 1;
         }
