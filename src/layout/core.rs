@@ -52,6 +52,8 @@ pub struct LayoutCore {
     pub spawn_groups: Vec<SpawnGroup>,
     /// Initial content of every arena's `SpawnDeck`.
     pub deck_template: Vec<u16>,
+    /// The cell layer's byte offset of each `deck_template` cell (same order).
+    pub deck_cells: Vec<u32>,
     /// Observation bytes per learner.
     pub obs_len: usize,
     /// Global-state bytes per arena (written only while the batch keeps the global state).

@@ -6,6 +6,7 @@ pub(crate) mod core;
 use bevy_ecs::prelude::*;
 
 pub use self::core::{LayoutCore, SpawnGroup, padded_cells};
+use crate::components::CELL_CHANNELS;
 use crate::rng;
 use crate::scenario::{Control, Grid, LoadedScenario, RoleKind, Scenario, Tile};
 use crate::substrate::Derived;
@@ -87,6 +88,13 @@ impl Layout {
             counter_names,
         } = scenario.substrate.derive(&scenario.view(), grid);
         let padded_width = width + 2 * pad;
+        let deck_cells = deck_template
+            .iter()
+            .map(|&c| {
+                let (x, y) = (c as usize % width, c as usize / width);
+                (((y + pad) * padded_width + x + pad) * CELL_CHANNELS) as u32
+            })
+            .collect();
 
         let slots_of = |kind: RoleKind| -> Vec<u16> {
             (0..agents)
@@ -113,6 +121,7 @@ impl Layout {
                 slot_role,
                 spawn_groups,
                 deck_template,
+                deck_cells,
                 obs_len: observation_len(scenario),
                 state_len: scenario.global_state_len(),
                 action_mask: scenario.has_action_mask(),

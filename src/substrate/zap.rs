@@ -118,36 +118,24 @@ pub const COUNTERS: Counters = Counters {
     time_sum: 3,
 };
 
-/// Positions before the move phase, to tell which avatars entered a cell this step.
-pub fn positions(layout: &LayoutCore, a: &ArenaMut) -> [GridPos; super::avatars::MAX_AVATARS] {
-    let mut out = [GridPos::default(); super::avatars::MAX_AVATARS];
-    out[..layout.agents].copy_from_slice(&a.pos[..layout.agents]);
-    out
-}
-
-/// Every avatar that entered a cell holding an apple eats it (Melting Pot's `Edible.onEnter`):
-/// `reward` for the eater, the apple gone; `eaten(a, i)` runs for the substrate's bookkeeping
-/// (Harvest: neighbour counts and the [`EATEN`] flag). An apple that regrew under a standing
-/// avatar is only eaten by the next avatar to enter.
-pub fn eat_apples(
-    layout: &LayoutCore,
+/// Avatar `s` has just entered the cell at byte `i` of the cell layer: if an apple stands
+/// there, it eats it (Melting Pot's `Edible.onEnter`): `reward` for the eater, the apple gone,
+/// and `eaten(a)` runs for the substrate's bookkeeping (Harvest: neighbour counts and the
+/// [`EATEN`] flag). An apple that regrew under a standing avatar is only eaten by the next
+/// avatar to enter.
+pub fn eat_apple(
     a: &mut ArenaMut,
-    before: &[GridPos],
+    s: usize,
+    i: usize,
     reward: f32,
-    mut eaten: impl FnMut(&mut ArenaMut, usize),
+    eaten: impl FnOnce(&mut ArenaMut),
 ) {
-    for (s, &was) in before.iter().enumerate().take(layout.agents) {
-        if !a.alive[s].0 || a.pos[s] == was {
-            continue;
-        }
-        let i = layout.cell_index(a.pos[s].x, a.pos[s].y);
-        if a.cells[i] & APPLE_CELL != 0 && a.cells[i + ITEM] != 0 {
-            a.cells[i + ITEM] = 0;
-            a.reward[s] = StepReward(a.reward[s].0 + reward);
-            a.counters[COUNTERS.eaten] += 1;
-            a.counters[COUNTERS.time_sum] += a.clock.t + 1;
-            eaten(a, i);
-        }
+    if a.cells[i] & APPLE_CELL != 0 && a.cells[i + ITEM] != 0 {
+        a.cells[i + ITEM] = 0;
+        a.reward[s] = StepReward(a.reward[s].0 + reward);
+        a.counters[COUNTERS.eaten] += 1;
+        a.counters[COUNTERS.time_sum] += a.clock.t + 1;
+        eaten(a);
     }
 }
 
@@ -193,6 +181,7 @@ pub fn respawn(layout: &LayoutCore, a: &mut ArenaMut) {
         return;
     };
     let deck = &layout.deck_template[group.deck.clone()];
+    let deck_cells = &layout.deck_cells[group.deck.clone()];
     for s in 0..layout.agents {
         let timer = &mut a.carry[s].0[RESPAWN];
         if a.alive[s].0 || *timer == 0 {
@@ -202,25 +191,19 @@ pub fn respawn(layout: &LayoutCore, a: &mut ArenaMut) {
         if *timer > 0 {
             continue;
         }
-        let free_at = |a: &ArenaMut, c: u16| {
-            let (x, y) = (
-                (c as usize % layout.width) as i16,
-                (c as usize / layout.width) as i16,
-            );
-            let i = layout.cell_index(x, y);
-            (a.cells[i + AVATAR] == 0).then_some((x, y, i))
-        };
-        let free = deck.iter().filter(|&&c| free_at(a, c).is_some()).count();
+        let free_at = |a: &ArenaMut, i: u32| a.cells[i as usize + AVATAR] == 0;
+        let free = deck_cells.iter().filter(|&&i| free_at(a, i)).count();
         if free == 0 {
             a.carry[s].0[RESPAWN] = 1;
             continue;
         }
         let pick = below(a.rng.rules.next_u32(), free as u32) as usize;
-        let (x, y, i) = deck
-            .iter()
-            .filter_map(|&c| free_at(a, c))
+        let k = (0..deck.len())
+            .filter(|&k| free_at(a, deck_cells[k]))
             .nth(pick)
             .expect("pick < free");
+        let (c, i) = (deck[k] as usize, deck_cells[k] as usize);
+        let (x, y) = ((c % layout.width) as i16, (c / layout.width) as i16);
         a.pos[s] = GridPos { x, y };
         a.facing[s] = Facing(below(a.rng.rules.next_u32(), 4) as u8);
         a.alive[s].0 = true;

@@ -114,9 +114,14 @@ pub(crate) mod moves {
 /// 5-6 turn left, right. Avatars act in a random priority order; a step succeeds when the
 /// target cell is open and holds no avatar at that moment (so two avatars never share a cell and
 /// the first in priority wins a contested cell). The move happens before the turn, as in Melting
-/// Pot's action order. With `token_capacity` (gift_refinements' inventory capacity), stepping onto
-/// a token picks it up.
-pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option<u8>) {
+/// Pot's action order. `entered(a, s, j)` runs as soon as avatar `s` has stepped into the cell at
+/// byte `j` of the cell layer, before the next avatar moves (gift_refinements picks a token up,
+/// the apple substrates eat an apple).
+pub fn apply_moves(
+    layout: &LayoutCore,
+    a: &mut ArenaMut,
+    mut entered: impl FnMut(&mut ArenaMut, usize, usize),
+) {
     let order = priority_order(layout.agents, &mut a.rng.rules);
     for &s in &order[..layout.agents] {
         let s = s as usize;
@@ -138,21 +143,14 @@ pub fn apply_moves(layout: &LayoutCore, a: &mut ArenaMut, token_capacity: Option
             layout.cell_index(to.x, to.y),
         );
         let free = moving & (a.cells[j] & WALL == 0) & (a.cells[j + AVATAR] == 0);
-        let (left, entered) = (a.cells[i + AVATAR], a.cells[j + AVATAR]);
+        let (left, there) = (a.cells[i + AVATAR], a.cells[j + AVATAR]);
         a.cells[i + AVATAR] = std::hint::select_unpredictable(free, 0, left);
-        a.cells[j + AVATAR] = std::hint::select_unpredictable(free, s as u8 + 1, entered);
+        a.cells[j + AVATAR] = std::hint::select_unpredictable(free, s as u8 + 1, there);
         a.pos[s] = std::hint::select_unpredictable(free, to, from);
-        if let Some(capacity) = token_capacity
-            && free
-            && a.cells[j] & TOKEN_CELL != 0
-            && a.cells[j + ITEM] != 0
-        {
-            a.cells[j + ITEM] = 0;
-            let raw = &mut a.carry[s].0[0];
-            *raw = (*raw + 1).min(capacity);
-            a.counters[0] += 1;
-        }
         a.facing[s].0 = ((f + TURNS[act]) % 4) as u8;
+        if free {
+            entered(a, s, j);
+        }
     }
 }
 

@@ -31,9 +31,8 @@ pub fn apply_moves(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
     let dirt = dirt_count(c, a);
     grow_apples(c, a, dirt);
     spawn_dirt(c, a, dirt);
-    let before = zap::positions(layout, a);
-    avatars::apply_moves(layout, a, None);
-    zap::eat_apples(layout, a, &before, c.params.apple_reward, |_, _| {});
+    let reward = c.params.apple_reward;
+    avatars::apply_moves(layout, a, |a, s, i| zap::eat_apple(a, s, i, reward, |_| {}));
 }
 
 /// Every empty apple cell grows an apple with the probability the polluted fraction of the

@@ -12,19 +12,20 @@ use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{self, ITEM, MAX_AVATARS, priority_order};
 use crate::substrate::zap::{self, APPLE_CELL, EATEN, FIRE_ZAP};
 
-/// Moves and turns ([`avatars::apply_moves`]), then every avatar that entered an apple's cell
-/// eats it: the cell is flagged [`EATEN`] and the apple's neighbours lose one standing
-/// neighbour.
+/// Moves and turns ([`avatars::apply_moves`]); an avatar that enters an apple's cell eats it
+/// ([`zap::eat_apple`]): the cell is flagged [`EATEN`] and the apple's neighbours lose one
+/// standing neighbour.
 pub fn apply_moves(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     a.reward.fill(StepReward(0.0));
-    let before = zap::positions(layout, a);
-    avatars::apply_moves(layout, a, None);
-    zap::eat_apples(layout, a, &before, h.params.apple_reward, |a, i| {
-        // Not to regrow this step (`regrow` clears it where the avatars stand).
-        a.cells[i] |= EATEN;
-        for &off in &h.disc {
-            a.cells[(i as isize + off) as usize] -= NEIGHBOUR;
-        }
+    let reward = h.params.apple_reward;
+    avatars::apply_moves(layout, a, |a, s, i| {
+        zap::eat_apple(a, s, i, reward, |a| {
+            // Not to regrow this step (`regrow` clears it where the avatars stand).
+            a.cells[i] |= EATEN;
+            for &off in &h.disc {
+                a.cells[(i as isize + off) as usize] -= NEIGHBOUR;
+            }
+        });
     });
 }
 
