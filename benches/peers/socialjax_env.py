@@ -1,0 +1,67 @@
+"""SocialJax's Commons Harvest (open) or Clean Up stepped under uniformly random actions, timed
+in env steps/s.
+
+`envs` environments vmapped inside one jitted `lax.scan` of `steps` steps (SocialJax's `step`,
+auto-reset included, every agent's observation computed every step as SocialJax always does),
+on the CPU, with the settings its IPPO configurations train with (7 players, 1,000 steps per
+episode, CNN observations). The whole observation is reduced into the scan's output, so none
+of it can be left uncomputed. The first call compiles and warms up; each following call is timed
+until its results are ready. Prints every run's figure and one line `env steps/s: N` (the
+median; env steps = environments x steps, as `gridarena bench env` counts them).
+
+SocialJax is not on PyPI: put a checkout on PYTHONPATH (socialjax.sh does).
+
+    python benches/peers/socialjax_env.py --env harvest_common_open --envs 64 --steps 100 --runs 5
+"""
+
+import argparse
+import os
+import warnings
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+warnings.filterwarnings("ignore")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import socialjax  # noqa: E402
+from jax_timing import env_steps_per_second  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--env", default="harvest_common_open", choices=["harvest_common_open", "clean_up"])
+    p.add_argument("--envs", type=int, default=64)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    env = socialjax.make(a.env, num_agents=7, num_inner_steps=1000, cnn=True, jit=True)
+    n, actions = env.num_agents, env.action_space().n
+
+    def rollout(key):
+        key, k0 = jax.random.split(key)
+        _, state = jax.vmap(env.reset)(jax.random.split(k0, a.envs))
+
+        def one(carry, _):
+            state, key = carry
+            key, ka, k0 = jax.random.split(key, 3)
+            acts = jax.random.randint(ka, (n, a.envs), 0, actions)
+            obs, state, rew, done, _ = jax.vmap(env.step)(
+                jax.random.split(k0, a.envs), state, [acts[i] for i in range(n)]
+            )
+            # Keep every output alive (the observation is part of the work).
+            check = jnp.sum(jnp.asarray(rew, jnp.float32)) + jnp.sum(obs, dtype=jnp.float32)
+            return (state, key), check
+
+        (state, _), checks = jax.lax.scan(one, (state, key), None, length=a.steps)
+        return checks.sum()
+
+    rate = env_steps_per_second(jax.jit(rollout), jax.random.PRNGKey(a.seed), a.runs,
+                                a.envs * a.steps)
+    print(f"jax {jax.__version__}, devices {jax.devices()}, env {a.env}, agents {n}, "
+          f"envs {a.envs}, steps {a.steps}")
+    print(f"env steps/s: {rate:.0f}")
+
+
+if __name__ == "__main__":
+    main()
