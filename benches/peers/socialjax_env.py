@@ -35,6 +35,8 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
+    if min(a.envs, a.steps, a.runs) < 1:
+        p.error("--envs, --steps and --runs must be at least 1")
     env = socialjax.make(a.env, num_agents=7, num_inner_steps=1000, cnn=True, jit=True)
     n, actions = env.num_agents, env.action_space().n
 
