@@ -22,7 +22,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 warnings.filterwarnings("ignore")
 
 import jax  # noqa: E402
-from jax_timing import env_steps_per_second  # noqa: E402
+from jax_timing import report  # noqa: E402
 from jumanji.environments.routing.lbf import LevelBasedForaging  # noqa: E402
 from jumanji.environments.routing.lbf.generator import RandomGenerator  # noqa: E402
 from jumanji.wrappers import VmapAutoResetWrapper  # noqa: E402
@@ -63,28 +63,18 @@ def main():
     )
     env = VmapAutoResetWrapper(LevelBasedForaging(generator=generator, time_limit=a.time_limit))
 
-    def rollout(key):
-        key, k0 = jax.random.split(key)
-        state, _ = env.reset(jax.random.split(k0, a.envs))
+    def reset(key):
+        return env.reset(jax.random.split(key, a.envs))[0]
 
-        def one(carry, _):
-            state, key = carry
-            key, ka = jax.random.split(key)
-            acts = jax.random.randint(ka, (a.envs, a.agents), 0, 6)
-            state, ts = env.step(state, acts)
-            # Keep every output alive (the observation and the mask are part of the work).
-            obs = ts.observation
-            check = ts.reward.sum() + obs.agents_view.sum() + obs.action_mask.sum()
-            return (state, key), check
+    def step(state, key):
+        acts = jax.random.randint(key, (a.envs, a.agents), 0, 6)
+        state, ts = env.step(state, acts)
+        # Keep every output alive (the observation and the mask are part of the work).
+        obs = ts.observation
+        return state, ts.reward.sum() + obs.agents_view.sum() + obs.action_mask.sum()
 
-        (_, _), checks = jax.lax.scan(one, (state, key), None, length=a.steps)
-        return checks.sum()
-
-    rate = env_steps_per_second(jax.jit(rollout), jax.random.PRNGKey(a.seed), a.runs,
-                                a.envs * a.steps)
-    print(f"jax {jax.__version__}, devices {jax.devices()}, grid {a.grid}, agents {a.agents}, "
-          f"foods {a.foods}, sight {a.sight or a.grid}, envs {a.envs}, steps {a.steps}")
-    print(f"env steps/s: {rate:.0f}")
+    report(reset, step, a,
+           f"grid {a.grid}, agents {a.agents}, foods {a.foods}, sight {a.sight or a.grid}")
 
 
 if __name__ == "__main__":

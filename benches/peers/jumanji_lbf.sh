@@ -30,37 +30,15 @@ secs="${SECONDS_PER_RUN:-5}"
 SCENARIOS="${SCENARIOS:-$(cd "$root/assets/scenarios" && ls lbf_*.ron | sed 's/\.ron$//' | sort -V)}"
 venv="$here/.venv-jumanji"
 cd "$root"
-if [[ ! -x "$gridarena" ]]; then
-    echo "no gridarena binary at $gridarena (build it with cargo build --release, or pass its path)" >&2
-    exit 2
-fi
-for v in "$runs" "$envs" "$steps" "$secs"; do
-    if ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
-        echo "RUNS, ENVS, STEPS and SECONDS_PER_RUN must be positive integers" >&2
-        exit 2
-    fi
-done
+source "$here/one_core.sh"
+check_args "$gridarena" "RUNS, ENVS, STEPS and SECONDS_PER_RUN" "$runs" "$envs" "$steps" "$secs"
 
 source "$here/venv.sh"
 peers_venv "$venv" .peers-requirements Jumanji "$here/requirements-jumanji.txt" "$here/requirements-jumanji.lock"
 python3 python/scripts/lbforaging_sample.py --venv-only
 lbf_py=python/scripts/.venv-lbf/bin/python
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-figure() { # figure PATTERN COMMAND...: runs COMMAND on core 0, echoes its output to stderr, prints the figure
-    local pattern="$1" out
-    shift
-    out="$(taskset -c 0 "$@" 2>&1)" || {
-        echo "$out" >&2
-        echo "failed: $*" >&2
-        exit 1
-    }
-    echo "$out" | sed 's/^/    /' >&2
-    echo "$out" | sed -n "s/^$pattern *\([0-9.]*\).*/\1/p" | tail -1
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0fx", a / b}'; }
-
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+machine_line
 for scenario in $SCENARIOS; do
     # lbf_10x10_3p_3f_2s -> grid 10, 3 agents, 3 foods, sight 2; lbforaging's 10x10-3p-3f-2s.
     name="$(echo "${scenario#lbf_}" | tr _ -)"

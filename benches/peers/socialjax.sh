@@ -35,16 +35,8 @@ src="${SOCIALJAX_SRC:-$here/.socialjax}"
 pinned=9df972d07657c7e2d4cd4fec1ed1f437099cb128
 venv="$here/.venv-socialjax"
 cd "$root"
-if [[ ! -x "$gridarena" ]]; then
-    echo "no gridarena binary at $gridarena (build it with cargo build --release, or pass its path)" >&2
-    exit 2
-fi
-for v in "$runs" "$envs" "$steps" "$mp_steps"; do
-    if ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
-        echo "RUNS, ENVS, STEPS and MP_STEPS must be positive integers" >&2
-        exit 2
-    fi
-done
+source "$here/one_core.sh"
+check_args "$gridarena" "RUNS, ENVS, STEPS and MP_STEPS" "$runs" "$envs" "$steps" "$mp_steps"
 if [[ ! -f "$src/socialjax/__init__.py" ]]; then
     echo "no SocialJax checkout at $src; get one with" >&2
     echo "  git clone https://github.com/cooperativex/SocialJax $src && git -C $src checkout $pinned" >&2
@@ -66,21 +58,7 @@ if [[ ! -x "$mp_py" ]]; then
     "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
 fi
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-figure() { # figure PATTERN COMMAND...: runs COMMAND on core 0, echoes its output to stderr, prints the figure
-    local pattern="$1" out
-    shift
-    out="$(taskset -c 0 "$@" 2>&1)" || {
-        echo "$out" >&2
-        echo "failed: $*" >&2
-        exit 1
-    }
-    echo "$out" | grep -v -i 'warning' | sed 's/^/    /' >&2
-    echo "$out" | sed -n "s/^$pattern *\([0-9.]*\).*/\1/p" | tail -1
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {r = a / b; printf (r < 10 ? "%.1fx" : "%.0fx"), r}'; }
-
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load average $(cut -d' ' -f1-3 /proc/loadavg); SocialJax $commit"
+machine_line "SocialJax $commit"
 for pair in commons_harvest_open:harvest_common_open:commons_harvest__open clean_up:clean_up:clean_up; do
     IFS=: read -r asset sj mp <<<"$pair"
     declare -a g=() j=() m=()

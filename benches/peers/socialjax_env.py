@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import socialjax  # noqa: E402
-from jax_timing import env_steps_per_second  # noqa: E402
+from jax_timing import report  # noqa: E402
 
 
 def main():
@@ -40,29 +40,19 @@ def main():
     env = socialjax.make(a.env, num_agents=7, num_inner_steps=1000, cnn=True, jit=True)
     n, actions = env.num_agents, env.action_space().n
 
-    def rollout(key):
-        key, k0 = jax.random.split(key)
-        _, state = jax.vmap(env.reset)(jax.random.split(k0, a.envs))
+    def reset(key):
+        return jax.vmap(env.reset)(jax.random.split(key, a.envs))[1]
 
-        def one(carry, _):
-            state, key = carry
-            key, ka, k0 = jax.random.split(key, 3)
-            acts = jax.random.randint(ka, (n, a.envs), 0, actions)
-            obs, state, rew, done, _ = jax.vmap(env.step)(
-                jax.random.split(k0, a.envs), state, [acts[i] for i in range(n)]
-            )
-            # Keep every output alive (the observation is part of the work).
-            check = jnp.sum(jnp.asarray(rew, jnp.float32)) + jnp.sum(obs, dtype=jnp.float32)
-            return (state, key), check
+    def step(state, key):
+        ka, ks = jax.random.split(key)
+        acts = jax.random.randint(ka, (n, a.envs), 0, actions)
+        obs, state, rew, _, _ = jax.vmap(env.step)(
+            jax.random.split(ks, a.envs), state, [acts[i] for i in range(n)]
+        )
+        # Keep every output alive (the observation is part of the work).
+        return state, jnp.sum(jnp.asarray(rew, jnp.float32)) + jnp.sum(obs, dtype=jnp.float32)
 
-        (state, _), checks = jax.lax.scan(one, (state, key), None, length=a.steps)
-        return checks.sum()
-
-    rate = env_steps_per_second(jax.jit(rollout), jax.random.PRNGKey(a.seed), a.runs,
-                                a.envs * a.steps)
-    print(f"jax {jax.__version__}, devices {jax.devices()}, env {a.env}, agents {n}, "
-          f"envs {a.envs}, steps {a.steps}")
-    print(f"env steps/s: {rate:.0f}")
+    report(reset, step, a, f"env {a.env}, agents {n}")
 
 
 if __name__ == "__main__":
