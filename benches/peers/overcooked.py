@@ -43,7 +43,10 @@ def main():
             obs, state, rew, done, _ = jax.vmap(env.step)(
                 jax.random.split(k0, a.envs), state, {"agent_0": acts[0], "agent_1": acts[1]}
             )
-            # Keep every output alive (the observation is part of the work).
+            # Keep the step's outputs alive: the reward and one element of each observation.
+            # XLA may then compute less of the observation than a learner would read; summing
+            # all of it instead cost JaxMARL 4-8% on cramped_room with 4096 environments, the
+            # reduction included, so this is the measure kinder to JaxMARL.
             check = rew["agent_0"].sum() + obs["agent_0"][:, 0, 0, 0].sum() + obs["agent_1"][:, 0, 0, 0].sum()
             return (state, key), check
 
