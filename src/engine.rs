@@ -165,6 +165,13 @@ impl EnvBatch {
         out
     }
 
+    /// From the next step on, fills each arena's observations with one byte instead of
+    /// computing them (`bench env --observations filled`, a ceiling: what the rest of the step
+    /// costs). The observations are then meaningless; nothing but that benchmark calls this.
+    pub(crate) fn fill_observations(&mut self) {
+        self.step = crate::schedule::filled_step_schedule();
+    }
+
     /// Respawns every arena (episode counters are kept).
     pub fn reset(&mut self) {
         self.world.resource_mut::<ResetAll>().0 = true;

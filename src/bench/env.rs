@@ -21,6 +21,19 @@ pub struct EnvBenchConfig {
     pub repeat: usize,
     /// Run seed.
     pub seed: u64,
+    /// How the step writes the observations.
+    pub observations: Observations,
+}
+
+/// How a benchmarked step writes the observations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Observations {
+    /// Computed by the substrate, as in training.
+    #[default]
+    Computed,
+    /// Filled with one byte, the same bytes written: a ceiling, what the step costs when its
+    /// observations cost no more than writing them. Respawns still compute theirs.
+    Filled,
 }
 
 /// What was measured.
@@ -56,6 +69,9 @@ pub fn bench_env(
     cfg: &EnvBenchConfig,
 ) -> Result<EnvBenchResult, EngineError> {
     let mut batch = EnvBatch::new(loaded, cfg.arenas, cfg.seed)?;
+    if cfg.observations == Observations::Filled {
+        batch.fill_observations();
+    }
     let mut policy = RandomPolicy::new(cfg.seed, cfg.arenas, batch.layout().actions);
     let mut rates = Vec::with_capacity(cfg.repeat);
     for _ in 0..cfg.repeat.max(1) {
@@ -78,4 +94,44 @@ pub fn bench_env(
         peak_rss_bytes: crate::sys::peak_resident_bytes(),
         threads: rayon::current_num_threads(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    /// A filled batch and a computed one, stepped with the same actions: the rules give the
+    /// same rewards, ends, positions and counters; the filled observations hold one byte each step, the
+    /// computed ones a window.
+    #[test]
+    fn filled_observations_change_nothing_but_the_observations() {
+        let loaded = Scenario::load("assets/scenarios/commons_harvest_open.ron".as_ref()).unwrap();
+        let mut computed = EnvBatch::new(&loaded, 4, 9).unwrap();
+        let mut filled = EnvBatch::new(&loaded, 4, 9).unwrap();
+        filled.fill_observations();
+        let actions = computed.layout().actions;
+        let mut policy = RandomPolicy::new(3, 4, actions);
+        for _ in 0..300 {
+            policy.act(computed.actions_mut());
+            filled
+                .actions_mut()
+                .copy_from_slice(&computed.buffers().actions);
+            computed.step().unwrap();
+            filled.step().unwrap();
+            let (c, f) = (computed.buffers(), filled.buffers());
+            assert_eq!(c.rewards, f.rewards);
+            assert_eq!(c.terminated, f.terminated);
+            assert_eq!(c.truncated, f.truncated);
+            assert!(f.obs.iter().all(|&b| b == f.obs[0]), "filled with one byte");
+            assert!(
+                c.obs.iter().any(|&b| b != c.obs[0]),
+                "computed windows vary"
+            );
+        }
+        for arena in 0..4 {
+            assert_eq!(computed.agents(arena), filled.agents(arena));
+            assert_eq!(computed.counters(arena), filled.counters(arena));
+        }
+    }
 }

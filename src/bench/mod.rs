@@ -11,7 +11,7 @@ pub use critic::bench_critic_gpu;
 pub use critic::{
     CriticBatch, CriticBenchConfig, CriticBenchResult, bench_critic_cpu, gemm_peak_gflops,
 };
-pub use env::{EnvBenchConfig, EnvBenchResult, bench_env};
+pub use env::{EnvBenchConfig, EnvBenchResult, Observations, bench_env};
 
 /// The median of a non-empty sample (0 when empty).
 pub fn median(xs: &[f64]) -> f64 {

@@ -55,7 +55,7 @@ pub(crate) const MAX_ITEM: u8 = ITEM_BITS;
 /// The code of one cell of the layer, `None` when its item does not fit (the scalar
 /// definition [`build`] must reproduce).
 pub(crate) fn code(cell: &[u8]) -> Option<u8> {
-    (cell[ITEM] <= MAX_ITEM).then_some(cell[ITEM] | (cell[0] & WALL) * WALL_BIT)
+    (cell[ITEM] <= MAX_ITEM).then_some(cell[ITEM] | ((cell[0] & WALL) * WALL_BIT))
 }
 
 /// The codes of `cells` cell by cell into the start of `out` (one byte per cell); false when

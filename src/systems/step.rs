@@ -30,7 +30,28 @@ use crate::substrate;
 ///    state first or every arena is to be respawned (then [`auto_reset`] does it after).
 ///
 /// Each phase reads and writes only its own arena, so fusing changes no result.
-pub fn step_arenas(mut arenas: Arenas, recorder: Option<Res<Recorder>>, reset_all: Res<ResetAll>) {
+///
+/// [`step_arenas_filled`] is the same with the observations filled.
+pub fn step_arenas(arenas: Arenas, recorder: Option<Res<Recorder>>, reset_all: Res<ResetAll>) {
+    step_arenas_with::<false>(arenas, recorder, reset_all);
+}
+
+/// [`step_arenas`] with step 6 filling each arena's observations with one byte instead of
+/// computing them: a benchmark's ceiling run (`FilledObservations`), in a step schedule of
+/// its own so that the step trains with has no branch for it.
+pub(crate) fn step_arenas_filled(
+    arenas: Arenas,
+    recorder: Option<Res<Recorder>>,
+    reset_all: Res<ResetAll>,
+) {
+    step_arenas_with::<true>(arenas, recorder, reset_all);
+}
+
+fn step_arenas_with<const FILLED: bool>(
+    mut arenas: Arenas,
+    recorder: Option<Res<Recorder>>,
+    reset_all: Res<ResetAll>,
+) {
     let respawn = recorder.is_none() && !reset_all.0;
     arenas.for_each_with_end(|layout, a, end| {
         substrate::draw_chance(layout, a);
@@ -42,7 +63,11 @@ pub fn step_arenas(mut arenas: Arenas, recorder: Option<Res<Recorder>>, reset_al
         let ended = *a.ended;
         *a.terminated = u8::from(ended);
         *a.truncated = u8::from(!ended && a.clock.t >= layout.max_steps);
-        substrate::write_observations(layout, a);
+        if FILLED {
+            a.obs.fill(a.clock.t as u8);
+        } else {
+            substrate::write_observations(layout, a);
+        }
         if *a.terminated != 0 || *a.truncated != 0 {
             end.keep(a);
             if respawn {

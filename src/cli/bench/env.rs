@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use gridarena::bench::{EnvBenchConfig, bench_env};
+use gridarena::bench::{EnvBenchConfig, Observations, bench_env};
 use gridarena::error::human_bytes;
 
 use crate::cli::common::{describe, load_scenario, with_pool};
@@ -33,6 +33,11 @@ pub(crate) struct BenchEnvArgs {
     /// Run seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// `filled`: a ceiling, not a throughput figure. Each step fills the observations with one
+    /// byte instead of computing them (the same bytes written), which times the rest of the
+    /// step.
+    #[arg(long, value_enum, default_value_t = Observations::Computed)]
+    observations: Observations,
 }
 
 /// Times the batch and prints the rates per repeat, their medians and the memory used.
@@ -45,8 +50,14 @@ pub(crate) fn run(args: BenchEnvArgs) -> Result<()> {
         warmup: args.warmup,
         repeat: args.repeat.max(1),
         seed: args.seed,
+        observations: args.observations,
     };
     println!("scenario: {name}\n  {}", describe(&loaded));
+    if args.observations == Observations::Filled {
+        println!(
+            "observations: filled with one byte, not computed (a ceiling: the rest of the step)"
+        );
+    }
     let result = with_pool(args.threads, || bench_env(&loaded, &cfg))?
         .with_context(|| format!("benchmarking {name}"))?;
     let rates: Vec<String> = result

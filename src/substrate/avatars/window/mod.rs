@@ -515,7 +515,7 @@ mod tests {
                         codes::mark(&mut layer, index(o.pos) / CELL_CHANNELS, o.facing);
                     }
                     let mut out = vec![9u8; codes::WINDOW_BYTES];
-                    codes::window(&mut layer, centre / CELL_CHANNELS, padded_width, f, &mut out);
+                    codes::window(&layer, centre / CELL_CHANNELS, padded_width, f, &mut out);
                     prop_assert_eq!(&out, expected.as_flattened(), "facing {}, codes", f);
                 }
             }
