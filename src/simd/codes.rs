@@ -1,9 +1,10 @@
 //! Melting Pot's 11 x 11 facing-rotated window, with its avatars, from one byte per cell
 //! (AVX-512 VBMI).
 //!
-//! Once per arena step, [`build`] packs the 3-byte cell layer into one code byte per cell
-//! (the item in bits 0-1, the wall flag in bit 2) and [`mark`] sets, in each standing avatar's
-//! code, the bit of its facing (bits 4-7). Whatever the observer's facing, its window is then
+//! Once per arena step, [`build`] packs the 3-byte cell layer into one code byte per cell:
+//! the item in bits 0-1, the wall flag in bit 2 and, where an avatar stands, the bit of its
+//! facing (bits 4-7), looked up from the cell's avatar byte in the arena's [`AvatarBits`].
+//! Whatever the observer's facing, its window is then
 //! eleven runs of eleven adjacent codes along map rows: window rows facing north or south,
 //! window columns facing east or west. [`window`] loads the eleven runs (16 bytes each) into
 //! three vectors and gathers the 121 codes into the window's own order (rows from the farthest,
@@ -27,8 +28,9 @@ use std::arch::x86_64::{
 
 use super::available;
 use crate::components::CELL_CHANNELS;
+use crate::components::Facing;
 use crate::scenario::observation::Window;
-use crate::substrate::avatars::{AVATAR_CELL_BYTES, ITEM, WALL};
+use crate::substrate::avatars::{AVATAR, AVATAR_CELL_BYTES, ITEM, WALL};
 
 /// The window this kernel serves: Melting Pot's.
 pub(crate) const SHAPE: Window = Window::MELTING_POT;
@@ -52,17 +54,35 @@ const FACING_BIT: u8 = 0b1_0000;
 /// The largest item value a code holds.
 pub(crate) const MAX_ITEM: u8 = ITEM_BITS;
 
+/// Per value of a cell's avatar byte (0: no avatar; slot + 1), the code bit of that avatar's
+/// facing; 128 entries, as many as the byte's low 7 bits tell apart (the avatar bytes go up to
+/// `MAX_AVATARS`, 64).
+pub(crate) struct AvatarBits([u8; 128]);
+
+impl AvatarBits {
+    /// The bits of avatars facing `facing` (slot order, 0-3 each). Only the avatar bytes in the
+    /// layer matter: an avatar out of play has none.
+    pub(crate) fn new(facing: &[Facing]) -> AvatarBits {
+        let mut bits = [0u8; 128];
+        for (b, f) in bits[1..].iter_mut().zip(facing) {
+            *b = FACING_BIT << (f.0 & 3);
+        }
+        AvatarBits(bits)
+    }
+}
+
 /// The code of one cell of the layer, `None` when its item does not fit (the scalar
 /// definition [`build`] must reproduce).
-pub(crate) fn code(cell: &[u8]) -> Option<u8> {
-    (cell[ITEM] <= MAX_ITEM).then_some(cell[ITEM] | ((cell[0] & WALL) * WALL_BIT))
+pub(crate) fn code(cell: &[u8], avatars: &AvatarBits) -> Option<u8> {
+    let facing = avatars.0[(cell[AVATAR] & 127) as usize];
+    (cell[ITEM] <= MAX_ITEM).then_some(cell[ITEM] | ((cell[0] & WALL) * WALL_BIT) | facing)
 }
 
 /// The codes of `cells` cell by cell into the start of `out` (one byte per cell); false when
 /// an item does not fit a code.
-pub(crate) fn build_scalar(cells: &[u8], out: &mut [u8]) -> bool {
+pub(crate) fn build_scalar(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool {
     for (o, cell) in out.iter_mut().zip(cells.chunks_exact(CELL_CHANNELS)) {
-        match code(cell) {
+        match code(cell, avatars) {
             Some(c) => *o = c,
             None => return false,
         }
@@ -74,10 +94,10 @@ pub(crate) fn build_scalar(cells: &[u8], out: &mut [u8]) -> bool {
 ///
 /// # Panics
 /// When [`available`] is false or `out` holds fewer bytes than `cells` holds cells.
-pub(crate) fn build(cells: &[u8], out: &mut [u8]) -> bool {
+pub(crate) fn build(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool {
     let n = cells.len() / CELL_CHANNELS;
     if n < 64 {
-        return build_scalar(cells, out);
+        return build_scalar(cells, out, avatars);
     }
     #[expect(
         unsafe_code,
@@ -89,13 +109,8 @@ pub(crate) fn build(cells: &[u8], out: &mut [u8]) -> bool {
             "the code layer needs avx512f, avx512bw and avx512vbmi"
         );
         // SAFETY: the kernel needs only the CPU features `available` has just confirmed.
-        unsafe { build_kernel(cells, &mut out[..n]) }
+        unsafe { build_kernel(cells, &mut out[..n], avatars) }
     }
-}
-
-/// Marks a standing avatar facing `facing` (0-3) at cell `cell` of the code layer.
-pub(crate) fn mark(codes: &mut [u8], cell: usize, facing: u8) {
-    codes[cell] |= FACING_BIT << (facing & 3);
 }
 
 /// The window of the observer at cell `centre` of a code layer `width` cells wide, facing
@@ -127,10 +142,18 @@ pub(crate) fn window(codes: &[u8], centre: usize, width: usize, facing: usize, o
 const CORNER: [(isize, isize); 4] = [(-5, -9), (-1, -5), (-5, -1), (-9, -5)];
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-fn build_kernel(cells: &[u8], out: &mut [u8]) -> bool {
+fn build_kernel(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool {
     let n = out.len();
     let flags_at = vector(&BUILD.flags);
     let items_at = vector(&BUILD.items);
+    let avatars_at = vector(&BUILD.avatars);
+    let half = |k: usize| -> __m512i {
+        let bytes: [u8; 64] = avatars.0[64 * k..64 * (k + 1)]
+            .try_into()
+            .expect("64 bytes");
+        bytemuck::cast(bytes)
+    };
+    let (bits_low, bits_high) = (half(0), half(1));
     let (low_ones, item_bits) = (
         _mm512_set1_epi8(WALL as i8),
         _mm512_set1_epi8(ITEM_BITS as i8),
@@ -155,7 +178,10 @@ fn build_kernel(cells: &[u8], out: &mut [u8]) -> bool {
         seen = _mm512_or_si512(seen, items);
         // Wall bits are 0 or 1 per byte: a 16-bit shift by 2 stays inside each byte.
         let wall = _mm512_slli_epi16(_mm512_and_si512(flags, low_ones), 2);
+        // Each avatar byte's facing bit: the byte's low 7 bits pick one of the 128 entries.
+        let facing = _mm512_permutex2var_epi8(bits_low, gather(avatars_at), bits_high);
         let codes = _mm512_or_si512(_mm512_and_si512(items, item_bits), wall);
+        let codes = _mm512_or_si512(codes, facing);
         out[start_now..start_now + 64].copy_from_slice(&bytemuck::cast::<_, [u8; 64]>(codes));
         if start_now + 64 == n {
             break;
@@ -205,15 +231,17 @@ fn vector(bytes: &[u8; 64]) -> __m512i {
     bytemuck::cast(*bytes)
 }
 
-/// Where a 64-cell chunk's flags and item bytes sit among its 192 bytes.
+/// Where a 64-cell chunk's flags, item and avatar bytes sit among its 192 bytes.
 struct Build {
     flags: [u8; 64],
     items: [u8; 64],
+    avatars: [u8; 64],
 }
 
 const BUILD: Build = Build {
     flags: every_third(0),
     items: every_third(ITEM),
+    avatars: every_third(AVATAR),
 };
 
 const fn every_third(offset: usize) -> [u8; 64] {
@@ -313,22 +341,25 @@ mod tests {
 
     proptest! {
         /// On layers of any size (fewer cells than a chunk, a chunk's multiple or not), with
-        /// items that fit a code or one that does not, the kernel's code layer and verdict are
-        /// the scalar code's.
+        /// items that fit a code or one that does not, and avatars of any slot (up to 64) in
+        /// any facing, the kernel's code layer and verdict are the scalar code's.
         #[test]
         fn the_kernel_builds_what_the_scalar_code_builds(
-            cells in proptest::collection::vec((0u8..16, 0u8..4), 1..400),
+            cells in proptest::collection::vec((0u8..16, 0u8..4, 0u8..=64), 1..400),
+            facing in proptest::collection::vec(0u8..4, 64),
             too_big in proptest::option::of((any::<prop::sample::Index>(), 4u8..=255)),
         ) {
             prop_assume!(available());
-            let mut layer: Vec<u8> = cells.iter().flat_map(|&(f, i)| [f, i, 0]).collect();
+            let mut layer: Vec<u8> = cells.iter().flat_map(|&(f, i, a)| [f, i, a]).collect();
             if let Some((at, item)) = too_big {
                 layer[at.index(cells.len()) * CELL_CHANNELS + ITEM] = item;
             }
+            let facing: Vec<Facing> = facing.into_iter().map(Facing).collect();
+            let avatars = AvatarBits::new(&facing);
             let mut expected = vec![7u8; cells.len() + 1];
             let mut got = vec![7u8; cells.len() + 1];
-            let fits = build_scalar(&layer, &mut expected);
-            prop_assert_eq!(build(&layer, &mut got), fits);
+            let fits = build_scalar(&layer, &mut expected, &avatars);
+            prop_assert_eq!(build(&layer, &mut got, &avatars), fits);
             prop_assert_eq!(fits, too_big.is_none());
             if fits {
                 prop_assert_eq!(got, expected);

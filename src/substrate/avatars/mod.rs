@@ -115,11 +115,14 @@ pub(crate) mod moves {
 /// target cell is open and holds no avatar at that moment (so two avatars never share a cell and
 /// the first in priority wins a contested cell). The move happens before the turn, as in Melting
 /// Pot's action order. `entered(a, s, j)` runs as soon as avatar `s` has stepped into the cell at
-/// byte `j` of the cell layer, before the next avatar moves (gift_refinements picks a token up,
-/// the apple substrates eat an apple).
+/// byte `j` of the cell layer, before the next avatar moves, when that cell has a flag of `takes`
+/// and holds an item (gift_refinements picks a token up, the apple substrates eat an apple); 0
+/// takes nothing. That test has no branch of its own, so a random move's success steers none:
+/// the one branch, into `entered`, is rarely taken.
 pub fn apply_moves(
     layout: &LayoutCore,
     a: &mut ArenaMut,
+    takes: u8,
     mut entered: impl FnMut(&mut ArenaMut, usize, usize),
 ) {
     let order = priority_order(layout.agents, &mut a.rng.rules);
@@ -148,7 +151,7 @@ pub fn apply_moves(
         a.cells[j + AVATAR] = std::hint::select_unpredictable(free, s as u8 + 1, there);
         a.pos[s] = std::hint::select_unpredictable(free, to, from);
         a.facing[s].0 = ((f + TURNS[act]) % 4) as u8;
-        if free {
+        if free & (a.cells[j] & takes != 0) & (a.cells[j + ITEM] != 0) {
             entered(a, s, j);
         }
     }

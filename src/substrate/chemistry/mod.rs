@@ -184,7 +184,7 @@ impl SubstrateRules for Chemistry {
     }
 
     fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
-        avatars::apply_moves(layout, a, |_, _, _| {});
+        avatars::apply_moves(layout, a, 0, |_, _, _| {});
     }
 
     fn resolve_interactions(&self, layout: &LayoutCore, a: &mut ArenaMut) {

@@ -11,7 +11,7 @@ use crate::layout::core::LayoutCore;
 use crate::rng::{self, below};
 use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{self, ITEM, priority_order};
-use crate::substrate::zap::{self, CLEAN_TIMER, FIRE_ZAP};
+use crate::substrate::zap::{self, APPLE_CELL, CLEAN_TIMER, FIRE_ZAP};
 
 /// Action index of the cleaning beam (Melting Pot's `FIRE_CLEAN`, after `FIRE_ZAP`).
 pub const FIRE_CLEAN: u8 = 8;
@@ -32,7 +32,9 @@ pub fn apply_moves(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
     grow_apples(c, a, dirt);
     spawn_dirt(c, a, dirt);
     let reward = c.params.apple_reward;
-    avatars::apply_moves(layout, a, |a, s, i| zap::eat_apple(a, s, i, reward, |_| {}));
+    avatars::apply_moves(layout, a, APPLE_CELL, |a, s, i| {
+        zap::eat_apple(a, s, i, reward, |_| {});
+    });
 }
 
 /// Every empty apple cell grows an apple with the probability the polluted fraction of the

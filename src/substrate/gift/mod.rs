@@ -139,14 +139,12 @@ impl SubstrateRules for Gift {
 
     fn apply_moves(&self, layout: &LayoutCore, a: &mut ArenaMut) {
         let capacity = self.params.capacity;
-        avatars::apply_moves(layout, a, |a, s, j| {
-            // Stepping onto a token picks it up.
-            if a.cells[j] & avatars::TOKEN_CELL != 0 && a.cells[j + avatars::ITEM] != 0 {
-                a.cells[j + avatars::ITEM] = 0;
-                let raw = &mut a.carry[s].0[0];
-                *raw = (*raw + 1).min(capacity);
-                a.counters[0] += 1;
-            }
+        // Stepping onto a token picks it up.
+        avatars::apply_moves(layout, a, avatars::TOKEN_CELL, |a, s, j| {
+            a.cells[j + avatars::ITEM] = 0;
+            let raw = &mut a.carry[s].0[0];
+            *raw = (*raw + 1).min(capacity);
+            a.counters[0] += 1;
         });
     }
 

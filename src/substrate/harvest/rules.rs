@@ -18,7 +18,7 @@ use crate::substrate::zap::{self, APPLE_CELL, EATEN, FIRE_ZAP};
 pub fn apply_moves(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     a.reward.fill(StepReward(0.0));
     let reward = h.params.apple_reward;
-    avatars::apply_moves(layout, a, |a, s, i| {
+    avatars::apply_moves(layout, a, APPLE_CELL, |a, s, i| {
         zap::eat_apple(a, s, i, reward, |a| {
             // Not to regrow this step (`regrow` clears it where the avatars stand).
             a.cells[i] |= EATEN;

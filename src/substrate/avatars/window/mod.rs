@@ -51,13 +51,13 @@ fn write_with(
     let w = avatar.window;
     let window_bytes = w.width() * w.depth() * AVATAR_CELL_BYTES;
     let stride = (layout.padded_width * CELL_CHANNELS) as isize;
+    #[cfg(target_arch = "x86_64")]
+    if simd && w == codes::SHAPE && coded_windows(layout, a, &extras_of) {
+        return;
+    }
     let (others, count) = standing(a.cells, &a.pos[..layout.agents], a.facing, |p: GridPos| {
         layout.cell_index(p.x, p.y)
     });
-    #[cfg(target_arch = "x86_64")]
-    if simd && w == codes::SHAPE && coded_windows(layout, a, &others[..count], &extras_of) {
-        return;
-    }
     for s in 0..layout.learners {
         let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
         if !a.alive[s].0 {
@@ -99,9 +99,9 @@ thread_local! {
 fn coded_windows(
     layout: &LayoutCore,
     a: &mut ArenaMut,
-    others: &[Standing],
     extras_of: &impl Fn(Carry, Cooldown, &mut [u8]),
 ) -> bool {
+    let avatars = codes::AvatarBits::new(&a.facing[..layout.agents]);
     CODES.with_borrow_mut(|layer| {
         let width = layout.padded_width;
         let key = (
@@ -116,21 +116,18 @@ fn coded_windows(
             layer
                 .codes
                 .resize(a.cells.len() / CELL_CHANNELS + codes::SLACK, 0);
-            if !codes::build(a.cells, &mut layer.codes) {
+            if !codes::build(a.cells, &mut layer.codes, &avatars) {
                 return false;
             }
             layer.layout = Some(key);
         }
         let rows = layout.pad * width..(layout.pad + layout.height) * width;
         let map = &a.cells[rows.start * CELL_CHANNELS..rows.end * CELL_CHANNELS];
-        if !codes::build(map, &mut layer.codes[rows.start..]) {
+        if !codes::build(map, &mut layer.codes[rows.start..], &avatars) {
             return false;
         }
-        let layer = &mut layer.codes;
+        let layer = &layer.codes;
         let cell_of = |p: GridPos| layout.cell_index(p.x, p.y) / CELL_CHANNELS;
-        for o in others {
-            codes::mark(layer, cell_of(o.pos), o.facing);
-        }
         for s in 0..layout.learners {
             let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
             if !a.alive[s].0 {
@@ -509,11 +506,8 @@ mod tests {
                 #[cfg(target_arch = "x86_64")]
                 if simd_available() && w == codes::SHAPE {
                     let mut layer = vec![7u8; cells.len() / CELL_CHANNELS + codes::SLACK];
-                    prop_assert!(codes::build(&cells, &mut layer));
-                    let (others, count) = standing(&cells, &pos, &facing, index);
-                    for o in &others[..count] {
-                        codes::mark(&mut layer, index(o.pos) / CELL_CHANNELS, o.facing);
-                    }
+                    let avatars = codes::AvatarBits::new(&facing);
+                    prop_assert!(codes::build(&cells, &mut layer, &avatars));
                     let mut out = vec![9u8; codes::WINDOW_BYTES];
                     codes::window(&layer, centre / CELL_CHANNELS, padded_width, f, &mut out);
                     prop_assert_eq!(&out, expected.as_flattened(), "facing {}, codes", f);
