@@ -6,7 +6,7 @@
 //! facing (bits 4-7), looked up from the cell's avatar byte in the arena's [`AvatarBits`].
 //! Whatever the observer's facing, its window is then
 //! eleven runs of eleven adjacent codes along map rows: window rows facing north or south,
-//! window columns facing east or west. [`window`] loads the eleven runs (16 bytes each) into
+//! window columns facing east or west. [`windows`] loads the eleven runs (16 bytes each) into
 //! three vectors and gathers the 121 codes into the window's own order (rows from the farthest,
 //! each from the observer's left) with two byte permutes per 64 cells: the permute table does
 //! the rotation. Each 64 bytes of the observation are then one permute (every byte gets its
@@ -15,7 +15,7 @@
 //! unsigned MIN that caps every byte at 1 but the item's. No avatar is placed afterwards and no
 //! window cell is visited one by one.
 //!
-//! Audit: see [`super`]. [`window`] is tested against the cell-by-cell window for every
+//! Audit: see [`super`]. [`windows`] is tested against the cell-by-cell window for every
 //! facing and placement (`row_copies_are_the_cell_by_cell_window` in
 //! `substrate::avatars::window`), [`build`] against [`build_scalar`] below.
 
@@ -113,16 +113,19 @@ pub(crate) fn build(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool 
     }
 }
 
-/// The window of the observer at cell `centre` of a code layer `width` cells wide, facing
-/// `facing` (0-3), as `WINDOW_BYTES` observation bytes; the observer's own cell shows no
-/// avatar.
+/// Every observer's window: observer `k` (`views[k]`: its cell in a code layer `width` cells
+/// wide and its facing, 0-3; `None` writes nothing) gets `WINDOW_BYTES` observation bytes at
+/// `out[k * stride..]`; an observer's own cell shows no avatar.
 ///
 /// # Panics
-/// When [`available`] is false or a run lies outside `codes`.
-pub(crate) fn window(codes: &[u8], centre: usize, width: usize, facing: usize, out: &mut [u8]) {
-    let f = facing & 3;
-    let (dx, dy) = CORNER[f];
-    let first = (centre as isize + dy * width as isize + dx) as usize;
+/// When [`available`] is false, or a run or window lies outside `codes` or `out`.
+pub(crate) fn windows(
+    codes: &[u8],
+    width: usize,
+    views: &[Option<(usize, usize)>],
+    out: &mut [u8],
+    stride: usize,
+) {
     #[expect(
         unsafe_code,
         reason = "calling the target_feature kernel; see the audit above"
@@ -130,10 +133,30 @@ pub(crate) fn window(codes: &[u8], centre: usize, width: usize, facing: usize, o
     {
         assert!(
             available(),
-            "the code window needs avx512f, avx512bw and avx512vbmi"
+            "the code windows need avx512f, avx512bw and avx512vbmi"
         );
         // SAFETY: the kernel needs only the CPU features `available` has just confirmed.
-        unsafe { window_kernel(codes, first, width, &TABLES[f], out) }
+        unsafe { windows_kernel(codes, width, views, out, stride) }
+    }
+}
+
+/// [`windows`], one call for all observers (so the feature test and the call are paid once).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+fn windows_kernel(
+    codes: &[u8],
+    width: usize,
+    views: &[Option<(usize, usize)>],
+    out: &mut [u8],
+    stride: usize,
+) {
+    for (k, view) in views.iter().enumerate() {
+        let Some((centre, facing)) = *view else {
+            continue;
+        };
+        let f = facing & 3;
+        let (dx, dy) = CORNER[f];
+        let first = (centre as isize + dy * width as isize + dx) as usize;
+        window_kernel(codes, first, width, &TABLES[f], &mut out[k * stride..]);
     }
 }
 
@@ -192,6 +215,7 @@ fn build_kernel(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool {
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
 fn window_kernel(codes: &[u8], first: usize, width: usize, t: &Tables, out: &mut [u8]) {
     let run = |j: usize| -> __m128i {
         let at = first + j * width;

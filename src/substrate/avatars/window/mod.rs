@@ -126,19 +126,19 @@ fn coded_windows(
         if !codes::build(map, &mut layer.codes[rows.start..], &avatars) {
             return false;
         }
-        let layer = &layer.codes;
         let cell_of = |p: GridPos| layout.cell_index(p.x, p.y) / CELL_CHANNELS;
-        for s in 0..layout.learners {
+        let mut views = [None; MAX_AVATARS];
+        for (s, view) in views.iter_mut().enumerate().take(layout.learners) {
             let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
             if !a.alive[s].0 {
                 out.fill(0);
                 continue;
             }
-            let (window, extras) = out.split_at_mut(codes::WINDOW_BYTES);
-            let f = a.facing[s].0 as usize;
-            codes::window(layer, cell_of(a.pos[s]), width, f, window);
-            extras_of(a.carry[s], a.cooldown[s], extras);
+            extras_of(a.carry[s], a.cooldown[s], &mut out[codes::WINDOW_BYTES..]);
+            *view = Some((cell_of(a.pos[s]), a.facing[s].0 as usize));
         }
+        let views = &views[..layout.learners];
+        codes::windows(&layer.codes, width, views, a.obs, layout.obs_len);
         true
     })
 }
@@ -509,7 +509,8 @@ mod tests {
                     let avatars = codes::AvatarBits::new(&facing);
                     prop_assert!(codes::build(&cells, &mut layer, &avatars));
                     let mut out = vec![9u8; codes::WINDOW_BYTES];
-                    codes::window(&layer, centre / CELL_CHANNELS, padded_width, f, &mut out);
+                    let view = [Some((centre / CELL_CHANNELS, f))];
+                    codes::windows(&layer, padded_width, &view, &mut out, codes::WINDOW_BYTES);
                     prop_assert_eq!(&out, expected.as_flattened(), "facing {}, codes", f);
                 }
             }
