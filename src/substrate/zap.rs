@@ -139,19 +139,19 @@ pub fn eat_apple(
     }
 }
 
-/// The zap timer of avatar `s` for this step, as Melting Pot's `Zapper` updater: a running
-/// timer counts down (and the avatar cannot fire this step); at 0 a `FIRE_ZAP` fires the beam
-/// and restarts it at `cooldown`. Returns whether the avatar fired.
-pub fn tick_and_fire(timer: &mut u8, cooldown: u8, fire: bool) -> bool {
-    if *timer > 0 {
-        *timer -= 1;
-        false
-    } else if fire {
-        *timer = cooldown;
-        true
-    } else {
-        false
-    }
+/// A beam timer for this step, as Melting Pot's `Zapper` updater: a running timer counts down
+/// (and the avatar cannot fire this step); at 0 `fire` fires the beam and restarts it at
+/// `cooldown`. An avatar out of play (not `alive`) neither counts down nor fires. Returns
+/// whether the avatar fired. Without a branch: actions and zaps are random, so any branch on
+/// them mispredicts.
+pub fn tick_and_fire(alive: bool, timer: &mut u8, cooldown: u8, fire: bool) -> bool {
+    use std::hint::select_unpredictable as select;
+    let t = *timer;
+    let running = t > 0;
+    let fires = alive & !running & fire;
+    let ticked = select(running, t.wrapping_sub(1), select(fires, cooldown, 0));
+    *timer = select(alive, ticked, t);
+    fires
 }
 
 /// Fires avatar `s`'s zapping beam: every avatar it reaches first on a ray leaves the arena for
@@ -271,7 +271,32 @@ mod tests {
     #[test]
     fn the_zap_timer_fires_at_most_every_cooldown_plus_one_steps() {
         let mut timer = 0;
-        let fired: Vec<bool> = (0..7).map(|_| tick_and_fire(&mut timer, 2, true)).collect();
+        let fired: Vec<bool> = (0..7)
+            .map(|_| tick_and_fire(true, &mut timer, 2, true))
+            .collect();
         assert_eq!(fired, [true, false, false, true, false, false, true]);
+    }
+
+    proptest::proptest! {
+        /// For every timer, cooldown and action, alive or not, the timer and the shot are the
+        /// updater's: out of play nothing changes; running it counts down; at 0 a shot
+        /// restarts it.
+        #[test]
+        fn the_timer_is_the_zapper_updater(
+            alive: bool, timer: u8, cooldown: u8, fire: bool,
+        ) {
+            let (expected_timer, expected_fired) = if !alive {
+                (timer, false)
+            } else if timer > 0 {
+                (timer - 1, false)
+            } else if fire {
+                (cooldown, true)
+            } else {
+                (0, false)
+            };
+            let mut t = timer;
+            proptest::prop_assert_eq!(tick_and_fire(alive, &mut t, cooldown, fire), expected_fired);
+            proptest::prop_assert_eq!(t, expected_timer);
+        }
     }
 }

@@ -95,21 +95,17 @@ pub fn interact(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
     let order = &order[..layout.agents];
     for &s in order {
         let s = s as usize;
-        if a.alive[s].0 {
-            let fire = a.applied[s].0 == FIRE_ZAP;
-            if zap::tick_and_fire(&mut a.cooldown[s].0, c.zapper.cooldown, fire) {
-                zap::zap(layout, &c.zapper, a, s);
-            }
+        let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_ZAP);
+        if zap::tick_and_fire(alive, &mut a.cooldown[s].0, c.zapper.cooldown, fire) {
+            zap::zap(layout, &c.zapper, a, s);
         }
     }
     for &s in order {
         let s = s as usize;
-        if a.alive[s].0 {
-            let fire = a.applied[s].0 == FIRE_CLEAN;
-            let timer = &mut a.carry[s].0[CLEAN_TIMER];
-            if zap::tick_and_fire(timer, c.params.clean_cooldown, fire) {
-                clean(layout, c, a, s);
-            }
+        let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_CLEAN);
+        let timer = &mut a.carry[s].0[CLEAN_TIMER];
+        if zap::tick_and_fire(alive, timer, c.params.clean_cooldown, fire) {
+            clean(layout, c, a, s);
         }
     }
     zap::respawn(layout, a);

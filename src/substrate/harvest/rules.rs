@@ -40,11 +40,8 @@ pub fn interact(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     for &s in &order[..layout.agents] {
         let s = s as usize;
         // An avatar zapped earlier in this step's order neither fires nor counts down.
-        if !a.alive[s].0 {
-            continue;
-        }
-        let fire = a.applied[s].0 == FIRE_ZAP;
-        if zap::tick_and_fire(&mut a.cooldown[s].0, h.zapper.cooldown, fire) {
+        let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_ZAP);
+        if zap::tick_and_fire(alive, &mut a.cooldown[s].0, h.zapper.cooldown, fire) {
             zap::zap(layout, &h.zapper, a, s);
         }
     }
