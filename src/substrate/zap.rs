@@ -183,12 +183,12 @@ pub fn respawn(layout: &LayoutCore, a: &mut ArenaMut) {
     let deck = &layout.deck_template[group.deck.clone()];
     let deck_cells = &layout.deck_cells[group.deck.clone()];
     for s in 0..layout.agents {
+        // Counted down without a branch (who is out is random); the one branch is the rare
+        // respawn.
         let timer = &mut a.carry[s].0[RESPAWN];
-        if a.alive[s].0 || *timer == 0 {
-            continue;
-        }
-        *timer -= 1;
-        if *timer > 0 {
+        let waiting = !a.alive[s].0 & (*timer > 0);
+        *timer -= u8::from(waiting);
+        if !(waiting & (*timer == 0)) {
             continue;
         }
         let free_at = |a: &ArenaMut, i: u32| a.cells[i as usize + AVATAR] == 0;
