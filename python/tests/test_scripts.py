@@ -72,3 +72,26 @@ def test_the_peer_plot_refuses_a_file_without_summaries(tmp_path):
     assert done.returncode != 0
     assert "no summary lines" in done.stderr
     assert not (tmp_path / "out.png").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/nonexistent/gridarena", "3"], "no gridarena binary"),
+        (["/bin/true", "0"], "must be positive integers"),
+        (["/bin/true", "three"], "must be positive integers"),
+    ],
+)
+def test_the_melting_pot_ceiling_refuses_bad_arguments_before_any_work(args, message, tmp_path):
+    """benches/ceilings/meltingpot_step.sh checks its binary and counts before it builds a
+    virtualenv or runs anything, and says what is wrong."""
+    done = subprocess.run(
+        ["bash", os.path.join(ROOT, "benches/ceilings/meltingpot_step.sh"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "==" not in done.stdout
