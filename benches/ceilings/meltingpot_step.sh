@@ -31,11 +31,7 @@ source "$peers/one_core.sh"
 check_args "$gridarena" "RUNS, ENVS and MP_STEPS" "$runs" "$envs" "$mp_steps"
 ga_steps=$((1024000 / envs))
 ((ga_steps >= 100)) || ga_steps=100
-mp_py=python/scripts/.venv-meltingpot/bin/python
-if [[ ! -x "$mp_py" ]]; then
-    echo "== building Melting Pot's venv (once)"
-    "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
-fi
+mp_py="$(meltingpot_python)"
 
 machine_line "$envs arenas"
 for pair in commons_harvest_open:commons_harvest__open clean_up:clean_up; do

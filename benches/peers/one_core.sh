@@ -1,5 +1,5 @@
 # Sourced by the scripts that time several implementations on one core (jumanji_lbf.sh,
-# socialjax.sh):
+# socialjax.sh, benches/ceilings/meltingpot_step.sh):
 #   median X...             the median of the numbers
 #   figure PATTERN CMD...   runs CMD under `taskset -c 0`, echoes its output (less warnings) to
 #                           stderr, prints the number after PATTERN on its last such line; on a
@@ -8,6 +8,8 @@
 #   machine_line [EXTRA]    the machine's cores, CPU model and load, then EXTRA
 #   check_args BIN NAMES X...  exits 2 with a message unless BIN is an executable gridarena and
 #                           every X a positive integer (NAMES words them in the message)
+#   meltingpot_python       prints the path of dm-meltingpot's Python (run from the repository
+#                           root), building its virtualenv on first use
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 figure() {
     local pattern="$1" out
@@ -37,4 +39,12 @@ check_args() {
             exit 2
         fi
     done
+}
+meltingpot_python() {
+    local py=python/scripts/.venv-meltingpot/bin/python
+    if [[ ! -x "$py" ]]; then
+        echo "== building Melting Pot's venv (once)" >&2
+        "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
+    fi
+    echo "$py"
 }

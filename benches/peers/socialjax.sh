@@ -52,11 +52,7 @@ ga_steps=$((1024000 / envs))
 
 source "$here/venv.sh"
 peers_venv "$venv" .peers-requirements SocialJax "$here/requirements-socialjax.txt" "$here/requirements-socialjax.lock"
-mp_py=python/scripts/.venv-meltingpot/bin/python
-if [[ ! -x "$mp_py" ]]; then
-    echo "== building Melting Pot's venv (once)"
-    "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
-fi
+mp_py="$(meltingpot_python)"
 
 machine_line "SocialJax $commit"
 for pair in commons_harvest_open:harvest_common_open:commons_harvest__open clean_up:clean_up:clean_up; do
