@@ -102,8 +102,8 @@ mod tests {
     use crate::scenario::Scenario;
 
     /// A filled batch and a computed one, stepped with the same actions: the rules give the
-    /// same rewards, ends, positions and counters; the filled observations hold one byte each step, the
-    /// computed ones a window.
+    /// same rewards, ends, positions and counters; the filled observations hold one byte each
+    /// step, the computed ones a window.
     #[test]
     fn filled_observations_change_nothing_but_the_observations() {
         let loaded = Scenario::load("assets/scenarios/commons_harvest_open.ron".as_ref()).unwrap();
