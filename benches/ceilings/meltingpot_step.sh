@@ -29,8 +29,7 @@ mp_steps="${MP_STEPS:-2000}"
 cd "$root"
 source "$peers/one_core.sh"
 check_args "$gridarena" "RUNS, ENVS and MP_STEPS" "$runs" "$envs" "$mp_steps"
-ga_steps=$((1024000 / envs))
-((ga_steps >= 100)) || ga_steps=100
+ga_steps="$(steps_per_repeat "$envs")"
 mp_py="$(meltingpot_python)"
 
 machine_line "$envs arenas"

@@ -8,6 +8,8 @@
 #   machine_line [EXTRA]    the machine's cores, CPU model and load, then EXTRA
 #   check_args BIN NAMES X...  exits 2 with a message unless BIN is an executable gridarena and
 #                           every X a positive integer (NAMES words them in the message)
+#   steps_per_repeat ENVS   `bench env --steps` for ENVS arenas so that a repeat takes about a
+#                           million env steps whatever the batch (at least 100)
 #   meltingpot_python       prints the path of dm-meltingpot's Python (run from the repository
 #                           root), building its virtualenv on first use
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
@@ -47,4 +49,8 @@ meltingpot_python() {
         "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
     fi
     echo "$py"
+}
+steps_per_repeat() {
+    local steps=$((1024000 / $1))
+    echo $((steps >= 100 ? steps : 100))
 }

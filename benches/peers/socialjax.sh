@@ -47,8 +47,7 @@ if [[ "$commit" != "$pinned" ]]; then
     echo "warning: SocialJax at $commit, not $pinned (the commit these figures were measured with)" >&2
 fi
 
-ga_steps=$((1024000 / envs))
-((ga_steps >= 100)) || ga_steps=100
+ga_steps="$(steps_per_repeat "$envs")"
 
 source "$here/venv.sh"
 peers_venv "$venv" .peers-requirements SocialJax "$here/requirements-socialjax.txt" "$here/requirements-socialjax.lock"
