@@ -1,6 +1,7 @@
-//! README.md and docs/ describe the project as it is: no commit hashes and no issue numbers
-//! (measurement history lives in benches/HISTORY.md), and the README stays a short front door. `GRIDARENA_DOCS_ROOT` points the check at
-//! another copy of the docs (default: this crate).
+//! README.md and docs/ describe the project as it is: no commit hashes, no issue numbers and no
+//! dates (measurement history lives in benches/HISTORY.md, the one dated file), and the README
+//! stays a short front door. `GRIDARENA_DOCS_ROOT` points the check at another copy of the docs
+//! (default: this crate).
 
 use std::path::{Path, PathBuf};
 
@@ -61,8 +62,30 @@ fn issue_numbers(line: &str) -> Vec<String> {
     found
 }
 
+/// An ISO date, YYYY-MM-DD with a year 2000-2099, a month 01-12 and a day 01-31, not part of a
+/// longer number: "measured 2026-12-01" is history; say how to measure it instead.
+fn iso_dates(line: &str) -> Vec<&str> {
+    let b = line.as_bytes();
+    let digits = |w: &[u8], at: &[usize]| at.iter().all(|&i| w[i].is_ascii_digit());
+    let number = |w: &[u8]| u32::from(w[0] - b'0') * 10 + u32::from(w[1] - b'0');
+    b.windows(10)
+        .enumerate()
+        .filter(|&(i, w)| {
+            w.starts_with(b"20")
+                && digits(w, &[2, 3, 5, 6, 8, 9])
+                && w[4] == b'-'
+                && w[7] == b'-'
+                && (1..=12).contains(&number(&w[5..7]))
+                && (1..=31).contains(&number(&w[8..10]))
+                && (i == 0 || !b[i - 1].is_ascii_digit())
+                && !b.get(i + 10).is_some_and(u8::is_ascii_digit)
+        })
+        .map(|(i, _)| &line[i..i + 10])
+        .collect()
+}
+
 #[test]
-fn no_commit_hashes_or_issue_numbers_in_readme_or_docs() {
+fn no_commit_hashes_issue_numbers_or_dates_in_readme_or_docs() {
     let root = std::env::var_os("GRIDARENA_DOCS_ROOT")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     let mut problems = Vec::new();
@@ -76,6 +99,9 @@ fn no_commit_hashes_or_issue_numbers_in_readme_or_docs() {
             }
             for i in issue_numbers(line) {
                 problems.push(format!("{rel}:{}: issue number {i:?}", n + 1));
+            }
+            for d in iso_dates(line) {
+                problems.push(format!("{rel}:{}: date {d}", n + 1));
             }
         }
     }
@@ -113,4 +139,17 @@ fn the_patterns_catch_hashes_and_issues_and_spare_numbers() {
     );
     assert_eq!(issue_numbers("see #12."), ["#12"]);
     assert!(issue_numbers("## 2 Heading, [x](a.md#h2), &#39;, issue of scale").is_empty());
+}
+
+#[test]
+fn the_date_pattern_catches_iso_dates_and_spares_other_numbers() {
+    assert_eq!(
+        iso_dates("2026-12-01: measured 2026-12-06T10:00 and (2099-01-31)."),
+        ["2026-12-01", "2026-12-06", "2099-01-31"]
+    );
+    assert!(
+        iso_dates("1999-12-31, 2100-01-01, 2026-13-01, 2026-12-00, 2026-12-32, 12026-12-01")
+            .is_empty()
+    );
+    assert!(iso_dates("2026-12-011, years 2000-2099, 4096-32-16, 2026/12/01, 2026-1-1").is_empty());
 }
