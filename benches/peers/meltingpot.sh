@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# gridarena beside Melting Pot (dm-meltingpot 2.4.1) on its own substrates, runs interleaved:
+# gridarena beside Melting Pot (dm-meltingpot 2.4.1) on its own substrates, runs interleaved,
+# every process under `taskset -c 0`:
 #   `gridarena bench env --scenario assets/scenarios/commons_harvest_open.ron --threads 1`
-#   against meltingpot.py --substrate commons_harvest__open, and the same for clean_up:
-#   environment steps per second on one core under uniformly random actions, episodes of the
-#   default length on both sides (gridarena steps a batch of arenas on one thread; Melting Pot
-#   steps one environment).
+#   (gridarena's default batch, 1024 arenas) against meltingpot.py --substrate
+#   commons_harvest__open, and the same for clean_up: environment steps per second on one core
+#   under uniformly random actions, episodes of the default length on both sides (gridarena
+#   steps a batch of arenas on one thread; Melting Pot steps one environment).
+#   benches/ceilings/meltingpot_step.sh compares at gridarena's best batch on one core.
 # Prints every run's figure, the medians and the ratios gridarena / Melting Pot.
 #
 # Usage: benches/peers/meltingpot.sh [GRIDARENA_BINARY] [RUNS]
@@ -22,33 +24,11 @@ runs="${2:-3}"
 mp_steps="${MP_STEPS:-3000}"
 
 cd "$root"
-if [[ ! -x "$gridarena" ]]; then
-    echo "no gridarena binary at $gridarena (build it with cargo build --release, or pass its path)" >&2
-    exit 2
-fi
-if ! [[ "$runs" =~ ^[1-9][0-9]*$ && "$mp_steps" =~ ^[1-9][0-9]*$ ]]; then
-    echo "RUNS and MP_STEPS must be positive integers" >&2
-    exit 2
-fi
-py="python/scripts/.venv-meltingpot/bin/python"
-if [[ ! -x "$py" ]]; then
-    echo "== building Melting Pot's venv (once)"
-    "${PYTHON:-python3.11}" python/scripts/meltingpot_sample.py --help >/dev/null
-fi
+source "$here/one_core.sh"
+check_args "$gridarena" "RUNS and MP_STEPS" "$runs" "$mp_steps"
+py="$(meltingpot_python)"
 
-figure() { # figure PATTERN COMMAND...: runs COMMAND, echoes its output to stderr, prints the figure
-    local pattern="$1" out
-    shift
-    out="$("$@" 2>&1)" || {
-        echo "$out" >&2
-        echo "failed: $*" >&2
-        exit 1
-    }
-    echo "$out" | grep -v -i 'warning' | sed 's/^/    /' >&2
-    echo "$out" | sed -n "s/^$pattern *\([0-9.]*\).*/\1/p" | tail -1
-}
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-
+machine_line "gridarena's default batch"
 for pair in commons_harvest_open:commons_harvest__open clean_up:clean_up; do
     asset="${pair%%:*}"
     substrate="${pair##*:}"
@@ -64,5 +44,5 @@ for pair in commons_harvest_open:commons_harvest__open clean_up:clean_up; do
     done
     g="$(median "${ga[@]}")"
     m="$(median "${mp[@]}")"
-    echo "$asset: gridarena env steps/s per core ${ga[*]} (median $g); Melting Pot ${mp[*]} (median $m); ratio $(awk -v g="$g" -v m="$m" 'BEGIN {printf "%.0f", g / m}')x"
+    echo "$asset: gridarena env steps/s per core ${ga[*]} (median $g); Melting Pot ${mp[*]} (median $m); ratio $(ratio "$g" "$m")"
 done

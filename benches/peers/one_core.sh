@@ -1,5 +1,5 @@
 # Sourced by the scripts that time several implementations on one core (jumanji_lbf.sh,
-# socialjax.sh, benches/ceilings/meltingpot_step.sh):
+# meltingpot.sh, socialjax.sh, benches/ceilings/meltingpot_step.sh):
 #   median X...             the median of the numbers
 #   figure PATTERN CMD...   runs CMD under `taskset -c 0`, echoes its output (less warnings) to
 #                           stderr, prints the number after PATTERN on its last such line; on a
