@@ -74,6 +74,7 @@ def test_the_peer_plot_refuses_a_file_without_summaries(tmp_path):
     assert not (tmp_path / "out.png").exists()
 
 
+@pytest.mark.parametrize("script", ["benches/ceilings/meltingpot_step.sh", "benches/peers/meltingpot.sh"])
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -82,11 +83,11 @@ def test_the_peer_plot_refuses_a_file_without_summaries(tmp_path):
         (["/bin/true", "three"], "must be positive integers"),
     ],
 )
-def test_the_melting_pot_ceiling_refuses_bad_arguments_before_any_work(args, message, tmp_path):
-    """benches/ceilings/meltingpot_step.sh checks its binary and counts before it builds a
-    virtualenv or runs anything, and says what is wrong."""
+def test_the_melting_pot_timings_refuse_bad_arguments_before_any_work(script, args, message, tmp_path):
+    """The Melting Pot timing scripts check their binary and counts before they build a
+    virtualenv or run anything, and say what is wrong."""
     done = subprocess.run(
-        ["bash", os.path.join(ROOT, "benches/ceilings/meltingpot_step.sh"), *args],
+        ["bash", os.path.join(ROOT, script), *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
