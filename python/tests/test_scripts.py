@@ -74,7 +74,9 @@ def test_the_peer_plot_refuses_a_file_without_summaries(tmp_path):
     assert not (tmp_path / "out.png").exists()
 
 
-@pytest.mark.parametrize("script", ["benches/ceilings/meltingpot_step.sh", "benches/peers/meltingpot.sh"])
+@pytest.mark.parametrize(
+    "script", ["benches/ceilings/meltingpot_step.sh", "benches/peers/meltingpot.sh"]
+)
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -83,7 +85,9 @@ def test_the_peer_plot_refuses_a_file_without_summaries(tmp_path):
         (["/bin/true", "three"], "must be positive integers"),
     ],
 )
-def test_the_melting_pot_timings_refuse_bad_arguments_before_any_work(script, args, message, tmp_path):
+def test_the_melting_pot_timings_refuse_bad_arguments_before_any_work(
+    script, args, message, tmp_path
+):
     """The Melting Pot timing scripts check their binary and counts before they build a
     virtualenv or run anything, and say what is wrong."""
     done = subprocess.run(
