@@ -1,0 +1,85 @@
+"""The figure scripts' README blocks carry no date and no commit hash; their records do.
+
+README.md and docs/ describe the project as it is (tests/docs_history.rs fails on an ISO date or
+a commit hash there); the measurement's day and commit live in the records under
+benches/figures/. Each script that rewrites a README block with --write-readme builds the block
+in a function of its own: these tests build each block from made-up figures, write it into a
+small README with the markers, and check that the README holds neither a date nor a hash, while
+the record's text, built beside it, keeps the date (and the commit, where the record names one).
+The scripts themselves take minutes to hours and are not run here.
+"""
+
+import datetime
+import importlib.util
+import os
+import re
+import sys
+from importlib.machinery import SourceFileLoader
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+DATE = re.compile(r"20\d\d-\d\d-\d\d")
+# 7 to 40 hex digits with at least one letter and one digit, as a word: a commit hash.
+HASH = re.compile(r"\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,40}\b")
+
+WHEN = datetime.datetime(2026, 12, 6, 3, 42, tzinfo=datetime.timezone.utc)
+DAY = "2026-12-06"
+REV = "896399c+dirty"
+CPU, CORES = "Intel(R) Xeon(R) Processor", 2
+
+
+def load(rel):
+    """A script by its path (most have no .py suffix), with scripts/ on the module path as
+    when it runs (shaping_figure imports shaping_svg from there)."""
+    name = "readme_blocks_" + re.sub(r"\W", "_", rel)
+    scripts = os.path.join(ROOT, "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    loader = SourceFileLoader(name, os.path.join(ROOT, rel))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def fake_readme(*names):
+    """A README with the blocks `names`, each holding a dated, hashed line to be replaced."""
+    blocks = "".join(f"<!-- figures:{n} -->\nMeasured on 2024-01-02 at 0b30b5e3f.\n"
+                     f"<!-- /figures:{n} -->\n\n" for n in names)
+    return f"# A project\n\nBefore the blocks.\n\n{blocks}After the blocks.\n"
+
+
+def assert_no_history(readme, *bodies):
+    """readme holds each body, its text around the blocks, and no date and no hash."""
+    for body in bodies:
+        assert body in readme
+    assert readme.startswith("# A project\n\nBefore the blocks.\n\n")
+    assert readme.endswith("After the blocks.\n")
+    assert DATE.findall(readme) == [], readme
+    assert HASH.findall(readme) == [], readme
+
+
+def test_the_patterns_see_a_date_and_a_hash():
+    assert_no_history(fake_readme(), "")
+    with pytest.raises(AssertionError):
+        assert_no_history(fake_readme("x"), "")
+
+
+def test_figures_blocks_name_the_script_and_machine_and_the_records_keep_date_and_commit():
+    fig = load("scripts/figures")
+    tables = {m: f"| {m} | 3,391,505 agent-steps/s |" for m in fig.MARKERS}
+    texts = {m: fig.readme_block(t, "benches/figures", m, CPU, CORES) for m, t in tables.items()}
+    readme = fig.replace_blocks(fake_readme(*fig.MARKERS), texts)
+    assert_no_history(readme, *texts.values())
+    assert texts["learning"].endswith(
+        "\n\nMeasured by `scripts/figures` on an Intel(R) Xeon(R) Processor (2 cores); every "
+        "run's figure: [benches/figures/learning.md](benches/figures/learning.md).")
+    assert fig.on_machine("AMD EPYC", 16) == "an AMD EPYC (16 cores)"
+    assert fig.on_machine("Xeon", 2) == "a Xeon (2 cores)"
+    # The guard before writing sees what tests/docs_history.rs sees, and only that.
+    assert all(fig.history(t) == [] for t in texts.values())
+    assert fig.history(f"on {DAY} at e5e42d5, 1000000 steps, deadbeef") == [DAY, "e5e42d5"]
+    header = fig.record_header(CPU, CORES, "24 GiB memory", WHEN, REV, "/bin/gridarena")
+    assert f"Date: {DAY} 03:42 UTC" in header and f"Commit: {REV}" in header
