@@ -83,3 +83,20 @@ def test_figures_blocks_name_the_script_and_machine_and_the_records_keep_date_an
     assert fig.history(f"on {DAY} at e5e42d5, 1000000 steps, deadbeef") == [DAY, "e5e42d5"]
     header = fig.record_header(CPU, CORES, "24 GiB memory", WHEN, REV, "/bin/gridarena")
     assert f"Date: {DAY} 03:42 UTC" in header and f"Commit: {REV}" in header
+
+
+def test_algorithms_table_block_has_no_date_and_its_record_keeps_date_and_commit():
+    alg = load("scripts/algorithms_table")
+    cols = [c for c, _, _ in alg.SCENARIOS]
+    cells = {("pqn", c): (0.5, 0.1, 12.0) for c in cols}
+    baselines = {c: ({"mean_return": -1.0, "ci95": 0.2},
+                     {"name": "nearest coin", "mean_return": 0.3, "ci95": 0.1}) for c in cols}
+    table = alg.table_text(100_000, 5, 20, False, [("PQN", "pqn")], cells, baselines, CPU, CORES)
+    readme = alg.FIG.replace_blocks(fake_readme("algorithms"), {"algorithms": table})
+    assert_no_history(readme, table)
+    assert table.splitlines()[-1] == (
+        "Measured by `scripts/algorithms_table --steps 100000` on an Intel(R) Xeon(R) Processor "
+        "(2 cores); every seed's figure: [benches/figures/algorithms.md](benches/figures/algorithms.md).")
+    header = alg.FIG.record_header(CPU, CORES, "24 GiB memory", WHEN, REV, "/bin/gridarena")
+    record = alg.record_text(header, table, ["$ gridarena train ..."])
+    assert DAY in record and REV in record and table in record
