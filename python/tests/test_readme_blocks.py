@@ -100,3 +100,18 @@ def test_algorithms_table_block_has_no_date_and_its_record_keeps_date_and_commit
     header = alg.FIG.record_header(CPU, CORES, "24 GiB memory", WHEN, REV, "/bin/gridarena")
     record = alg.record_text(header, table, ["$ gridarena train ..."])
     assert DAY in record and REV in record and table in record
+
+
+def test_evaluation_example_block_has_no_date_and_its_record_keeps_it():
+    ev = load("scripts/evaluation_example")
+    est = lambda p, lo, hi: {"point": p, "lo": lo, "hi": hi}
+    rep = {"algorithms": {"pqn_coin": [None, {"IQM": est(0.955, 0.933, 0.978)}],
+                          "ippo_coin": [None, {"IQM": est(0.999, 0.975, 1.028)}]},
+           "improvement": [("ippo_coin", "pqn_coin", est(0.76, 0.57, 0.93))], "reps": 2000}
+    summary = ev.summary(rep, {"row_mean": [[0.03, 0.53], [0.1, 0.2]]}, CPU, CORES)
+    readme = ev.replace_block(fake_readme("evaluation"), summary)
+    assert_no_history(readme, summary)
+    assert summary.endswith("(`scripts/evaluation_example`, Intel(R) Xeon(R) Processor, 2 cores; "
+                            "[benches/figures/evaluation.md](benches/figures/evaluation.md)).")
+    assert ev.replace_block("no markers here", summary) is None
+    assert DAY in ev.record_head(CPU, CORES, WHEN)
