@@ -115,3 +115,15 @@ def test_evaluation_example_block_has_no_date_and_its_record_keeps_it():
                             "[benches/figures/evaluation.md](benches/figures/evaluation.md)).")
     assert ev.replace_block("no markers here", summary) is None
     assert DAY in ev.record_head(CPU, CORES, WHEN)
+
+
+def test_exploitability_figure_block_has_no_date_and_its_record_keeps_it():
+    ex = load("scripts/exploitability_figure")
+    full = {"states": 85_184, "nashconv": 2.5395483328892636, "seconds": 218.3,
+            "cache": {"bytes_used": 170_813_030}}
+    summary = ex.summary(full, 190_976, "", CPU, CORES)
+    readme = ex.replace_block(fake_readme("exploitability"), summary)
+    assert_no_history(readme, summary)
+    assert "(`scripts/exploitability_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in summary
+    assert ex.replace_block("no markers here", summary) is None
+    assert DAY in ex.record_head(CPU, CORES, WHEN.date())
