@@ -127,3 +127,15 @@ def test_exploitability_figure_block_has_no_date_and_its_record_keeps_it():
     assert "(`scripts/exploitability_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in summary
     assert ex.replace_block("no markers here", summary) is None
     assert DAY in ex.record_head(CPU, CORES, WHEN.date())
+
+
+def test_shaping_figure_block_has_no_date_and_its_record_keeps_it():
+    sh = load("scripts/shaping_figure")
+    rows = [("PQN", "pqn_coin", (0.501, 0.004), (0.03, 0.08), (20.6, 0.4), [0.5] * 5),
+            ("LOQA", "loqa_coin", (0.871, 0.059), (2.32, 1.55), (6.0, 3.1), [0.9] * 5)]
+    block = sh.readme_block(rows, 2_000_000, 100, CPU, CORES)
+    readme = sh.replace_block(fake_readme("shaping"), block)
+    assert_no_history(readme, block)
+    assert "(`scripts/shaping_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in block
+    assert sh.replace_block("no markers here", block) is None
+    assert DAY in "\n".join(sh.record_head(2_000_000, 100, CPU, CORES, WHEN.date()))
