@@ -139,3 +139,18 @@ def test_shaping_figure_block_has_no_date_and_its_record_keeps_it():
     assert "(`scripts/shaping_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in block
     assert sh.replace_block("no markers here", block) is None
     assert DAY in "\n".join(sh.record_head(2_000_000, 100, CPU, CORES, WHEN.date()))
+
+
+def test_python_examples_block_has_no_date_and_its_record_keeps_date_and_commit():
+    py = load("benches/peers/python_examples.py")
+    med = {"ppo_gridarena": 29_100.0, "ppo_pettingzoo": 1_000.0, "ippo_rust": 37_830.0,
+           "pqn_gridarena": 10_000.0, "pqn_rust": 34_000.0}
+    args = SimpleNamespace(ppo_steps=12_000_000, pqn_steps=8_000_000, arenas=32, rounds=3)
+    summary = py.readme_summary({"episode_return": -34.9, "agent_steps": 262_144},
+                                {"episode_return": 27.4}, {"coins_per_episode": 3.0},
+                                {"coins_per_episode": 19.4}, -46.3, 2.9, med, args, CPU, CORES)
+    readme = py.FIG.replace_blocks(fake_readme("python-examples"), {"python-examples": summary})
+    assert_no_history(readme, summary)
+    assert "(medians of 3 rounds, Intel(R) Xeon(R) Processor, 2 cores; " in summary
+    head = py.record_head(REV, WHEN)
+    assert DAY in head and REV in head
