@@ -109,11 +109,11 @@ def test_evaluation_example_block_has_no_date_and_its_record_keeps_it():
                           "ippo_coin": [None, {"IQM": est(0.999, 0.975, 1.028)}]},
            "improvement": [("ippo_coin", "pqn_coin", est(0.76, 0.57, 0.93))], "reps": 2000}
     summary = ev.summary(rep, {"row_mean": [[0.03, 0.53], [0.1, 0.2]]}, CPU, CORES)
-    readme = ev.replace_block(fake_readme("evaluation"), summary)
+    readme = ev.replace_block(fake_readme("evaluation"), ev.MARK, summary)
     assert_no_history(readme, summary)
     assert summary.endswith("(`scripts/evaluation_example`, Intel(R) Xeon(R) Processor, 2 cores; "
                             "[benches/figures/evaluation.md](benches/figures/evaluation.md)).")
-    assert ev.replace_block("no markers here", summary) is None
+    assert ev.replace_block("no markers here", ev.MARK, summary) is None
     assert DAY in ev.record_head(CPU, CORES, WHEN)
 
 
@@ -122,10 +122,10 @@ def test_exploitability_figure_block_has_no_date_and_its_record_keeps_it():
     full = {"states": 85_184, "nashconv": 2.5395483328892636, "seconds": 218.3,
             "cache": {"bytes_used": 170_813_030}}
     summary = ex.summary(full, 190_976, "", CPU, CORES)
-    readme = ex.replace_block(fake_readme("exploitability"), summary)
+    readme = ex.replace_block(fake_readme("exploitability"), ex.MARK, summary)
     assert_no_history(readme, summary)
     assert "(`scripts/exploitability_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in summary
-    assert ex.replace_block("no markers here", summary) is None
+    assert ex.replace_block("no markers here", ex.MARK, summary) is None
     assert DAY in ex.record_head(CPU, CORES, WHEN.date())
 
 
@@ -134,10 +134,10 @@ def test_shaping_figure_block_has_no_date_and_its_record_keeps_it():
     rows = [("PQN", "pqn_coin", (0.501, 0.004), (0.03, 0.08), (20.6, 0.4), [0.5] * 5),
             ("LOQA", "loqa_coin", (0.871, 0.059), (2.32, 1.55), (6.0, 3.1), [0.9] * 5)]
     block = sh.readme_block(rows, 2_000_000, 100, CPU, CORES)
-    readme = sh.replace_block(fake_readme("shaping"), block)
+    readme = sh.replace_block(fake_readme("shaping"), "shaping", block)
     assert_no_history(readme, block)
     assert "(`scripts/shaping_figure`, Intel(R) Xeon(R) Processor, 2 cores; " in block
-    assert sh.replace_block("no markers here", block) is None
+    assert sh.replace_block("no markers here", "shaping", block) is None
     assert DAY in "\n".join(sh.record_head(2_000_000, 100, CPU, CORES, WHEN.date()))
 
 
