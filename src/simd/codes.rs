@@ -113,19 +113,33 @@ pub(crate) fn build(cells: &[u8], out: &mut [u8], avatars: &AvatarBits) -> bool 
     }
 }
 
+/// One observer of [`windows`]: its cell in the code layer and its facing (0-3) in one word,
+/// or none (an observer out of play, whose window is not written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct View(u32);
+
+impl View {
+    /// No window to write.
+    pub(crate) const NONE: View = View(u32::MAX);
+
+    /// The observer at `cell` (below 2^30) facing `facing`.
+    pub(crate) fn new(cell: usize, facing: usize) -> View {
+        debug_assert!(cell < 1 << 30);
+        View(((cell as u32) << 2) | (facing as u32 & 3))
+    }
+
+    fn get(self) -> Option<(usize, usize)> {
+        (self != View::NONE).then_some(((self.0 >> 2) as usize, (self.0 & 3) as usize))
+    }
+}
+
 /// Every observer's window: observer `k` (`views[k]`: its cell in a code layer `width` cells
-/// wide and its facing, 0-3; `None` writes nothing) gets `WINDOW_BYTES` observation bytes at
-/// `out[k * stride..]`; an observer's own cell shows no avatar.
+/// wide and its facing) gets `WINDOW_BYTES` observation bytes at `out[k * stride..]`; an
+/// observer's own cell shows no avatar.
 ///
 /// # Panics
 /// When [`available`] is false, or a run or window lies outside `codes` or `out`.
-pub(crate) fn windows(
-    codes: &[u8],
-    width: usize,
-    views: &[Option<(usize, usize)>],
-    out: &mut [u8],
-    stride: usize,
-) {
+pub(crate) fn windows(codes: &[u8], width: usize, views: &[View], out: &mut [u8], stride: usize) {
     #[expect(
         unsafe_code,
         reason = "calling the target_feature kernel; see the audit above"
@@ -142,15 +156,9 @@ pub(crate) fn windows(
 
 /// [`windows`], one call for all observers (so the feature test and the call are paid once).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-fn windows_kernel(
-    codes: &[u8],
-    width: usize,
-    views: &[Option<(usize, usize)>],
-    out: &mut [u8],
-    stride: usize,
-) {
+fn windows_kernel(codes: &[u8], width: usize, views: &[View], out: &mut [u8], stride: usize) {
     for (k, view) in views.iter().enumerate() {
-        let Some((centre, facing)) = *view else {
+        let Some((centre, facing)) = view.get() else {
             continue;
         };
         let f = facing & 3;

@@ -127,7 +127,7 @@ fn coded_windows(
             return false;
         }
         let cell_of = |p: GridPos| layout.cell_index(p.x, p.y) / CELL_CHANNELS;
-        let mut views = [None; MAX_AVATARS];
+        let mut views = [codes::View::NONE; MAX_AVATARS];
         for (s, view) in views.iter_mut().enumerate().take(layout.learners) {
             let out = &mut a.obs[s * layout.obs_len..(s + 1) * layout.obs_len];
             if !a.alive[s].0 {
@@ -135,7 +135,7 @@ fn coded_windows(
                 continue;
             }
             extras_of(a.carry[s], a.cooldown[s], &mut out[codes::WINDOW_BYTES..]);
-            *view = Some((cell_of(a.pos[s]), a.facing[s].0 as usize));
+            *view = codes::View::new(cell_of(a.pos[s]), a.facing[s].0 as usize);
         }
         let views = &views[..layout.learners];
         codes::windows(&layer.codes, width, views, a.obs, layout.obs_len);
@@ -509,7 +509,7 @@ mod tests {
                     let avatars = codes::AvatarBits::new(&facing);
                     prop_assert!(codes::build(&cells, &mut layer, &avatars));
                     let mut out = vec![9u8; codes::WINDOW_BYTES];
-                    let view = [Some((centre / CELL_CHANNELS, f))];
+                    let view = [codes::View::new(centre / CELL_CHANNELS, f)];
                     codes::windows(&layer, padded_width, &view, &mut out, codes::WINDOW_BYTES);
                     prop_assert_eq!(&out, expected.as_flattened(), "facing {}, codes", f);
                 }
