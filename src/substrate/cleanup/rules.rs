@@ -92,16 +92,13 @@ pub fn spawn_dirt(c: &CleanUp, a: &mut ArenaMut, dirt: usize) {
 /// earlier in it does neither), respawns and the random episode end.
 pub fn interact(layout: &LayoutCore, c: &CleanUp, a: &mut ArenaMut) {
     let order = priority_order(layout.agents, &mut a.rng.rules);
-    let order = &order[..layout.agents];
-    for &s in order {
-        let s = s as usize;
+    for s in order.clone() {
         let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_ZAP);
         if zap::tick_and_fire(alive, &mut a.cooldown[s].0, c.zapper.cooldown, fire) {
             zap::zap(layout, &c.zapper, a, s);
         }
     }
-    for &s in order {
-        let s = s as usize;
+    for s in order {
         let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_CLEAN);
         let timer = &mut a.carry[s].0[CLEAN_TIMER];
         if zap::tick_and_fire(alive, timer, c.params.clean_cooldown, fire) {

@@ -22,9 +22,7 @@ pub const CONSUME: u8 = 8;
 pub fn interact(layout: &LayoutCore, g: &Gift, a: &mut ArenaMut) {
     let params = &g.params;
     a.reward.fill(StepReward(0.0));
-    let order = priority_order(layout.agents, &mut a.rng.rules);
-    for &s in &order[..layout.agents] {
-        let s = s as usize;
+    for s in priority_order(layout.agents, &mut a.rng.rules) {
         if !a.alive[s].0 {
             continue;
         }

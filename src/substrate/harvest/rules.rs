@@ -36,9 +36,7 @@ pub fn interact(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
     for (at, p) in stood.iter_mut().zip(&a.pos[..layout.agents]) {
         *at = layout.cell_index(p.x, p.y) as u32;
     }
-    let order = priority_order(layout.agents, &mut a.rng.rules);
-    for &s in &order[..layout.agents] {
-        let s = s as usize;
+    for s in priority_order(layout.agents, &mut a.rng.rules) {
         // An avatar zapped earlier in this step's order neither fires nor counts down.
         let (alive, fire) = (a.alive[s].0, a.applied[s].0 == FIRE_ZAP);
         if zap::tick_and_fire(alive, &mut a.cooldown[s].0, h.zapper.cooldown, fire) {
