@@ -19,13 +19,14 @@ pub(crate) mod regrow;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod window;
 
-/// Whether this CPU runs the kernels: AVX-512 F and BW with byte permutes (VBMI): Intel Ice
-/// Lake, AMD Zen 4 and later. `std` caches the answer; the check is a load.
+/// Whether this CPU runs the kernels: AVX-512 F and BW with byte permutes (VBMI), and POPCNT:
+/// Intel Ice Lake, AMD Zen 4 and later. `std` caches the answer; the check is a load.
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vbmi");
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("popcnt");
     #[cfg(not(target_arch = "x86_64"))]
     false
 }

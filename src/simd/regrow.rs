@@ -34,11 +34,12 @@ pub(crate) struct Rule {
 }
 
 /// Per run (`out[k]` for `runs[k]`, as many as both hold): bit `x` set when the run's cell `x`
-/// draws under `rule`. With the AVX-512 kernel where the CPU has it.
+/// draws under `rule`; returns how many bits are set in all. With the AVX-512 kernel where
+/// the CPU has it.
 ///
 /// # Panics
 /// When a run lies outside `cells`.
-pub(crate) fn candidates(cells: &[u8], runs: &[Run], rule: Rule, out: &mut [u64]) {
+pub(crate) fn candidates(cells: &[u8], runs: &[Run], rule: Rule, out: &mut [u64]) -> usize {
     #[cfg(target_arch = "x86_64")]
     if super::available() {
         #[expect(
@@ -47,14 +48,14 @@ pub(crate) fn candidates(cells: &[u8], runs: &[Run], rule: Rule, out: &mut [u64]
         )]
         // SAFETY: the kernel's only requirement beyond Rust's usual ones is that the CPU has
         // the features it is compiled for, which `available` has just confirmed.
-        unsafe {
-            avx512::kernel(cells, runs, rule, out)
-        };
-        return;
+        return unsafe { avx512::kernel(cells, runs, rule, out) };
     }
+    let mut total = 0;
     for (mask, &run) in out.iter_mut().zip(runs) {
         *mask = scalar(cells, run, rule);
+        total += mask.count_ones() as usize;
     }
+    total
 }
 
 /// [`candidates`] for one run, cell by cell.
@@ -86,8 +87,8 @@ mod avx512 {
 
     /// [`super::candidates`]; a run whose load would pass the end of `cells` takes
     /// [`scalar`].
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) fn kernel(cells: &[u8], runs: &[Run], rule: Rule, out: &mut [u64]) {
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt")]
+    pub(super) fn kernel(cells: &[u8], runs: &[Run], rule: Rule, out: &mut [u64]) -> usize {
         let table: [u8; LOAD] =
             std::array::from_fn(|n| u8::from(n < 16 && (rule.counts >> n) & 1 != 0));
         let table: __m512i = bytemuck::cast(table);
@@ -98,10 +99,12 @@ mod avx512 {
             _mm512_set1_epi8(rule.all as i8),
             _mm512_set1_epi8(rule.none as i8),
         );
+        let mut total = 0;
         for (run, mask) in runs.iter().zip(out.iter_mut()) {
             let start = run.start as usize;
             let Some(bytes) = cells.get(start..start + LOAD) else {
                 *mask = scalar(cells, *run, rule);
+                total += mask.count_ones() as usize;
                 continue;
             };
             let bytes: [u8; LOAD] = bytes.try_into().expect("64 bytes");
@@ -116,7 +119,9 @@ mod avx512 {
                 & _mm512_test_epi8_mask(may, may);
             let cells_in_run = (run.len as usize).min(RUN_CELLS);
             *mask = draws & ((1u64 << cells_in_run) - 1);
+            total += mask.count_ones() as usize;
         }
+        total
     }
 
     /// Where lane `x` of the flags (`[0]`) and item (`[1]`) vectors comes from in the load:
@@ -159,10 +164,11 @@ mod tests {
                 .filter(|r| r.start as usize + r.len as usize * CELL_CHANNELS <= cells.len())
                 .collect();
             let mut out = vec![u64::MAX; runs.len()];
-            candidates(&cells, &runs, rule, &mut out);
+            let total = candidates(&cells, &runs, rule, &mut out);
             for (run, &mask) in runs.iter().zip(&out) {
                 prop_assert_eq!(mask, scalar(&cells, *run, rule), "{:?}", run);
             }
+            prop_assert_eq!(total, out.iter().map(|m| m.count_ones() as usize).sum::<usize>());
         }
     }
 }

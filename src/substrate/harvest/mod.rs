@@ -72,6 +72,13 @@ pub struct Harvest {
     pub regrowth: [u64; 4],
     /// Bit `n` set: a cell with `n` standing neighbours may regrow (its probability is not 0).
     pub regrows_with: u16,
+    /// Entry `k`: the chance, scaled to 2^32, that `k` cells in a row pass over the largest
+    /// regrowth probability, `(1 - max)^k` (one entry per apple cell and one more):
+    /// the gaps between the cells [`rules::regrow`] draws for.
+    pub(crate) gaps: Vec<u64>,
+    /// Per neighbour count (as `regrowth`), the chance scaled to 2^32 that a cell the gaps
+    /// landed on regrows: its probability over the largest.
+    pub(crate) accept: [u64; 4],
     /// The random end's threshold scaled to 2^32.
     pub end_threshold: u64,
 }
@@ -260,6 +267,7 @@ impl SubstrateRules for Harvest {
             }
         }
         let regrowth = params.regrowth_probabilities.map(rng::threshold);
+        let (gaps, accept) = rules::thinning(params.regrowth_probabilities, apple_cells.len());
         Derived {
             rules: Harvest {
                 params: params.clone(),
@@ -281,6 +289,8 @@ impl SubstrateRules for Harvest {
                 disc,
                 regrows_with: (0..16).fold(0, |m, n| m | u16::from(regrowth[n.min(3)] > 0) << n),
                 regrowth,
+                gaps,
+                accept,
                 end_threshold: rng::threshold(params.end_prob),
             },
             pad,

@@ -6,7 +6,7 @@ use rand_core::Rng;
 use super::{GROWN, Harvest, NEIGHBOUR};
 use crate::components::{CELL_CHANNELS, StepReward};
 use crate::layout::core::LayoutCore;
-use crate::rng::below;
+use crate::rng::{self, below};
 use crate::simd::regrow::{RUN_CELLS, Rule, Run, candidates};
 use crate::substrate::ArenaMut;
 use crate::substrate::avatars::{self, ITEM, MAX_AVATARS, priority_order};
@@ -53,10 +53,13 @@ pub fn interact(layout: &LayoutCore, h: &Harvest, a: &mut ArenaMut) {
 /// `canRegrowIfOccupied`). Counts are updated after all cells have drawn. Then the step's
 /// [`EATEN`] flags are cleared: they are all on cells in `stood`.
 ///
-/// The cells that draw are found a run of apple cells at a time ([`AppleRun`]), as a bit mask
-/// (`crate::simd::regrow`: a run per vector where the CPU has AVX-512), and draw in the apple
-/// cells' order: the same random stream as a cell-by-cell test, without its unpredictable
-/// branches.
+/// The cells that may regrow are found a run of apple cells at a time ([`AppleRun`]), as bit
+/// masks (`crate::simd::regrow`: a run per vector where the CPU has AVX-512). They are not
+/// drawn for one by one: one draw gives how many of them, in order, pass over the largest
+/// probability (a geometric gap, from `Harvest::gaps`), and the cell after the gap regrows
+/// with its own probability over the largest (`Harvest::accept`), then the next gap. Each
+/// cell still regrows independently with its own probability, with about two draws a step
+/// instead of one per cell.
 pub fn regrow(h: &Harvest, a: &mut ArenaMut, stood: &[u32]) {
     let rule = regrowth_rule(h);
     let mut grown = [0u32; GROWN_KEPT];
@@ -64,21 +67,30 @@ pub fn regrow(h: &Harvest, a: &mut ArenaMut, stood: &[u32]) {
     for runs in h.apple_runs.chunks(RUNS_PER_PASS) {
         let mut masks = [0u64; RUNS_PER_PASS];
         let masks = &mut masks[..runs.len()];
-        candidates(a.cells, runs, rule, masks);
-        for (&run, &mask) in runs.iter().zip(masks.iter()) {
-            let mut left = mask;
-            while left != 0 {
-                let i = run.start as usize + left.trailing_zeros() as usize * CELL_CHANNELS;
-                left &= left - 1;
-                let threshold = h.regrowth[((a.cells[i] / NEIGHBOUR) as usize).min(3)];
-                if (a.rng.rules.next_u32() as u64) < threshold {
-                    a.cells[i + ITEM] = 1;
-                    a.cells[i] |= GROWN;
-                    if let Some(g) = grown.get_mut(n_grown) {
-                        *g = i as u32;
-                    }
-                    n_grown += 1;
+        let mut left = candidates(a.cells, runs, rule, masks);
+        let mut cursor = Cursor {
+            masks,
+            run: 0,
+            bits: masks[0],
+        };
+        while left > 0 {
+            let u = u64::from(a.rng.rules.next_u32());
+            if u < h.gaps[left] {
+                break; // every cell left passes
+            }
+            // The gap: how many of the cells left pass first (fewer than `left`).
+            let gap = h.gaps[1..left].partition_point(|&t| u < t);
+            left -= gap + 1;
+            let (run, x) = cursor.after(gap);
+            let i = runs[run].start as usize + x * CELL_CHANNELS;
+            let accept = h.accept[((a.cells[i] / NEIGHBOUR) as usize).min(3)];
+            if accept > u64::from(u32::MAX) || u64::from(a.rng.rules.next_u32()) < accept {
+                a.cells[i + ITEM] = 1;
+                a.cells[i] |= GROWN;
+                if let Some(g) = grown.get_mut(n_grown) {
+                    *g = i as u32;
                 }
+                n_grown += 1;
             }
         }
     }
@@ -102,6 +114,52 @@ pub fn regrow(h: &Harvest, a: &mut ArenaMut, stood: &[u32]) {
     for &i in stood {
         a.cells[i as usize] &= !EATEN;
     }
+}
+
+/// The cells that may regrow in one pass of [`regrow`], taken in order: the set bits of the
+/// runs' masks.
+struct Cursor<'m> {
+    masks: &'m [u64],
+    /// The run the next cell is in.
+    run: usize,
+    /// That run's cells not yet passed or taken.
+    bits: u64,
+}
+
+impl Cursor<'_> {
+    /// Passes `skip` cells and takes the next: its run and its place in the run. The caller
+    /// knows that many cells are left.
+    fn after(&mut self, mut skip: usize) -> (usize, usize) {
+        while skip >= self.bits.count_ones() as usize {
+            skip -= self.bits.count_ones() as usize;
+            self.run += 1;
+            self.bits = self.masks[self.run];
+        }
+        for _ in 0..skip {
+            self.bits &= self.bits - 1;
+        }
+        let x = self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        (self.run, x)
+    }
+}
+
+/// [`regrow`]'s tables for `probabilities` (by neighbour count) and `cells` apple cells: the
+/// chance that `k` cells in a row pass over the largest probability, for `k` up to `cells`,
+/// and per count the probability over the largest; all scaled to 2^32.
+pub(crate) fn thinning(probabilities: [f64; 4], cells: usize) -> (Vec<u64>, [u64; 4]) {
+    let largest = probabilities.into_iter().fold(0.0, f64::max);
+    let gaps = (0..=cells)
+        .map(|k| rng::threshold((1.0 - largest).powi(k as i32)))
+        .collect();
+    let accept = probabilities.map(|p| {
+        if largest > 0.0 {
+            rng::threshold(p / largest)
+        } else {
+            0
+        }
+    });
+    (gaps, accept)
 }
 
 /// Apples [`regrow`] remembers regrowing in one step (beyond that it finds them by their
@@ -229,6 +287,62 @@ mod tests {
                 .step_by(CELL_CHANNELS)
                 .all(|&f| f & GROWN == 0)
         );
+    }
+
+    /// Regrowth by gaps keeps every cell's own probability, and the cells independent: with
+    /// every fourth apple standing (neighbour counts 0 to 3 and more), over 20,000 regrowth
+    /// phases from the same cells, each empty apple regrows as often as its count's
+    /// probability (within 4.5 standard errors), and two cells of the largest probability
+    /// regrow together as often as the product of theirs.
+    #[test]
+    fn regrowth_by_gaps_gives_each_cell_its_own_probability() {
+        let text = r#"Scenario(
+    name: "orchard",
+    substrate: CommonsHarvest((regrowth_probabilities: (0.0, 0.1, 0.2, 0.4))),
+    map: ["AAAAAAAAA", "AAAAAAAAA", "AAAAAAAAA", "AAAAAAAAA", "*........"],
+    roles: [(kind: player, count: 1)],
+    max_steps: 100,
+)"#;
+        let layout = Layout::derive(&Scenario::parse(text, "orchard.ron").unwrap());
+        let h = harvest(&layout);
+        let p = [0.0, 0.1, 0.2, 0.4];
+        let mut state = ArenaState::new(&layout, vec![GridPos { x: 0, y: 4 }], vec![Alive(true)]);
+        let mut a = state.view();
+        for (k, &i) in h.apple_cells.iter().enumerate() {
+            a.cells[i as usize + ITEM] = u8::from(k % 4 == 0);
+        }
+        h.recount(&layout, &mut a);
+        let start = a.cells.to_vec();
+        let empty: Vec<usize> = (h.apple_cells.iter().map(|&i| i as usize))
+            .filter(|&i| start[i + ITEM] == 0)
+            .collect();
+        let probability = |i: usize| p[((start[i] / NEIGHBOUR) as usize).min(3)];
+        let classes: Vec<f64> = empty.iter().map(|&i| probability(i)).collect();
+        assert!([0.0, 0.1, 0.2, 0.4].iter().all(|q| classes.contains(q)));
+        let trials = 20_000;
+        let mut grew = vec![0u32; empty.len()];
+        let top: Vec<usize> = (0..empty.len()).filter(|&k| classes[k] == 0.4).collect();
+        let mut both = 0u32;
+        for _ in 0..trials {
+            a.cells.copy_from_slice(&start);
+            regrow(h, &mut a, &[]);
+            for (g, &i) in grew.iter_mut().zip(&empty) {
+                *g += u32::from(a.cells[i + ITEM]);
+            }
+            both += u32::from(a.cells[empty[top[0]] + ITEM] & a.cells[empty[top[1]] + ITEM]);
+        }
+        let z = |hits: u32, q: f64| {
+            let n = trials as f64;
+            (hits as f64 - n * q) / (n * q * (1.0 - q)).sqrt().max(1e-9)
+        };
+        for (k, &hits) in grew.iter().enumerate() {
+            let q = classes[k];
+            assert!(
+                z(hits, q).abs() < 4.5,
+                "cell {k} (probability {q}) regrew {hits} times in {trials}"
+            );
+        }
+        assert!(z(both, 0.16).abs() < 4.5, "{both} joint regrowths");
     }
 
     /// An avatar steps onto the only apple (every regrowth probability 1): it eats it, the
