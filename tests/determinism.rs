@@ -204,3 +204,31 @@ fn reseed_steps_exactly_as_a_new_batch_with_that_seed() {
         }
     }
 }
+
+#[test]
+fn arenas_step_alike_in_a_batch_too_big_for_the_cache() {
+    // 512 Commons Harvest arenas hold about 5 MiB of observations and cells, more than a core's
+    // second-level cache: the step then asks for each next arena's map ahead of use. The first
+    // 8 arenas must step exactly as they do in a batch of 8.
+    let text = std::fs::read_to_string("assets/scenarios/commons_harvest_open.ron").unwrap();
+    let loaded = Scenario::parse(&text, "commons_harvest_open.ron").unwrap();
+    let mut small = EnvBatch::new(&loaded, 8, 3).unwrap();
+    let mut large = EnvBatch::new(&loaded, 512, 3).unwrap();
+    let mut policy = RandomPolicy::new(3, 512, large.layout().actions);
+    let per_arena = small.buffers().obs.len() / 8;
+    for step in 0..60 {
+        policy.act(large.actions_mut());
+        let acts = large.actions_mut()[..small.actions_mut().len()].to_vec();
+        small.actions_mut().copy_from_slice(&acts);
+        small.step().unwrap();
+        large.step().unwrap();
+        assert_eq!(
+            small.buffers().obs,
+            large.buffers().obs[..8 * per_arena],
+            "step {step}"
+        );
+        for k in 0..8 {
+            assert_eq!(small.agents(k), large.agents(k), "arena {k}, step {step}");
+        }
+    }
+}

@@ -11,6 +11,10 @@
 //! - a property test compares the kernel with the scalar code it replaces, on random inputs.
 //!
 //! CPUs without these features (and other architectures) run the scalar code.
+//!
+//! [`prefetch`] is the one `unsafe` here that is not a kernel call: a cache hint, which reads
+//! and writes nothing the program sees (so it has no scalar reference to test against; the
+//! step's results with and without it are compared in `tests/determinism.rs`).
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod codes;
@@ -18,6 +22,26 @@ pub(crate) mod gemm;
 pub(crate) mod regrow;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod window;
+
+/// Asks the CPU to bring the cache lines of `bytes` into its first-level cache ahead of their
+/// use (the next arena's cell layer while this one steps): a hint, which changes no result.
+/// A no-op on other architectures.
+#[inline]
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        #[expect(unsafe_code, reason = "a prefetch hint; see the safety argument")]
+        // SAFETY: a prefetch never faults and neither reads nor writes anything the program
+        // can observe; its address is the first byte of a chunk of a live slice (SSE, which
+        // it needs, is part of every x86_64 CPU).
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
 
 /// Whether this CPU runs the kernels: AVX-512 F and BW with byte permutes (VBMI), and POPCNT:
 /// Intel Ice Lake, AMD Zen 4 and later. `std` caches the answer; the check is a load.
