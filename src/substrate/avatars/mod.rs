@@ -70,7 +70,7 @@ pub const MAX_AVATARS: usize = 64;
 ///
 /// A Fisher-Yates shuffle drawing one word per swap. Up to 8 slots (Melting Pot's substrates
 /// have 7) it shuffles the bytes of one register, so no swap waits on memory.
-#[inline]
+#[inline(always)]
 pub fn priority_order(m: usize, rng: &mut impl Rng) -> PriorityOrder {
     if m <= PACKED_SLOTS {
         return PriorityOrder(Slots::Packed {
@@ -141,7 +141,7 @@ const PACKED_SLOTS: usize = 8;
 
 /// [`priority_order`] for `m <= 8` slots, byte `k` of the word holding the slot at position
 /// `k`: the same draws and swaps, on the bytes of a `u64`.
-#[inline]
+#[inline(always)]
 fn packed_order(m: usize, rng: &mut impl Rng) -> u64 {
     let mut packed = u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]);
     for k in (1..m).rev() {
