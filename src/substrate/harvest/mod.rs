@@ -68,15 +68,13 @@ pub struct Harvest {
     pub inside_spawns: Vec<u16>,
     /// Byte offsets of the other cells within `regrowth_radius` of a cell.
     pub disc: Vec<isize>,
-    /// Regrowth probabilities by neighbour count scaled to 2^32.
-    pub regrowth: [u64; 4],
     /// Bit `n` set: a cell with `n` standing neighbours may regrow (its probability is not 0).
     pub regrows_with: u16,
     /// Entry `k`: the chance, scaled to 2^32, that `k` cells in a row pass over the largest
     /// regrowth probability, `(1 - max)^k` (one entry per apple cell and one more):
     /// the gaps between the cells [`rules::regrow`] draws for.
     pub(crate) gaps: Vec<u64>,
-    /// Per neighbour count (as `regrowth`), the chance scaled to 2^32 that a cell the gaps
+    /// Per neighbour count (the last entry for 3 or more), the chance scaled to 2^32 that a cell the gaps
     /// landed on regrows: its probability over the largest.
     pub(crate) accept: [u64; 4],
     /// The random end's threshold scaled to 2^32.
@@ -288,7 +286,6 @@ impl SubstrateRules for Harvest {
                     .collect(),
                 disc,
                 regrows_with: (0..16).fold(0, |m, n| m | u16::from(regrowth[n.min(3)] > 0) << n),
-                regrowth,
                 gaps,
                 accept,
                 end_threshold: rng::threshold(params.end_prob),

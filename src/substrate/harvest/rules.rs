@@ -130,8 +130,12 @@ impl Cursor<'_> {
     /// Passes `skip` cells and takes the next: its run and its place in the run. The caller
     /// knows that many cells are left.
     fn after(&mut self, mut skip: usize) -> (usize, usize) {
-        while skip >= self.bits.count_ones() as usize {
-            skip -= self.bits.count_ones() as usize;
+        loop {
+            let here = self.bits.count_ones() as usize;
+            if skip < here {
+                break;
+            }
+            skip -= here;
             self.run += 1;
             self.bits = self.masks[self.run];
         }
